@@ -1,0 +1,31 @@
+# swift-tls-fixtures — every target installs what it needs on a fresh Debian/Ubuntu machine (as root),
+# or prints the exact command to run.
+SHELL := /bin/bash
+export PATH := /opt/swift/usr/bin:$(PATH)
+ifeq ($(shell uname -s),Darwin)
+# Homebrew's OpenSSL is keg-only: point pkg-config at it.
+export PKG_CONFIG_PATH := $(shell brew --prefix openssl@3 2>/dev/null)/lib/pkgconfig:$(PKG_CONFIG_PATH)
+endif
+
+.PHONY: help deps build test run bench bench-quick test-asan test-tsan fuzz clean
+
+help:
+	@echo "make run         build (release) and serve every scenario plus the dashboard"
+	@echo "make test        install missing dependencies, build, run the whole test suite"
+	@echo "make bench       performance comparison with nginx and openssl s_server (BENCHMARKS.md)"
+	@echo "make test-asan   the test suite under AddressSanitizer;  make test-tsan: ThreadSanitizer"
+	@echo "make fuzz        run the libFuzzer targets for a bounded time"
+
+deps:
+	@scripts/ensure-deps.sh core
+
+build: deps
+	swift build
+
+test: deps
+	@scripts/ensure-deps.sh browser
+	swift build --build-tests
+	swift test --skip-build
+
+clean:
+	rm -rf .build

@@ -1,0 +1,52 @@
+// swift-tools-version:6.0
+import PackageDescription
+
+let package = Package(
+    name: "swift-tls-fixtures",
+    platforms: [.macOS(.v13)],
+    products: [
+        .library(name: "TLSFixtures", targets: ["TLSFixtures"]),
+        .library(name: "TLSFixturesXCTest", targets: ["TLSFixturesXCTest"]),
+        .executable(name: "tls-fixtures", targets: ["tls-fixtures"]),
+    ],
+    dependencies: [
+        .package(url: "https://github.com/apple/swift-nio", from: "2.101.2"),
+        .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
+        .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
+    ],
+    targets: [
+        // The only C: OpenSSL's headers plus `static inline` wrappers for the macros Swift cannot import.
+        .systemLibrary(
+            name: "COpenSSL",
+            pkgConfig: "openssl",
+            providers: [.apt(["libssl-dev"]), .brew(["openssl@3"])]
+        ),
+        .target(
+            name: "TLSFixtures",
+            dependencies: [
+                "COpenSSL",
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
+                .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
+        // XCTest glue lives apart so the library and the CLI never link XCTest.
+        .target(
+            name: "TLSFixturesXCTest",
+            dependencies: ["TLSFixtures"]
+        ),
+        .executableTarget(
+            name: "tls-fixtures",
+            dependencies: [
+                "TLSFixtures",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ]
+        ),
+        .testTarget(
+            name: "TLSFixturesTests",
+            dependencies: ["TLSFixtures", "TLSFixturesXCTest", "tls-fixtures"]
+        ),
+    ]
+)

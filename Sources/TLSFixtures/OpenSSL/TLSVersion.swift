@@ -1,0 +1,57 @@
+import COpenSSL
+import Foundation
+
+/// A TLS protocol version, spelled the way Apple's ATS keys spell it (`TLSv1.2`).
+public enum TLSVersion: String, Codable, CodingKeyRepresentable, Sendable, CaseIterable, Comparable, CustomStringConvertible {
+    case ssl3 = "SSLv3"
+    case tls1_0 = "TLSv1.0"
+    case tls1_1 = "TLSv1.1"
+    case tls1_2 = "TLSv1.2"
+    case tls1_3 = "TLSv1.3"
+
+    public var description: String { rawValue }
+
+    /// OpenSSL's wire constant (`TLS1_2_VERSION`, …).
+    public var openSSLValue: Int32 {
+        switch self {
+        case .ssl3: return SSL3_VERSION
+        case .tls1_0: return TLS1_VERSION
+        case .tls1_1: return TLS1_1_VERSION
+        case .tls1_2: return TLS1_2_VERSION
+        case .tls1_3: return TLS1_3_VERSION
+        }
+    }
+
+    /// What `SSL_get_version` prints (`TLSv1`, `TLSv1.2`), which is also what `openssl s_client`
+    /// and Python's `ssl` report.
+    public var openSSLName: String {
+        switch self {
+        case .ssl3: return "SSLv3"
+        case .tls1_0: return "TLSv1"
+        case .tls1_1: return "TLSv1.1"
+        case .tls1_2: return "TLSv1.2"
+        case .tls1_3: return "TLSv1.3"
+        }
+    }
+
+    public init?(openSSLValue: Int32) {
+        guard let match = Self.allCases.first(where: { $0.openSSLValue == openSSLValue }) else { return nil }
+        self = match
+    }
+
+    /// Accepts the ATS spelling (`TLSv1.0`), OpenSSL's (`TLSv1`), and the short forms `1.0`…`1.3`.
+    public init?(parsing text: String) {
+        let t = text.trimmingCharacters(in: .whitespaces)
+        if let v = TLSVersion(rawValue: t) { self = v; return }
+        switch t.lowercased() {
+        case "tlsv1", "tls1", "tls1.0", "1.0", "tls1_0": self = .tls1_0
+        case "tls1.1", "1.1", "tls1_1": self = .tls1_1
+        case "tls1.2", "1.2", "tls1_2": self = .tls1_2
+        case "tls1.3", "1.3", "tls1_3": self = .tls1_3
+        case "ssl3", "sslv3", "3": self = .ssl3
+        default: return nil
+        }
+    }
+
+    public static func < (lhs: TLSVersion, rhs: TLSVersion) -> Bool { lhs.openSSLValue < rhs.openSSLValue }
+}

@@ -1,0 +1,351 @@
+import COpenSSL
+import Foundation
+
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// Everything about a certificate except its keys: a value, so it can be stored, compared and hashed
+/// (the store reuses a certificate exactly as long as its profile is unchanged).
+public struct CertificateProfile: Hashable, Sendable, Codable {
+    public var subject: Subject
+    /// `nil` means no subjectAltName extension at all (the `no-san` case), `[]` is not allowed by OpenSSL.
+    public var subjectAltNames: [SubjectAltName]?
+    public var validity: Validity
+    public var digest: SignatureDigest
+    /// `nil` leaves the extension out ("any purpose" to every verifier).
+    public var extendedKeyUsage: [ExtendedKeyUsage]?
+    /// `nil` derives the usual set from the role and key type.
+    public var keyUsage: [KeyUsage]?
+    /// `nil` leaves the extension out; leaves get `CA:FALSE` from the presets.
+    public var basicConstraints: BasicConstraints?
+    public var nameConstraints: NameConstraints?
+
+    public init(subject: Subject, subjectAltNames: [SubjectAltName]?, validity: Validity = .standardLeaf,
+                digest: SignatureDigest = .sha256, extendedKeyUsage: [ExtendedKeyUsage]? = [.serverAuth],
+                keyUsage: [KeyUsage]? = nil, basicConstraints: BasicConstraints? = .endEntity,
+                nameConstraints: NameConstraints? = nil) {
+        self.subject = subject; self.subjectAltNames = subjectAltNames; self.validity = validity
+        self.digest = digest; self.extendedKeyUsage = extendedKeyUsage; self.keyUsage = keyUsage
+        self.basicConstraints = basicConstraints; self.nameConstraints = nameConstraints
+    }
+
+    // MARK: Presets
+
+    /// A TLS server certificate for `hosts` (DNS names or IP addresses), valid 397 days from one day ago —
+    /// inside Apple's 398-day limit for publicly trusted certificates, so nothing but what a scenario changes is wrong.
+    public static func server(hosts: [String], commonName: String? = nil) throws -> CertificateProfile {
+        let names = try hosts.map(SubjectAltName.init(host:))
+        let cn = commonName ?? names.first(where: { if case .dns = $0 { true } else { false } })?.value ?? hosts.first
+        return CertificateProfile(subject: Subject(commonName: cn, organization: "swift-tls-fixtures"), subjectAltNames: names)
+    }
+
+    /// A TLS client certificate (EKU clientAuth, no SAN).
+    public static func client(commonName: String) -> CertificateProfile {
+        CertificateProfile(subject: Subject(commonName: commonName, organization: "swift-tls-fixtures"), subjectAltNames: nil,
+                           extendedKeyUsage: [.clientAuth])
+    }
+
+    /// A certificate authority. Roots get no path length, intermediates `pathLength: 0`.
+    public static func authority(commonName: String, organizationalUnit: String? = nil, pathLength: Int? = nil,
+                                 digest: SignatureDigest = .sha256, days: Int = 3650,
+                                 nameConstraints: NameConstraints? = nil) -> CertificateProfile {
+        CertificateProfile(
+            subject: Subject(commonName: commonName, organization: "swift-tls-fixtures", organizationalUnit: organizationalUnit),
+            subjectAltNames: nil, validity: Validity(notBefore: .daysFromNow(-1), notAfter: .daysFromNow(days - 1)),
+            digest: digest, extendedKeyUsage: nil, keyUsage: [.keyCertSign, .cRLSign, .digitalSignature],
+            basicConstraints: BasicConstraints(isCA: true, pathLength: pathLength), nameConstraints: nameConstraints)
+    }
+
+    var isAuthority: Bool { basicConstraints?.isCA == true }
+
+    // MARK: Issuing
+
+    /// Signs a certificate for `subjectKey`; self-signed when `issuer` is nil.
+    func sign(subjectKey: PrivateKey, issuer: (certificate: Certificate, key: PrivateKey)?, now: Date = Date()) throws -> Certificate {
+        let signer = issuer?.key ?? subjectKey
+        let signerType = signer.description.type
+        var digestName: String? = digest.openSSLName
+        switch signerType {
+        case "Ed25519", "Ed448":
+            // EdDSA hashes internally; OpenSSL requires a NULL digest and there is no "Ed25519 with SHA-1".
+            guard digest == .sha256 || digest == .sha512 else {
+                throw PKIError.unsupportedCombination("an Ed25519 issuer cannot sign with \(digest.rawValue): EdDSA has no digest choice; use an RSA or EC issuer")
+            }
+            digestName = nil
+        case "EC":
+            if digest == .md5 {
+                throw PKIError.unsupportedCombination("an EC issuer cannot sign with md5: there is no ECDSA-with-MD5 algorithm; use an RSA issuer (for example `--issuer rsa-intermediate`)")
+            }
+        default: break
+        }
+        if let sans = subjectAltNames, sans.isEmpty {
+            throw PKIError.unsupportedCombination("a subjectAltName extension needs at least one name; omit it instead (--no-san)")
+        }
+        let (notBefore, notAfter) = validity.resolve(now: now)
+        guard notBefore <= notAfter else {
+            throw PKIError.unsupportedCombination("notBefore (\(notBefore)) is after notAfter (\(notAfter))")
+        }
+        var builder = CertificateBuilder(notBefore: notBefore, notAfter: notAfter)
+        builder.subject = subject.entries
+        builder.extensions = try extensionLines(subjectKey: subjectKey)
+        return try builder.sign(subjectKey: subjectKey, issuer: issuer, digest: digestName)
+    }
+
+    /// The extensions in x509v3_config(5) syntax, in the order `openssl req -x509` would add them.
+    func extensionLines(subjectKey: PrivateKey) throws -> [(nid: Int32, value: String)] {
+        var lines: [(Int32, String)] = []
+        if let bc = basicConstraints {
+            var value = bc.critical ? "critical," : ""
+            value += bc.isCA ? "CA:TRUE" : "CA:FALSE"
+            if bc.isCA, let length = bc.pathLength { value += ",pathlen:\(length)" }
+            lines.append((NID_basic_constraints, value))
+        }
+        let usages = keyUsage ?? KeyUsage.defaults(isAuthority: isAuthority, keyType: subjectKey.description.type)
+        if !usages.isEmpty {
+            lines.append((NID_key_usage, "critical," + usages.map(\.rawValue).joined(separator: ",")))
+        }
+        if let eku = extendedKeyUsage, !eku.isEmpty {
+            lines.append((NID_ext_key_usage, eku.map(\.rawValue).joined(separator: ",")))
+        }
+        lines.append((NID_subject_key_identifier, "hash"))
+        lines.append((NID_authority_key_identifier, "keyid:always"))
+        if let sans = subjectAltNames {
+            // RFC 5280 4.2.1.6: with an empty subject the SAN extension must be critical.
+            let critical = subject.entries.isEmpty ? "critical," : ""
+            lines.append((NID_subject_alt_name, critical + sans.map(\.configText).joined(separator: ",")))
+        }
+        if let nc = nameConstraints, !nc.isEmpty {
+            lines.append((NID_name_constraints, try nc.configText()))
+        }
+        return lines
+    }
+}
+
+/// The subject distinguished name. `commonName == nil` leaves CN out; `""` writes an empty CN on purpose.
+public struct Subject: Hashable, Sendable, Codable {
+    public var commonName: String?
+    public var organization: String?
+    public var organizationalUnit: String?
+
+    public init(commonName: String?, organization: String? = nil, organizationalUnit: String? = nil) {
+        self.commonName = commonName; self.organization = organization; self.organizationalUnit = organizationalUnit
+    }
+
+    var entries: [(field: String, value: String)] {
+        var result: [(String, String)] = []
+        if let organization { result.append(("O", organization)) }
+        if let organizationalUnit { result.append(("OU", organizationalUnit)) }
+        if let commonName { result.append(("CN", commonName)) }
+        return result
+    }
+}
+
+/// A subjectAltName entry.
+public enum SubjectAltName: Hashable, Sendable, Codable, CustomStringConvertible {
+    case dns(String)
+    case ip(String)
+
+    /// Classifies `host` as an IP address or a DNS name and validates it.
+    public init(host: String) throws {
+        let trimmed = host.trimmingCharacters(in: CharacterSet(charactersIn: "[] "))
+        if IPAddress.parse(trimmed) != nil {
+            self = .ip(trimmed)
+            return
+        }
+        try SubjectAltName.validateDNS(trimmed)
+        self = .dns(trimmed.lowercased())
+    }
+
+    static func validateDNS(_ name: String) throws {
+        guard !name.isEmpty, name.count <= 253 else { throw PKIError.invalidHost(name, "a DNS name is 1–253 characters") }
+        // Letters, digits, '-', '.', '_' and a leftmost '*': anything else (',' ':' spaces) would corrupt the
+        // extension text or be a mistake.
+        let allowed = CharacterSet(charactersIn: "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-._*")
+        guard name.unicodeScalars.allSatisfy(allowed.contains) else {
+            throw PKIError.invalidHost(name, "use letters, digits, '-', '.', or a leading '*.'")
+        }
+        if name.contains("*") && !(name.hasPrefix("*.") && name.dropFirst(2).allSatisfy({ $0 != "*" })) {
+            throw PKIError.invalidHost(name, "a wildcard must be the whole leftmost label, as in *.example.test")
+        }
+    }
+
+    public var value: String {
+        switch self { case .dns(let v), .ip(let v): return v }
+    }
+
+    public var description: String {
+        switch self {
+        case .dns(let name): return "DNS:\(name)"
+        case .ip(let address): return "IP:\(address)"
+        }
+    }
+
+    var configText: String { description }
+
+    public init(from decoder: Decoder) throws {
+        try self.init(host: try decoder.singleValueContainer().decode(String.self))
+    }
+
+    public func encode(to encoder: Encoder) throws {
+        var container = encoder.singleValueContainer()
+        try container.encode(value)
+    }
+}
+
+/// When a certificate is valid. Days are counted from the moment of issue, so `expired` is expired the moment
+/// it is made and stays so.
+public struct Validity: Hashable, Sendable, Codable {
+    public var notBefore: Moment
+    public var notAfter: Moment
+
+    public init(notBefore: Moment, notAfter: Moment) { self.notBefore = notBefore; self.notAfter = notAfter }
+
+    /// 397 days starting one day ago (the catalog's baseline).
+    public static let standardLeaf = Validity(notBefore: .daysFromNow(-1), notAfter: .daysFromNow(396))
+
+    /// `days` long, starting one day ago so a slightly slow device clock still accepts it.
+    public static func days(_ days: Int) -> Validity { Validity(notBefore: .daysFromNow(-1), notAfter: .daysFromNow(days - 1)) }
+
+    public func resolve(now: Date) -> (Date, Date) { (notBefore.resolve(now: now), notAfter.resolve(now: now)) }
+
+    /// Whether a certificate made from this profile is meant to be expired, not yet valid, or valid right now.
+    func intendedState(now: Date) -> ValidityState {
+        let (start, end) = resolve(now: now)
+        return ValidityState(notBefore: start, notAfter: end, now: now)
+    }
+}
+
+enum ValidityState: Equatable {
+    case notYetValid, valid, expired
+    init(notBefore: Date, notAfter: Date, now: Date) {
+        if now < notBefore { self = .notYetValid } else if now > notAfter { self = .expired } else { self = .valid }
+    }
+}
+
+/// A point in time: days relative to the moment of issue, or an absolute date.
+public enum Moment: Hashable, Sendable, Codable, CustomStringConvertible {
+    case daysFromNow(Int)
+    case date(Date)
+
+    func resolve(now: Date) -> Date {
+        switch self {
+        case .daysFromNow(let days): return now.addingTimeInterval(TimeInterval(days) * 86_400)
+        case .date(let date): return date
+        }
+    }
+
+    /// Accepts an integer number of days (`-1`, `396`) or an ISO 8601 date (`2030-01-01` or `2030-01-01T00:00:00Z`).
+    public init(parsing text: String) throws {
+        if let days = Int(text.trimmingCharacters(in: .whitespaces)) { self = .daysFromNow(days); return }
+        if let date = Moment.parseDate(text) { self = .date(date); return }
+        throw PKIError.unsupportedCombination("\"\(text)\" is neither a number of days nor an ISO 8601 date (2030-01-01 or 2030-01-01T00:00:00Z)")
+    }
+
+    static func parseDate(_ text: String) -> Date? {
+        let full = ISO8601DateFormatter()
+        if let date = full.date(from: text) { return date }
+        let dayOnly = ISO8601DateFormatter()
+        dayOnly.formatOptions = [.withFullDate]
+        return dayOnly.date(from: text)
+    }
+
+    public var description: String {
+        switch self {
+        case .daysFromNow(let days): return "\(days)"
+        case .date(let date): return ISO8601DateFormatter().string(from: date)
+        }
+    }
+
+    public init(from decoder: Decoder) throws {
+        let container = try decoder.singleValueContainer()
+        if let days = try? container.decode(Int.self) { self = .daysFromNow(days); return }
+        try self.init(parsing: try container.decode(String.self))
+    }
+
+    public func encode(to encoder: Encoder) throws {
+        var container = encoder.singleValueContainer()
+        switch self {
+        case .daysFromNow(let days): try container.encode(days)
+        case .date: try container.encode(description)
+        }
+    }
+}
+
+public enum ExtendedKeyUsage: String, CaseIterable, Hashable, Sendable, Codable {
+    case serverAuth, clientAuth, codeSigning, emailProtection, timeStamping, OCSPSigning
+}
+
+public enum KeyUsage: String, CaseIterable, Hashable, Sendable, Codable {
+    case digitalSignature, nonRepudiation, keyEncipherment, dataEncipherment, keyAgreement, keyCertSign, cRLSign
+
+    /// What a well-formed certificate of this role carries. RSA leaves need keyEncipherment for RSA key exchange
+    /// (the `static-rsa` scenario); EC leaves must not claim it.
+    static func defaults(isAuthority: Bool, keyType: String) -> [KeyUsage] {
+        if isAuthority { return [.digitalSignature, .keyCertSign, .cRLSign] }
+        return keyType == "RSA" ? [.digitalSignature, .keyEncipherment] : [.digitalSignature]
+    }
+}
+
+public struct BasicConstraints: Hashable, Sendable, Codable {
+    public var isCA: Bool
+    public var pathLength: Int?
+    public var critical: Bool
+
+    public init(isCA: Bool, pathLength: Int? = nil, critical: Bool = true) {
+        self.isCA = isCA; self.pathLength = pathLength; self.critical = critical
+    }
+
+    public static let endEntity = BasicConstraints(isCA: false)
+}
+
+/// RFC 5280 name constraints. Entries are DNS names (`localhost`, `.test`) or CIDR blocks (`127.0.0.0/8`, `::1/128`).
+public struct NameConstraints: Hashable, Sendable, Codable {
+    public var permitted: [String]
+    public var excluded: [String]
+
+    public init(permitted: [String], excluded: [String] = []) { self.permitted = permitted; self.excluded = excluded }
+
+    /// What the built-in CA may sign by default: loopback and the reserved test names (RFC 2606, RFC 6761),
+    /// so a developer who trusts it on a device cannot be impersonated for any real site.
+    public static let localDevelopment = NameConstraints(
+        permitted: ["localhost", ".localhost", ".test", ".example", ".invalid", "127.0.0.0/8", "::1/128"])
+
+    var isEmpty: Bool { permitted.isEmpty && excluded.isEmpty }
+
+    func configText() throws -> String {
+        let items = try permitted.map { "permitted;" + (try NameConstraints.generalName($0)) }
+            + excluded.map { "excluded;" + (try NameConstraints.generalName($0)) }
+        return "critical," + items.joined(separator: ",")
+    }
+
+    /// `.test` → `DNS:.test`; `127.0.0.0/8` → `IP:127.0.0.0/255.0.0.0` (OpenSSL wants an address mask, not a prefix).
+    static func generalName(_ entry: String) throws -> String {
+        if let slash = entry.firstIndex(of: "/") {
+            let address = String(entry[..<slash])
+            guard let prefix = Int(entry[entry.index(after: slash)...]), let bytes = IPAddress.parse(address),
+                  prefix >= 0, prefix <= bytes.count * 8 else {
+                throw PKIError.invalidHost(entry, "a CIDR block is ADDRESS/PREFIX, as in 127.0.0.0/8 or ::1/128")
+            }
+            var mask = [UInt8](repeating: 0, count: bytes.count)
+            for bit in 0..<prefix { mask[bit / 8] |= UInt8(0x80 >> (bit % 8)) }
+            return "IP:\(address)/\(Certificate.ipText(mask))"
+        }
+        let name = entry.hasPrefix(".") ? String(entry.dropFirst()) : entry
+        try SubjectAltName.validateDNS(name)
+        return "DNS:\(entry.lowercased())"
+    }
+}
+
+/// IPv4/IPv6 literal parsing (inet_pton), used to tell hosts from DNS names.
+enum IPAddress {
+    static func parse(_ text: String) -> [UInt8]? {
+        var v4 = in_addr()
+        if inet_pton(AF_INET, text, &v4) == 1 { return withUnsafeBytes(of: &v4) { Array($0) } }
+        var v6 = in6_addr()
+        if inet_pton(AF_INET6, text, &v6) == 1 { return withUnsafeBytes(of: &v6) { Array($0) } }
+        return nil
+    }
+}

@@ -1,0 +1,96 @@
+import Foundation
+
+/// A certificate order in the words a person types (`--host`, `--key rsa:1024`, `--digest sha1`, `--eku none`):
+/// the `cert issue` command and scripts build one, the store fills it. Parsing lives here, not in the CLI, so
+/// the rules are the library's and are tested once.
+public struct CertificateRequest: Sendable {
+    public var name: String
+    public var hosts: [String] = []
+    /// nil: the first host. Use `omitCommonName` for no CN and `""` for an empty one.
+    public var commonName: String? = nil
+    public var omitCommonName = false
+    public var organization: String? = "swift-tls-fixtures"
+    public var key: KeySpec = .ec(.p256)
+    /// Reuse another certificate's key (re-issue on the same key: SPKI pins keep matching).
+    public var keyName: String? = nil
+    public var digest: SignatureDigest = .sha256
+    public var validity: Validity = .standardLeaf
+    public var extendedKeyUsage: [ExtendedKeyUsage]? = [.serverAuth]
+    public var keyUsage: [KeyUsage]? = nil
+    public var isCA = false
+    public var pathLength: Int? = nil
+    public var permitted: [String] = []
+    public var excluded: [String] = []
+    public var omitSubjectAltNames = false
+    public var issuer: LeafIssuer = .authority(.root)
+
+    public init(name: String) { self.name = name }
+
+    /// The profile this request describes, validated.
+    public func profile() throws -> CertificateProfile {
+        try CertificateStore.validate(name: name)
+        if hosts.isEmpty && !omitSubjectAltNames {
+            throw PKIError.unsupportedCombination("give at least one --host (DNS name or IP address), or --no-san for a certificate without subjectAltName")
+        }
+        let names = try hosts.map(SubjectAltName.init(host:))
+        let cn: String? = omitCommonName ? nil : (commonName ?? names.first?.value)
+        var profile = CertificateProfile(
+            subject: Subject(commonName: cn, organization: organization),
+            subjectAltNames: omitSubjectAltNames ? nil : names,
+            validity: validity, digest: digest, extendedKeyUsage: extendedKeyUsage, keyUsage: keyUsage,
+            basicConstraints: BasicConstraints(isCA: isCA, pathLength: isCA ? pathLength : nil))
+        if !permitted.isEmpty || !excluded.isEmpty {
+            guard isCA else { throw PKIError.unsupportedCombination("name constraints (--permit/--exclude) belong on a CA certificate; add --ca") }
+            profile.nameConstraints = NameConstraints(permitted: permitted, excluded: excluded)
+            _ = try profile.nameConstraints?.configText()
+        }
+        if pathLength != nil && !isCA { throw PKIError.unsupportedCombination("--path-len applies to CA certificates; add --ca") }
+        return profile
+    }
+
+    /// Parses repeated or comma-separated `--eku` values; `none` leaves the extension out, `both` is server + client.
+    public static func parseExtendedKeyUsage(_ values: [String]) throws -> [ExtendedKeyUsage]? {
+        let items = values.flatMap { $0.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) } }
+        if items.map({ $0.lowercased() }) == ["none"] { return nil }
+        return try items.flatMap { item -> [ExtendedKeyUsage] in
+            switch item.lowercased() {
+            case "both": return [.serverAuth, .clientAuth]
+            case "server", "serverauth": return [.serverAuth]
+            case "client", "clientauth": return [.clientAuth]
+            default:
+                guard let usage = ExtendedKeyUsage.allCases.first(where: { $0.rawValue.lowercased() == item.lowercased() }) else {
+                    throw PKIError.unsupportedCombination("unknown extended key usage \"\(item)\": use \(ExtendedKeyUsage.allCases.map(\.rawValue).joined(separator: ", ")), both, or none")
+                }
+                return [usage]
+            }
+        }
+    }
+
+    public static func parseKeyUsage(_ values: [String]) throws -> [KeyUsage]? {
+        let items = values.flatMap { $0.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) } }
+        if items.isEmpty { return nil }
+        if items.map({ $0.lowercased() }) == ["none"] { return [] }
+        return try items.map { item in
+            guard let usage = KeyUsage.allCases.first(where: { $0.rawValue.lowercased() == item.lowercased() }) else {
+                throw PKIError.unsupportedCombination("unknown key usage \"\(item)\": use \(KeyUsage.allCases.map(\.rawValue).joined(separator: ", ")), or none")
+            }
+            return usage
+        }
+    }
+
+    public static func parseIssuer(_ text: String) throws -> LeafIssuer {
+        if text == "self" { return .selfSigned }
+        guard let authority = BuiltinAuthority(rawValue: text) else {
+            throw PKIError.unsupportedCombination("unknown issuer \"\(text)\": use self or one of \(BuiltinAuthority.allCases.map(\.rawValue).joined(separator: ", "))")
+        }
+        return .authority(authority)
+    }
+}
+
+extension CertificateStore {
+    /// Issues (or reuses, when nothing changed) the certificate a request describes.
+    public func issue(_ request: CertificateRequest) throws -> Credential {
+        try credential(named: request.name, profile: try request.profile(), keyName: request.keyName ?? request.name,
+                       keySpec: request.key, issuer: request.issuer)
+    }
+}

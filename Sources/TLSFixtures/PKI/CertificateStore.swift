@@ -1,0 +1,476 @@
+import Foundation
+import Logging
+import NIOConcurrencyHelpers
+
+/// The CAs the store keeps. Roots are made once and never replaced without an explicit `force`, because devices
+/// trust them and apps pin them; intermediates are derived from their root and re-made when it changes.
+public enum BuiltinAuthority: String, CaseIterable, Sendable, Codable {
+    /// The built-in CA: the root users install on simulators and devices.
+    case root
+    /// root → intermediate, for chains with an intermediate (`incomplete-chain`).
+    case intermediate
+    /// root → intermediate signed with SHA-1 (`sha1-intermediate`).
+    case sha1Intermediate = "sha1-intermediate"
+    /// root → RSA intermediate: MD5 signatures exist only as md5WithRSAEncryption, and the root is EC by default.
+    case rsaIntermediate = "rsa-intermediate"
+    /// A second root nobody trusts (`untrusted-root`).
+    case untrustedRoot = "untrusted-root"
+    /// A root standing in for a TLS-intercepting proxy's CA (`pin-mitm`): trusted, but never pinned.
+    case interceptionRoot = "interception-root"
+    /// The root that issues client certificates (`client-cert-required`).
+    case clientCA = "client-ca"
+
+    public var isRoot: Bool { parent == nil }
+
+    var parent: BuiltinAuthority? {
+        switch self {
+        case .intermediate, .sha1Intermediate, .rsaIntermediate: return .root
+        default: return nil
+        }
+    }
+
+    var keySpec: KeySpec { self == .rsaIntermediate ? .rsa(bits: 2048) : .ec(.p256) }
+
+    func profile(rootCommonName: String) -> CertificateProfile {
+        switch self {
+        case .root:
+            return .authority(commonName: rootCommonName, nameConstraints: .localDevelopment)
+        case .intermediate:
+            return .authority(commonName: "swift-tls-fixtures intermediate", pathLength: 0)
+        case .sha1Intermediate:
+            return .authority(commonName: "swift-tls-fixtures SHA-1 intermediate", pathLength: 0, digest: .sha1)
+        case .rsaIntermediate:
+            return .authority(commonName: "swift-tls-fixtures RSA intermediate", pathLength: 0)
+        case .untrustedRoot:
+            return .authority(commonName: "swift-tls-fixtures untrusted root (never install this)", nameConstraints: .localDevelopment)
+        case .interceptionRoot:
+            return .authority(commonName: "swift-tls-fixtures interception CA (simulated TLS proxy)", nameConstraints: .localDevelopment)
+        case .clientCA:
+            return .authority(commonName: "swift-tls-fixtures client CA")
+        }
+    }
+}
+
+/// How `ca init` makes the built-in root.
+public struct CAOptions: Sendable, Equatable {
+    public var key: KeySpec
+    public var commonName: String
+    public var nameConstraints: Bool
+    public var days: Int
+
+    public init(key: KeySpec = .ec(.p256), commonName: String = CertificateAuthority.defaultCommonName,
+                nameConstraints: Bool = true, days: Int = 3650) {
+        self.key = key; self.commonName = commonName; self.nameConstraints = nameConstraints; self.days = days
+    }
+}
+
+/// Who signs a leaf.
+public enum LeafIssuer: Sendable, Hashable {
+    case authority(BuiltinAuthority)
+    case selfSigned
+}
+
+/// Generated keys and certificates on disk, shared by every process that points at the same directory.
+///
+/// Layout (documented in `Certs/README.md`):
+/// ```
+/// ca/      0700  root.pem root.key(0600) and the other built-in authorities
+/// keys/    0700  NAME.SPEC.key (0600): leaf keys, kept across re-issues so SPKI pins survive
+/// certs/   0700  NAME.pem (leaf + intermediates as served), NAME.json (what it was made from)
+/// params/  0700  dh-BITS.pem
+/// locks/   0700  one lock file per item
+/// ```
+/// Guarantees: every write is atomic (temporary file + rename); concurrent processes that "load or create" the same
+/// item serialise on a per-item `flock`, so they all end with the same single CA; a leaf is re-issued only when its
+/// profile, key or issuer changed or it no longer has the validity its profile intends; nothing is generated twice.
+public final class CertificateStore: Sendable {
+    public let directory: URL
+    private let cache = NIOLockedValueBox(Cache())
+    private let logger = Logger(label: "tls-fixtures.store")
+
+    private struct Cache {
+        var authorities: [BuiltinAuthority: CertificateAuthority] = [:]
+        var keys: [String: PrivateKey] = [:]
+        var credentials: [String: (fingerprint: String, credential: Credential)] = [:]
+        var dh: [Int: DHParameters] = [:]
+        var warnings: [String] = []
+    }
+
+    // MARK: Location
+
+    public static let environmentVariable = "TLS_FIXTURES_CERTS"
+
+    /// The per-user default, shared by the CLI and by tests in any package so they all use the one CA a developer
+    /// installed: `~/Library/Application Support/swift-tls-fixtures` on macOS,
+    /// `${XDG_DATA_HOME:-~/.local/share}/swift-tls-fixtures` elsewhere.
+    public static var defaultDirectory: URL {
+        let environment = ProcessInfo.processInfo.environment
+        let home = URL(fileURLWithPath: environment["HOME"] ?? NSHomeDirectory())
+        #if os(macOS)
+        return home.appendingPathComponent("Library/Application Support/swift-tls-fixtures")
+        #else
+        if let xdg = environment["XDG_DATA_HOME"], xdg.hasPrefix("/") {
+            return URL(fileURLWithPath: xdg).appendingPathComponent("swift-tls-fixtures")
+        }
+        return home.appendingPathComponent(".local/share/swift-tls-fixtures")
+        #endif
+    }
+
+    /// `explicit` (the `--dir` option), else `$TLS_FIXTURES_CERTS`, else `defaultDirectory`.
+    public static func resolveDirectory(explicit: String? = nil) -> URL {
+        if let explicit, !explicit.isEmpty { return URL(fileURLWithPath: explicit).standardizedFileURL }
+        if let fromEnvironment = ProcessInfo.processInfo.environment[environmentVariable], !fromEnvironment.isEmpty {
+            return URL(fileURLWithPath: fromEnvironment).standardizedFileURL
+        }
+        return defaultDirectory
+    }
+
+    private static let instances = NIOLockedValueBox([String: CertificateStore]())
+
+    /// One instance per directory per process, so every fixture shares the in-memory cache.
+    public static func at(_ directory: URL) -> CertificateStore {
+        let key = directory.standardizedFileURL.path
+        return instances.withLockedValue { instances in
+            if let existing = instances[key] { return existing }
+            let store = CertificateStore(directory: directory)
+            instances[key] = store
+            return store
+        }
+    }
+
+    /// The store the resolution rule picks (`--dir`, `TLS_FIXTURES_CERTS`, default).
+    public static func resolved(explicit: String? = nil) -> CertificateStore { at(resolveDirectory(explicit: explicit)) }
+
+    /// Creates nothing until something is needed.
+    public init(directory: URL) {
+        self.directory = directory.standardizedFileURL
+    }
+
+    // MARK: Counters
+
+    private static let issued = NIOLockedValueBox(0)
+    /// Certificates this process has signed (leaves and authorities).
+    public static var issuedCount: Int { issued.withLockedValue { $0 } }
+
+    /// Problems found and repaired (a damaged leaf re-issued, a damaged key moved aside), each naming its path.
+    public var warnings: [String] { cache.withLockedValue { $0.warnings } }
+
+    private func warn(_ message: String) {
+        logger.warning("\(message)")
+        cache.withLockedValue { $0.warnings.append(message) }
+    }
+
+    // MARK: Paths
+
+    var caDirectory: URL { directory.appendingPathComponent("ca") }
+    var keysDirectory: URL { directory.appendingPathComponent("keys") }
+    var certsDirectory: URL { directory.appendingPathComponent("certs") }
+    var paramsDirectory: URL { directory.appendingPathComponent("params") }
+    var locksDirectory: URL { directory.appendingPathComponent("locks") }
+
+    public func certificatePath(_ authority: BuiltinAuthority) -> URL { caDirectory.appendingPathComponent("\(authority.rawValue).pem") }
+    func keyPath(_ authority: BuiltinAuthority) -> URL { caDirectory.appendingPathComponent("\(authority.rawValue).key") }
+    func keyPath(name: String, spec: KeySpec) -> URL { keysDirectory.appendingPathComponent("\(name).\(spec.slug).key") }
+    public func leafPath(_ name: String) -> URL { certsDirectory.appendingPathComponent("\(name).pem") }
+    func leafRecordPath(_ name: String) -> URL { certsDirectory.appendingPathComponent("\(name).json") }
+
+    private func prepare(_ subdirectory: URL) throws {
+        try FileSystem.ensureDirectory(directory, mode: 0o700)
+        try FileSystem.ensureDirectory(subdirectory, mode: 0o700)
+        try FileSystem.ensureDirectory(locksDirectory, mode: 0o700)
+    }
+
+    private func locked<T>(_ item: String, in subdirectory: URL, _ body: () throws -> T) throws -> T {
+        try prepare(subdirectory)
+        return try FileSystem.withExclusiveLock(locksDirectory.appendingPathComponent("\(item).lock"), body)
+    }
+
+    /// Names become file names, so they are held to a safe alphabet (no `/`, no `..`).
+    static func validate(name: String) throws {
+        let allowed = CharacterSet(charactersIn: "abcdefghijklmnopqrstuvwxyz0123456789-_.")
+        guard !name.isEmpty, name.count <= 80, !name.hasPrefix("."), !name.contains(".."),
+              name.unicodeScalars.allSatisfy(allowed.contains) else {
+            throw PKIError.invalidName(name, "use 1–80 lowercase letters, digits, '-', '_' or '.', not starting with '.'")
+        }
+    }
+
+    // MARK: The built-in CA
+
+    /// The built-in CA if one exists; throws if it exists but is damaged.
+    public func existingCA() throws -> CertificateAuthority? {
+        if let cached = cache.withLockedValue({ $0.authorities[.root] }) { return cached }
+        guard let root = try loadRoot(.root) else { return nil }
+        cache.withLockedValue { $0.authorities[.root] = root }
+        return root
+    }
+
+    /// Creates the built-in CA. Refuses if one exists unless `force`, in which case the old one is moved to
+    /// `ca/replaced-DATE/` (never deleted) and everything it signed is re-issued on next use.
+    @discardableResult
+    public func initializeCA(_ options: CAOptions = CAOptions(), force: Bool = false) throws -> CertificateAuthority {
+        let root = try locked("ca-root", in: caDirectory) { () throws -> CertificateAuthority in
+            let existing: CertificateAuthority?
+            do { existing = try loadRoot(.root) } catch where force { existing = nil }
+            if let existing, !force {
+                throw PKIError.caExists(path: directory.path, fingerprint: existing.certificate.sha256Fingerprint.colonHex)
+            }
+            if force { retireAuthorities() }
+            return try createRoot(.root, options: options)
+        }
+        cache.withLockedValue { $0 = Cache(warnings: $0.warnings); $0.authorities[.root] = root }
+        return root
+    }
+
+    /// The built-in CA, created with default options on first use (what tests and `serve` call).
+    public func ca() throws -> CertificateAuthority { try authority(.root) }
+
+    /// Any built-in authority, created on first use.
+    public func authority(_ id: BuiltinAuthority) throws -> CertificateAuthority {
+        if let cached = cache.withLockedValue({ $0.authorities[id] }) { return cached }
+        let made: CertificateAuthority
+        if let parentID = id.parent {
+            made = try loadOrCreateIntermediate(id, parent: try authority(parentID))
+        } else {
+            made = try locked("ca-\(id.rawValue)", in: caDirectory) {
+                try loadRoot(id) ?? createRoot(id, options: CAOptions())
+            }
+        }
+        cache.withLockedValue { $0.authorities[id] = made }
+        return made
+    }
+
+    private func retireAuthorities() {
+        let stamp = ISO8601DateFormatter().string(from: Date()).replacingOccurrences(of: ":", with: "")
+        let retired = caDirectory.appendingPathComponent("replaced-\(stamp)")
+        try? FileSystem.ensureDirectory(retired, mode: 0o700)
+        // The root and everything derived from it; the other roots are independent and stay.
+        for id in BuiltinAuthority.allCases where id == .root || id.parent == .root {
+            for file in [certificatePath(id), keyPath(id)] where FileSystem.exists(file) {
+                _ = rename(file.path, retired.appendingPathComponent(file.lastPathComponent).path)
+            }
+        }
+    }
+
+    private func loadRoot(_ id: BuiltinAuthority) throws -> CertificateAuthority? {
+        let certificateFile = certificatePath(id)
+        let keyFile = keyPath(id)
+        let certificateData = try FileSystem.read(certificateFile)
+        let keyData = try FileSystem.read(keyFile)
+        let fix = id == .root
+            ? "restore it from a backup, or replace the CA with `tls-fixtures ca init --force` (devices that trust the old one must then trust the new one)"
+            : "restore it from a backup, or move it away to have a new \(id.rawValue) made"
+        switch (certificateData, keyData) {
+        case (nil, nil):
+            return nil
+        case (nil, .some):
+            // A crash between writing the key and the certificate: no device can trust a certificate that was
+            // never written, so the orphan key is set aside and the root made again.
+            FileSystem.moveAside(keyFile, reason: "orphaned")
+            return nil
+        case (.some, nil):
+            throw PKIError.damaged(path: keyFile.path, problem: "missing, but \(certificateFile.lastPathComponent) exists", fix: fix)
+        case let (.some(certificateData), .some(keyData)):
+            let certificate: Certificate
+            let key: PrivateKey
+            do { certificate = try Certificate(pem: certificateData) } catch {
+                throw PKIError.damaged(path: certificateFile.path, problem: "\(error)", fix: fix)
+            }
+            do { key = try PrivateKey(pem: keyData) } catch {
+                throw PKIError.damaged(path: keyFile.path, problem: "\(error)", fix: fix)
+            }
+            guard key.matches(certificate) else { throw PKIError.keyMismatch(path: keyFile.path) }
+            return CertificateAuthority(certificate: certificate, privateKey: key)
+        }
+    }
+
+    private func createRoot(_ id: BuiltinAuthority, options: CAOptions) throws -> CertificateAuthority {
+        let key = try (id == .root ? options.key : id.keySpec).generate()
+        var profile = id.profile(rootCommonName: options.commonName)
+        if id == .root {
+            profile.validity = .days(options.days)
+            profile.nameConstraints = options.nameConstraints ? .localDevelopment : nil
+        }
+        let certificate = try profile.sign(subjectKey: key, issuer: nil)
+        CertificateStore.issued.withLockedValue { $0 += 1 }
+        // Key first: a crash after it leaves an orphan key (recovered above), never a certificate without its key.
+        try FileSystem.writeAtomically(try key.pem, to: keyPath(id), mode: 0o600)
+        try FileSystem.writeAtomically(certificate.pem, to: certificatePath(id), mode: 0o644)
+        logger.info("created \(id.rawValue) \(certificate.subject) in \(caDirectory.path)")
+        return CertificateAuthority(certificate: certificate, privateKey: key)
+    }
+
+    private func loadOrCreateIntermediate(_ id: BuiltinAuthority, parent: CertificateAuthority) throws -> CertificateAuthority {
+        try locked("ca-\(id.rawValue)", in: caDirectory) {
+            let certificateFile = certificatePath(id)
+            let keyFile = keyPath(id)
+            var key: PrivateKey? = nil
+            if let keyData = try FileSystem.read(keyFile) {
+                key = try? PrivateKey(pem: keyData)
+                if key == nil { warn("\(keyFile.path) is damaged; it was moved aside and a new \(id.rawValue) key made"); FileSystem.moveAside(keyFile, reason: "damaged") }
+            }
+            if let key, let data = try FileSystem.read(certificateFile) {
+                if let certificate = try? Certificate(pem: data),
+                   certificate.issuer == parent.certificate.subject,
+                   verifySignature(certificate, by: parent.certificate), key.matches(certificate),
+                   certificate.notAfter > Date() {
+                    return CertificateAuthority(certificate: certificate, privateKey: key,
+                                                chainToRoot: [certificate] + parent.chainToRoot, root: parent.root)
+                }
+            }
+            let subjectKey = try key ?? id.keySpec.generate()
+            if key == nil { try FileSystem.writeAtomically(try subjectKey.pem, to: keyFile, mode: 0o600) }
+            let issued = try parent.issue(id.profile(rootCommonName: ""), key: subjectKey)
+            CertificateStore.issued.withLockedValue { $0 += 1 }
+            try FileSystem.writeAtomically(issued.certificate.pem, to: certificateFile, mode: 0o644)
+            return CertificateAuthority(certificate: issued.certificate, privateKey: subjectKey,
+                                        chainToRoot: [issued.certificate] + parent.chainToRoot, root: parent.root)
+        }
+    }
+
+    private func verifySignature(_ certificate: Certificate, by issuer: Certificate) -> Bool {
+        X509_verify(certificate.pointer, X509_get0_pubkey(issuer.pointer)) == 1
+    }
+
+    // MARK: Keys
+
+    /// The key called `name` of kind `spec`, generated once and then reused — across re-issued certificates too,
+    /// which is what keeps SPKI pins valid. A damaged key file is moved aside (never deleted) and reported.
+    public func key(named name: String, spec: KeySpec) throws -> PrivateKey {
+        try CertificateStore.validate(name: name)
+        let cacheKey = "\(name).\(spec.slug)"
+        if let cached = cache.withLockedValue({ $0.keys[cacheKey] }) { return cached }
+        let path = keyPath(name: name, spec: spec)
+        let key = try locked("key-\(cacheKey)", in: keysDirectory) { () throws -> PrivateKey in
+            if let data = try FileSystem.read(path) {
+                if let key = try? PrivateKey(pem: data), spec.matches(key) { return key }
+                let aside = FileSystem.moveAside(path, reason: "damaged")
+                warn("\(path.path) is not a readable \(spec) key; moved it to \(aside?.lastPathComponent ?? "?") and generated a new one")
+            }
+            let key = try spec.generate()
+            try FileSystem.writeAtomically(try key.pem, to: path, mode: 0o600)
+            return key
+        }
+        cache.withLockedValue { $0.keys[cacheKey] = key }
+        return key
+    }
+
+    // MARK: Leaves
+
+    /// What a leaf was made from, stored beside it; a leaf is reused only while this is unchanged.
+    struct LeafRecord: Codable {
+        var fingerprint: String
+        var keyFile: String
+        var issuer: String
+        var issuedAt: Date
+    }
+
+    /// The certificate `name` made from `profile` for the key `keyName`/`keySpec`, signed by `issuer`. Re-issued only
+    /// when one of those changed, the file is damaged, or it no longer has the validity the profile intends
+    /// (and, for valid certificates, when fewer than 30 days remain).
+    public func credential(named name: String, profile: CertificateProfile, keyName: String, keySpec: KeySpec,
+                           issuer: LeafIssuer, now: Date = Date()) throws -> Credential {
+        try CertificateStore.validate(name: name)
+        let signer: CertificateAuthority? = try {
+            if case .authority(let id) = issuer { return try authority(id) }
+            return nil
+        }()
+        let key = try self.key(named: keyName, spec: keySpec)
+        let fingerprint = try leafFingerprint(profile: profile, key: key, signer: signer)
+        if let cached = cache.withLockedValue({ $0.credentials[name] }), cached.fingerprint == fingerprint,
+           isStillFit(cached.credential.certificate, profile: profile, now: now) {
+            return cached.credential
+        }
+        let credential = try locked("leaf-\(name)", in: certsDirectory) { () throws -> Credential in
+            if let reused = try reusableLeaf(name: name, fingerprint: fingerprint, key: key, signer: signer, profile: profile, now: now) {
+                return reused
+            }
+            let made: Credential
+            if let signer {
+                made = try signer.issue(profile, key: key)
+            } else {
+                made = try CertificateAuthority.selfSigned(profile, key: key)
+            }
+            CertificateStore.issued.withLockedValue { $0 += 1 }
+            try FileSystem.writeAtomically(made.chainPEM, to: leafPath(name), mode: 0o644)
+            let record = LeafRecord(fingerprint: fingerprint, keyFile: keyPath(name: keyName, spec: keySpec).lastPathComponent,
+                                    issuer: signer.map { $0.certificate.subject } ?? "self", issuedAt: now)
+            let encoder = JSONEncoder()
+            encoder.outputFormatting = [.prettyPrinted, .sortedKeys]
+            encoder.dateEncodingStrategy = .iso8601
+            // The record is written last: it is the commit marker that says the PEM beside it is complete.
+            try FileSystem.writeAtomically(try encoder.encode(record), to: leafRecordPath(name), mode: 0o644)
+            return made
+        }
+        cache.withLockedValue { $0.credentials[name] = (fingerprint, credential) }
+        return credential
+    }
+
+    private func reusableLeaf(name: String, fingerprint: String, key: PrivateKey, signer: CertificateAuthority?,
+                              profile: CertificateProfile, now: Date) throws -> Credential? {
+        guard let recordData = try FileSystem.read(leafRecordPath(name)) else { return nil }
+        let decoder = JSONDecoder()
+        decoder.dateDecodingStrategy = .iso8601
+        guard let record = try? decoder.decode(LeafRecord.self, from: recordData) else {
+            warn("\(leafRecordPath(name).path) is damaged; re-issuing \(name)")
+            return nil
+        }
+        guard record.fingerprint == fingerprint else { return nil }
+        guard let pem = try FileSystem.read(leafPath(name)) else { return nil }
+        guard let chain = try? Certificate.all(pem: pem), let leaf = chain.first, key.matches(leaf) else {
+            warn("\(leafPath(name).path) is damaged or does not match its key; re-issuing \(name)")
+            return nil
+        }
+        guard isStillFit(leaf, profile: profile, now: now) else { return nil }
+        return Credential(certificate: leaf, privateKey: key, intermediates: Array(chain.dropFirst()),
+                          root: signer?.root ?? leaf)
+    }
+
+    private func isStillFit(_ certificate: Certificate, profile: CertificateProfile, now: Date) -> Bool {
+        let actual = ValidityState(notBefore: certificate.notBefore, notAfter: certificate.notAfter, now: now)
+        guard actual == profile.validity.intendedState(now: now) else { return false }
+        if actual == .valid {
+            let (_, intendedEnd) = profile.validity.resolve(now: now)
+            let margin = min(30 * 86_400, intendedEnd.timeIntervalSince(now) / 2)
+            return certificate.notAfter.timeIntervalSince(now) >= margin
+        }
+        return true
+    }
+
+    private func leafFingerprint(profile: CertificateProfile, key: PrivateKey, signer: CertificateAuthority?) throws -> String {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys]
+        var material = try encoder.encode(profile)
+        material.append(contentsOf: Array("|\(try key.spkiSHA256)|\(signer?.certificate.sha256Fingerprint.hexString ?? "self")|v1".utf8))
+        return Digest.sha256(material).hexString
+    }
+
+    // MARK: DH parameters
+
+    /// 1024 bits: RFC 2409 group 2 (nothing to generate). Other sizes: generated once and kept in `params/`.
+    public func dhParameters(bits: Int) throws -> DHParameters {
+        if let cached = cache.withLockedValue({ $0.dh[bits] }) { return cached }
+        let parameters: DHParameters
+        if bits == 1024 {
+            parameters = try DHParameters.rfc2409Group2()
+        } else {
+            let path = paramsDirectory.appendingPathComponent("dh-\(bits).pem")
+            parameters = try locked("dh-\(bits)", in: paramsDirectory) {
+                if let data = try FileSystem.read(path), let existing = try? DHParameters(pem: data), existing.bits == bits {
+                    return existing
+                }
+                let fresh = try DHParameters.generate(bits: bits)
+                try FileSystem.writeAtomically(try fresh.pem, to: path, mode: 0o644)
+                return fresh
+            }
+        }
+        cache.withLockedValue { $0.dh[bits] = parameters }
+        return parameters
+    }
+}
+
+import COpenSSL
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif

@@ -1,0 +1,123 @@
+import Foundation
+
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// POSIX file operations the store needs and Foundation does not offer: exclusive advisory locks, writes that are
+/// atomic and carry an exact mode, and directories with an exact mode.
+enum FileSystem {
+    /// Runs `body` holding an exclusive `flock` on `lockFile`. `flock` locks belong to the open file description,
+    /// so they exclude other processes *and* other threads of this process (each call opens its own descriptor).
+    static func withExclusiveLock<T>(_ lockFile: URL, _ body: () throws -> T) throws -> T {
+        let fd = open(lockFile.path, O_CREAT | O_RDWR | O_CLOEXEC, 0o600)
+        guard fd >= 0 else { throw PKIError.storeUnavailable(path: lockFile.deletingLastPathComponent().path, problem: errnoText()) }
+        defer { close(fd) }
+        while flock(fd, LOCK_EX) != 0 {
+            if errno != EINTR { throw PKIError.storeUnavailable(path: lockFile.path, problem: "cannot lock: \(errnoText())") }
+        }
+        defer { flock(fd, LOCK_UN) }
+        return try body()
+    }
+
+    /// Writes to a temporary file beside `url`, flushes it to disk, then renames it over `url`: a reader sees the old
+    /// file or the new one, never half of either, even if this process dies midway.
+    static func writeAtomically(_ data: Data, to url: URL, mode: mode_t) throws {
+        let directory = url.deletingLastPathComponent()
+        let temporary = directory.appendingPathComponent(".\(url.lastPathComponent).tmp-\(getpid())-\(UInt32.random(in: 0...UInt32.max))")
+        let fd = open(temporary.path, O_CREAT | O_EXCL | O_WRONLY | O_CLOEXEC, mode)
+        guard fd >= 0 else { throw PKIError.storeUnavailable(path: directory.path, problem: "cannot write \(url.lastPathComponent): \(errnoText())") }
+        var failure: String? = nil
+        // The umask must not widen or narrow a key file's mode.
+        if fchmod(fd, mode) != 0 { failure = errnoText() }
+        data.withUnsafeBytes { raw in
+            var offset = 0
+            while failure == nil && offset < raw.count {
+                let n = write(fd, raw.baseAddress! + offset, raw.count - offset)
+                if n < 0 { if errno == EINTR { continue }; failure = errnoText() } else { offset += n }
+            }
+        }
+        if failure == nil && fsync(fd) != 0 { failure = errnoText() }
+        close(fd)
+        if failure == nil && rename(temporary.path, url.path) != 0 { failure = errnoText() }
+        if let failure {
+            unlink(temporary.path)
+            throw PKIError.storeUnavailable(path: directory.path, problem: "cannot write \(url.lastPathComponent): \(failure)")
+        }
+    }
+
+    /// Creates `url` (and parents) with `mode` when missing; tightens an existing directory we own to `mode`.
+    static func ensureDirectory(_ url: URL, mode: mode_t) throws {
+        var info = stat()
+        if stat(url.path, &info) == 0 {
+            guard (info.st_mode & S_IFMT) == S_IFDIR else {
+                throw PKIError.storeUnavailable(path: url.path, problem: "it exists and is not a directory")
+            }
+            if (info.st_mode & 0o777) != mode && info.st_uid == geteuid() { chmod(url.path, mode) }
+            return
+        }
+        let parent = url.deletingLastPathComponent()
+        if parent.path != url.path && parent.path != "/" { try ensureDirectory(parent, mode: 0o755, createOnly: true) }
+        if mkdir(url.path, mode) != 0 && errno != EEXIST {
+            throw PKIError.storeUnavailable(path: url.path, problem: errnoText())
+        }
+        chmod(url.path, mode)
+    }
+
+    /// Parents we create but never re-permission (they may be the user's own folders).
+    private static func ensureDirectory(_ url: URL, mode: mode_t, createOnly: Bool) throws {
+        var info = stat()
+        if stat(url.path, &info) == 0 { return }
+        let parent = url.deletingLastPathComponent()
+        if parent.path != url.path && parent.path != "/" { try ensureDirectory(parent, mode: mode, createOnly: true) }
+        if mkdir(url.path, mode) != 0 && errno != EEXIST {
+            throw PKIError.storeUnavailable(path: url.path, problem: errnoText())
+        }
+    }
+
+    static func exists(_ url: URL) -> Bool { access(url.path, F_OK) == 0 }
+
+    /// Reads a whole file, turning "missing" into nil and anything else into a one-line error naming the path.
+    static func read(_ url: URL) throws -> Data? {
+        let fd = open(url.path, O_RDONLY | O_CLOEXEC)
+        if fd < 0 {
+            if errno == ENOENT { return nil }
+            throw PKIError.storeUnavailable(path: url.path, problem: "cannot read it: \(errnoText())")
+        }
+        defer { close(fd) }
+        var data = Data()
+        var buffer = [UInt8](repeating: 0, count: 65_536)
+        while true {
+            let n = buffer.withUnsafeMutableBytes { Glibc_or_Darwin_read(fd, $0.baseAddress!, $0.count) }
+            if n < 0 {
+                if errno == EINTR { continue }
+                throw PKIError.storeUnavailable(path: url.path, problem: "cannot read it: \(errnoText())")
+            }
+            if n == 0 { break }
+            data.append(contentsOf: buffer[0..<n])
+        }
+        return data
+    }
+
+    /// Moves a damaged or replaced file aside instead of deleting it: the house rule is never to lose a key.
+    @discardableResult
+    static func moveAside(_ url: URL, reason: String) -> URL? {
+        let stamp = ISO8601DateFormatter().string(from: Date()).replacingOccurrences(of: ":", with: "")
+        let target = url.deletingLastPathComponent().appendingPathComponent("\(url.lastPathComponent).\(reason)-\(stamp)-\(getpid())")
+        return rename(url.path, target.path) == 0 ? target : nil
+    }
+
+    static func mode(of url: URL) -> mode_t? {
+        var info = stat()
+        return stat(url.path, &info) == 0 ? info.st_mode & 0o7777 : nil
+    }
+
+    static func errnoText(_ code: Int32 = errno) -> String { String(cString: strerror(code)) }
+}
+
+@inline(__always)
+private func Glibc_or_Darwin_read(_ fd: Int32, _ buffer: UnsafeMutableRawPointer, _ count: Int) -> Int {
+    read(fd, buffer, count)
+}

@@ -1,0 +1,77 @@
+import ArgumentParser
+import Foundation
+import TLSFixtures
+
+struct CAInit: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "init",
+        abstract: "Create the built-in CA (once: an existing CA is kept).",
+        discussion: """
+            Refuses when a CA already exists, because devices trust it and apps pin it. --force replaces it; the old \
+            files are moved to ca/replaced-DATE/ in the store, never deleted, and every certificate it signed is \
+            re-issued on next use. --if-missing succeeds quietly when a CA exists (for scripts and CI).
+            """
+    )
+
+    @OptionGroup var storeOptions: StoreOptions
+    @OptionGroup var output: OutputOptions
+
+    @Option(help: ArgumentHelp("Root key: rsa:BITS, ec:p224|p256|p384|p521 or ed25519.", valueName: "spec"))
+    var key = "ec:p256"
+
+    @Option(help: "Common name of the root (default: swift-tls-fixtures CA USER@HOST).")
+    var name: String?
+
+    @Option(help: "Validity of the root in days.")
+    var days = 3650
+
+    @Flag(help: "Do not restrict the CA to localhost and reserved test names (it could then vouch for any site).")
+    var noNameConstraints = false
+
+    @Flag(help: "Replace an existing CA (moved aside, not deleted).")
+    var force = false
+
+    @Flag(help: "Exit successfully, changing nothing, when a CA already exists.")
+    var ifMissing = false
+
+    func validate() throws {
+        _ = try KeySpec(parsing: key)
+        guard days > 0 else { throw CLIError("--days must be positive") }
+        if force && ifMissing { throw CLIError("--force and --if-missing contradict each other; pick one") }
+    }
+
+    func run() async throws {
+        let store = storeOptions.store
+        if ifMissing, let existing = try store.existingCA() {
+            try report(existing, store: store, created: false)
+            return
+        }
+        let options = CAOptions(key: try KeySpec(parsing: key), commonName: name ?? CertificateAuthority.defaultCommonName,
+                                nameConstraints: !noNameConstraints, days: days)
+        let ca = try store.initializeCA(options, force: force)
+        if noNameConstraints {
+            Output.error("warning: this CA has no name constraints: a device that trusts it will accept its certificates for any site")
+        }
+        try report(ca, store: store, created: true)
+    }
+
+    private func report(_ ca: CertificateAuthority, store: CertificateStore, created: Bool) throws {
+        let path = store.certificatePath(.root).path
+        if output.json {
+            try Output.json(CAReport(created: created, store: store.directory.path, certificate: path,
+                                     summary: CertificateSummary(ca.certificate)))
+            return
+        }
+        print(created ? "Created the built-in CA in \(store.directory.path)" : "The built-in CA already exists in \(store.directory.path)")
+        print(CertificateSummary(ca.certificate).text)
+        print("")
+        print(TrustInstructions.text(rootPEM: path))
+    }
+}
+
+struct CAReport: Encodable {
+    var created: Bool
+    var store: String
+    var certificate: String
+    var summary: CertificateSummary
+}

@@ -1,0 +1,42 @@
+import ArgumentParser
+import Foundation
+import TLSFixtures
+
+struct CAShow: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "show",
+        abstract: "Describe the built-in CA (or another built-in authority) and how to trust it.",
+        discussion: "Never prints a private key."
+    )
+
+    @OptionGroup var storeOptions: StoreOptions
+    @OptionGroup var output: OutputOptions
+
+    @Option(help: ArgumentHelp("Which authority: \(BuiltinAuthority.allCases.map(\.rawValue).joined(separator: ", ")).", valueName: "name"))
+    var authority = "root"
+
+    func validate() throws {
+        guard BuiltinAuthority(rawValue: authority) != nil else {
+            throw CLIError("unknown authority \"\(authority)\": use \(BuiltinAuthority.allCases.map(\.rawValue).joined(separator: ", "))")
+        }
+    }
+
+    func run() async throws {
+        let store = storeOptions.store
+        let id = BuiltinAuthority(rawValue: authority)!
+        // Showing must not create: a missing CA is reported, and `ca init` makes one.
+        guard let root = try store.existingCA() else { throw PKIError.noCA(path: store.directory.path) }
+        let ca = id == .root ? root : try store.authority(id)
+        if output.json {
+            try Output.json(CAReport(created: false, store: store.directory.path, certificate: store.certificatePath(id).path,
+                                     summary: CertificateSummary(ca.certificate)))
+            return
+        }
+        print("\(id.rawValue): \(store.certificatePath(id).path)")
+        print(CertificateSummary(ca.certificate).text)
+        if id == .root {
+            print("")
+            print(TrustInstructions.text(rootPEM: store.certificatePath(id).path))
+        }
+    }
+}

@@ -1,0 +1,156 @@
+import ArgumentParser
+import Foundation
+import TLSFixtures
+
+struct CertIssue: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "issue",
+        abstract: "Issue a certificate from the built-in CA (or self-signed) with every knob exposed.",
+        discussion: """
+            The certificate and its key are kept in the store under NAME and reused while nothing you pass changes; \
+            --out-dir also writes NAME.pem (chain), NAME.key (0600), NAME.cer (DER) and NAME.p12 (password \
+            "\(PKCS12Export.defaultPassword)"), refusing to replace different existing files without --force.
+
+            Examples:
+              tls-fixtures cert issue --name api --host api.example.test --host 127.0.0.1
+              tls-fixtures cert issue --name weak --host localhost --key rsa:1024 --digest sha1
+              tls-fixtures cert issue --name old --host localhost --not-before 2020-01-01 --not-after 2021-01-01
+              tls-fixtures cert issue --name client --no-san --cn "Test Client" --eku clientAuth --issuer client-ca
+            """
+    )
+
+    @OptionGroup var storeOptions: StoreOptions
+    @OptionGroup var output: OutputOptions
+
+    @Option(help: "Name in the store (lowercase letters, digits, - _ .).")
+    var name: String
+
+    @Option(name: .long, help: ArgumentHelp("Subject alternative name: a DNS name or an IP address (repeatable).", valueName: "host"))
+    var host: [String] = []
+
+    @Option(help: ArgumentHelp("Key: rsa:BITS (512–8192), ec:p224|p256|p384|p521 or ed25519.", valueName: "spec"))
+    var key = "ec:p256"
+
+    @Option(help: ArgumentHelp("Reuse the key of another certificate in the store (same SPKI pin).", valueName: "name"))
+    var reuseKeyOf: String?
+
+    @Option(help: ArgumentHelp("Signature digest: md5, sha1, sha224, sha256, sha384, sha512.", valueName: "digest"))
+    var digest = "sha256"
+
+    @Option(help: ArgumentHelp("Validity in days, starting one day ago.", valueName: "n"))
+    var days: Int?
+
+    @Option(help: ArgumentHelp("Start of validity: days from now (may be negative) or an ISO 8601 date.", valueName: "when"))
+    var notBefore: String?
+
+    @Option(help: ArgumentHelp("End of validity: days from now (negative = already expired) or an ISO 8601 date.", valueName: "when"))
+    var notAfter: String?
+
+    @Option(help: ArgumentHelp("Extended key usage (repeatable or comma-separated): serverAuth, clientAuth, both, none, …", valueName: "usage"))
+    var eku: [String] = []
+
+    @Option(help: ArgumentHelp("Key usage (repeatable): digitalSignature, keyEncipherment, keyCertSign, …, or none.", valueName: "usage"))
+    var keyUsage: [String] = []
+
+    @Option(help: ArgumentHelp("Subject common name (default: the first --host).", valueName: "cn"))
+    var cn: String?
+
+    @Flag(help: "Leave the common name out of the subject.")
+    var noCn = false
+
+    @Option(help: ArgumentHelp("Subject organization.", valueName: "org"))
+    var org = "swift-tls-fixtures"
+
+    @Flag(help: "Leave the subjectAltName extension out (CN only).")
+    var noSan = false
+
+    @Flag(help: "Make a CA certificate (basicConstraints CA:TRUE).")
+    var ca = false
+
+    @Option(help: ArgumentHelp("Path length constraint of a CA certificate.", valueName: "n"))
+    var pathLen: Int?
+
+    @Option(help: ArgumentHelp("Permitted name constraint on a CA: .domain, host or CIDR (repeatable).", valueName: "name"))
+    var permit: [String] = []
+
+    @Option(help: ArgumentHelp("Excluded name constraint on a CA (repeatable).", valueName: "name"))
+    var exclude: [String] = []
+
+    @Option(help: ArgumentHelp("Signer: self or a built-in authority (\(BuiltinAuthority.allCases.map(\.rawValue).joined(separator: ", "))).", valueName: "issuer"))
+    var issuer = "root"
+
+    @Flag(help: "Self-signed (same as --issuer self).")
+    var selfSigned = false
+
+    @Option(help: ArgumentHelp("Also write NAME.pem, NAME.key, NAME.cer and NAME.p12 here.", valueName: "dir"))
+    var outDir: String?
+
+    @Flag(help: "Replace different existing files in --out-dir.")
+    var force = false
+
+    func validate() throws {
+        _ = try request().profile()
+    }
+
+    func request() throws -> CertificateRequest {
+        var request = CertificateRequest(name: name)
+        request.hosts = host
+        request.key = try KeySpec(parsing: key)
+        request.keyName = reuseKeyOf
+        request.digest = try SignatureDigest(parsing: digest)
+        if days != nil && (notBefore != nil || notAfter != nil) {
+            throw CLIError("give either --days or --not-before/--not-after, not both")
+        }
+        if let days {
+            guard days > 0 else { throw CLIError("--days must be positive; for an expired certificate use --not-after -1") }
+            request.validity = .days(days)
+        } else if notBefore != nil || notAfter != nil {
+            request.validity = Validity(notBefore: try notBefore.map(Moment.init(parsing:)) ?? .daysFromNow(-1),
+                                        notAfter: try notAfter.map(Moment.init(parsing:)) ?? .daysFromNow(396))
+        }
+        if !eku.isEmpty { request.extendedKeyUsage = try CertificateRequest.parseExtendedKeyUsage(eku) }
+        if ca && eku.isEmpty { request.extendedKeyUsage = nil }
+        request.keyUsage = try CertificateRequest.parseKeyUsage(keyUsage)
+        request.commonName = cn
+        request.omitCommonName = noCn
+        request.organization = org.isEmpty ? nil : org
+        request.omitSubjectAltNames = noSan
+        request.isCA = ca
+        request.pathLength = pathLen
+        request.permitted = permit
+        request.excluded = exclude
+        request.issuer = selfSigned ? .selfSigned : try CertificateRequest.parseIssuer(issuer)
+        return request
+    }
+
+    func run() async throws {
+        let store = storeOptions.store
+        let keysBefore = PrivateKey.generatedCount
+        let issuedBefore = CertificateStore.issuedCount
+        let credential = try store.issue(try request())
+        var written: [ExportWriter.Written] = []
+        if let outDir {
+            written = try ExportWriter.write(credential, name: name, to: URL(fileURLWithPath: outDir), force: force)
+        }
+        let report = IssueReport(
+            name: name, storedAt: store.leafPath(name).path,
+            keysGenerated: PrivateKey.generatedCount - keysBefore,
+            certificatesIssued: CertificateStore.issuedCount - issuedBefore,
+            summary: CertificateSummary(credential.certificate), files: written)
+        if output.json { try Output.json(report); return }
+        print(report.certificatesIssued == 0 ? "Reused \(name) (nothing changed)" : "Issued \(name)")
+        print(report.summary.text)
+        print("Stored: \(report.storedAt)")
+        print("Keys generated: \(report.keysGenerated)")
+        for file in written { print("Wrote \(file.path) — \(file.kind)") }
+    }
+}
+
+struct IssueReport: Encodable {
+    var name: String
+    var storedAt: String
+    var keysGenerated: Int
+    var certificatesIssued: Int
+    var summary: CertificateSummary
+    var files: [ExportWriter.Written]
+}

@@ -1,0 +1,1 @@
+enum TLSFixturesVersion { static let current = "0.1.0" }

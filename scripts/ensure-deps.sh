@@ -1,0 +1,47 @@
+#!/usr/bin/env bash
+# Installs what a fresh machine lacks for a group of make targets, or prints the exact command when it cannot.
+#   scripts/ensure-deps.sh core     — build and test: OpenSSL headers (pkg-config openssl), openssl, curl, python3
+#   scripts/ensure-deps.sh browser  — the dashboard check: chromium and NSS tools (certutil)
+#   scripts/ensure-deps.sh bench    — make bench: nginx, wrk, hyperfine
+set -euo pipefail
+group=${1:-core}
+
+missing=()
+need_cmd() { command -v "$1" >/dev/null 2>&1 || missing+=("$2"); }
+
+case "$group" in
+  core)
+    need_cmd pkg-config pkg-config
+    if command -v pkg-config >/dev/null 2>&1 && ! pkg-config --exists openssl 2>/dev/null; then missing+=(libssl-dev); fi
+    need_cmd openssl openssl
+    need_cmd curl curl
+    need_cmd python3 python3
+    ;;
+  browser)
+    command -v chromium >/dev/null 2>&1 || command -v chromium-browser >/dev/null 2>&1 || missing+=(chromium)
+    need_cmd certutil libnss3-tools
+    ;;
+  bench)
+    need_cmd nginx nginx
+    need_cmd wrk wrk
+    need_cmd hyperfine hyperfine
+    need_cmd openssl openssl
+    ;;
+  *) echo "unknown dependency group: $group" >&2; exit 2 ;;
+esac
+
+[ ${#missing[@]} -eq 0 ] && exit 0
+
+if [ "$(uname -s)" = Darwin ]; then
+  echo "missing: ${missing[*]}. On macOS: brew install openssl@3 pkg-config curl python3 (and nginx wrk hyperfine for bench)" >&2
+  exit 1
+fi
+if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+  echo "installing: ${missing[*]}" >&2
+  export DEBIAN_FRONTEND=noninteractive
+  # A stale package index is the usual reason an install fails on a fresh machine.
+  apt-get install -y -qq "${missing[@]}" >/dev/null 2>&1 || { apt-get update -qq && apt-get install -y -qq "${missing[@]}"; }
+  exit 0
+fi
+echo "missing: ${missing[*]}. Install them with: sudo apt-get install -y ${missing[*]}" >&2
+exit 1
