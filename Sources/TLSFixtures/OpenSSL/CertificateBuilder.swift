@@ -30,9 +30,11 @@ struct CertificateBuilder {
         defer { X509_NAME_free(name) }
         for (field, value) in subject {
             let bytes = Array(value.utf8)
-            // A zero-length value is legal ASN.1 and is how an "empty CN" is made on purpose.
+            // An empty CN is legal DER but below the minimum length in OpenSSL's string table, which only the
+            // MBSTRING conversion enforces: a raw UTF8String of length 0 is how an "empty CN" is made on purpose.
+            let type = bytes.isEmpty ? V_ASN1_UTF8STRING : MBSTRING_UTF8
             let rc = bytes.withUnsafeBufferPointer {
-                X509_NAME_add_entry_by_txt(name, field, MBSTRING_UTF8, $0.baseAddress ?? UnsafePointer(bitPattern: 1), Int32(bytes.count), -1, 0)
+                X509_NAME_add_entry_by_txt(name, field, type, $0.baseAddress ?? UnsafePointer(bitPattern: 1), Int32(bytes.count), -1, 0)
             }
             try checkOne(rc, "add \(field)=\(value) to the subject")
         }

@@ -1,0 +1,74 @@
+import Foundation
+import Testing
+@testable import TLSFixtures
+
+/// Bad input: one line on standard error, a non-zero exit, never a crash or a stack trace.
+@Suite("CLI bad input")
+struct CLIInputTests {
+    static func expectOneLineError(_ result: Subprocess.Result, mentioning fragments: [String]) {
+        #expect(result.status != 0 && !result.timedOut)
+        // A crash in Swift exits through a signal (status > 128 from env) and prints "Fatal error" or a backtrace.
+        #expect(result.status < 128, "crashed: \(result.stderr)")
+        #expect(!result.stderr.contains("Fatal error") && !result.stderr.contains("Stack dump") && !result.stderr.contains("backtrace"))
+        let lines = result.stderr.split(separator: "\n")
+        #expect(lines.count == 1, "expected one line, got: \(result.stderr)")
+        for fragment in fragments { #expect(result.stderr.contains(fragment), "missing \(fragment) in \(result.stderr)") }
+    }
+
+    @Test("invalid options", arguments: [
+        (["--key", "dsa:1024"], ["unknown key spec", "rsa:BITS"]),
+        (["--key", "rsa:100"], ["rsa:100", "512–8192"]),
+        (["--key", "ec:p999"], ["ec:p999", "p256"]),
+        (["--digest", "sha3"], ["unknown digest", "sha256"]),
+        (["--eku", "flying"], ["unknown extended key usage", "serverAuth"]),
+        (["--issuer", "nobody"], ["unknown issuer", "self"]),
+        (["--host", "bad host,DNS:evil"], ["invalid host"]),
+        (["--days", "5", "--not-after", "3"], ["either --days"]),
+        (["--not-after", "yesterday"], ["ISO 8601"]),
+    ])
+    func invalidOptions(extra: [String], fragments: [String]) throws {
+        let directory = TestEnvironment.temporaryDirectory("bad").path
+        var arguments = ["cert", "issue", "--dir", directory, "--name", "x"]
+        if !extra.contains("--host") { arguments += ["--host", "localhost"] }
+        let result = try TestEnvironment.tlsFixtures(arguments + extra)
+        Self.expectOneLineError(result, mentioning: fragments)
+    }
+
+    @Test("a truncated CA key in the store")
+    func truncatedKey() throws {
+        let directory = TestEnvironment.temporaryDirectory("trunc").path
+        #expect(try TestEnvironment.tlsFixtures(["ca", "init", "--dir", directory]).status == 0)
+        let key = URL(fileURLWithPath: "\(directory)/ca/root.key")
+        try Data(try Data(contentsOf: key).prefix(30)).write(to: key)
+        Self.expectOneLineError(try TestEnvironment.tlsFixtures(["ca", "show", "--dir", directory]), mentioning: [key.path, "damaged"])
+    }
+
+    @Test("an unreadable certificate file and a missing one")
+    func unreadableFiles() throws {
+        let garbage = try TestEnvironment.file(Data("not a certificate".utf8))
+        Self.expectOneLineError(try TestEnvironment.tlsFixtures(["cert", "show", garbage]), mentioning: [garbage])
+        Self.expectOneLineError(try TestEnvironment.tlsFixtures(["cert", "show", "/nonexistent/x.pem"]), mentioning: ["no such file"])
+    }
+
+    @Test("a store directory without permission")
+    func noPermission() throws {
+        let parent = TestEnvironment.temporaryDirectory("perm")
+        let locked = parent.appendingPathComponent("locked")
+        try FileManager.default.createDirectory(at: locked, withIntermediateDirectories: true)
+        chmod(locked.path, 0o000)
+        defer { chmod(locked.path, 0o755) }
+        chmod(parent.path, 0o755)
+        // Root ignores permission bits, so the command runs as "nobody" then.
+        var command = [TestEnvironment.cli, "ca", "init", "--dir", locked.appendingPathComponent("store").path]
+        if TestEnvironment.isRoot { command = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups"] + command }
+        let result = try Subprocess.run(command, environment: ["HOME": "/tmp"])
+        Self.expectOneLineError(result, mentioning: ["cannot use the certificate store", "Permission denied", "--dir"])
+    }
+
+    @Test("no CA yet: show and export say how to make one")
+    func noCA() throws {
+        let directory = TestEnvironment.temporaryDirectory("noca").path
+        Self.expectOneLineError(try TestEnvironment.tlsFixtures(["ca", "show", "--dir", directory]), mentioning: ["no CA", "ca init"])
+        Self.expectOneLineError(try TestEnvironment.tlsFixtures(["ca", "export", "--dir", directory, "--out", "\(directory)/x.pem"]), mentioning: ["no CA"])
+    }
+}

@@ -1,0 +1,131 @@
+import Foundation
+import Testing
+@testable import TLSFixtures
+
+@Suite("Certificate store")
+struct StoreTests {
+    @Test("8 processes on one empty directory end with one CA and an intact store")
+    func concurrentInit() throws {
+        let directory = TestEnvironment.temporaryDirectory("race").appendingPathComponent("store")
+        let results = ResultBox()
+        DispatchQueue.concurrentPerform(iterations: 8) { _ in
+            let result = try? TestEnvironment.tlsFixtures(["ca", "init", "--if-missing", "--json", "--dir", directory.path])
+            results.append(result)
+        }
+        let fingerprints = try results.values.map { result -> String in
+            let result = try #require(result)
+            #expect(result.status == 0, "\(result.stderr)")
+            let object = try JSONSerialization.jsonObject(with: result.stdoutData) as? [String: Any]
+            let summary = try #require(object?["summary"] as? [String: Any])
+            return try #require(summary["sha256Fingerprint"] as? String)
+        }
+        #expect(fingerprints.count == 8)
+        #expect(Set(fingerprints).count == 1, "different CAs: \(Set(fingerprints))")
+        #expect(results.values.filter { ($0?.stdout.contains("\"created\" : true")) == true }.count == 1)
+        // The store on disk is that CA, readable by openssl, key matching certificate.
+        let rootPEM = directory.appendingPathComponent("ca/root.pem").path
+        let fingerprint = try TestEnvironment.openssl(["x509", "-in", rootPEM, "-noout", "-fingerprint", "-sha256"])
+        #expect(fingerprint.stdout.contains(fingerprints[0]))
+        let keyCheck = try Subprocess.run(["bash", "-c", "diff <(openssl x509 -in '\(rootPEM)' -noout -pubkey) <(openssl pkey -in '\(directory.path)/ca/root.key' -pubout)"])
+        #expect(keyCheck.status == 0, "\(keyCheck.combined)")
+        let leftovers = try FileManager.default.contentsOfDirectory(atPath: directory.appendingPathComponent("ca").path).filter { $0.contains(".tmp-") }
+        #expect(leftovers.isEmpty)
+    }
+
+    @Test("ca init refuses to replace a CA and leaves it byte-identical; --force moves it aside")
+    func initRefuses() throws {
+        let directory = TestEnvironment.temporaryDirectory("refuse").path
+        #expect(try TestEnvironment.tlsFixtures(["ca", "init", "--dir", directory]).status == 0)
+        let pem = try Data(contentsOf: URL(fileURLWithPath: "\(directory)/ca/root.pem"))
+        let key = try Data(contentsOf: URL(fileURLWithPath: "\(directory)/ca/root.key"))
+        let again = try TestEnvironment.tlsFixtures(["ca", "init", "--dir", directory, "--key", "rsa:2048"])
+        #expect(again.status != 0)
+        #expect(again.stderr.contains("a CA already exists") && again.stderr.contains("--force"))
+        #expect(again.stderr.split(separator: "\n").count == 1)
+        #expect(try Data(contentsOf: URL(fileURLWithPath: "\(directory)/ca/root.pem")) == pem)
+        #expect(try Data(contentsOf: URL(fileURLWithPath: "\(directory)/ca/root.key")) == key)
+
+        #expect(try TestEnvironment.tlsFixtures(["ca", "init", "--dir", directory, "--force"]).status == 0)
+        #expect(try Data(contentsOf: URL(fileURLWithPath: "\(directory)/ca/root.pem")) != pem)
+        let replaced = try FileManager.default.contentsOfDirectory(atPath: "\(directory)/ca").filter { $0.hasPrefix("replaced-") }
+        #expect(replaced.count == 1)
+        #expect(try Data(contentsOf: URL(fileURLWithPath: "\(directory)/ca/\(replaced[0])/root.key")) == key)
+    }
+
+    @Test("key files are 0600, store directories 0700")
+    func modes() throws {
+        let store = CertificateStore(directory: TestEnvironment.temporaryDirectory("modes").appendingPathComponent("s"))
+        var request = CertificateRequest(name: "leaf")
+        request.hosts = ["localhost"]
+        _ = try store.issue(request)
+        #expect(FileSystem.mode(of: store.directory) == 0o700)
+        for sub in ["ca", "keys", "certs", "locks"] { #expect(FileSystem.mode(of: store.directory.appendingPathComponent(sub)) == 0o700, "\(sub)") }
+        #expect(FileSystem.mode(of: store.directory.appendingPathComponent("ca/root.key")) == 0o600)
+        #expect(FileSystem.mode(of: store.directory.appendingPathComponent("keys/leaf.ec-p256.key")) == 0o600)
+    }
+
+    @Test("an unchanged profile generates no key and signs nothing the second time; a change re-issues on the same key")
+    func reuse() throws {
+        let directory = TestEnvironment.temporaryDirectory("reuse")
+        let store = CertificateStore(directory: directory)
+        var request = CertificateRequest(name: "api")
+        request.hosts = ["api.fixtures.test"]
+        request.key = .rsa(bits: 1024)
+        let first = try store.issue(request)
+
+        // A second process-like view of the same directory: nothing cached in memory.
+        let fresh = CertificateStore(directory: directory)
+        let keys = PrivateKey.generatedCount, issued = CertificateStore.issuedCount
+        let second = try fresh.issue(request)
+        #expect(PrivateKey.generatedCount == keys)
+        #expect(CertificateStore.issuedCount == issued)
+        #expect(second.certificate == first.certificate)
+
+        request.digest = .sha1
+        let third = try CertificateStore(directory: directory).issue(request)
+        #expect(third.certificate != first.certificate)
+        #expect(third.certificate.spkiSHA256 == first.certificate.spkiSHA256, "re-issue keeps the key (SPKI pins survive)")
+        #expect(PrivateKey.generatedCount == keys)
+    }
+
+    @Test("the CLI reports zero keys generated on an unchanged second run")
+    func cliReuse() throws {
+        let directory = TestEnvironment.temporaryDirectory("clireuse").path
+        let arguments = ["cert", "issue", "--dir", directory, "--name", "web", "--host", "localhost", "--key", "rsa:2048", "--json"]
+        let first = try TestEnvironment.tlsFixtures(arguments)
+        let second = try TestEnvironment.tlsFixtures(arguments)
+        func generated(_ r: Subprocess.Result) throws -> Int {
+            try #require((try JSONSerialization.jsonObject(with: r.stdoutData) as? [String: Any])?["keysGenerated"] as? Int)
+        }
+        #expect(try generated(first) == 2, "the CA key and the leaf key")
+        #expect(try generated(second) == 0)
+    }
+
+    @Test("a damaged leaf is reported with its path and re-issued; a damaged CA is reported, never replaced")
+    func damage() throws {
+        let directory = TestEnvironment.temporaryDirectory("damage")
+        var request = CertificateRequest(name: "leaf")
+        request.hosts = ["localhost"]
+        _ = try CertificateStore(directory: directory).issue(request)
+        let leaf = directory.appendingPathComponent("certs/leaf.pem")
+        try Data("-----BEGIN CERTIFICATE-----\ngarbage\n".utf8).write(to: leaf)
+        let store = CertificateStore(directory: directory)
+        let reissued = try store.issue(request)
+        #expect(store.warnings.contains { $0.contains(leaf.path) })
+        #expect(try Certificate.all(pem: try Data(contentsOf: leaf)).first == reissued.certificate)
+
+        let rootKey = directory.appendingPathComponent("ca/root.key")
+        let truncated = try Data(contentsOf: rootKey).prefix(40)
+        try truncated.write(to: rootKey)
+        #expect { try CertificateStore(directory: directory).ca() } throws: { "\($0)".contains(rootKey.path) && "\($0)".contains("damaged") }
+        #expect(try Data(contentsOf: rootKey) == truncated, "the CA is never regenerated over")
+    }
+}
+
+/// Collects results from concurrent work.
+final class ResultBox: @unchecked Sendable {
+    private let lock = NSLock()
+    private var items: [Subprocess.Result?] = []
+    func append(_ item: Subprocess.Result?) { lock.lock(); items.append(item); lock.unlock() }
+    var values: [Subprocess.Result?] { lock.lock(); defer { lock.unlock() }; return items }
+}
