@@ -7,7 +7,7 @@ ifeq ($(shell uname -s),Darwin)
 export PKG_CONFIG_PATH := $(shell brew --prefix openssl@3 2>/dev/null)/lib/pkgconfig:$(PKG_CONFIG_PATH)
 endif
 
-.PHONY: help deps build test run bench bench-quick test-asan test-tsan fuzz clean
+.PHONY: help deps build test run bench bench-quick test-asan test-tsan fuzz clean scenarios
 
 help:
 	@echo "make run         build (release) and serve every scenario plus the dashboard"
@@ -29,3 +29,7 @@ test: deps
 
 clean:
 	rm -rf .build
+
+# Scenarios/*.json is the catalog; the library embeds it through generated code (checked by a test).
+scenarios:
+	python3 scripts/generate-builtin-scenarios.py

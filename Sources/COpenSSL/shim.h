@@ -97,6 +97,13 @@ static inline const ASN1_STRING *shim_GENERAL_NAME_string(const GENERAL_NAME *gn
     }
 }
 
+// MARK: - Parameter names
+// OSSL_PARAM_BLD keeps the key *pointer* until OSSL_PARAM_BLD_to_param; a Swift String bridged to char* lives only
+// for the duration of one call, so keys must come from static storage.
+
+static inline const char *shim_OSSL_PKEY_PARAM_FFC_P(void) { return OSSL_PKEY_PARAM_FFC_P; }
+static inline const char *shim_OSSL_PKEY_PARAM_FFC_G(void) { return OSSL_PKEY_PARAM_FFC_G; }
+
 // MARK: - Memory
 
 static inline void shim_OPENSSL_free(void *p) { OPENSSL_free(p); }

@@ -46,6 +46,8 @@ public struct UnsupportedByOpenSSL: Error, CustomStringConvertible, Sendable, Eq
 /// no-longer-modified context as thread-safe, hence `@unchecked Sendable`.
 public final class TLSContext: @unchecked Sendable {
     let pointer: OpaquePointer
+    /// Bits of explicitly configured DH parameters (nil when none or automatic).
+    let dhBits: Int?
 
     deinit { SSL_CTX_free(pointer) }
 
@@ -55,9 +57,17 @@ public final class TLSContext: @unchecked Sendable {
     private init(method: OpaquePointer?, settings: TLSSettings) throws {
         OpenSSLError.clearQueue()
         pointer = try checkNotNull(SSL_CTX_new(method), "create a TLS context")
+        if case .explicit(let parameters) = settings.dhParameters { dhBits = parameters.bits } else { dhBits = nil }
         // The security level goes first: OpenSSL checks keys, DH groups and chain certificates against it
         // as they are added (a 512-bit DH group is refused at the default level with "dh key too small").
-        if let level = settings.securityLevel { SSL_CTX_set_security_level(pointer, Int32(level)) }
+        if let level = settings.securityLevel {
+            SSL_CTX_set_security_level(pointer, Int32(level))
+            if level == 0 {
+                // Level 0 still refuses DH groups under 1024 bits (a floor hard-wired in OpenSSL's default security
+                // callback). This context exists to present weak parameters, so at level 0 it admits everything.
+                SSL_CTX_set_security_callback(pointer) { _, _, _, _, _, _, _ in 1 }
+            }
+        }
         try applyVersions(settings)
         try applyCiphers(settings)
         if let groups = settings.groups {
@@ -219,8 +229,8 @@ public final class DHParameters: @unchecked Sendable, Equatable {
         try checkOne(BN_set_word(g, 2), "set the generator")
         let builder = try checkNotNull(OSSL_PARAM_BLD_new(), "allocate DH parameters")
         defer { OSSL_PARAM_BLD_free(builder) }
-        try checkOne(OSSL_PARAM_BLD_push_BN(builder, OSSL_PKEY_PARAM_FFC_P, p), "set p")
-        try checkOne(OSSL_PARAM_BLD_push_BN(builder, OSSL_PKEY_PARAM_FFC_G, g), "set g")
+        try checkOne(OSSL_PARAM_BLD_push_BN(builder, shim_OSSL_PKEY_PARAM_FFC_P(), p), "set p")
+        try checkOne(OSSL_PARAM_BLD_push_BN(builder, shim_OSSL_PKEY_PARAM_FFC_G(), g), "set g")
         let params = try checkNotNull(OSSL_PARAM_BLD_to_param(builder), "build DH parameters")
         defer { OSSL_PARAM_free(params) }
         let ctx = try checkNotNull(EVP_PKEY_CTX_new_from_name(nil, "DH", nil), "create a DH context")

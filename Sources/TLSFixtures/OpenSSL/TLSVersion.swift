@@ -53,5 +53,15 @@ public enum TLSVersion: String, Codable, CodingKeyRepresentable, Sendable, CaseI
         }
     }
 
+    public init(from decoder: Decoder) throws {
+        let container = try decoder.singleValueContainer()
+        let text = try container.decode(String.self)
+        guard let version = TLSVersion(parsing: text) else {
+            throw DecodingError.dataCorruptedError(in: container, debugDescription:
+                "\"\(text)\" is not a protocol version: use \(TLSVersion.allCases.map(\.rawValue).joined(separator: ", "))")
+        }
+        self = version
+    }
+
     public static func < (lhs: TLSVersion, rhs: TLSVersion) -> Bool { lhs.openSSLValue < rhs.openSSLValue }
 }

@@ -186,7 +186,10 @@ public enum SubjectAltName: Hashable, Sendable, Codable, CustomStringConvertible
     var configText: String { description }
 
     public init(from decoder: Decoder) throws {
-        try self.init(host: try decoder.singleValueContainer().decode(String.self))
+        let container = try decoder.singleValueContainer()
+        do { try self.init(host: try container.decode(String.self)) } catch let error as PKIError {
+            throw DecodingError.dataCorruptedError(in: container, debugDescription: "\(error)")
+        }
     }
 
     public func encode(to encoder: Encoder) throws {
@@ -262,7 +265,9 @@ public enum Moment: Hashable, Sendable, Codable, CustomStringConvertible {
     public init(from decoder: Decoder) throws {
         let container = try decoder.singleValueContainer()
         if let days = try? container.decode(Int.self) { self = .daysFromNow(days); return }
-        try self.init(parsing: try container.decode(String.self))
+        do { try self.init(parsing: try container.decode(String.self)) } catch let error as PKIError {
+            throw DecodingError.dataCorruptedError(in: container, debugDescription: "\(error)")
+        }
     }
 
     public func encode(to encoder: Encoder) throws {

@@ -71,7 +71,10 @@ public enum KeySpec: Hashable, Sendable, Codable, CustomStringConvertible, Lossl
     }
 
     public init(from decoder: Decoder) throws {
-        try self.init(parsing: try decoder.singleValueContainer().decode(String.self))
+        let container = try decoder.singleValueContainer()
+        do { try self.init(parsing: try container.decode(String.self)) } catch let error as PKIError {
+            throw DecodingError.dataCorruptedError(in: container, debugDescription: "\(error)")
+        }
     }
 
     public func encode(to encoder: Encoder) throws {
@@ -114,6 +117,13 @@ public enum SignatureDigest: String, CaseIterable, Sendable, Codable {
     }
 
     var openSSLName: String { rawValue.uppercased() }
+
+    public init(from decoder: Decoder) throws {
+        let container = try decoder.singleValueContainer()
+        do { try self.init(parsing: try container.decode(String.self)) } catch let error as PKIError {
+            throw DecodingError.dataCorruptedError(in: container, debugDescription: "\(error)")
+        }
+    }
 }
 
 /// One-line, actionable errors from the PKI layer.

@@ -1,0 +1,140 @@
+import Foundation
+
+/// Which iOS release family to model. ATS changed in a few steps; each profile is one step, named by
+/// the first release it covers, so a user can ask "what would iOS 13 do?" without knowing the details.
+public enum ATSOSProfile: String, Sendable, Codable, CaseIterable, Comparable, CustomStringConvertible {
+    /// iOS 9: ATS as introduced. No `NSAllowsLocalNetworking`, media or web-content keys, no local exemption.
+    case ios9
+    /// iOS 10–12: the local exemption, the media/web/local-networking keys and the clause that makes them
+    /// switch `NSAllowsArbitraryLoads` off. No TLS 1.3 in the client.
+    case ios10
+    /// iOS 13–16: adds the iOS 13 certificate rules (support note 103769), TLS 1.3, and from iOS 14
+    /// `NSPinnedDomains` and the 398-day rule for public certificates.
+    case ios13
+    /// iOS 17 and later (the default): IP literals are no longer exempt and may have IP/CIDR exception keys.
+    case ios17
+
+    public static let `default`: ATSOSProfile = .ios17
+
+    /// Accepts `ios17`, `17`, `iOS 13`, `iOS 15.4`, `iphoneos16`…: any text whose first number is the
+    /// major version. Any release maps to the profile that covers it.
+    public init?(parsing text: String) {
+        if let exact = ATSOSProfile(rawValue: text.lowercased()) { self = exact; return }
+        let digits = text.drop(while: { !$0.isNumber }).prefix(while: \.isNumber)
+        guard let major = Int(digits) else { return nil }
+        switch major {
+        case 9: self = .ios9
+        case 10...12: self = .ios10
+        case 13...16: self = .ios13
+        case 17...: self = .ios17
+        default: return nil
+        }
+    }
+
+    public var description: String {
+        switch self {
+        case .ios9: return "iOS 9"
+        case .ios10: return "iOS 10–12"
+        case .ios13: return "iOS 13–16"
+        case .ios17: return "iOS 17+"
+        }
+    }
+
+    private var order: Int { Self.allCases.firstIndex(of: self)! }
+    public static func < (lhs: ATSOSProfile, rhs: ATSOSProfile) -> Bool { lhs.order < rhs.order }
+
+    /// iOS 10 introduced the local exemption and the keys that turn `NSAllowsArbitraryLoads` off.
+    var hasLocalExemptionAndNewKeys: Bool { self >= .ios10 }
+    /// IP literals are exempt on iOS 10–16 only.
+    var exemptsIPLiterals: Bool { self == .ios10 || self == .ios13 }
+    /// IP and CIDR exception keys arrived with iOS 17.
+    var supportsIPExceptionKeys: Bool { self >= .ios17 }
+    /// The iOS 13 certificate rules (RSA ≥ 2048, no SHA-1, SAN required, EKU, 825 days).
+    var hasIOS13CertificateRules: Bool { self >= .ios13 }
+    /// `NSPinnedDomains` is iOS 14+; the iOS 13–16 profile applies it (it is there from 14) with a note.
+    var supportsPinnedDomains: Bool { self >= .ios13 }
+    /// The newest protocol Apple's client offers: TLS 1.3 arrived in iOS 12.2 but was off by default until 13.
+    var maxTLSVersion: TLSVersion { self >= .ios13 ? .tls1_3 : .tls1_2 }
+}
+
+/// What kind of load is being made. ATS has keys that exempt only media or only web content, so the
+/// same URL can be allowed for AVFoundation and blocked for URLSession.
+public enum ATSLoadKind: String, Sendable, Codable, CaseIterable, CustomStringConvertible {
+    /// URLSession / NSURLConnection (the default).
+    case data
+    /// AVFoundation media loads (`NSAllowsArbitraryLoadsForMedia`).
+    case media
+    /// WebKit loads (`NSAllowsArbitraryLoadsInWebContent`).
+    case web
+
+    public init?(parsing text: String) {
+        switch text.lowercased() {
+        case "data", "urlsession": self = .data
+        case "media", "avfoundation": self = .media
+        case "web", "webkit", "webcontent": self = .web
+        default: return nil
+        }
+    }
+
+    public var description: String { rawValue }
+}
+
+/// Where Apple's documentation and Apple's source disagree, which one to follow. Each default is the
+/// reading stated in ats-reference.md; the other is there so a user can check their app against both.
+public struct ATSReadings: Sendable, Codable, Equatable {
+    /// How far `NSIncludesSubdomains` reaches.
+    public enum Subdomains: String, Sendable, Codable, CaseIterable {
+        /// Every subdomain at any depth (older docs and the source). Default.
+        case everySubdomain
+        /// Exactly one extra label (`a.example.com` but not `b.a.example.com`), as the current docs read.
+        case oneExtraLabel
+    }
+
+    /// Which TLS 1.2 forward-secret suite list ATS offers.
+    public enum CipherSuites: String, Sendable, Codable, CaseIterable {
+        /// Apple's current source: AES-GCM, ChaCha20 and AES-CBC-SHA with ECDHE. Default.
+        case currentSource
+        /// The list documented from 2015: adds the CBC SHA256/SHA384 suites, lacks ChaCha20.
+        case documented2015
+    }
+
+    /// What an explicit `NSAllowsLocalNetworking = NO` does to the local exemption.
+    public enum LocalExemption: String, Sendable, Codable, CaseIterable {
+        /// The documentation: local names are exempt by default, whatever the key says. Default.
+        case documented
+        /// The source: the exemption is skipped when `NSAllowsLocalNetworking` is present and NO.
+        case source
+    }
+
+    public var subdomains: Subdomains
+    public var cipherSuites: CipherSuites
+    public var localExemption: LocalExemption
+
+    public init(subdomains: Subdomains = .everySubdomain, cipherSuites: CipherSuites = .currentSource,
+                localExemption: LocalExemption = .documented) {
+        self.subdomains = subdomains
+        self.cipherSuites = cipherSuites
+        self.localExemption = localExemption
+    }
+
+    public static let `default` = ATSReadings()
+}
+
+/// Everything about the client side of an evaluation that is not in the policy or the server facts.
+public struct ATSEvaluationOptions: Sendable, Codable, Equatable {
+    public var loadKind: ATSLoadKind
+    public var profile: ATSOSProfile
+    public var readings: ATSReadings
+    /// The app's `URLSessionDelegate` answers the server-trust challenge itself and accepts the trust
+    /// (`completionHandler(.useCredential, URLCredential(trust:))`). ATS only lets that count where the
+    /// matched exception allows insecure HTTP loads or ATS does not apply.
+    public var trustOverride: Bool
+
+    public init(loadKind: ATSLoadKind = .data, profile: ATSOSProfile = .default,
+                readings: ATSReadings = .default, trustOverride: Bool = false) {
+        self.loadKind = loadKind
+        self.profile = profile
+        self.readings = readings
+        self.trustOverride = trustOverride
+    }
+}

@@ -1,0 +1,430 @@
+import COpenSSL
+import Foundation
+import NIOPosix
+
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// Where to connect: `host` is what the certificate must name and what SNI carries; `connectAddress` (curl's
+/// `--resolve`) overrides where the TCP connection actually goes.
+public struct ProbeTarget: Sendable, Equatable, CustomStringConvertible {
+    public var host: String
+    public var port: Int
+    public var connectAddress: String?
+    public var scheme: String
+
+    public init(host: String, port: Int, connectAddress: String? = nil, scheme: String = "https") {
+        self.host = host; self.port = port; self.connectAddress = connectAddress; self.scheme = scheme
+    }
+
+    /// Parses `HOST:PORT`, `[::1]:PORT` or a URL (`https://host:port/…`, default port 443/80).
+    public init(parsing text: String) throws {
+        if text.contains("://") {
+            guard let url = URL(string: text), let scheme = url.scheme?.lowercased(), ["https", "http"].contains(scheme) else {
+                throw ProbeError.invalidTarget(text, "use https://HOST[:PORT]/ or http://…")
+            }
+            guard let host = url.host, !host.isEmpty else { throw ProbeError.invalidTarget(text, "the URL has no host") }
+            self.init(host: host.trimmingCharacters(in: CharacterSet(charactersIn: "[]")), port: url.port ?? (scheme == "https" ? 443 : 80), scheme: scheme)
+            return
+        }
+        let host: Substring, port: Substring
+        if text.hasPrefix("["), let close = text.firstIndex(of: "]") {
+            host = text[text.index(after: text.startIndex)..<close]
+            port = text[text.index(after: close)...].dropFirst()
+        } else if let colon = text.lastIndex(of: ":") {
+            host = text[..<colon]
+            port = text[text.index(after: colon)...]
+        } else {
+            throw ProbeError.invalidTarget(text, "use HOST:PORT or a URL")
+        }
+        guard !host.isEmpty, let number = Int(port), (1...65_535).contains(number) else {
+            throw ProbeError.invalidTarget(text, "use HOST:PORT with a port from 1 to 65535")
+        }
+        self.init(host: String(host), port: number)
+    }
+
+    /// Applies curl-style `HOST:PORT:ADDRESS` entries that match this target.
+    public mutating func apply(resolve entries: [String]) throws {
+        for entry in entries {
+            let parts = entry.split(separator: ":", maxSplits: 2).map(String.init)
+            guard parts.count == 3, let port = Int(parts[1]), !parts[0].isEmpty, !parts[2].isEmpty else {
+                throw ProbeError.invalidTarget(entry, "--resolve takes HOST:PORT:ADDRESS, e.g. ats-compliant.fixtures.test:9801:127.0.0.1")
+            }
+            if parts[0].lowercased() == host.lowercased() && port == self.port {
+                connectAddress = parts[2].trimmingCharacters(in: CharacterSet(charactersIn: "[]"))
+            }
+        }
+    }
+
+    public var description: String { host.contains(":") ? "[\(host)]:\(port)" : "\(host):\(port)" }
+    public var isIPLiteral: Bool { IPAddress.parse(host) != nil }
+}
+
+/// What the probe offers and whom it trusts.
+public struct ProbeOptions: Sendable {
+    /// Protocol range offered. Default: everything the linked OpenSSL can speak, so the probe sees what the server chose.
+    public var minVersion: TLSVersion = .tls1_0
+    public var maxVersion: TLSVersion = .tls1_3
+    /// TLS ≤ 1.2 suites offered (OpenSSL syntax). Default: all of them, NULL included, at security level 0.
+    public var ciphers: String = "ALL:eNULL:@SECLEVEL=0"
+    public var tls13Suites: String? = nil
+    /// Roots to verify against; nil uses the system's default trust store.
+    public var trustRoots: [Certificate]? = nil
+    /// Which kind of anchor `trustRoots` stand for, for the ATS model.
+    public var anchorKind: TrustAnchorKind = .userInstalled
+    /// SNI; default the target host unless it is an IP literal (RFC 6066 forbids IP addresses in SNI).
+    public var serverName: String? = nil
+    public var clientCredential: Credential? = nil
+    /// Send `GET /` after the handshake and keep the response.
+    public var sendHTTPRequest = true
+    public var timeout: TimeInterval = 10
+
+    public init() {}
+}
+
+/// The verify result a standard client would report.
+public struct VerifyOutcome: Codable, Sendable, Equatable {
+    /// The name checked (nil: none).
+    public var host: String?
+    /// OpenSSL auth level used (2 = a default OpenSSL 3 client).
+    public var securityLevel: Int
+    /// nil when the chain verified.
+    public var error: VerifyError?
+    /// `ok`, or OpenSSL's text.
+    public var summary: String { error?.text ?? "ok" }
+}
+
+public struct ProbeHTTPResponse: Codable, Sendable, Equatable {
+    public var status: Int
+    public var headers: [String: String]
+    public var body: String
+}
+
+/// Everything a client learned from one connection attempt.
+public struct ProbeResult: Codable, Sendable, Equatable {
+    public var target: String
+    public var connectedTo: String?
+    /// nil when the handshake completed.
+    public var failure: String?
+    /// `TLSv1.2`, as `SSL_get_version` prints it.
+    public var protocolName: String?
+    public var version: TLSVersion?
+    public var cipher: HandshakeDetails.Cipher?
+    /// "Server Temp Key" in s_client's words: `X25519`, `ECDH prime256v1`, `DH 1024`; nil for RSA key exchange.
+    public var keyExchange: String?
+    public var alpn: String?
+    /// The chain exactly as sent, leaf first.
+    public var presentedChain: [CertificateFacts]
+    /// As a default OpenSSL 3 client judges it (security level 2, hostname, purpose sslserver).
+    public var verification: VerifyOutcome?
+    /// Chain building, signatures and dates only, for the ATS model.
+    public var trust: TrustFacts?
+    public var http: ProbeHTTPResponse?
+
+    public var succeeded: Bool { failure == nil }
+}
+
+public enum ProbeError: Error, CustomStringConvertible, Sendable, Equatable {
+    case invalidTarget(String, String)
+    case connect(String, String)
+
+    public var description: String {
+        switch self {
+        case .invalidTarget(let text, let hint): return "invalid target \"\(text)\": \(hint)"
+        case .connect(let target, let why): return "cannot connect to \(target): \(why)"
+        }
+    }
+}
+
+/// An OpenSSL client that reports what it negotiated, what it was shown, and why verification failed.
+///
+/// ```swift
+/// let result = try TLSProbe(trusting: [ca.certificate]).probe(ProbeTarget(host: "localhost", port: fixture.port))
+/// ```
+public struct TLSProbe: Sendable {
+    public var options: ProbeOptions
+
+    public init(options: ProbeOptions = ProbeOptions()) { self.options = options }
+
+    public init(trusting roots: [Certificate]) {
+        var options = ProbeOptions()
+        options.trustRoots = roots
+        self.init(options: options)
+    }
+
+    /// Blocks the calling thread for at most a few `timeout`s. Throws only when no TCP connection can be made;
+    /// every TLS failure is a result.
+    public func probe(_ target: ProbeTarget) throws -> ProbeResult {
+        IgnoreSIGPIPE.once()
+        let (fd, address) = try Socket.connect(target, timeout: options.timeout)
+        defer { close(fd) }
+        var result = ProbeResult(target: target.description, connectedTo: address, presentedChain: [])
+        if target.scheme == "http" {
+            if options.sendHTTPRequest { result.http = HTTPExchange.plain(fd: fd, host: target.host, timeout: options.timeout) }
+            return result
+        }
+        let context: TLSContext
+        do {
+            var settings = TLSSettings(minVersion: options.minVersion, maxVersion: options.maxVersion, ciphers: options.ciphers,
+                                       tls13Suites: options.tls13Suites, securityLevel: 0)
+            if options.minVersion >= .tls1_3 { settings.ciphers = nil }
+            context = try TLSContext.client(settings: settings, clientCertificate: options.clientCredential.map {
+                ($0.certificate, $0.privateKey, $0.intermediates)
+            })
+        } catch {
+            result.failure = "client configuration: \(error)"
+            return result
+        }
+        context.setClientALPN(["http/1.1"])
+        guard let ssl = SSL_new(context.pointer) else {
+            result.failure = OpenSSLError.drain("create a client connection").description
+            return result
+        }
+        defer { SSL_free(ssl) }
+        SSL_set_fd(ssl, fd)
+        let serverName = options.serverName ?? (target.isIPLiteral ? nil : target.host)
+        if let serverName { _ = shim_SSL_set_tlsext_host_name(ssl, serverName) }
+
+        OpenSSLError.clearQueue()
+        let rc = SSL_connect(ssl)
+        // The chain is available even when the handshake failed after the Certificate message (TLS 1.2 client auth).
+        let chain = peerChain(ssl)
+        result.presentedChain = chain.map(\.facts)
+        if rc != 1 {
+            result.failure = handshakeFailure(ssl, rc)
+        } else {
+            fillNegotiated(ssl, into: &result)
+        }
+        if !chain.isEmpty {
+            result.verification = Verifier.verify(chain: chain, roots: options.trustRoots, host: target.host, securityLevel: 2, purpose: true)
+            result.trust = Verifier.trust(chain: chain, roots: options.trustRoots, anchor: options.anchorKind)
+        }
+        if rc == 1 && options.sendHTTPRequest {
+            result.http = HTTPExchange.tls(ssl: ssl, host: target.host, timeout: options.timeout)
+        }
+        if rc == 1 { _ = SSL_shutdown(ssl) }
+        return result
+    }
+
+    /// The same, off the cooperative thread pool.
+    public func probe(_ target: ProbeTarget) async throws -> ProbeResult {
+        try await NIOThreadPool.singleton.runIfActive { try self.probe(target) }
+    }
+
+    private func peerChain(_ ssl: OpaquePointer) -> [Certificate] {
+        guard let stack = SSL_get_peer_cert_chain(ssl) else { return [] }
+        return (0..<shim_sk_X509_num(stack)).compactMap { index in
+            shim_sk_X509_value(stack, index).map { Certificate(retaining: $0) }
+        }
+    }
+
+    private func fillNegotiated(_ ssl: OpaquePointer, into result: inout ProbeResult) {
+        result.protocolName = String(cString: SSL_get_version(ssl))
+        result.version = TLSVersion(openSSLValue: SSL_version(ssl))
+        if let cipher = SSL_get_current_cipher(ssl) {
+            result.cipher = HandshakeDetails.Cipher(
+                openssl: String(cString: SSL_CIPHER_get_name(cipher)),
+                iana: SSL_CIPHER_standard_name(cipher).map { String(cString: $0) } ?? "")
+        }
+        var key: OpaquePointer? = nil
+        if shim_SSL_get_peer_tmp_key(ssl, &key) == 1, let key {
+            result.keyExchange = KeyExchangeName.describe(key)
+            EVP_PKEY_free(key)
+        }
+        var alpn: UnsafePointer<UInt8>? = nil
+        var length: UInt32 = 0
+        SSL_get0_alpn_selected(ssl, &alpn, &length)
+        if let alpn, length > 0 { result.alpn = String(decoding: UnsafeBufferPointer(start: alpn, count: Int(length)), as: UTF8.self) }
+    }
+
+    private func handshakeFailure(_ ssl: OpaquePointer, _ rc: Int32) -> String {
+        let code = SSL_get_error(ssl, rc)
+        let reasons = OpenSSLError.drainReasons()
+        if !reasons.isEmpty { return reasons.joined(separator: "; ") }
+        if code == SSL_ERROR_SYSCALL {
+            return errno == EAGAIN || errno == EWOULDBLOCK ? "timed out waiting for the server" : "the server closed the connection during the handshake"
+        }
+        return "handshake failed (SSL error \(code))"
+    }
+}
+
+/// Verification outside the handshake, so the probe can report results a strict client would have aborted on.
+enum Verifier {
+    static func verify(chain: [Certificate], roots: [Certificate]?, host: String?, securityLevel: Int, purpose: Bool) -> VerifyOutcome {
+        let (error, _) = run(chain: chain, roots: roots, host: host, securityLevel: securityLevel, purpose: purpose)
+        return VerifyOutcome(host: host, securityLevel: securityLevel, error: error)
+    }
+
+    static func trust(chain: [Certificate], roots: [Certificate]?, anchor: TrustAnchorKind) -> TrustFacts {
+        let (error, verified) = run(chain: chain, roots: roots, host: nil, securityLevel: 0, purpose: false)
+        return TrustFacts(chainError: error, verifiedChain: verified.map(\.facts), anchor: anchor)
+    }
+
+    private static func run(chain: [Certificate], roots: [Certificate]?, host: String?, securityLevel: Int, purpose: Bool) -> (VerifyError?, [Certificate]) {
+        guard let leaf = chain.first, let store = X509_STORE_new() else { return (nil, []) }
+        defer { X509_STORE_free(store) }
+        if let roots {
+            for root in roots { _ = X509_STORE_add_cert(store, root.pointer) }
+        } else {
+            _ = X509_STORE_set_default_paths(store)
+        }
+        guard let untrusted = shim_sk_X509_new_null(), let context = X509_STORE_CTX_new() else { return (nil, []) }
+        defer { shim_sk_X509_free(untrusted); X509_STORE_CTX_free(context) }
+        for certificate in chain.dropFirst() { _ = shim_sk_X509_push(untrusted, certificate.pointer) }
+        guard X509_STORE_CTX_init(context, store, leaf.pointer, untrusted) == 1 else { return (nil, []) }
+        // "ssl_server": the purpose and trust settings libssl applies when a client verifies a server.
+        if purpose { _ = X509_STORE_CTX_set_default(context, "ssl_server") }
+        let parameters = X509_STORE_CTX_get0_param(context)
+        X509_VERIFY_PARAM_set_auth_level(parameters, Int32(securityLevel))
+        if let host {
+            if IPAddress.parse(host) != nil { _ = X509_VERIFY_PARAM_set1_ip_asc(parameters, host) }
+            else { _ = X509_VERIFY_PARAM_set1_host(parameters, host, 0) }
+        }
+        OpenSSLError.clearQueue()
+        let ok = X509_verify_cert(context) == 1
+        var verified: [Certificate] = []
+        if let built = X509_STORE_CTX_get0_chain(context) {
+            verified = (0..<shim_sk_X509_num(built)).compactMap { shim_sk_X509_value(built, $0).map { Certificate(retaining: $0) } }
+        }
+        OpenSSLError.clearQueue()
+        if ok { return (nil, verified) }
+        let code = X509_STORE_CTX_get_error(context)
+        return (VerifyError(code: code, text: String(cString: X509_verify_cert_error_string(Int(code))),
+                            depth: Int(X509_STORE_CTX_get_error_depth(context))), verified)
+    }
+}
+
+/// Blocking TCP with deadlines.
+enum Socket {
+    static func connect(_ target: ProbeTarget, timeout: TimeInterval) throws -> (Int32, String) {
+        let host = target.connectAddress ?? target.host
+        var hints = addrinfo()
+        hints.ai_socktype = Int32(SOCK_STREAM.rawValue)
+        hints.ai_family = AF_UNSPEC
+        var list: UnsafeMutablePointer<addrinfo>? = nil
+        let status = getaddrinfo(host, String(target.port), &hints, &list)
+        guard status == 0, let first = list else {
+            throw ProbeError.connect(target.description, "cannot resolve \(host): \(String(cString: gai_strerror(status)))"
+                                     + (host.hasSuffix(".fixtures.test") ? " (map it with --resolve \(target.host):\(target.port):127.0.0.1, or the lines of `tls-fixtures hosts`)" : ""))
+        }
+        defer { freeaddrinfo(list) }
+        var lastError = "no address"
+        var cursor: UnsafeMutablePointer<addrinfo>? = first
+        while let info = cursor {
+            cursor = info.pointee.ai_next
+            let fd = socket(info.pointee.ai_family, info.pointee.ai_socktype, info.pointee.ai_protocol)
+            if fd < 0 { lastError = String(cString: strerror(errno)); continue }
+            if connectWithTimeout(fd, info.pointee.ai_addr, info.pointee.ai_addrlen, timeout: timeout, error: &lastError) {
+                var tv = timeval()
+                tv.tv_sec = .init(timeout.rounded(.down))
+                tv.tv_usec = .init((timeout - timeout.rounded(.down)) * 1_000_000)
+                setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, socklen_t(MemoryLayout<timeval>.size))
+                setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, socklen_t(MemoryLayout<timeval>.size))
+                #if canImport(Darwin)
+                var one: Int32 = 1
+                setsockopt(fd, SOL_SOCKET, SO_NOSIGPIPE, &one, socklen_t(MemoryLayout<Int32>.size))
+                #endif
+                return (fd, describe(info.pointee.ai_addr))
+            }
+            close(fd)
+        }
+        throw ProbeError.connect(target.description, lastError)
+    }
+
+    private static func connectWithTimeout(_ fd: Int32, _ address: UnsafeMutablePointer<sockaddr>, _ length: socklen_t,
+                                           timeout: TimeInterval, error: inout String) -> Bool {
+        let flags = fcntl(fd, F_GETFL, 0)
+        _ = fcntl(fd, F_SETFL, flags | O_NONBLOCK)
+        defer { _ = fcntl(fd, F_SETFL, flags) }
+        if Glibc_or_Darwin_connect(fd, address, length) == 0 { return true }
+        guard errno == EINPROGRESS else { error = String(cString: strerror(errno)); return false }
+        var poller = pollfd(fd: fd, events: Int16(POLLOUT), revents: 0)
+        let ready = poll(&poller, 1, Int32(timeout * 1000))
+        if ready == 0 { error = "connection timed out"; return false }
+        var code: Int32 = 0
+        var size = socklen_t(MemoryLayout<Int32>.size)
+        getsockopt(fd, SOL_SOCKET, SO_ERROR, &code, &size)
+        if code != 0 { error = String(cString: strerror(code)); return false }
+        return true
+    }
+
+    private static func describe(_ address: UnsafeMutablePointer<sockaddr>) -> String {
+        var host = [CChar](repeating: 0, count: Int(NI_MAXHOST))
+        var service = [CChar](repeating: 0, count: Int(NI_MAXSERV))
+        let length = socklen_t(address.pointee.sa_family == sa_family_t(AF_INET6) ? MemoryLayout<sockaddr_in6>.size : MemoryLayout<sockaddr_in>.size)
+        getnameinfo(address, length, &host, socklen_t(host.count), &service, socklen_t(service.count), NI_NUMERICHOST | NI_NUMERICSERV)
+        return "\(String(cBuffer: host)):\(String(cBuffer: service))"
+    }
+}
+
+@inline(__always)
+private func Glibc_or_Darwin_connect(_ fd: Int32, _ address: UnsafeMutablePointer<sockaddr>, _ length: socklen_t) -> Int32 {
+    connect(fd, address, length)
+}
+
+/// A minimal HTTP/1.1 `GET /` with `Connection: close`, enough to read a fixture's JSON answer.
+enum HTTPExchange {
+    static func request(host: String) -> [UInt8] {
+        Array("GET / HTTP/1.1\r\nHost: \(host)\r\nUser-Agent: tls-fixtures-probe\r\nAccept: application/json\r\nConnection: close\r\n\r\n".utf8)
+    }
+
+    static func tls(ssl: OpaquePointer, host: String, timeout: TimeInterval) -> ProbeHTTPResponse? {
+        let request = request(host: host)
+        var written = 0
+        guard SSL_write_ex(ssl, request, request.count, &written) == 1 else { OpenSSLError.clearQueue(); return nil }
+        var response: [UInt8] = []
+        var buffer = [UInt8](repeating: 0, count: 16_384)
+        while response.count < 1 << 20 {
+            var count = 0
+            if SSL_read_ex(ssl, &buffer, buffer.count, &count) != 1 { break }
+            response += buffer[0..<count]
+        }
+        OpenSSLError.clearQueue()
+        return parse(response)
+    }
+
+    static func plain(fd: Int32, host: String, timeout: TimeInterval) -> ProbeHTTPResponse? {
+        let request = request(host: host)
+        guard send(fd, request, request.count, 0) == request.count else { return nil }
+        var response: [UInt8] = []
+        var buffer = [UInt8](repeating: 0, count: 16_384)
+        while response.count < 1 << 20 {
+            let count = recv(fd, &buffer, buffer.count, 0)
+            if count <= 0 { break }
+            response += buffer[0..<count]
+        }
+        return parse(response)
+    }
+
+    static func parse(_ bytes: [UInt8]) -> ProbeHTTPResponse? {
+        let text = String(decoding: bytes, as: UTF8.self)
+        guard let split = text.range(of: "\r\n\r\n") else { return nil }
+        let lines = text[..<split.lowerBound].split(separator: "\r\n")
+        guard let statusLine = lines.first, let status = statusLine.split(separator: " ").dropFirst().first.flatMap({ Int($0) }) else { return nil }
+        var headers: [String: String] = [:]
+        for line in lines.dropFirst() {
+            if let colon = line.firstIndex(of: ":") {
+                headers[line[..<colon].lowercased()] = line[line.index(after: colon)...].trimmingCharacters(in: .whitespaces)
+            }
+        }
+        return ProbeHTTPResponse(status: status, headers: headers, body: String(text[split.upperBound...]))
+    }
+}
+
+/// A peer that closes while we write would otherwise kill the whole process with SIGPIPE (OpenSSL writes with
+/// plain `send`). Ignored once, and only when nobody installed a handler.
+enum IgnoreSIGPIPE {
+    private static let done: Void = {
+        #if canImport(Glibc)
+        var current = sigaction()
+        if sigaction(SIGPIPE, nil, &current) == 0 && current.__sigaction_handler.sa_handler == nil {
+            signal(SIGPIPE, SIG_IGN)
+        }
+        #endif
+    }()
+
+    static func once() { _ = done }
+}

@@ -1,0 +1,272 @@
+import Foundation
+
+/// How a scenario's certificate differs from the baseline leaf. Every field defaults to the baseline.
+public struct CertificatePlan: Codable, Sendable, Hashable {
+    public var key: KeySpec = .rsa(bits: 2048)
+    /// Share a key with other scenarios (`pinned` and `pin-reissued` both use `pinned`). Default: the scenario's name.
+    public var keyName: String? = nil
+    /// `root` (the built-in CA), `self`, or another built-in authority.
+    public var issuer: String = "root"
+    public var digest: SignatureDigest = .sha256
+    /// Replaces the baseline hosts (`localhost`, `127.0.0.1`, `::1`, `NAME.fixtures.test`).
+    public var hosts: [String]? = nil
+    /// Added to the hosts.
+    public var extraHosts: [String] = []
+    /// Adds `n1.NAME.fixtures.test` … `nN.NAME.fixtures.test`.
+    public var generatedHosts: Int = 0
+    /// false: no subjectAltName extension.
+    public var subjectAltName: Bool = true
+    /// Default: `NAME.fixtures.test`, or the first of `hosts`.
+    public var commonName: String? = nil
+    public var omitCommonName: Bool = false
+    public var validity: Validity = .standardLeaf
+    /// `[]` leaves the EKU extension out.
+    public var extendedKeyUsage: [ExtendedKeyUsage] = [.serverAuth]
+    public var keyUsage: [KeyUsage]? = nil
+    /// The scenario only makes sense when the issuer carries name constraints.
+    public var requiresIssuerNameConstraints: Bool = false
+
+    public init() {}
+
+    enum CodingKeys: String, CodingKey, CaseIterable {
+        case key, keyName, issuer, digest, hosts, extraHosts, generatedHosts, subjectAltName, commonName, omitCommonName
+        case validity, extendedKeyUsage, keyUsage, requiresIssuerNameConstraints
+    }
+
+    public init(from decoder: Decoder) throws {
+        try decoder.rejectUnknownKeys(CodingKeys.self)
+        let c = try decoder.container(keyedBy: CodingKeys.self)
+        let d = CertificatePlan()
+        key = try c.decodeIfPresent(KeySpec.self, forKey: .key) ?? d.key
+        keyName = try c.decodeIfPresent(String.self, forKey: .keyName)
+        issuer = try c.decodeIfPresent(String.self, forKey: .issuer) ?? d.issuer
+        if issuer != "self" && BuiltinAuthority(rawValue: issuer) == nil {
+            throw DecodingError.dataCorruptedError(forKey: .issuer, in: c, debugDescription:
+                "unknown issuer \"\(issuer)\": use self or one of \(BuiltinAuthority.allCases.map(\.rawValue).joined(separator: ", "))")
+        }
+        digest = try c.decodeIfPresent(SignatureDigest.self, forKey: .digest) ?? d.digest
+        hosts = try c.decodeIfPresent([String].self, forKey: .hosts)
+        extraHosts = try c.decodeIfPresent([String].self, forKey: .extraHosts) ?? []
+        generatedHosts = try c.decodeIfPresent(Int.self, forKey: .generatedHosts) ?? 0
+        if !(0...10_000).contains(generatedHosts) {
+            throw DecodingError.dataCorruptedError(forKey: .generatedHosts, in: c, debugDescription: "generatedHosts must be 0–10000")
+        }
+        subjectAltName = try c.decodeIfPresent(Bool.self, forKey: .subjectAltName) ?? true
+        commonName = try c.decodeIfPresent(String.self, forKey: .commonName)
+        omitCommonName = try c.decodeIfPresent(Bool.self, forKey: .omitCommonName) ?? false
+        validity = try c.decodeIfPresent(Validity.self, forKey: .validity) ?? d.validity
+        extendedKeyUsage = try c.decodeIfPresent([ExtendedKeyUsage].self, forKey: .extendedKeyUsage) ?? d.extendedKeyUsage
+        keyUsage = try c.decodeIfPresent([KeyUsage].self, forKey: .keyUsage)
+        requiresIssuerNameConstraints = try c.decodeIfPresent(Bool.self, forKey: .requiresIssuerNameConstraints) ?? false
+        for host in (hosts ?? []) + extraHosts {
+            do { _ = try SubjectAltName(host: host) } catch {
+                throw DecodingError.dataCorruptedError(forKey: hosts?.contains(host) == true ? .hosts : .extraHosts, in: c, debugDescription: "\(error)")
+            }
+        }
+    }
+
+    public func encode(to encoder: Encoder) throws {
+        var c = encoder.container(keyedBy: CodingKeys.self)
+        let d = CertificatePlan()
+        if key != d.key { try c.encode(key, forKey: .key) }
+        try c.encodeIfPresent(keyName, forKey: .keyName)
+        if issuer != d.issuer { try c.encode(issuer, forKey: .issuer) }
+        if digest != d.digest { try c.encode(digest, forKey: .digest) }
+        try c.encodeIfPresent(hosts, forKey: .hosts)
+        if !extraHosts.isEmpty { try c.encode(extraHosts, forKey: .extraHosts) }
+        if generatedHosts != 0 { try c.encode(generatedHosts, forKey: .generatedHosts) }
+        if !subjectAltName { try c.encode(false, forKey: .subjectAltName) }
+        try c.encodeIfPresent(commonName, forKey: .commonName)
+        if omitCommonName { try c.encode(true, forKey: .omitCommonName) }
+        if validity != d.validity { try c.encode(validity, forKey: .validity) }
+        if extendedKeyUsage != d.extendedKeyUsage { try c.encode(extendedKeyUsage, forKey: .extendedKeyUsage) }
+        try c.encodeIfPresent(keyUsage, forKey: .keyUsage)
+        if requiresIssuerNameConstraints { try c.encode(true, forKey: .requiresIssuerNameConstraints) }
+    }
+
+    /// The leaf's issuer as the store knows it.
+    public var leafIssuer: LeafIssuer {
+        issuer == "self" ? .selfSigned : .authority(BuiltinAuthority(rawValue: issuer) ?? .root)
+    }
+
+    /// The profile for scenario `name`, with the baseline filled in.
+    public func profile(scenarioName name: String) throws -> CertificateProfile {
+        let qualified = "\(name).\(Scenario.fixturesDomain)"
+        var allHosts = hosts ?? ["localhost", "127.0.0.1", "::1", qualified]
+        allHosts += extraHosts
+        if generatedHosts > 0 { allHosts += (1...generatedHosts).map { "n\($0).\(qualified)" } }
+        let names = try allHosts.map(SubjectAltName.init(host:))
+        let cn: String? = omitCommonName ? nil : (commonName ?? (hosts == nil ? qualified : allHosts.first))
+        return CertificateProfile(
+            subject: Subject(commonName: cn, organization: "swift-tls-fixtures", organizationalUnit: name),
+            subjectAltNames: subjectAltName ? names : nil, validity: validity, digest: digest,
+            extendedKeyUsage: extendedKeyUsage.isEmpty ? nil : extendedKeyUsage, keyUsage: keyUsage)
+    }
+}
+
+/// What standard clients make of a scenario, as data in its file (the catalog's columns 4–5 and more).
+public struct Expectations: Codable, Sendable, Hashable {
+    /// OpenSSL's verify result for host `localhost` against the built-in CA, as a default OpenSSL 3 client judges it
+    /// (security level 2, purpose sslserver): `ok` or OpenSSL's own text, e.g. `hostname mismatch`.
+    public var verify: String?
+    /// Apple's loader under a default ATS policy, connecting to `NAME.fixtures.test` with the built-in CA trusted.
+    public var ats: ATSExpectation
+    /// The smallest change to `NSAppTransportSecurity` that admits it.
+    public var atsFix: ATSFix?
+    /// Extra roots the device is assumed to trust (`interception-root` for `pin-mitm`: a proxy's CA the user installed).
+    public var trustedRoots: [String]?
+    /// For pinning scenarios: which of the published pins match (leaf SPKI, CA SPKI, the `pinned` certificate).
+    public var pins: PinExpectation?
+    /// Anything a user must know to read the verdicts right.
+    public var note: String?
+
+    public init(verify: String?, ats: ATSExpectation, atsFix: ATSFix? = nil, trustedRoots: [String]? = nil,
+                pins: PinExpectation? = nil, note: String? = nil) {
+        self.verify = verify; self.ats = ats; self.atsFix = atsFix; self.trustedRoots = trustedRoots
+        self.pins = pins; self.note = note
+    }
+
+    enum CodingKeys: String, CodingKey, CaseIterable { case verify, ats, atsFix, trustedRoots, pins, note }
+
+    public init(from decoder: Decoder) throws {
+        try decoder.rejectUnknownKeys(CodingKeys.self)
+        let c = try decoder.container(keyedBy: CodingKeys.self)
+        verify = try c.decodeIfPresent(String.self, forKey: .verify)
+        ats = try c.decode(ATSExpectation.self, forKey: .ats)
+        atsFix = try c.decodeIfPresent(ATSFix.self, forKey: .atsFix)
+        trustedRoots = try c.decodeIfPresent([String].self, forKey: .trustedRoots)
+        for root in trustedRoots ?? [] where BuiltinAuthority(rawValue: root)?.isRoot != true {
+            throw DecodingError.dataCorruptedError(forKey: .trustedRoots, in: c, debugDescription: "\"\(root)\" is not a built-in root")
+        }
+        pins = try c.decodeIfPresent(PinExpectation.self, forKey: .pins)
+        note = try c.decodeIfPresent(String.self, forKey: .note)
+    }
+}
+
+public enum ATSExpectation: String, Codable, Sendable, Hashable {
+    case allow, block
+    case notApplicable = "n/a"
+}
+
+/// The catalog's last column, as data.
+public struct ATSFix: Codable, Sendable, Hashable {
+    public enum Kind: String, Codable, Sendable, Hashable {
+        /// Nothing to change.
+        case notNeeded = "not-needed"
+        /// Keys in an `NSExceptionDomains` entry for the host.
+        case exception
+        /// Top-level `NSAllowsArbitraryLoads`.
+        case arbitraryLoads = "arbitrary-loads"
+        /// No ATS key admits it (the client cannot speak what the server requires).
+        case impossible
+    }
+
+    public var kind: Kind
+    /// For `exception`: the entry's keys; values are booleans or strings as in a plist.
+    public var domainKeys: [String: PlistScalar]?
+    /// Something beyond Info.plist the app also needs, e.g. `trust-override` (a URLSessionDelegate that accepts the trust).
+    public var alsoRequires: String?
+    public var reason: String?
+
+    public init(kind: Kind, domainKeys: [String: PlistScalar]? = nil, alsoRequires: String? = nil, reason: String? = nil) {
+        self.kind = kind; self.domainKeys = domainKeys; self.alsoRequires = alsoRequires; self.reason = reason
+    }
+}
+
+/// A boolean or string plist value.
+public enum PlistScalar: Codable, Sendable, Hashable, CustomStringConvertible {
+    case bool(Bool), string(String)
+
+    public init(from decoder: Decoder) throws {
+        let c = try decoder.singleValueContainer()
+        if let value = try? c.decode(Bool.self) { self = .bool(value) } else { self = .string(try c.decode(String.self)) }
+    }
+
+    public func encode(to encoder: Encoder) throws {
+        var c = encoder.singleValueContainer()
+        switch self {
+        case .bool(let value): try c.encode(value)
+        case .string(let value): try c.encode(value)
+        }
+    }
+
+    public var description: String {
+        switch self {
+        case .bool(let value): return value ? "YES" : "NO"
+        case .string(let value): return value
+        }
+    }
+
+    public var propertyListValue: Any {
+        switch self {
+        case .bool(let value): return value
+        case .string(let value): return value
+        }
+    }
+}
+
+public struct PinExpectation: Codable, Sendable, Hashable {
+    /// The published `pinned` leaf SPKI pin matches this server's leaf.
+    public var leafSPKI: Bool
+    /// The built-in CA's SPKI pin matches a certificate in this server's chain.
+    public var caSPKI: Bool
+    /// The published `pinned` certificate (DER) is this server's leaf.
+    public var certificate: Bool
+}
+
+// MARK: - Strict decoding
+
+struct AnyCodingKey: CodingKey {
+    var stringValue: String
+    var intValue: Int?
+    init(stringValue: String) { self.stringValue = stringValue }
+    init?(intValue: Int) { self.stringValue = "\(intValue)"; self.intValue = intValue }
+}
+
+extension Decoder {
+    /// JSONDecoder ignores unknown keys; a scenario file with a typo (`"cipher"` for `"ciphers"`) must fail instead.
+    func rejectUnknownKeys<K: CodingKey & CaseIterable>(_ known: K.Type) throws {
+        let container = try self.container(keyedBy: AnyCodingKey.self)
+        let allowed = Set(K.allCases.map(\.stringValue))
+        if let unknown = container.allKeys.first(where: { !allowed.contains($0.stringValue) }) {
+            throw DecodingError.dataCorrupted(.init(codingPath: codingPath + [unknown],
+                debugDescription: "unknown key \"\(unknown.stringValue)\" (known: \(allowed.sorted().joined(separator: ", ")))"))
+        }
+    }
+}
+
+extension DecodingError {
+    /// `at tls.minVersion: …` — one line naming where and what.
+    var oneLine: String {
+        func path(_ codingPath: [CodingKey]) -> String {
+            let text = codingPath.map { $0.intValue.map { "[\($0)]" } ?? $0.stringValue }.joined(separator: ".")
+                .replacingOccurrences(of: ".[", with: "[")
+            return text.isEmpty ? "" : "at \(text): "
+        }
+        switch self {
+        case .dataCorrupted(let context):
+            if let underlying = context.underlyingError as NSError?, context.codingPath.isEmpty {
+                return "not valid JSON (\(underlying.userInfo[NSDebugDescriptionErrorKey] ?? underlying.localizedDescription))"
+            }
+            return path(context.codingPath) + context.debugDescription
+        case .keyNotFound(let key, let context):
+            return path(context.codingPath) + "missing required key \"\(key.stringValue)\""
+        case .typeMismatch(let type, let context):
+            return path(context.codingPath) + "expected \(Self.typeName(type))"
+        case .valueNotFound(let type, let context):
+            return path(context.codingPath) + "expected \(Self.typeName(type)), found null"
+        @unknown default:
+            return "\(self)"
+        }
+    }
+
+    private static func typeName(_ type: Any.Type) -> String {
+        switch type {
+        case is String.Type: return "a string"
+        case is Int.Type: return "a number"
+        case is Bool.Type: return "true or false"
+        case is [String].Type, is [Any].Type: return "a list"
+        default: return "\(type)"
+        }
+    }
+}

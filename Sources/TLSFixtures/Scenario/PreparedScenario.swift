@@ -1,0 +1,126 @@
+import Foundation
+import NIOConcurrencyHelpers
+
+/// SPKI pins (base64 SHA-256 of the DER SubjectPublicKeyInfo) a test or app configuration needs.
+public struct FixturePins: Codable, Sendable, Equatable {
+    /// This fixture's leaf key.
+    public var leaf: String?
+    /// The built-in CA (the root users install).
+    public var ca: String
+    /// A key no server uses: TrustKit requires a second pin, and real apps keep a backup.
+    public var backup: String
+    /// The published `pinned` key (what an app under test pins as its leaf).
+    public var pinnedLeaf: String
+}
+
+/// A scenario ready to serve: its TLS context and every certificate and pin a test may ask about.
+public final class PreparedScenario: Sendable {
+    public let scenario: Scenario
+    /// nil for plain HTTP.
+    public let context: TLSContext?
+    /// The leaf and its key, with the chain as issued; nil for plain HTTP.
+    public let credential: Credential?
+    /// What the server actually sends: the leaf, then `chainSent`'s extra certificates.
+    public let chainSent: [Certificate]
+    /// The built-in CA.
+    public let caCertificate: Certificate
+    /// The roots a device is assumed to trust for this scenario's expectations (the CA, plus e.g. the interception root).
+    public let deviceTrustRoots: [Certificate]
+    public let pins: FixturePins
+    /// The client certificate the server accepts, for `clientAuth: required`.
+    public let clientCredential: Credential?
+
+    init(scenario: Scenario, context: TLSContext?, credential: Credential?, chainSent: [Certificate], caCertificate: Certificate,
+         deviceTrustRoots: [Certificate], pins: FixturePins, clientCredential: Credential?) {
+        self.scenario = scenario; self.context = context; self.credential = credential; self.chainSent = chainSent
+        self.caCertificate = caCertificate; self.deviceTrustRoots = deviceTrustRoots; self.pins = pins
+        self.clientCredential = clientCredential
+    }
+}
+
+/// A scenario the linked OpenSSL (or this store's CA) cannot serve, with the reason. Never served as something else.
+public struct ScenarioUnsupported: Error, CustomStringConvertible, Sendable, Equatable {
+    public let scenario: String
+    public let reason: String
+    public var description: String { "scenario \(scenario) is \(reason)" }
+}
+
+extension CertificateStore {
+    private static let prepared = NIOLockedValueBox([PreparationKey: PreparedScenario]())
+
+    private struct PreparationKey: Hashable {
+        var store: String
+        var scenario: Scenario
+    }
+
+    /// Everything needed to serve `scenario`, from this store: certificates are generated on first use and reused after;
+    /// within a process the whole preparation is done once per scenario.
+    public func prepare(_ scenario: Scenario) throws -> PreparedScenario {
+        let key = PreparationKey(store: directory.path, scenario: scenario)
+        if let cached = Self.prepared.withLockedValue({ $0[key] }) { return cached }
+        let made = try makePrepared(scenario)
+        Self.prepared.withLockedValue { $0[key] = made }
+        return made
+    }
+
+    private func makePrepared(_ scenario: Scenario) throws -> PreparedScenario {
+        let ca = try self.ca()
+        let extraRoots = try (scenario.expect.trustedRoots ?? []).compactMap(BuiltinAuthority.init(rawValue:)).map { try authority($0).certificate }
+        let pins = FixturePins(leaf: nil, ca: ca.certificate.spkiSHA256,
+                               backup: try key(named: "backup", spec: .ec(.p256)).spkiSHA256,
+                               pinnedLeaf: try key(named: "pinned", spec: CertificatePlan().key).spkiSHA256)
+        guard let plan = scenario.tls, let certificatePlan = scenario.certificate else {
+            return PreparedScenario(scenario: scenario, context: nil, credential: nil, chainSent: [], caCertificate: ca.certificate,
+                                    deviceTrustRoots: [ca.certificate] + extraRoots, pins: pins, clientCredential: nil)
+        }
+        if certificatePlan.requiresIssuerNameConstraints, case .authority(let id) = certificatePlan.leafIssuer,
+           !(try authority(id)).root.extensionTexts.contains(where: { $0.name == "X509v3 Name Constraints" }) {
+            throw ScenarioUnsupported(scenario: scenario.name, reason:
+                "not available with this store's CA: it was created without name constraints, so nothing can violate them")
+        }
+        let credential = try self.credential(
+            named: scenario.name, profile: try certificatePlan.profile(scenarioName: scenario.name),
+            keyName: certificatePlan.keyName ?? scenario.name, keySpec: certificatePlan.key, issuer: certificatePlan.leafIssuer)
+        let extra: [Certificate]
+        switch plan.sendChain {
+        case .full: extra = credential.intermediates
+        case .leafOnly: extra = []
+        case .withRoot: extra = credential.intermediates + (credential.root == credential.certificate ? [] : [credential.root])
+        }
+        var clientCredential: Credential? = nil
+        var clientRoots: [Certificate]? = nil
+        if plan.clientAuth == .required {
+            clientCredential = try self.clientCredential()
+            clientRoots = [try authority(.clientCA).certificate]
+        }
+        let settings = TLSSettings(
+            minVersion: plan.minVersion, maxVersion: plan.maxVersion, ciphers: plan.ciphers, tls13Suites: plan.tls13Suites,
+            securityLevel: plan.securityLevel, groups: plan.groups, dhParameters: try dhChoice(plan.dh))
+        let context: TLSContext
+        do {
+            context = try TLSContext.server(settings: settings, certificate: credential.certificate, key: credential.privateKey,
+                                            chain: extra, clientCARoots: clientRoots)
+        } catch let unsupported as UnsupportedByOpenSSL {
+            throw ScenarioUnsupported(scenario: scenario.name, reason: unsupported.description)
+        }
+        var fixturePins = pins
+        fixturePins.leaf = credential.certificate.spkiSHA256
+        return PreparedScenario(scenario: scenario, context: context, credential: credential, chainSent: [credential.certificate] + extra,
+                                caCertificate: ca.certificate, deviceTrustRoots: [ca.certificate] + extraRoots,
+                                pins: fixturePins, clientCredential: clientCredential)
+    }
+
+    private func dhChoice(_ plan: DHPlan) throws -> DHParameterChoice {
+        switch plan {
+        case .none: return .none
+        case .automatic: return .automatic
+        case .bits(let bits): return .explicit(try dhParameters(bits: bits))
+        }
+    }
+
+    /// The client certificate the built-in client CA issues (EKU clientAuth), for mutual-TLS scenarios.
+    public func clientCredential() throws -> Credential {
+        try credential(named: "client", profile: .client(commonName: "swift-tls-fixtures client"), keyName: "client",
+                       keySpec: .ec(.p256), issuer: .authority(.clientCA))
+    }
+}

@@ -1,0 +1,135 @@
+import Foundation
+
+/// Scenarios by name: the built-in catalog (the files of `Scenarios/`, compiled in so tests in any package can use
+/// them without a path) plus any directory of the user's own files.
+public struct ScenarioCatalog: Sendable {
+    public let scenarios: [Scenario]
+
+    /// The port of the dashboard; scenario ports follow it. `--port-base` moves them all together.
+    public static let defaultPortBase = 9800
+
+    public init(scenarios: [Scenario]) { self.scenarios = scenarios }
+
+    /// The catalog shipped in `Scenarios/`, decoded once.
+    public static let builtIn: ScenarioCatalog = {
+        do {
+            let scenarios = try BuiltinScenarioFiles.all.map { file in
+                try ScenarioCatalog.decode(Data(file.json.utf8), source: "Scenarios/\(file.name)")
+            }
+            return ScenarioCatalog(scenarios: scenarios)
+        } catch {
+            // The built-in files are checked by the test suite; reaching this means a build from edited sources.
+            fatalError("the built-in scenario catalog does not decode: \(error)")
+        }
+    }()
+
+    /// The built-in catalog plus every `*.json` in `directory`. A user file may not reuse a built-in name or port.
+    public static func withUserScenarios(from directory: URL?) throws -> ScenarioCatalog {
+        guard let directory else { return builtIn }
+        let user = try load(directory: directory)
+        var names = Set(builtIn.scenarios.map(\.name))
+        var ports = Dictionary(builtIn.scenarios.compactMap { s in s.port.map { ($0, s.name) } }, uniquingKeysWith: { a, _ in a })
+        for scenario in user {
+            guard names.insert(scenario.name).inserted else {
+                throw ScenarioError.duplicate(scenario.name, directory.appendingPathComponent("\(scenario.name).json").path)
+            }
+            if let port = scenario.port {
+                if let other = ports[port] { throw ScenarioError.portTaken(scenario.name, port, other) }
+                ports[port] = scenario.name
+            }
+        }
+        return ScenarioCatalog(scenarios: builtIn.scenarios + user)
+    }
+
+    /// Every `*.json` file in `directory`, sorted by file name. Each must be named after its scenario.
+    public static func load(directory: URL) throws -> [Scenario] {
+        let files: [String]
+        do {
+            files = try FileManager.default.contentsOfDirectory(atPath: directory.path).filter { $0.hasSuffix(".json") }.sorted()
+        } catch {
+            throw ScenarioError.unreadable(directory.path, (error as NSError).localizedFailureReason ?? "no such directory or no permission")
+        }
+        return try files.map { file in
+            let url = directory.appendingPathComponent(file)
+            guard let data = FileManager.default.contents(atPath: url.path) else { throw ScenarioError.unreadable(url.path, "cannot read it") }
+            var scenario = try decode(data, source: url.path)
+            let expected = String(file.dropLast(".json".count))
+            guard scenario.name == expected else { throw ScenarioError.misnamed(url.path, scenario.name) }
+            if scenario.group != .custom && !ScenarioGroup.allCases.contains(scenario.group) { scenario.group = .custom }
+            return scenario
+        }
+    }
+
+    /// Decodes one scenario file; errors are one line naming the file and the key.
+    public static func decode(_ data: Data, source: String) throws -> Scenario {
+        do {
+            return try JSONDecoder().decode(Scenario.self, from: data)
+        } catch let error as DecodingError {
+            throw ScenarioError.malformed(source, error.oneLine)
+        }
+    }
+
+    public func scenario(named name: String) throws -> Scenario {
+        if let found = scenarios.first(where: { $0.name == name }) { return found }
+        throw ScenarioError.unknown(name, suggestion: closest(to: name))
+    }
+
+    public func scenarios(named names: [String]) throws -> [Scenario] {
+        try names.map(scenario(named:))
+    }
+
+    public var names: [String] { scenarios.map(\.name) }
+
+    /// The port a scenario is served on with `portBase` (its catalog offset from `defaultPortBase` kept).
+    public func port(of scenario: Scenario, portBase: Int = ScenarioCatalog.defaultPortBase) -> Int? {
+        if let port = scenario.port { return port - ScenarioCatalog.defaultPortBase + portBase }
+        // User scenarios without a port go after the highest catalog port, in catalog order.
+        let highest = scenarios.compactMap(\.port).max() ?? ScenarioCatalog.defaultPortBase
+        let unported = scenarios.filter { $0.port == nil }
+        guard let index = unported.firstIndex(of: scenario) else { return nil }
+        return highest + 1 + index - ScenarioCatalog.defaultPortBase + portBase
+    }
+
+    private func closest(to name: String) -> String? {
+        let ranked = names.map { ($0, Self.distance($0, name)) }.sorted { $0.1 < $1.1 }
+        guard let best = ranked.first, best.1 <= max(2, name.count / 3) else { return nil }
+        return best.0
+    }
+
+    /// Levenshtein distance, for "did you mean".
+    static func distance(_ a: String, _ b: String) -> Int {
+        let a = Array(a), b = Array(b)
+        var row = Array(0...b.count)
+        for i in 1...max(a.count, 1) where !a.isEmpty {
+            var previous = row[0]
+            row[0] = i
+            for j in 1...max(b.count, 1) where !b.isEmpty {
+                let current = row[j]
+                row[j] = min(row[j] + 1, row[j - 1] + 1, previous + (a[i - 1] == b[j - 1] ? 0 : 1))
+                previous = current
+            }
+        }
+        return a.isEmpty ? b.count : row[b.count]
+    }
+}
+
+public enum ScenarioError: Error, CustomStringConvertible, Sendable, Equatable {
+    case unknown(String, suggestion: String?)
+    case malformed(String, String)
+    case unreadable(String, String)
+    case misnamed(String, String)
+    case duplicate(String, String)
+    case portTaken(String, Int, String)
+
+    public var description: String {
+        switch self {
+        case .unknown(let name, let suggestion):
+            return "unknown scenario \"\(name)\"" + (suggestion.map { "; did you mean \"\($0)\"?" } ?? "") + " (`tls-fixtures scenarios list` shows them all)"
+        case .malformed(let source, let problem): return "\(source): \(problem)"
+        case .unreadable(let path, let why): return "cannot read scenarios from \(path): \(why)"
+        case .misnamed(let path, let name): return "\(path): the file must be named after its scenario (\(name).json)"
+        case .duplicate(let name, let path): return "\(path): a scenario named \"\(name)\" already exists; choose another name"
+        case .portTaken(let name, let port, let other): return "scenario \"\(name)\" wants port \(port), which \"\(other)\" already uses; choose another port"
+        }
+    }
+}

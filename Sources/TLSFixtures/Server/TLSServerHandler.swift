@@ -1,0 +1,278 @@
+import Logging
+import NIOCore
+
+/// Fired inbound once the handshake completes, carrying what was negotiated.
+public struct TLSHandshakeCompleted: Sendable {
+    public let details: HandshakeDetails
+}
+
+/// The server side of TLS, on OpenSSL, for one connection. Modelled on swift-nio-ssl's `NIOSSLHandler`.
+///
+/// Reads: `ByteBuffer` ciphertext from the network. Fires: `ByteBuffer` plaintext, and `TLSHandshakeCompleted` once.
+/// Writes: `ByteBuffer` plaintext from the application. Sends: `ByteBuffer` ciphertext.
+///
+/// States: `idle` → `handshaking` → `active` → `closing` → `closed`. A handshake that does not finish within
+/// `handshakeTimeout` (a silent client, one byte a second) is abandoned. A handshake or record error is logged with
+/// OpenSSL's reason and closes this connection only. Our close sends close_notify; the peer's close_notify is
+/// answered with ours.
+final class TLSServerHandler: ChannelDuplexHandler {
+    typealias InboundIn = ByteBuffer
+    typealias InboundOut = ByteBuffer
+    typealias OutboundIn = ByteBuffer
+    typealias OutboundOut = ByteBuffer
+
+    private enum State {
+        case idle
+        case handshaking(deadline: Scheduled<Void>)
+        case active
+        case closing
+        case closed
+    }
+
+    private var state = State.idle
+    private let connection: OpenSSLConnection
+    private let handshakeTimeout: TimeAmount
+    private let logger: Logger
+    /// Application writes made before the handshake finished, replayed once it has.
+    private var pendingWrites: [(ByteBuffer, EventLoopPromise<Void>?)] = []
+    private var plaintext: ByteBuffer?
+    private var deliveredPlaintext = false
+
+    init(context: TLSContext, handshakeTimeout: TimeAmount, logger: Logger) throws {
+        connection = try OpenSSLConnection(context: context)
+        self.handshakeTimeout = handshakeTimeout
+        self.logger = logger
+    }
+
+    // MARK: Lifecycle
+
+    func handlerAdded(context: ChannelHandlerContext) {
+        plaintext = context.channel.allocator.buffer(capacity: 16_384)
+        if context.channel.isActive { begin(context: context) }
+    }
+
+    func channelActive(context: ChannelHandlerContext) {
+        context.fireChannelActive()
+        begin(context: context)
+    }
+
+    private func begin(context: ChannelHandlerContext) {
+        guard case .idle = state else { return }
+        let timeout = handshakeTimeout
+        let deadline = context.eventLoop.assumeIsolated().scheduleTask(in: timeout) { [self] in
+            guard case .handshaking = state else { return }
+            logger.info("handshake timed out after \(timeout.nanoseconds / 1_000_000) ms; closing", metadata: peer(context))
+            state = .closed
+            context.close(promise: nil)
+        }
+        state = .handshaking(deadline: deadline)
+    }
+
+    func channelInactive(context: ChannelHandlerContext) {
+        if case .handshaking(let deadline) = state { deadline.cancel() }
+        state = .closed
+        failPendingWrites(ChannelError.ioOnClosedChannel)
+        context.fireChannelInactive()
+    }
+
+    // MARK: Inbound
+
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        let bytes = unwrapInboundIn(data)
+        switch state {
+        case .idle, .closed:
+            return
+        case .handshaking:
+            connection.consume(bytes)
+            handshakeStep(context: context)
+        case .active, .closing:
+            connection.consume(bytes)
+            decode(context: context)
+        }
+    }
+
+    func channelReadComplete(context: ChannelHandlerContext) {
+        if deliveredPlaintext {
+            deliveredPlaintext = false
+            context.fireChannelReadComplete()
+        }
+        sendOutput(context: context, flush: true)
+    }
+
+    private func handshakeStep(context: ChannelHandlerContext) {
+        guard case .handshaking(let deadline) = state else { return }
+        switch connection.handshake() {
+        case .needsInput:
+            sendOutput(context: context, flush: true)
+        case .complete:
+            deadline.cancel()
+            state = .active
+            sendOutput(context: context, flush: true)
+            context.fireUserInboundEventTriggered(TLSHandshakeCompleted(details: connection.details))
+            replayPendingWrites(context: context)
+            // Application data may have arrived in the same read as the client's Finished.
+            decode(context: context)
+        case .closed:
+            deadline.cancel()
+            logger.debug("client went away during the handshake", metadata: peer(context))
+            abort(context: context)
+        case .failed(let error):
+            deadline.cancel()
+            logger.info("handshake failed: \(error.reasons.joined(separator: "; "))", metadata: peer(context))
+            // Send the alert OpenSSL queued, so the client learns why, then close.
+            abort(context: context)
+        }
+    }
+
+    private func decode(context: ChannelHandlerContext) {
+        guard var buffer = plaintext else { return }
+        plaintext = nil
+        defer { plaintext = buffer }
+        while true {
+            buffer.clear()
+            let result = connection.read(into: &buffer)
+            if buffer.readableBytes > 0, case .active = state {
+                deliveredPlaintext = true
+                context.fireChannelRead(wrapInboundOut(buffer))
+                // The next record gets a fresh buffer; the one just sent belongs to the pipeline now.
+                buffer = context.channel.allocator.buffer(capacity: 16_384)
+            }
+            switch result {
+            case .data: continue
+            case .needsInput: return
+            case .closeNotify:
+                // Answer close_notify with ours, then close the transport.
+                closeGracefully(context: context, promise: nil)
+                return
+            case .failed(let error):
+                logger.info("TLS record error: \(error.reasons.joined(separator: "; "))", metadata: peer(context))
+                abort(context: context)
+                return
+            }
+        }
+    }
+
+    // MARK: Outbound
+
+    func write(context: ChannelHandlerContext, data: NIOAny, promise: EventLoopPromise<Void>?) {
+        let bytes = unwrapOutboundIn(data)
+        switch state {
+        case .idle, .handshaking:
+            pendingWrites.append((bytes, promise))
+        case .active:
+            encrypt(bytes, context: context, promise: promise)
+        case .closing, .closed:
+            promise?.fail(ChannelError.ioOnClosedChannel)
+        }
+    }
+
+    func flush(context: ChannelHandlerContext) {
+        if case .active = state { context.flush() }
+    }
+
+    func close(context: ChannelHandlerContext, mode: CloseMode, promise: EventLoopPromise<Void>?) {
+        guard mode == .all else {
+            promise?.fail(ChannelError.operationUnsupported)
+            return
+        }
+        switch state {
+        case .active:
+            closeGracefully(context: context, promise: promise)
+        case .handshaking(let deadline):
+            deadline.cancel()
+            state = .closed
+            context.close(mode: mode, promise: promise)
+        case .idle, .closing, .closed:
+            state = .closed
+            context.close(mode: mode, promise: promise)
+        }
+    }
+
+    private func encrypt(_ bytes: ByteBuffer, context: ChannelHandlerContext, promise: EventLoopPromise<Void>?) {
+        if let error = connection.write(bytes) {
+            logger.info("could not encrypt a response: \(error.reasons.joined(separator: "; "))", metadata: peer(context))
+            promise?.fail(error)
+            abort(context: context)
+            return
+        }
+        if let output = connection.takeOutput(allocator: context.channel.allocator) {
+            context.write(wrapOutboundOut(output), promise: promise)
+        } else {
+            promise?.succeed(())
+        }
+    }
+
+    private func replayPendingWrites(context: ChannelHandlerContext) {
+        let writes = pendingWrites
+        pendingWrites = []
+        for (bytes, promise) in writes { encrypt(bytes, context: context, promise: promise) }
+        if !writes.isEmpty { context.flush() }
+    }
+
+    private func failPendingWrites(_ error: Error) {
+        let writes = pendingWrites
+        pendingWrites = []
+        for (_, promise) in writes { promise?.fail(error) }
+    }
+
+    // MARK: Closing
+
+    /// close_notify, flushed, then the transport closes once it is written (never waiting on the peer). A peer that
+    /// stopped reading could leave that write pending forever, so the close is forced after `closeTimeout`.
+    private func closeGracefully(context: ChannelHandlerContext, promise: EventLoopPromise<Void>?) {
+        guard case .active = state else {
+            context.close(promise: promise)
+            return
+        }
+        state = .closing
+        connection.shutdown()
+        var finished = false
+        let finish: () -> Void = { [self] in
+            guard !finished else { return }
+            finished = true
+            state = .closed
+            context.close(promise: promise)
+        }
+        let forced = context.eventLoop.assumeIsolated().scheduleTask(in: Self.closeTimeout) { finish() }
+        guard let output = connection.takeOutput(allocator: context.channel.allocator) else {
+            forced.cancel()
+            finish()
+            return
+        }
+        context.writeAndFlush(wrapOutboundOut(output)).assumeIsolated().whenComplete { _ in
+            forced.cancel()
+            finish()
+        }
+    }
+
+    static let closeTimeout = TimeAmount.milliseconds(500)
+
+    /// Sends any alert OpenSSL queued and closes, after a failure.
+    private func abort(context: ChannelHandlerContext) {
+        state = .closed
+        failPendingWrites(ChannelError.ioOnClosedChannel)
+        if let output = connection.takeOutput(allocator: context.channel.allocator) {
+            context.writeAndFlush(wrapOutboundOut(output)).assumeIsolated().whenComplete { _ in context.close(promise: nil) }
+        } else {
+            context.close(promise: nil)
+        }
+    }
+
+    private func sendOutput(context: ChannelHandlerContext, flush: Bool) {
+        if let output = connection.takeOutput(allocator: context.channel.allocator) {
+            context.write(wrapOutboundOut(output), promise: nil)
+            if flush { context.flush() }
+        }
+    }
+
+    func errorCaught(context: ChannelHandlerContext, error: Error) {
+        // Transport errors (reset by peer) end this connection only.
+        logger.debug("connection error: \(error)", metadata: peer(context))
+        state = .closed
+        context.close(promise: nil)
+    }
+
+    private func peer(_ context: ChannelHandlerContext) -> Logger.Metadata {
+        ["peer": "\(context.remoteAddress?.description ?? "?")"]
+    }
+}

@@ -1,0 +1,135 @@
+import Foundation
+import XCTest
+// The same file builds in the scratch package (module ATSModel) and in swift-tls-fixtures (module TLSFixtures).
+#if canImport(TLSFixtures)
+import TLSFixtures
+#else
+import ATSModel
+#endif
+
+/// Every row of scenarios.md: the evaluator's default verdict must equal the "ATS default" column, and the
+/// exception finder must reproduce the "smallest ATS key that admits it" column.
+final class ATSCatalogTests: XCTestCase {
+    func testCatalogHasEveryRowButClientAuth() {
+        // scenarios.md lists 44 scenario names; `client-cert-required` is "n/a" for ATS and has no row here.
+        XCTAssertEqual(ATSCatalog.rows().count, 43)
+        XCTAssertEqual(Set(ATSCatalog.rows().map(\.name)).count, 43)
+    }
+
+    func testDefaultVerdictMatchesCatalog() {
+        for row in ATSCatalog.rows() {
+            let verdict = ATSEvaluator().evaluate(url: row.url, facts: row.facts)
+            XCTAssertEqual(verdict.allowed, row.atsDefaultAllows, "\(row.name): \(verdict)")
+            XCTAssertTrue(verdict.atsApplies, "\(row.name): ATS must apply to a qualified name")
+            if !verdict.allowed {
+                XCTAssertNotNil(verdict.likelyError, row.name)
+                XCTAssertFalse(verdict.violations.isEmpty, row.name)
+            }
+        }
+    }
+
+    func testFinderMatchesCatalog() {
+        for row in ATSCatalog.rows() {
+            let finding = ATSExceptionFinder().find(host: row.host, port: 8443, facts: row.facts)
+            let label = "\(row.name): \(finding.result)"
+            switch row.finder {
+            case .notNeeded:
+                XCTAssertEqual(finding.result, .notNeeded, label)
+            case .entry(let keys):
+                XCTAssertEqual(finding.result, .exception([ATSKey.exceptionDomains: [row.host: .dictionary(keys)]],
+                                                          alsoRequires: []), label)
+                XCTAssertEqual(finding.exceptionDomainKeys, keys, label)
+                XCTAssertFalse(finding.usesArbitraryLoads, label)
+                assertRoundTripAllows(finding, url: row.url, facts: row.facts, label)
+            case .arbitraryLoads:
+                XCTAssertEqual(finding.result, .exception([ATSKey.allowsArbitraryLoads: true], alsoRequires: []), label)
+                XCTAssertTrue(finding.usesArbitraryLoads, label)
+                XCTAssertNil(finding.exceptionDomainKeys, label)
+                assertRoundTripAllows(finding, url: row.url, facts: row.facts, label)
+            case .insecureHTTPPlusTrustOverride:
+                XCTAssertEqual(finding.result, .exception(
+                    [ATSKey.exceptionDomains: [row.host: [ATSKey.exceptionAllowsInsecureHTTPLoads: true]]],
+                    alsoRequires: [ATSExceptionFinder.trustOverrideRequirement]), label)
+                XCTAssertTrue(finding.requiresTrustOverride, label)
+                assertRoundTripAllows(finding, url: row.url, facts: row.facts, label)
+            case .arbitraryLoadsPlusTrustOverride:
+                XCTAssertEqual(finding.result, .exception([ATSKey.allowsArbitraryLoads: true],
+                                                          alsoRequires: [ATSExceptionFinder.trustOverrideRequirement]), label)
+                assertRoundTripAllows(finding, url: row.url, facts: row.facts, label)
+            case .impossible(let mention):
+                guard case .impossible(let reason) = finding.result else {
+                    XCTFail("\(label): expected impossible"); continue
+                }
+                XCTAssertTrue(reason.hasPrefix("no ATS key admits this"), reason)
+                XCTAssertTrue(reason.contains(mention), "\(row.name): \(reason)")
+                XCTAssertTrue(reason.contains("you need"), reason)
+                XCTAssertNil(finding.plistXML)
+            }
+        }
+    }
+
+    /// scenarios.md: validity-826-days "depends on anchor: user root allow, app anchor block".
+    func testValidity826DaysDependsOnAnchor() throws {
+        let row = try XCTUnwrap(ATSCatalog.rows().first { $0.name == "validity-826-days" })
+        var facts = row.facts
+        facts.trust?.anchor = .appSupplied
+        let verdict = ATSEvaluator().evaluate(url: row.url, facts: facts)
+        XCTAssertFalse(verdict.allowed)
+        XCTAssertEqual(verdict.violations.map(\.rule), [.validityPeriod])
+    }
+
+    /// scenarios.md: ssl-v3, rc4, 3des, null are "unsupported by the linked OpenSSL: report it" — the
+    /// probe then completes no handshake at all, and the finder must say so rather than guess.
+    func testUnsupportedScenarioIsReportedAsNoHandshake() {
+        for name in ["ssl-v3", "rc4", "3des", "null"] {
+            let facts = ServerFacts(scheme: "https", accepted: [:], presentedChain: [], trust: nil)
+            let verdict = ATSEvaluator().evaluate(url: ATSFactsKit.url("https://\(name).fixtures.test/"), facts: facts)
+            XCTAssertEqual(verdict.violations.map(\.rule), [.handshake], name)
+            let finding = ATSExceptionFinder().find(host: "\(name).fixtures.test", facts: facts)
+            guard case .impossible(let reason) = finding.result else { XCTFail(name); continue }
+            XCTAssertTrue(reason.contains("linked OpenSSL"), reason)
+        }
+    }
+
+    /// The localhost trap (ats-reference.md): every certificate-only row that fails by name passes by
+    /// `localhost` only if trust still holds, and the verdict always says ATS did not apply.
+    func testLocalhostTrapIsReported() throws {
+        let row = try XCTUnwrap(ATSCatalog.rows().first { $0.name == "tls-v1-0" })
+        let verdict = ATSEvaluator().evaluate(url: ATSFactsKit.url("https://localhost:8443/"), facts: row.facts)
+        XCTAssertTrue(verdict.allowed)
+        XCTAssertFalse(verdict.atsApplies)
+        XCTAssertEqual(verdict.exemptionReason, "localhost is an unqualified name: ATS does not apply by default")
+        XCTAssertTrue(verdict.notes.contains { $0.contains("localhost trap") })
+        let finding = ATSExceptionFinder().find(host: "localhost", port: 8443, facts: row.facts)
+        XCTAssertEqual(finding.result, .notNeeded)
+        XCTAssertTrue(finding.notes.contains { $0.contains("localhost trap") })
+    }
+
+    /// The finder's alternative strategy prefers per-domain keys to switching ATS off everywhere.
+    func testDomainScopedStrategyForLegacyEverything() throws {
+        let row = try XCTUnwrap(ATSCatalog.rows().first { $0.name == "legacy-everything" })
+        let finding = ATSExceptionFinder(strategy: .domainScopedFirst).find(host: row.host, port: 8443, facts: row.facts)
+        XCTAssertEqual(finding.result, .exception([ATSKey.exceptionDomains: [row.host: [
+            ATSKey.exceptionMinimumTLSVersion: "TLSv1.0",
+            ATSKey.exceptionRequiresForwardSecrecy: false,
+            ATSKey.exceptionAllowsInsecureHTTPLoads: true,
+        ]]], alsoRequires: [ATSExceptionFinder.trustOverrideRequirement]))
+        assertRoundTripAllows(finding, url: row.url, facts: row.facts, row.name)
+    }
+
+    /// Likely codes the reference names: -1022 http, -9836 protocol version, -1201 expired, -1204 not yet valid.
+    func testLikelyErrorCodes() {
+        let expected: [String: (Int, Int?)] = [
+            "http": (-1022, nil), "tls-v1-0": (-1200, -9836), "static-rsa": (-1200, -9824),
+            "expired": (-1201, -9814), "not-yet-valid": (-1204, -9815), "self-signed": (-1202, -9813),
+            "untrusted-root": (-1203, -9812), "wrong-host": (-1202, -9843), "rsa1024": (-1200, -9883),
+            "sha1-leaf": (-1200, -9884), "sha1-intermediate": (-1200, -9885),
+        ]
+        for row in ATSCatalog.rows() {
+            guard let (url, stream) = expected[row.name] else { continue }
+            let error = ATSEvaluator().evaluate(url: row.url, facts: row.facts).likelyError
+            XCTAssertEqual(error?.urlErrorCode, url, row.name)
+            XCTAssertEqual(error?.streamErrorCode, stream, row.name)
+        }
+    }
+}

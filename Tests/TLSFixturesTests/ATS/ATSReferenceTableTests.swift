@@ -1,0 +1,443 @@
+import Foundation
+import XCTest
+// The same file builds in the scratch package (module ATSModel) and in swift-tls-fixtures (module TLSFixtures).
+#if canImport(TLSFixtures)
+import TLSFixtures
+#else
+import ATSModel
+#endif
+
+/// One row of the reference table: a URL, a policy, what the server shows, and what ATS decides.
+struct ATSReferenceCase: Sendable {
+    var name: String
+    var url: String
+    var policy: [String: ATSPlistValue] = [:]
+    var facts: ServerFacts
+    var options = ATSEvaluationOptions()
+    var allowed: Bool
+    /// The first violation's rule, for blocked cases.
+    var rule: ATSRule?
+    var atsApplies: Bool?
+    /// `.some(nil)` asserts that no exception entry matched.
+    var matched: String??
+    var pinned: String??
+    var noteContains: String?
+    var urlError: Int?
+    var waivedCount: Int?
+}
+
+/// Table-driven cases taken from ats-reference.md. Each case's comment names the section of the
+/// reference (and through it the Apple document or source file) it comes from.
+final class ATSReferenceTableTests: XCTestCase {
+    typealias F = ATSFactsKit
+
+    static let host = "api.fixtures.test"
+    static let https = "https://api.fixtures.test/"
+    static var modern: ServerFacts { F.compliant(host) }
+    static var tls10: ServerFacts { F.speaking(host, F.tls10Only) }
+    static var tls11: ServerFacts { F.speaking(host, F.tls11Only) }
+    static var tls12: ServerFacts { F.speaking(host, F.tls12Only) }
+    static var httpFacts: ServerFacts { ServerFacts(scheme: "http", accepted: [:], presentedChain: [], trust: nil) }
+    static func ios(_ profile: ATSOSProfile, _ edit: (inout ATSEvaluationOptions) -> Void = { _ in }) -> ATSEvaluationOptions {
+        var options = ATSEvaluationOptions(profile: profile)
+        edit(&options)
+        return options
+    }
+    static func withLeaf(_ host: String = host, anchor: TrustAnchorKind = .userInstalled,
+                         accepted: AcceptedSuites = F.modernSuites, chainError: VerifyError? = nil,
+                         _ edit: (inout CertificateFacts) -> Void) -> ServerFacts {
+        var leaf = F.leaf(host)
+        edit(&leaf)
+        return F.facts(leaf: leaf, accepted: accepted, chainError: chainError, anchor: anchor)
+    }
+    static var selfSigned: ServerFacts {
+        var leaf = F.leaf(host, issuer: "CN=\(host),O=swift-tls-fixtures")
+        leaf.isSelfIssued = true
+        return F.facts(leaf: leaf, chainError: F.verifyError(18, "self-signed certificate"), verified: [leaf])
+    }
+    static var expired: ServerFacts {
+        withLeaf(chainError: F.verifyError(10, "certificate has expired")) {
+            $0.notBefore = F.now - 400 * F.day; $0.notAfter = F.now - F.day
+        }
+    }
+    static func domainEntry(_ key: String, _ fields: [String: ATSPlistValue]) -> [String: ATSPlistValue] {
+        [ATSKey.exceptionDomains: [key: .dictionary(fields)]]
+    }
+    static func domainEntry(_ fields: [String: ATSPlistValue]) -> [String: ATSPlistValue] {
+        domainEntry(host, fields)
+    }
+    /// A TLS 1.0 server whose certificate carries the IP as an IP SAN.
+    static func ipServer(_ ip: String) -> ServerFacts {
+        var leaf = F.leaf(host)
+        leaf.ipAddresses = [ip]
+        return F.facts(leaf: leaf, accepted: F.tls10Only)
+    }
+    static let pinnedLeaf = F.pin("key-\(host)")
+    static let caPin = F.builtInCA.spkiSHA256
+
+    static let cases: [ATSReferenceCase] = [
+        // §Default requirements: a TLS 1.2+, ECDHE, RSA-2048, SHA-256, trusted server passes.
+        ATSReferenceCase(name: "default allows a compliant server", url: https, facts: modern, allowed: true,
+                      atsApplies: true, matched: .some(nil)),
+        // §Default requirements, Scheme: "http:// is blocked: NSURLErrorDomain -1022".
+        ATSReferenceCase(name: "http blocked", url: "http://api.fixtures.test/", facts: httpFacts, allowed: false,
+                      rule: .scheme, urlError: -1022),
+        // §Keys, NSExceptionAllowsInsecureHTTPLoads: "allows http://".
+        ATSReferenceCase(name: "insecure HTTP loads allow http", url: "http://api.fixtures.test/",
+                      policy: domainEntry([ATSKey.exceptionAllowsInsecureHTTPLoads: true]), facts: httpFacts, allowed: true,
+                      matched: .some(host)),
+        // §Keys, NSAllowsArbitraryLoads: "ATS off for domains not in NSExceptionDomains".
+        ATSReferenceCase(name: "arbitrary loads allow http", url: "http://api.fixtures.test/",
+                      policy: [ATSKey.allowsArbitraryLoads: true], facts: httpFacts, allowed: true, atsApplies: false),
+        // §Keys, NSAllowsArbitraryLoads: lifts the TLS version rule for hosts without an entry.
+        ATSReferenceCase(name: "arbitrary loads allow TLS 1.0", url: https, policy: [ATSKey.allowsArbitraryLoads: true],
+                      facts: tls10, allowed: true, atsApplies: false),
+        // §Keys, NSExceptionDomains: "Any entry, even an empty one, replaces every top-level key for that domain."
+        ATSReferenceCase(name: "empty exception entry overrides arbitrary loads (TLS)", url: https,
+                      policy: [ATSKey.allowsArbitraryLoads: true, ATSKey.exceptionDomains: [host: [:]]], facts: tls10,
+                      allowed: false, rule: .tlsVersion, atsApplies: true, matched: .some(host),
+                      noteContains: "replaces the top-level NSAllowsArbitraryLoads"),
+        // §Keys, NSExceptionDomains: the same, for http (entry without insecure loads → -1022).
+        ATSReferenceCase(name: "empty exception entry overrides arbitrary loads (http)", url: "http://api.fixtures.test/",
+                      policy: [ATSKey.allowsArbitraryLoads: true, ATSKey.exceptionDomains: [host: [:]]], facts: httpFacts,
+                      allowed: false, rule: .scheme, urlError: -1022),
+        // §Keys, NSAllowsArbitraryLoads: "Ignored (iOS 10+) when … NSAllowsLocalNetworking is present, whatever its value."
+        ATSReferenceCase(name: "arbitrary loads ignored: NSAllowsLocalNetworking YES", url: https,
+                      policy: [ATSKey.allowsArbitraryLoads: true, ATSKey.allowsLocalNetworking: true], facts: tls10,
+                      allowed: false, rule: .tlsVersion, atsApplies: true, noteContains: "NSAllowsArbitraryLoads is ignored"),
+        // §Keys, NSAllowsArbitraryLoads: … present with value NO still switches it off.
+        ATSReferenceCase(name: "arbitrary loads ignored: NSAllowsLocalNetworking NO", url: https,
+                      policy: [ATSKey.allowsArbitraryLoads: true, ATSKey.allowsLocalNetworking: false], facts: tls10,
+                      allowed: false, rule: .tlsVersion, atsApplies: true),
+        // §Keys, NSAllowsArbitraryLoads: … NSAllowsArbitraryLoadsForMedia present (NO), data load.
+        ATSReferenceCase(name: "arbitrary loads ignored: ForMedia NO", url: https,
+                      policy: [ATSKey.allowsArbitraryLoads: true, ATSKey.allowsArbitraryLoadsForMedia: false], facts: tls10,
+                      allowed: false, rule: .tlsVersion, noteContains: "NSAllowsArbitraryLoadsForMedia"),
+        // §Keys, NSAllowsArbitraryLoads: … the older spelling NSAllowsArbitraryLoadsInMedia counts too.
+        ATSReferenceCase(name: "arbitrary loads ignored: InMedia (older spelling)", url: https,
+                      policy: [ATSKey.allowsArbitraryLoads: true, ATSKey.allowsArbitraryLoadsInMedia: true], facts: tls10,
+                      allowed: false, rule: .tlsVersion, noteContains: "NSAllowsArbitraryLoadsInMedia"),
+        // §Keys, NSAllowsArbitraryLoads: … NSAllowsArbitraryLoadsInWebContent present.
+        ATSReferenceCase(name: "arbitrary loads ignored: InWebContent YES", url: https,
+                      policy: [ATSKey.allowsArbitraryLoads: true, ATSKey.allowsArbitraryLoadsInWebContent: true],
+                      facts: tls10, allowed: false, rule: .tlsVersion),
+        // §Keys, NSAllowsArbitraryLoads: the clause is iOS 10+; iOS 9 does not know the newer keys.
+        ATSReferenceCase(name: "iOS 9: local networking key does not switch arbitrary loads off", url: https,
+                      policy: [ATSKey.allowsArbitraryLoads: true, ATSKey.allowsLocalNetworking: true], facts: tls10,
+                      options: ios(.ios9), allowed: true, atsApplies: false, noteContains: "iOS 9 ignores"),
+        // §The localhost trap: "ATS does not apply, by default, to unqualified names (localhost)".
+        ATSReferenceCase(name: "localhost is unqualified: exempt", url: "https://localhost:8443/",
+                      facts: F.speaking("localhost", F.tls10Only), allowed: true, atsApplies: false,
+                      noteContains: "localhost trap"),
+        // §Keys, NSAllowsLocalNetworking: "lifts ATS's extra checks only; default trust still applies".
+        ATSReferenceCase(name: "localhost exempt but default trust applies", url: "https://localhost:8443/",
+                      facts: selfSigned, allowed: false, rule: .trustChain, atsApplies: false, urlError: -1202),
+        // §The localhost trap: ".local names" are exempt.
+        ATSReferenceCase(name: ".local name exempt", url: "https://printer.local/",
+                      facts: F.speaking("printer.local", F.tls10Only), allowed: true, atsApplies: false),
+        // §Keys, NSAllowsLocalNetworking: IP addresses exempt on iOS 10–16.
+        ATSReferenceCase(name: "IP literal exempt on iOS 13", url: "https://127.0.0.1:8443/", facts: tls10,
+                      options: ios(.ios13), allowed: true, atsApplies: false),
+        // §Keys, NSAllowsLocalNetworking: "from iOS 17 IP literals need their own exception entry".
+        ATSReferenceCase(name: "IP literal not exempt on iOS 17", url: "https://127.0.0.1:8443/", facts: tls10,
+                      allowed: false, rule: .tlsVersion, atsApplies: true, noteContains: "from iOS 17"),
+        // §Keys, NSAllowsLocalNetworking: on iOS 17 the key does not cover IP literals.
+        ATSReferenceCase(name: "iOS 17: local networking does not exempt IP literals", url: "https://127.0.0.1:8443/",
+                      policy: [ATSKey.allowsLocalNetworking: true], facts: tls10, allowed: false, rule: .tlsVersion),
+        // §Keys, NSExceptionDomains: "From iOS 17 a key may be an IP literal".
+        ATSReferenceCase(name: "IP literal exception key (iOS 17)", url: "https://127.0.0.1:8443/",
+                      policy: domainEntry("127.0.0.1", [ATSKey.exceptionMinimumTLSVersion: "TLSv1.0"]), facts: tls10,
+                      allowed: true, atsApplies: true, matched: .some("127.0.0.1")),
+        // §Keys, NSExceptionDomains: IPv6 literal keys, compared as addresses.
+        ATSReferenceCase(name: "IPv6 literal exception key (iOS 17)", url: "https://[::1]:8443/",
+                      policy: domainEntry("0:0:0:0:0:0:0:1", [ATSKey.exceptionMinimumTLSVersion: "TLSv1.0"]), facts: tls10,
+                      allowed: true, matched: .some("0:0:0:0:0:0:0:1")),
+        // §Keys, NSExceptionDomains: "or CIDR (longest prefix wins)" — the /16 (empty) beats the /8.
+        ATSReferenceCase(name: "CIDR longest prefix wins (blocking /16)", url: "https://10.1.2.3/",
+                      policy: [ATSKey.exceptionDomains: ["10.0.0.0/8": [ATSKey.exceptionMinimumTLSVersion: "TLSv1.0"],
+                                                         "10.1.0.0/16": [:]]],
+                      facts: ipServer("10.1.2.3"), allowed: false, rule: .tlsVersion, matched: .some("10.1.0.0/16")),
+        // §Keys, NSExceptionDomains: outside the /16 the /8 applies.
+        ATSReferenceCase(name: "CIDR /8 applies outside the /16", url: "https://10.2.3.4/",
+                      policy: [ATSKey.exceptionDomains: ["10.0.0.0/8": [ATSKey.exceptionMinimumTLSVersion: "TLSv1.0"],
+                                                         "10.1.0.0/16": [:]]],
+                      facts: ipServer("10.2.3.4"), allowed: true, matched: .some("10.0.0.0/8")),
+        // §Keys, NSExceptionDomains: "A DNS entry never matches a connection made by IP".
+        ATSReferenceCase(name: "DNS entry does not match an IP connection", url: "https://127.0.0.1/",
+                      policy: domainEntry("localhost", [ATSKey.exceptionMinimumTLSVersion: "TLSv1.0"]), facts: tls10,
+                      allowed: false, rule: .tlsVersion, matched: .some(nil)),
+        // §Keys, NSExceptionDomains: "… and the reverse": an IP key never matches a name.
+        ATSReferenceCase(name: "IP entry does not match a DNS name", url: "https://localhost.fixtures.test/",
+                      policy: domainEntry("127.0.0.1", [ATSKey.exceptionMinimumTLSVersion: "TLSv1.0"]),
+                      facts: F.speaking("localhost.fixtures.test", F.tls10Only), allowed: false, rule: .tlsVersion,
+                      matched: .some(nil)),
+        // §Keys, NSIncludesSubdomains: default reading "every subdomain" (older docs and the source).
+        ATSReferenceCase(name: "NSIncludesSubdomains: every subdomain (default reading)", url: "https://a.b.example.test/",
+                      policy: domainEntry("example.test", [ATSKey.includesSubdomains: true, ATSKey.exceptionMinimumTLSVersion: "TLSv1.0"]),
+                      facts: F.speaking("a.b.example.test", F.tls10Only), allowed: true, matched: .some("example.test")),
+        // §Keys, NSIncludesSubdomains: current docs "one extra label" — two labels deep does not match.
+        ATSReferenceCase(name: "NSIncludesSubdomains: one-extra-label reading, two deep", url: "https://a.b.example.test/",
+                      policy: domainEntry("example.test", [ATSKey.includesSubdomains: true, ATSKey.exceptionMinimumTLSVersion: "TLSv1.0"]),
+                      facts: F.speaking("a.b.example.test", F.tls10Only),
+                      options: ios(.ios17) { $0.readings.subdomains = .oneExtraLabel },
+                      allowed: false, rule: .tlsVersion, matched: .some(nil)),
+        // §Keys, NSIncludesSubdomains: one extra label does match under that reading.
+        ATSReferenceCase(name: "NSIncludesSubdomains: one-extra-label reading, one deep", url: "https://a.example.test/",
+                      policy: domainEntry("example.test", [ATSKey.includesSubdomains: true, ATSKey.exceptionMinimumTLSVersion: "TLSv1.0"]),
+                      facts: F.speaking("a.example.test", F.tls10Only),
+                      options: ios(.ios17) { $0.readings.subdomains = .oneExtraLabel },
+                      allowed: true, matched: .some("example.test")),
+        // §Keys, NSIncludesSubdomains (NO): without it a subdomain is not covered.
+        ATSReferenceCase(name: "no NSIncludesSubdomains: subdomain not covered", url: "https://a.example.test/",
+                      policy: domainEntry("example.test", [ATSKey.exceptionMinimumTLSVersion: "TLSv1.0"]),
+                      facts: F.speaking("a.example.test", F.tls10Only), allowed: false, rule: .tlsVersion, matched: .some(nil)),
+        // §Keys: "booleans must be real booleans, a string "YES" is ignored" (NSIncludesSubdomains).
+        ATSReferenceCase(name: "string YES for NSIncludesSubdomains ignored", url: "https://a.example.test/",
+                      policy: domainEntry("example.test", [ATSKey.includesSubdomains: "YES", ATSKey.exceptionMinimumTLSVersion: "TLSv1.0"]),
+                      facts: F.speaking("a.example.test", F.tls10Only), allowed: false, rule: .tlsVersion),
+        // §Keys: a string "YES" for NSAllowsArbitraryLoads is ignored.
+        ATSReferenceCase(name: "string YES for NSAllowsArbitraryLoads ignored", url: https,
+                      policy: [ATSKey.allowsArbitraryLoads: "YES"], facts: tls10, allowed: false, rule: .tlsVersion,
+                      atsApplies: true),
+        // §Keys, NSExceptionMinimumTLSVersion: TLSv1.0 admits a TLS 1.0 server.
+        ATSReferenceCase(name: "minimum TLSv1.0", url: https, policy: domainEntry([ATSKey.exceptionMinimumTLSVersion: "TLSv1.0"]),
+                      facts: tls10, allowed: true),
+        // §Keys, NSExceptionMinimumTLSVersion: TLSv1.1 admits TLS 1.1 …
+        ATSReferenceCase(name: "minimum TLSv1.1 admits 1.1", url: https, policy: domainEntry([ATSKey.exceptionMinimumTLSVersion: "TLSv1.1"]),
+                      facts: tls11, allowed: true),
+        // §Keys, NSExceptionMinimumTLSVersion: … but not TLS 1.0.
+        ATSReferenceCase(name: "minimum TLSv1.1 blocks 1.0", url: https, policy: domainEntry([ATSKey.exceptionMinimumTLSVersion: "TLSv1.1"]),
+                      facts: tls10, allowed: false, rule: .tlsVersion, urlError: -1200),
+        // §Keys, NSExceptionMinimumTLSVersion: TLSv1.2 is the default, stated explicitly.
+        ATSReferenceCase(name: "minimum TLSv1.2 admits 1.2", url: https, policy: domainEntry([ATSKey.exceptionMinimumTLSVersion: "TLSv1.2"]),
+                      facts: tls12, allowed: true),
+        // §Keys, NSExceptionMinimumTLSVersion: TLSv1.3 blocks a server that stops at 1.2.
+        ATSReferenceCase(name: "minimum TLSv1.3 blocks 1.2-only", url: https, policy: domainEntry([ATSKey.exceptionMinimumTLSVersion: "TLSv1.3"]),
+                      facts: tls12, allowed: false, rule: .tlsVersion),
+        // §Keys, NSExceptionMinimumTLSVersion: "any other string is ignored" (so TLSv1.2 stays).
+        ATSReferenceCase(name: "invalid minimum version ignored", url: https, policy: domainEntry([ATSKey.exceptionMinimumTLSVersion: "TLSv1"]),
+                      facts: tls10, allowed: false, rule: .tlsVersion, matched: .some(host)),
+        // §Keys, NSExceptionRequiresForwardSecrecy: NO admits TLS_RSA_* suites.
+        ATSReferenceCase(name: "forward secrecy NO admits static RSA", url: https,
+                      policy: domainEntry([ATSKey.exceptionRequiresForwardSecrecy: false]), facts: F.speaking(host, F.staticRSA),
+                      allowed: true),
+        // §Default requirements, cipher suites: forward secret ECDHE only.
+        ATSReferenceCase(name: "static RSA blocked by default", url: https, facts: F.speaking(host, F.staticRSA),
+                      allowed: false, rule: .forwardSecrecy),
+        // §Keys, NSExceptionRequiresForwardSecrecy: NO "drops the key-size rule" (iOS 10–12: no iOS 13 RSA rule).
+        ATSReferenceCase(name: "forward secrecy NO drops the key-size rule", url: https,
+                      policy: domainEntry([ATSKey.exceptionRequiresForwardSecrecy: false]),
+                      facts: withLeaf { $0.keyBits = 1024 }, options: ios(.ios10), allowed: true),
+        // §Default requirements: "Leaf key: RSA ≥ 2048" (iOS 10–12, ATS rule alone).
+        ATSReferenceCase(name: "RSA-1024 leaf blocked by ATS key size", url: https, facts: withLeaf { $0.keyBits = 1024 },
+                      options: ios(.ios10), allowed: false, rule: .leafKeySize),
+        // §Default requirements: "EC ≥ 256".
+        ATSReferenceCase(name: "EC-224 leaf blocked", url: https,
+                      facts: withLeaf { $0.keyType = "EC"; $0.keyBits = 224; $0.curve = "secp224r1" },
+                      allowed: false, rule: .leafKeySize),
+        // §Keys, NSExceptionRequiresForwardSecrecy: NO adds only TLS_RSA_*, not DHE.
+        ATSReferenceCase(name: "forward secrecy NO does not admit DHE", url: https,
+                      policy: domainEntry([ATSKey.exceptionRequiresForwardSecrecy: false]), facts: F.speaking(host, F.dheOnly),
+                      allowed: false, rule: .cipherSuite),
+        // §Default requirements, cipher suites: current source drops the CBC SHA256 suites …
+        ATSReferenceCase(name: "CBC-SHA256 suite blocked under the current-source list", url: https,
+                      facts: F.speaking(host, [.tls1_2: ["TLS_ECDHE_RSA_WITH_AES_128_CBC_SHA256"]]),
+                      allowed: false, rule: .cipherSuite),
+        // §Default requirements, cipher suites: … which the 2015 documented list has.
+        ATSReferenceCase(name: "CBC-SHA256 suite allowed under the 2015 documented list", url: https,
+                      facts: F.speaking(host, [.tls1_2: ["TLS_ECDHE_RSA_WITH_AES_128_CBC_SHA256"]]),
+                      options: ios(.ios17) { $0.readings.cipherSuites = .documented2015 }, allowed: true),
+        // §Default requirements, cipher suites: ChaCha20 is in the current source only.
+        ATSReferenceCase(name: "ChaCha20 TLS 1.2 suite under the 2015 list", url: https,
+                      facts: F.speaking(host, [.tls1_2: ["TLS_ECDHE_RSA_WITH_CHACHA20_POLY1305_SHA256"]]),
+                      options: ios(.ios17) { $0.readings.cipherSuites = .documented2015 }, allowed: false, rule: .cipherSuite),
+        // §Keys, NSExceptionAllowsInsecureHTTPLoads: "lets the app's trust override accept an otherwise untrusted certificate".
+        ATSReferenceCase(name: "trust override + insecure loads accepts self-signed", url: https,
+                      policy: domainEntry([ATSKey.exceptionAllowsInsecureHTTPLoads: true]), facts: selfSigned,
+                      options: ios(.ios17) { $0.trustOverride = true }, allowed: true, waivedCount: 1),
+        // §Keys, NSExceptionAllowsInsecureHTTPLoads: without it the override is not honoured under ATS.
+        ATSReferenceCase(name: "trust override without insecure loads: blocked", url: https, facts: selfSigned,
+                      options: ios(.ios17) { $0.trustOverride = true }, allowed: false, rule: .trustChain,
+                      noteContains: "not honoured"),
+        // §Keys, NSAllowsArbitraryLoads: "HTTPS keeps default trust, and the app's delegate may loosen it".
+        ATSReferenceCase(name: "arbitrary loads + trust override accepts expired", url: https,
+                      policy: [ATSKey.allowsArbitraryLoads: true], facts: expired,
+                      options: ios(.ios17) { $0.trustOverride = true }, allowed: true, atsApplies: false),
+        // §Keys, NSAllowsArbitraryLoads: without the override default trust still rejects it (-1201).
+        ATSReferenceCase(name: "arbitrary loads alone keeps default trust", url: https,
+                      policy: [ATSKey.allowsArbitraryLoads: true], facts: expired, allowed: false, rule: .trustChain,
+                      urlError: -1201),
+        // §Keys, NSExceptionAllowsInsecureHTTPLoads: "Does not lower the TLS version or cipher rules."
+        ATSReferenceCase(name: "insecure loads + override does not lower TLS version", url: https,
+                      policy: domainEntry([ATSKey.exceptionAllowsInsecureHTTPLoads: true]), facts: tls10,
+                      options: ios(.ios17) { $0.trustOverride = true }, allowed: false, rule: .tlsVersion),
+        // §Keys, NSPinnedDomains: "the leaf's SPKI must be listed" — listed.
+        ATSReferenceCase(name: "pinned leaf matches", url: https,
+                      policy: [ATSKey.pinnedDomains: [host: [ATSKey.pinnedLeafIdentities: [[ATSKey.spkiSHA256Base64: .string(pinnedLeaf)]]]]],
+                      facts: modern, allowed: true, pinned: .some(host)),
+        // §Keys, NSPinnedDomains: leaf not listed → -1200 / -9802.
+        ATSReferenceCase(name: "pinned leaf mismatch", url: https,
+                      policy: [ATSKey.pinnedDomains: [host: [ATSKey.pinnedLeafIdentities: [[ATSKey.spkiSHA256Base64: .string(F.pin("other"))]]]]],
+                      facts: modern, allowed: false, rule: .pinning, urlError: -1200),
+        // §Keys, NSPinnedDomains: "CA list: some CA in the chain must be listed".
+        ATSReferenceCase(name: "pinned CA matches", url: https,
+                      policy: [ATSKey.pinnedDomains: [host: [ATSKey.pinnedCAIdentities: [[ATSKey.spkiSHA256Base64: .string(caPin)]]]]],
+                      facts: modern, allowed: true),
+        // §Keys, NSPinnedDomains: "both given: both must hold" — CA ok, leaf not.
+        ATSReferenceCase(name: "pinned both: leaf fails", url: https,
+                      policy: [ATSKey.pinnedDomains: [host: [
+                        ATSKey.pinnedCAIdentities: [[ATSKey.spkiSHA256Base64: .string(caPin)]],
+                        ATSKey.pinnedLeafIdentities: [[ATSKey.spkiSHA256Base64: .string(F.pin("other"))]]]]],
+                      facts: modern, allowed: false, rule: .pinning),
+        // §Keys, NSPinnedDomains: NSIncludesSubdomains extends the pins to subdomains.
+        ATSReferenceCase(name: "pinned domain with subdomains applies", url: https,
+                      policy: [ATSKey.pinnedDomains: ["fixtures.test": [ATSKey.includesSubdomains: true,
+                        ATSKey.pinnedLeafIdentities: [[ATSKey.spkiSHA256Base64: .string(F.pin("other"))]]]]],
+                      facts: modern, allowed: false, rule: .pinning, pinned: .some("fixtures.test")),
+        // §Keys, NSPinnedDomains: without NSIncludesSubdomains a subdomain is not pinned.
+        ATSReferenceCase(name: "pinned domain without subdomains does not apply", url: https,
+                      policy: [ATSKey.pinnedDomains: ["fixtures.test": [
+                        ATSKey.pinnedLeafIdentities: [[ATSKey.spkiSHA256Base64: .string(F.pin("other"))]]]]],
+                      facts: modern, allowed: true, pinned: .some(nil)),
+        // §Keys, NSPinnedDomains (iOS 14+): iOS 10–12 ignore it.
+        ATSReferenceCase(name: "pinned domains ignored before iOS 14", url: https,
+                      policy: [ATSKey.pinnedDomains: [host: [ATSKey.pinnedLeafIdentities: [[ATSKey.spkiSHA256Base64: .string(F.pin("other"))]]]]],
+                      facts: modern, options: ios(.ios10), allowed: true, pinned: .some(nil), noteContains: "needs iOS 14"),
+        // §Keys, NSPinnedDomains: "Pinning never relaxes any other rule" — pins match but TLS 1.0 still blocks.
+        ATSReferenceCase(name: "pinning does not relax TLS version", url: https,
+                      policy: [ATSKey.pinnedDomains: [host: [ATSKey.pinnedLeafIdentities: [[ATSKey.spkiSHA256Base64: .string(pinnedLeaf)]]]]],
+                      facts: tls10, allowed: false, rule: .tlsVersion),
+        // §Certificate rules beyond ATS: 826-day validity, user-installed root skips the maximum.
+        ATSReferenceCase(name: "826 days, user root: allowed", url: https,
+                      facts: withLeaf { $0.notAfter = $0.notBefore + 826 * F.day }, allowed: true),
+        // §Certificate rules beyond ATS: app-supplied anchors keep the 825-day maximum.
+        ATSReferenceCase(name: "826 days, app anchor: blocked", url: https,
+                      facts: withLeaf(anchor: .appSupplied) { $0.notAfter = $0.notBefore + 826 * F.day },
+                      allowed: false, rule: .validityPeriod, urlError: -1202),
+        // §Certificate rules beyond ATS: 825 days exactly is within the limit.
+        ATSReferenceCase(name: "825 days, app anchor: allowed", url: https,
+                      facts: withLeaf(anchor: .appSupplied) { $0.notAfter = $0.notBefore + 825 * F.day }, allowed: true),
+        // §Certificate rules beyond ATS: the 825-day rule covers certificates issued after 2019-07-01 only.
+        ATSReferenceCase(name: "900 days issued before 2019-07-01, app anchor: allowed", url: https,
+                      facts: withLeaf(anchor: .appSupplied) {
+                        $0.notBefore = Date(timeIntervalSince1970: 1_546_300_800); $0.notAfter = $0.notBefore + 900 * F.day
+                      }, allowed: true),
+        // §Certificate rules beyond ATS: iOS 13 rules are iOS 13+ (iOS 10–12 accept 826 days).
+        ATSReferenceCase(name: "826 days, app anchor, iOS 10: allowed", url: https,
+                      facts: withLeaf(anchor: .appSupplied) { $0.notAfter = $0.notBefore + 826 * F.day },
+                      options: ios(.ios10), allowed: true),
+        // §Certificate rules beyond ATS: "issued from 2020-09-01 by preinstalled roots: ≤ 398 days".
+        ATSReferenceCase(name: "399 days, system root: blocked", url: https,
+                      facts: withLeaf(anchor: .system) { $0.notAfter = $0.notBefore + 399 * F.day },
+                      allowed: false, rule: .validityPeriod, noteContains: "Certificate Transparency"),
+        // §Certificate rules beyond ATS: the 398-day rule is for preinstalled roots only.
+        ATSReferenceCase(name: "399 days, user root: allowed", url: https,
+                      facts: withLeaf { $0.notAfter = $0.notBefore + 399 * F.day }, allowed: true),
+        // §Certificate rules beyond ATS: "certificates … need EKU serverAuth" (strict: present) — app anchor.
+        ATSReferenceCase(name: "no EKU extension, app anchor: blocked", url: https,
+                      facts: withLeaf(anchor: .appSupplied) { $0.extendedKeyUsage = nil }, allowed: false, rule: .extendedKeyUsage),
+        // §Certificate rules beyond ATS: user-installed roots "skip … the strict EKU rule".
+        ATSReferenceCase(name: "no EKU extension, user root: allowed", url: https,
+                      facts: withLeaf { $0.extendedKeyUsage = nil }, allowed: true),
+        // §Certificate rules beyond ATS: "SHA-1 signatures untrusted" even with ATS off (iOS 13+).
+        ATSReferenceCase(name: "SHA-1 leaf with arbitrary loads, iOS 17: blocked", url: https,
+                      policy: [ATSKey.allowsArbitraryLoads: true],
+                      facts: withLeaf { $0.signatureDigest = "sha1"; $0.signatureAlgorithm = "sha1WithRSAEncryption" },
+                      allowed: false, rule: .ios13SHA1, atsApplies: false),
+        // §Certificate rules beyond ATS: before iOS 13 SHA-1 is only an ATS rule, lifted by arbitrary loads.
+        ATSReferenceCase(name: "SHA-1 leaf with arbitrary loads, iOS 10: allowed", url: https,
+                      policy: [ATSKey.allowsArbitraryLoads: true],
+                      facts: withLeaf { $0.signatureDigest = "sha1"; $0.signatureAlgorithm = "sha1WithRSAEncryption" },
+                      options: ios(.ios10), allowed: true),
+        // §Certificate rules beyond ATS: "the DNS name must be in the SAN (CN is ignored)".
+        ATSReferenceCase(name: "no SAN, CN matches, iOS 17: blocked", url: https,
+                      facts: withLeaf { $0.dnsNames = nil; $0.ipAddresses = [] }, allowed: false, rule: .sanRequired),
+        // §Certificate rules beyond ATS: before iOS 13 the CN was still consulted without a SAN.
+        ATSReferenceCase(name: "no SAN, CN matches, iOS 10: allowed", url: https,
+                      facts: withLeaf { $0.dnsNames = nil; $0.ipAddresses = [] }, options: ios(.ios10), allowed: true),
+        // §Default requirements, trust: "hostname in the SAN" with an RFC 6125 wildcard.
+        ATSReferenceCase(name: "wildcard SAN matches one label", url: https,
+                      facts: withLeaf { $0.dnsNames = ["*.fixtures.test"] }, allowed: true),
+        // §Default requirements, trust: a wildcard stands for exactly one label.
+        ATSReferenceCase(name: "wildcard SAN does not match two labels", url: "https://a.api.fixtures.test/",
+                      facts: withLeaf("a.api.fixtures.test") { $0.dnsNames = ["*.fixtures.test"] },
+                      allowed: false, rule: .hostname),
+        // §Default requirements, trust: an IP host is matched against IP SANs.
+        ATSReferenceCase(name: "IP host against IP SAN (iOS 17 IP entry)", url: "https://127.0.0.1/",
+                      policy: domainEntry("127.0.0.1", [:]), facts: modern, allowed: true),
+        // §Keys, NSAllowsArbitraryLoadsForMedia: "exempt only AVFoundation loads" — media load.
+        ATSReferenceCase(name: "ForMedia exempts media loads", url: https,
+                      policy: [ATSKey.allowsArbitraryLoadsForMedia: true], facts: tls10,
+                      options: ios(.ios17) { $0.loadKind = .media }, allowed: true, atsApplies: false),
+        // §Keys, NSAllowsArbitraryLoadsForMedia: a data load is not exempt.
+        ATSReferenceCase(name: "ForMedia does not exempt data loads", url: https,
+                      policy: [ATSKey.allowsArbitraryLoadsForMedia: true], facts: tls10, allowed: false, rule: .tlsVersion),
+        // §Keys, NSAllowsArbitraryLoadsInWebContent: exempts WebKit loads.
+        ATSReferenceCase(name: "InWebContent exempts web loads", url: https,
+                      policy: [ATSKey.allowsArbitraryLoadsInWebContent: true], facts: tls10,
+                      options: ios(.ios17) { $0.loadKind = .web }, allowed: true, atsApplies: false),
+        // §Keys, NSAllowsArbitraryLoadsInWebContent: … and not media loads.
+        ATSReferenceCase(name: "InWebContent does not exempt media loads", url: https,
+                      policy: [ATSKey.allowsArbitraryLoadsInWebContent: true], facts: tls10,
+                      options: ios(.ios17) { $0.loadKind = .media }, allowed: false, rule: .tlsVersion),
+        // §Keys, NSExceptionDomains: an entry replaces the media exemption too.
+        ATSReferenceCase(name: "exception entry replaces ForMedia for its domain", url: https,
+                      policy: [ATSKey.allowsArbitraryLoadsForMedia: true, ATSKey.exceptionDomains: [host: [:]]], facts: tls10,
+                      options: ios(.ios17) { $0.loadKind = .media }, allowed: false, rule: .tlsVersion, matched: .some(host)),
+        // §The localhost trap: the source skips the exemption "unless NSAllowsLocalNetworking is present and NO".
+        ATSReferenceCase(name: "source reading: NSAllowsLocalNetworking NO removes the localhost exemption",
+                      url: "https://localhost/", policy: [ATSKey.allowsLocalNetworking: false],
+                      facts: F.speaking("localhost", F.tls10Only),
+                      options: ios(.ios17) { $0.readings.localExemption = .source }, allowed: false, rule: .tlsVersion,
+                      atsApplies: true),
+        // §The localhost trap: the documentation reading keeps localhost exempt whatever the key says.
+        ATSReferenceCase(name: "documented reading: localhost exempt despite NSAllowsLocalNetworking NO",
+                      url: "https://localhost/", policy: [ATSKey.allowsLocalNetworking: false],
+                      facts: F.speaking("localhost", F.tls10Only), allowed: true, atsApplies: false),
+        // §Keys, NSExceptionDomains: "dictionary of lowercase domain" — an uppercase key never matches.
+        ATSReferenceCase(name: "uppercase domain key never matches", url: "https://api.fixtures.test/",
+                      policy: domainEntry("API.fixtures.test", [ATSKey.exceptionMinimumTLSVersion: "TLSv1.0"]), facts: tls10,
+                      allowed: false, rule: .tlsVersion, matched: .some(nil)),
+        // §Keys, NSThirdPartyException*: parsed as the plain twin (the reading this model chose).
+        ATSReferenceCase(name: "third-party minimum version read as its plain twin", url: https,
+                      policy: domainEntry([ATSKey.thirdPartyMinimumTLSVersion: "TLSv1.0"]), facts: tls10, allowed: true),
+        // §Default requirements: "Certificate signatures SHA-256 or better" — SHA-384 leaf passes.
+        ATSReferenceCase(name: "SHA-384 leaf allowed", url: https,
+                      facts: withLeaf { $0.signatureDigest = "sha384"; $0.signatureAlgorithm = "sha384WithRSAEncryption" },
+                      allowed: true),
+        // §Default requirements: failures "-9813 no root", trust error -1202 (incomplete chain).
+        ATSReferenceCase(name: "unable to get issuer: -1202", url: https,
+                      facts: withLeaf(chainError: F.verifyError(20, "unable to get local issuer certificate")) { _ in },
+                      allowed: false, rule: .trustChain, urlError: -1202),
+        // §Default requirements: "-1204 not yet valid".
+        ATSReferenceCase(name: "not yet valid: -1204", url: https,
+                      facts: withLeaf(chainError: F.verifyError(9, "certificate is not yet valid")) { $0.notBefore = F.now + F.day },
+                      allowed: false, rule: .trustChain, urlError: -1204),
+    ]
+
+    func testReferenceTable() {
+        XCTAssertGreaterThanOrEqual(Self.cases.count, 40)
+        for item in Self.cases {
+            let evaluator = ATSEvaluator(policy: ATSPolicy(item.policy), options: item.options)
+            let verdict = evaluator.evaluate(url: URL(string: item.url)!, facts: item.facts)
+            let label = "\(item.name):\n\(verdict)"
+            XCTAssertEqual(verdict.allowed, item.allowed, label)
+            if let rule = item.rule { XCTAssertEqual(verdict.violations.first?.rule, rule, label) }
+            if item.allowed { XCTAssertNil(verdict.likelyError, label) }
+            if let applies = item.atsApplies { XCTAssertEqual(verdict.atsApplies, applies, label) }
+            if let matched = item.matched { XCTAssertEqual(verdict.matchedExceptionDomain, matched, label) }
+            if let pinned = item.pinned { XCTAssertEqual(verdict.matchedPinnedDomain, pinned, label) }
+            if let note = item.noteContains { XCTAssertTrue(verdict.notes.contains { $0.contains(note) }, label) }
+            if let code = item.urlError { XCTAssertEqual(verdict.likelyError?.urlErrorCode, code, label) }
+            if let waived = item.waivedCount { XCTAssertEqual(verdict.waived.count, waived, label) }
+        }
+    }
+
+    /// The brief's example message, verbatim.
+    func testMinimumVersionMessage() {
+        let verdict = ATSEvaluator().evaluate(url: URL(string: Self.https)!, facts: Self.tls10)
+        XCTAssertEqual(verdict.violations.first?.message,
+                       "minimum TLS version: server speaks at most TLSv1.0, ATS requires TLSv1.2")
+        XCTAssertEqual(verdict.likelyError?.streamErrorCode, -9836)
+    }
+}
