@@ -15,7 +15,8 @@ struct TLSFixturesCommand: AsyncParsableCommand {
             \(CertificateStore.defaultDirectory.path)), shared with the TLSFixtures library in your tests.
             """,
         version: TLSFixturesVersion.current,
-        subcommands: [CACommand.self, CertCommand.self]
+        subcommands: [ServeCommand.self, ScenariosCommand.self, ProbeCommand.self, ATSCommand.self, PinsCommand.self,
+                      HostsCommand.self, CACommand.self, CertCommand.self, PrepareCommand.self]
     )
 
     static func main() async {

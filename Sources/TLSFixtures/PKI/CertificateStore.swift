@@ -354,6 +354,11 @@ public final class CertificateStore: Sendable {
         return key
     }
 
+    /// Whether the key already exists on disk (so using it generates nothing).
+    public func hasKey(named name: String, spec: KeySpec) -> Bool {
+        FileSystem.exists(keyPath(name: name, spec: spec))
+    }
+
     // MARK: Leaves
 
     /// What a leaf was made from, stored beside it; a leaf is reused only while this is unchanged.

@@ -152,7 +152,7 @@ public final class FixtureServer: Sendable {
         return FixtureServer(prepared: prepared, port: port, boundAddresses: addresses, serverChannels: channels, connections: connections)
     }
 
-    private static func bind(_ bootstrap: ServerBootstrap, address: String, port: Int) async throws -> Channel {
+    static func bind(_ bootstrap: ServerBootstrap, address: String, port: Int) async throws -> Channel {
         do {
             return try await bootstrap.bind(host: address, port: port).get()
         } catch let error as IOError where error.errnoCode == EADDRINUSE {

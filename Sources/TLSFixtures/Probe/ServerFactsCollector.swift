@@ -1,0 +1,58 @@
+import Foundation
+
+/// Learns which protocol versions and suites a server accepts, sslscan-style: for each version, offer everything,
+/// note the server's choice, take it out of the offer, and ask again until the server refuses.
+public struct ServerFactsCollector: Sendable {
+    public var probe: TLSProbe
+
+    public init(probe: TLSProbe) { self.probe = probe }
+
+    public func collect(_ target: ProbeTarget) throws -> ServerFacts {
+        if target.scheme == "http" {
+            _ = try probe.probe(target)   // Proves something answers there.
+            return ServerFacts(scheme: "http", accepted: [:], presentedChain: [], trust: nil)
+        }
+        var accepted: AcceptedSuites = [:]
+        var chain: [CertificateFacts] = []
+        var trust: TrustFacts? = nil
+        var sawAnything = false
+        for version in TLSVersion.allCases where version >= .tls1_0 {
+            var excluded: [String] = []
+            // A server accepts a handful of suites; the bound only guards against a pathological peer.
+            for _ in 0..<40 {
+                var options = probe.options
+                options.minVersion = version
+                options.maxVersion = version
+                options.sendHTTPRequest = false
+                if version == .tls1_3 {
+                    let remaining = ["TLS_AES_256_GCM_SHA384", "TLS_CHACHA20_POLY1305_SHA256", "TLS_AES_128_GCM_SHA256",
+                                     "TLS_AES_128_CCM_SHA256", "TLS_AES_128_CCM_8_SHA256"].filter { !excluded.contains($0) }
+                    if remaining.isEmpty { break }
+                    options.tls13Suites = remaining.joined(separator: ":")
+                } else {
+                    options.ciphers = "ALL:eNULL" + excluded.map { ":!\($0)" }.joined() + ":@SECLEVEL=0"
+                }
+                let result = try TLSProbe(options: options).probe(target)
+                guard result.succeeded, let cipher = result.cipher else { break }
+                sawAnything = true
+                accepted[version, default: []].append(cipher.iana)
+                excluded.append(version == .tls1_3 ? cipher.iana : cipher.openssl)
+                if !result.presentedChain.isEmpty && chain.isEmpty {
+                    chain = result.presentedChain
+                    trust = result.trust
+                }
+            }
+        }
+        if !sawAnything {
+            // Nothing negotiated: still report the chain if the server showed one before failing.
+            let last = try probe.probe(target)
+            chain = last.presentedChain
+            trust = last.trust
+        }
+        return ServerFacts(scheme: "https", accepted: accepted, presentedChain: chain, trust: trust)
+    }
+
+    public func collect(_ target: ProbeTarget) async throws -> ServerFacts {
+        try await Task.detached { try self.collect(target) }.value
+    }
+}

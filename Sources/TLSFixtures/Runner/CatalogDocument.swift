@@ -1,0 +1,75 @@
+import Foundation
+
+/// One scenario as the outside world sees it: `/scenarios.json`, `scenarios list --json`, `serve --json`.
+public struct CatalogEntry: Codable, Sendable, Equatable {
+    public enum Status: String, Codable, Sendable {
+        case serving, unsupported, listed
+    }
+
+    public var name: String
+    public var group: ScenarioGroup
+    public var summary: String
+    public var port: Int?
+    /// `https://localhost:PORT/`: fine for pinning tests.
+    public var url: String?
+    /// `https://NAME.fixtures.test:PORT/`: what ATS tests must use (localhost and IP literals are exempt from ATS).
+    public var qualifiedURL: String?
+    public var status: Status
+    public var reason: String?
+    public var expect: Expectations
+    /// Present once the scenario's certificates exist (serving).
+    public var pins: FixturePins?
+    public var tls: TLSPlan?
+    public var certificate: CertificatePlan?
+
+    public init(scenario: Scenario, port: Int?, host: String = "localhost", status: Status, reason: String? = nil, pins: FixturePins? = nil) {
+        name = scenario.name
+        group = scenario.group
+        summary = scenario.summary
+        self.port = port
+        let scheme = scenario.isCleartext ? "http" : "https"
+        url = port.map { "\(scheme)://\(host):\($0)/" }
+        qualifiedURL = port.map { "\(scheme)://\(scenario.qualifiedHost):\($0)/" }
+        self.status = status
+        self.reason = reason
+        expect = scenario.expect
+        self.pins = pins
+        tls = scenario.tls
+        certificate = scenario.certificate
+    }
+}
+
+/// The whole catalog with where each scenario lives.
+public struct CatalogDocument: Codable, Sendable, Equatable {
+    public var generator = "swift-tls-fixtures"
+    public var openSSL = LinkedOpenSSL.versionText
+    public var dashboard: String?
+    /// Said once, where every reader of this document sees it.
+    public var atsNote = ATSTrap.note
+    public var scenarios: [CatalogEntry]
+
+    public init(dashboard: String?, scenarios: [CatalogEntry]) {
+        self.dashboard = dashboard
+        self.scenarios = scenarios
+    }
+
+    public func json() throws -> Data {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]
+        return try encoder.encode(self)
+    }
+}
+
+/// The localhost trap, in one sentence used everywhere a user could fall into it.
+public enum ATSTrap {
+    public static let note = "ATS does not apply to localhost, other unqualified names, .local names or (before iOS 17) IP literals: an ATS test against https://localhost:PORT passes whatever the server does. Test ATS against https://NAME.fixtures.test:PORT/ with the names mapped to 127.0.0.1 (`tls-fixtures hosts`)."
+}
+
+/// `/etc/hosts` lines that make every `NAME.fixtures.test` resolve to loopback.
+public enum HostsFile {
+    public static func lines(for scenarios: [Scenario], address: String = "127.0.0.1") -> String {
+        var text = "# swift-tls-fixtures: ATS tests must use these names (localhost is exempt from ATS)\n"
+        for scenario in scenarios { text += "\(address)\t\(scenario.qualifiedHost)\n" }
+        return text
+    }
+}

@@ -1,0 +1,146 @@
+import Foundation
+
+/// The dashboard's HTML: every scenario by group with its links, what is wrong, the expected outcomes and pins; CA
+/// downloads; and a live column in which the visiting browser tries each fixture itself (as badssl.com's dashboard does).
+/// Rendered on the server so it reads without JavaScript; the script only fills the live column.
+public enum DashboardPage {
+    public static func html(document: CatalogDocument, caSubject: String, caPin: String) -> String {
+        let groups = ScenarioGroup.allCases.compactMap { group -> (ScenarioGroup, [CatalogEntry])? in
+            let entries = document.scenarios.filter { $0.group == group }
+            return entries.isEmpty ? nil : (group, entries)
+        }
+        var body = """
+        <header>
+          <h1>swift-tls-fixtures</h1>
+          <p>Deliberately weak or broken TLS servers on this machine. \(escape(document.openSSL)).</p>
+          <p class="trap"><strong>ATS tests:</strong> \(escape(ATSTrap.note)) Host lines: <a href="/hosts">/hosts</a>.</p>
+          <p class="ca"><strong>Built-in CA</strong> (\(escape(caSubject))) — install it to make the fixtures trusted:
+            <a href="/ca.cer" download="tls-fixtures-ca.cer">ca.cer</a> (DER: iOS device, macOS),
+            <a href="/ca.pem" download="tls-fixtures-ca.pem">ca.pem</a> (simulator: <code>xcrun simctl keychain booted add-root-cert ca.pem</code>),
+            <a href="/ca.p12" download="tls-fixtures-ca.p12">ca.p12</a> (password <code>\(PKCS12Export.defaultPassword)</code>).
+            CA pin <code>sha256/\(escape(caPin))</code>. Machine-readable catalog: <a href="/scenarios.json">/scenarios.json</a>.</p>
+          <p class="legend">Live: this browser tries every fixture now — <span class="loaded">loaded</span> means it accepted the connection, <span class="blocked">blocked</span> that it refused it.</p>
+        </header>
+        <main>
+        """
+        for (group, entries) in groups {
+            body += """
+
+            <section id="group-\(escape(group.rawValue.replacingOccurrences(of: " ", with: "-")))">
+            <h2>\(escape(group.rawValue.capitalized))</h2>
+            <table>
+            <thead><tr><th>Scenario</th><th>What is deliberately wrong</th><th>OpenSSL verify</th><th>ATS default</th><th>Smallest ATS fix</th><th>Leaf pin</th><th>Live</th></tr></thead>
+            <tbody>
+            """
+            for entry in entries { body += row(entry) }
+            body += "\n</tbody>\n</table>\n</section>"
+        }
+        body += "\n</main>"
+        return """
+        <!doctype html>
+        <html lang="en">
+        <head>
+        <meta charset="utf-8">
+        <meta name="viewport" content="width=device-width, initial-scale=1">
+        <title>swift-tls-fixtures dashboard</title>
+        <style>\(style)</style>
+        </head>
+        <body data-live-done="false">
+        \(body)
+        <script>\(script)</script>
+        </body>
+        </html>
+        """
+    }
+
+    private static func row(_ entry: CatalogEntry) -> String {
+        let link: String
+        if let url = entry.url, entry.status == .serving {
+            link = "<a href=\"\(escape(url))\">\(escape(entry.name))</a><br><small>\(escape(entry.qualifiedURL ?? ""))</small>"
+        } else {
+            link = "\(escape(entry.name))<br><small>\(escape(entry.reason ?? "not running"))</small>"
+        }
+        let live: String
+        if entry.status == .serving, let url = entry.url {
+            live = "<td class=\"live\" data-scenario=\"\(escape(entry.name))\" data-url=\"\(escape(url))\" data-live=\"pending\">…</td>"
+        } else {
+            live = "<td class=\"live\" data-scenario=\"\(escape(entry.name))\" data-live=\"unsupported\">unsupported</td>"
+        }
+        return """
+
+        <tr id="scenario-\(escape(entry.name))" class="\(entry.status.rawValue)">
+        <td>\(link)</td>
+        <td>\(escape(entry.summary))\(entry.expect.note.map { "<br><small>\(escape($0))</small>" } ?? "")</td>
+        <td>\(escape(entry.expect.verify ?? "—"))</td>
+        <td class="ats-\(entry.expect.ats.rawValue.replacingOccurrences(of: "/", with: ""))">\(escape(entry.expect.ats.rawValue))</td>
+        <td>\(escape(fixText(entry.expect.atsFix)))</td>
+        <td>\(entry.pins?.leaf.map { "<code title=\"sha256/\(escape($0))\">\(escape(String($0.prefix(12))))…</code>" } ?? "—")</td>
+        \(live)
+        </tr>
+        """
+    }
+
+    /// The catalog's last column in words.
+    public static func fixText(_ fix: ATSFix?) -> String {
+        guard let fix else { return "—" }
+        var text: String
+        switch fix.kind {
+        case .notNeeded: text = "—"
+        case .exception:
+            text = (fix.domainKeys ?? [:]).sorted { $0.key < $1.key }.map { "\($0.key) = \($0.value)" }.joined(separator: ", ")
+        case .arbitraryLoads: text = "NSAllowsArbitraryLoads = YES"
+        case .impossible: text = "none: " + (fix.reason ?? "no ATS key admits it")
+        }
+        if fix.alsoRequires == "trust-override" { text += " + a trust override in your URLSessionDelegate" }
+        else if let also = fix.alsoRequires { text += " + \(also)" }
+        return text
+    }
+
+    static func escape(_ text: String) -> String {
+        var out = ""
+        out.reserveCapacity(text.count)
+        for character in text {
+            switch character {
+            case "&": out += "&amp;"
+            case "<": out += "&lt;"
+            case ">": out += "&gt;"
+            case "\"": out += "&quot;"
+            case "'": out += "&#39;"
+            default: out.append(character)
+            }
+        }
+        return out
+    }
+
+    private static let style = """
+    body{font:14px/1.4 -apple-system,system-ui,sans-serif;margin:0 1.5em 3em;color:#222}
+    h1{margin:.6em 0 .2em}h2{margin:1.4em 0 .4em;border-bottom:1px solid #ddd}
+    table{border-collapse:collapse;width:100%}th,td{text-align:left;vertical-align:top;padding:.35em .5em;border-bottom:1px solid #eee}
+    th{background:#f6f6f6;font-weight:600}small{color:#666}code{font-size:12px}
+    .trap{background:#fff4d6;padding:.5em .7em;border-left:4px solid #e0a800}
+    .ats-allow{color:#1a7f37}.ats-block{color:#b42318}
+    td.live[data-live=loaded],.loaded{color:#1a7f37;font-weight:600}
+    td.live[data-live=blocked],.blocked{color:#b42318;font-weight:600}
+    tr.unsupported td{color:#999}
+    """
+
+    /// One fetch per fixture, five at a time; a fixture that does not answer in 8 s counts as blocked.
+    private static let script = """
+    (function(){
+      var cells=Array.prototype.slice.call(document.querySelectorAll('td.live[data-url]'));
+      var next=0,running=0,finished=0;
+      function done(){finished++;if(finished===cells.length){document.body.setAttribute('data-live-done','true');}else{pump();}}
+      function attempt(cell){
+        var controller=('AbortController' in window)?new AbortController():null;
+        var timer=setTimeout(function(){if(controller)controller.abort();},8000);
+        fetch(cell.getAttribute('data-url'),{cache:'no-store',signal:controller?controller.signal:undefined})
+          .then(function(r){return r.json();})
+          .then(function(j){cell.setAttribute('data-live','loaded');cell.textContent='loaded'+(j&&j.tls?' · '+j.tls.protocol:'');})
+          .catch(function(){cell.setAttribute('data-live','blocked');cell.textContent='blocked';})
+          .then(function(){clearTimeout(timer);running--;done();});
+      }
+      function pump(){while(running<5&&next<cells.length){running++;attempt(cells[next++]);}}
+      if(cells.length===0){document.body.setAttribute('data-live-done','true');}else{pump();}
+    })();
+    """
+}

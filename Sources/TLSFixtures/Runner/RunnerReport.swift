@@ -1,0 +1,29 @@
+import Foundation
+
+/// The startup table `serve` prints.
+public enum RunnerReport {
+    public static func text(_ document: CatalogDocument) -> String {
+        var lines: [String] = []
+        if let dashboard = document.dashboard { lines.append("Dashboard: \(dashboard)  (catalog as JSON: \(dashboard)scenarios.json)") }
+        let serving = document.scenarios.filter { $0.status == .serving }
+        let nameWidth = max(8, serving.map(\.name.count).max() ?? 8)
+        lines.append("")
+        lines.append("PORT   " + "SCENARIO".padding(toLength: nameWidth, withPad: " ", startingAt: 0) + "  ATS    WHAT IS DELIBERATELY WRONG")
+        for entry in serving {
+            let port = entry.port.map(String.init) ?? "-"
+            lines.append(port.padding(toLength: 7, withPad: " ", startingAt: 0)
+                         + entry.name.padding(toLength: nameWidth, withPad: " ", startingAt: 0) + "  "
+                         + entry.expect.ats.rawValue.padding(toLength: 5, withPad: " ", startingAt: 0) + "  " + entry.summary)
+            lines.append(String(repeating: " ", count: 7) + (entry.url ?? "") + "   " + (entry.qualifiedURL ?? ""))
+        }
+        let unsupported = document.scenarios.filter { $0.status == .unsupported }
+        if !unsupported.isEmpty {
+            lines.append("")
+            lines.append("Not served (\(unsupported.count)):")
+            for entry in unsupported { lines.append("  \(entry.name): \(entry.reason ?? "unsupported")") }
+        }
+        lines.append("")
+        lines.append("Note: \(ATSTrap.note)")
+        return lines.joined(separator: "\n")
+    }
+}

@@ -1,0 +1,134 @@
+import Foundation
+import Logging
+import NIOCore
+
+/// Serves many scenarios at once on their fixed ports: what `tls-fixtures serve` runs.
+public final class ScenarioRunner: Sendable {
+    public struct Options: Sendable {
+        /// Dashboard port; scenario `P` of the catalog listens on `P - 9800 + portBase`.
+        public var portBase: Int = ScenarioCatalog.defaultPortBase
+        public var bindAddresses: [String]? = nil
+        public var handshakeTimeout: TimeAmount = .seconds(10)
+        public var idleTimeout: TimeAmount = .seconds(60)
+        public var logger: Logger? = nil
+        public init() {}
+    }
+
+    /// Progress for the slow first run (RSA-4096/8192 key generation).
+    public enum Progress: Sendable {
+        case generating(scenario: String, key: KeySpec)
+        case prepared(scenario: String)
+    }
+
+    public struct Started: Sendable {
+        public let scenario: Scenario
+        public let fixture: FixtureServer
+    }
+
+    public let catalog: ScenarioCatalog
+    public let store: CertificateStore
+    public let options: Options
+    public let started: [Started]
+    public let unsupported: [(scenario: Scenario, reason: String)]
+
+    private init(catalog: ScenarioCatalog, store: CertificateStore, options: Options, started: [Started],
+                 unsupported: [(scenario: Scenario, reason: String)]) {
+        self.catalog = catalog; self.store = store; self.options = options; self.started = started; self.unsupported = unsupported
+    }
+
+    /// Prepares every scenario (in parallel, slowest keys first), then starts each on its port. Scenarios the linked
+    /// OpenSSL cannot serve are reported, not fatal; any other failure (a port in use) stops everything started so far
+    /// and throws, so nothing is left listening.
+    public static func start(_ scenarios: [Scenario], catalog: ScenarioCatalog, store: CertificateStore, options: Options = Options(),
+                             progress: @escaping @Sendable (Progress) -> Void = { _ in }) async throws -> ScenarioRunner {
+        let prepared = try await prepareAll(scenarios, store: store, progress: progress)
+        var started: [Started] = []
+        var unsupported: [(Scenario, String)] = []
+        do {
+            for scenario in scenarios {
+                switch prepared[scenario.name] {
+                case .failure(let error as ScenarioUnsupported)?:
+                    unsupported.append((scenario, error.reason))
+                case .failure(let error)?:
+                    throw error
+                case .success(let ready)?:
+                    var configuration = FixtureConfiguration(bindAddresses: options.bindAddresses,
+                                                             port: catalog.port(of: scenario, portBase: options.portBase) ?? 0,
+                                                             handshakeTimeout: options.handshakeTimeout,
+                                                             idleTimeout: options.idleTimeout)
+                    if let logger = options.logger { configuration.logger = logger }
+                    started.append(Started(scenario: scenario, fixture: try await FixtureServer.start(ready, configuration: configuration)))
+                case nil:
+                    continue
+                }
+            }
+        } catch {
+            for running in started { await running.fixture.stop() }
+            throw error
+        }
+        return ScenarioRunner(catalog: catalog, store: store, options: options, started: started, unsupported: unsupported)
+    }
+
+    /// Two at a time per core is plenty: preparation is key generation (CPU) and small file writes.
+    static func prepareAll(_ scenarios: [Scenario], store: CertificateStore,
+                           progress: @escaping @Sendable (Progress) -> Void) async throws -> [String: Result<PreparedScenario, Error>] {
+        // The CA first, once, so parallel preparations do not all wait on its lock.
+        _ = try store.ca()
+        let ordered = scenarios.sorted { cost($0) > cost($1) }
+        let width = max(2, ProcessInfo.processInfo.activeProcessorCount)
+        return await withTaskGroup(of: (String, Result<PreparedScenario, Error>).self) { group in
+            var results: [String: Result<PreparedScenario, Error>] = [:]
+            var iterator = ordered.makeIterator()
+            func launch(_ scenario: Scenario) {
+                group.addTask {
+                    if let plan = scenario.certificate, case .rsa(let bits) = plan.key, bits >= 4096,
+                       !store.hasKey(named: plan.keyName ?? scenario.name, spec: plan.key) {
+                        progress(.generating(scenario: scenario.name, key: plan.key))
+                    }
+                    let result = await Result { try await FixtureServer.prepare(scenario, store: store) }
+                    progress(.prepared(scenario: scenario.name))
+                    return (scenario.name, result)
+                }
+            }
+            for _ in 0..<width { if let next = iterator.next() { launch(next) } }
+            while let (name, result) = await group.next() {
+                results[name] = result
+                if let next = iterator.next() { launch(next) }
+            }
+            return results
+        }
+    }
+
+    private static func cost(_ scenario: Scenario) -> Int {
+        guard let plan = scenario.certificate, case .rsa(let bits) = plan.key else { return 0 }
+        return bits
+    }
+
+    /// Stops every fixture; each closes its connections within a second, and they stop concurrently.
+    public func stop() async {
+        await withTaskGroup(of: Void.self) { group in
+            for running in started { group.addTask { await running.fixture.stop() } }
+        }
+    }
+
+    /// The catalog document for what is running (dashboard `/scenarios.json`, `serve --json`).
+    public func document(dashboard: String?) -> CatalogDocument {
+        let servingByName = Dictionary(started.map { ($0.scenario.name, $0.fixture) }, uniquingKeysWith: { a, _ in a })
+        let unsupportedByName = Dictionary(unsupported.map { ($0.scenario.name, $0.reason) }, uniquingKeysWith: { a, _ in a })
+        let requested = started.map(\.scenario) + unsupported.map(\.scenario)
+        let entries = catalog.scenarios.filter { s in requested.contains { $0.name == s.name } }.map { scenario -> CatalogEntry in
+            if let fixture = servingByName[scenario.name] {
+                return CatalogEntry(scenario: scenario, port: fixture.port, status: .serving, pins: fixture.pins)
+            }
+            return CatalogEntry(scenario: scenario, port: catalog.port(of: scenario, portBase: options.portBase), status: .unsupported,
+                                reason: unsupportedByName[scenario.name])
+        }
+        return CatalogDocument(dashboard: dashboard, scenarios: entries)
+    }
+}
+
+extension Result where Failure == Error {
+    init(catching body: () async throws -> Success) async {
+        do { self = .success(try await body()) } catch { self = .failure(error) }
+    }
+}

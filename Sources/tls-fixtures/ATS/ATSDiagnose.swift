@@ -1,0 +1,43 @@
+import ArgumentParser
+import Foundation
+import TLSFixtures
+
+struct ATSDiagnose: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "diagnose",
+        abstract: "nscurl --ats-diagnostics, on any OS: each ATS configuration tried with a real handshake.",
+        discussion: """
+            Runs nscurl's sequence (default, arbitrary loads, each minimum TLS version, forward secrecy off, insecure \
+            HTTP, and their combinations) and prints PASS or FAIL for each in nscurl's layout. Each result comes from \
+            a handshake that offers exactly what Apple's loader would under that configuration.
+            Exit status: 0 when the default configuration passes, 2 when it fails, 1 on errors.
+            """
+    )
+
+    @Argument(help: ArgumentHelp("https:// URL of the server.", valueName: "url"))
+    var url: String
+
+    @OptionGroup var client: ATSClientOptions
+
+    @Flag(name: .shortAndLong, help: "Show each configuration's dictionary and error, as nscurl --verbose does.")
+    var verbose = false
+
+    @OptionGroup var output: OutputOptions
+
+    func validate() throws {
+        _ = try client.target(url)
+        _ = try client.evaluationOptions()
+    }
+
+    func run() async throws {
+        let (parsedURL, target) = try client.target(url)
+        let handshaker = ATSLiveHandshaker(target: target, probeOptions: try client.probeOptions())
+        let report = await ATSDiagnostics(options: try client.evaluationOptions()).run(url: parsedURL, handshaker: handshaker)
+        if output.json {
+            print(String(decoding: try report.jsonData(), as: UTF8.self))
+        } else {
+            print(report.text(verbose: verbose))
+        }
+        if report.results.first?.passed == false { throw ExitCode(2) }
+    }
+}

@@ -1,0 +1,47 @@
+import ArgumentParser
+import Foundation
+import TLSFixtures
+
+struct PinsCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "pins",
+        abstract: "Pins for your app: an NSPinnedDomains snippet, a TrustKit configuration, and .cer files.",
+        discussion: """
+            Without a scenario: the published pins every pinning scenario is judged against — the `pinned` leaf key, \
+            the built-in CA, and a backup key no server uses (TrustKit requires two pins). With a scenario: that \
+            fixture's own leaf instead. The DER .cer files (CA and leaf) are written to the store's exports/ folder \
+            for AFNetworking/Alamofire bundles.
+            """
+    )
+
+    @Argument(help: ArgumentHelp("A scenario (default: pinned).", valueName: "scenario"))
+    var scenario: String = "pinned"
+
+    @OptionGroup var storeOptions: StoreOptions
+    @OptionGroup var source: ScenarioSourceOptions
+    @OptionGroup var output: OutputOptions
+
+    func validate() throws { _ = try source.catalog().scenario(named: scenario) }
+
+    func run() async throws {
+        let store = storeOptions.store
+        let prepared = try store.prepare(try source.catalog().scenario(named: scenario))
+        let material = try store.pinMaterial(for: prepared)
+        if output.json { try Output.json(material); return }
+        print("Pins for \(material.domain) (sha256/ base64 of the DER SubjectPublicKeyInfo):")
+        print("  leaf    sha256/\(material.leaf)")
+        print("  CA      sha256/\(material.ca)")
+        print("  backup  sha256/\(material.backup)   (no server uses this key)")
+        print("\nNSPinnedDomains (Info.plist, iOS 14+):\n")
+        print(try PinFormats.pinnedDomainsPlistXML(material.pinSet))
+        print("\nTrustKit:\n")
+        print(try PinFormats.trustKitSwift(material.pinSet))
+        print("\nCertificates for AFNetworking / Alamofire bundles (DER):")
+        print("  \(material.caCertificateFile)")
+        print("  \(material.leafCertificateFile)")
+        if let client = prepared.clientCredential {
+            print("\nClient certificate for this scenario: \(store.leafPath("client").path) (key in \(store.directory.path)/keys/)")
+            _ = client
+        }
+    }
+}

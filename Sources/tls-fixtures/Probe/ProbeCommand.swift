@@ -1,0 +1,153 @@
+import ArgumentParser
+import Foundation
+import TLSFixtures
+
+struct ProbeCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "probe",
+        abstract: "Connect with an OpenSSL client and report what the server negotiated and presented.",
+        discussion: """
+            Prints the protocol and cipher, the key exchange, the chain exactly as sent (subject, issuer, signature \
+            algorithm, key), the verify result in OpenSSL's words (host checked, security level 2, purpose \
+            sslserver), and whether a pin matched. The handshake itself accepts anything the linked OpenSSL can \
+            speak, so weak servers are reported rather than refused.
+
+            Exit status: 0 handshake done, certificate verified (and a pin matched, when --pin is given); \
+            2 handshake failed; 3 certificate not verified; 4 no pin matched; 1 usage or connection errors.
+
+            Examples:
+              tls-fixtures probe localhost:9810 --ca ~/.local/share/swift-tls-fixtures/ca/root.pem
+              tls-fixtures probe https://tls-v1-0.fixtures.test:9810/ --resolve tls-v1-0.fixtures.test:9810:127.0.0.1 --tls-min 1.2
+              tls-fixtures probe localhost:9838 --pin sha256/BASE64= --pin sha256/BACKUP=
+            """
+    )
+
+    @Argument(help: ArgumentHelp("HOST:PORT or an https:// (or http://) URL.", valueName: "target"))
+    var target: String
+
+    @Option(help: ArgumentHelp("Lowest protocol to offer: 1.0, 1.1, 1.2, 1.3.", valueName: "version"))
+    var tlsMin = "1.0"
+
+    @Option(help: ArgumentHelp("Highest protocol to offer.", valueName: "version"))
+    var tlsMax = "1.3"
+
+    @Option(help: ArgumentHelp("OpenSSL cipher string for TLS ≤ 1.2 (default: everything, NULL included).", valueName: "list"))
+    var ciphers: String?
+
+    @Option(help: ArgumentHelp("TLS 1.3 suites, colon-separated.", valueName: "list"))
+    var tls13Suites: String?
+
+    @Option(help: ArgumentHelp("Trust these roots (PEM or DER) instead of the system's.", valueName: "file"))
+    var ca: String?
+
+    @Flag(help: "Trust the built-in CA from the certificate store (--dir, $TLS_FIXTURES_CERTS or the default).")
+    var builtinCA = false
+
+    @OptionGroup var storeOptions: StoreOptions
+
+    @Option(help: ArgumentHelp("SNI and the name to verify (default: the target host).", valueName: "name"))
+    var servername: String?
+
+    @Option(help: ArgumentHelp("Connect HOST:PORT to ADDRESS instead of resolving it, as curl does (repeatable).", valueName: "host:port:address"))
+    var resolve: [String] = []
+
+    @Option(help: ArgumentHelp("Client certificate (PEM, may include its chain).", valueName: "file"))
+    var clientCert: String?
+
+    @Option(help: ArgumentHelp("Private key for --client-cert (PEM).", valueName: "file"))
+    var clientKey: String?
+
+    @Option(help: ArgumentHelp("SPKI pin sha256/BASE64 (repeatable).", valueName: "pin"))
+    var pin: [String] = []
+
+    @Option(help: ArgumentHelp("How pins are checked: trustkit (default trust, then any chain certificate — TrustKit, Alamofire), leaf or ca (NSPinnedDomains).", valueName: "mode"))
+    var pinMode = "trustkit"
+
+    @Flag(help: "Do not send an HTTP request after the handshake.")
+    var noHttp = false
+
+    @Option(help: ArgumentHelp("Seconds to wait for the server.", valueName: "seconds"))
+    var timeout: Double = 10
+
+    @OptionGroup var output: OutputOptions
+
+    func validate() throws {
+        var probeTarget = try ProbeTarget(parsing: target)
+        try probeTarget.apply(resolve: resolve)
+        guard let min = TLSVersion(parsing: tlsMin), let max = TLSVersion(parsing: tlsMax) else {
+            throw CLIError("--tls-min/--tls-max take 1.0, 1.1, 1.2 or 1.3")
+        }
+        if min > max { throw CLIError("--tls-min \(tlsMin) is above --tls-max \(tlsMax)") }
+        if (clientCert == nil) != (clientKey == nil) { throw CLIError("--client-cert and --client-key go together") }
+        if ca != nil && builtinCA { throw CLIError("--ca and --builtin-ca each choose the trusted roots; give one") }
+        _ = try pins()
+        guard ["trustkit", "leaf", "ca"].contains(pinMode) else { throw CLIError("--pin-mode is trustkit, leaf or ca") }
+    }
+
+    func pins() throws -> [String] {
+        try pin.map { value in
+            let base64 = value.hasPrefix("sha256/") ? String(value.dropFirst(7)) : value
+            guard let data = Data(base64Encoded: base64), data.count == 32 else {
+                throw CLIError("--pin \(value) is not sha256/ followed by the base64 of a SHA-256 digest (44 characters)")
+            }
+            return base64
+        }
+    }
+
+    func run() async throws {
+        var probeTarget = try ProbeTarget(parsing: target)
+        try probeTarget.apply(resolve: resolve)
+        var options = ProbeOptions()
+        options.minVersion = TLSVersion(parsing: tlsMin)!
+        options.maxVersion = TLSVersion(parsing: tlsMax)!
+        if let ciphers { options.ciphers = ciphers }
+        options.tls13Suites = tls13Suites
+        options.serverName = servername
+        options.timeout = timeout
+        options.sendHTTPRequest = !noHttp
+        if let ca { options.trustRoots = try readCertificates(ca) }
+        if builtinCA { options.trustRoots = [try storeOptions.store.ca().certificate] }
+        if let clientCert, let clientKey {
+            let chain = try readCertificates(clientCert)
+            guard let keyData = FileManager.default.contents(atPath: clientKey) else { throw CLIError("cannot read \(clientKey)") }
+            let key = try PrivateKey(pem: keyData)
+            options.clientCredential = Credential(certificate: chain[0], privateKey: key, intermediates: Array(chain.dropFirst()), root: chain.last!)
+        }
+        let host = servername ?? probeTarget.host
+        let result = try await TLSProbe(options: options).probe(probeTarget)
+        var pinOutcome: PinOutcome? = nil
+        let pinList = try pins()
+        if !pinList.isEmpty {
+            let rule: PinRule = pinMode == "leaf" ? .pinnedDomainsLeaf(spki: pinList) : pinMode == "ca" ? .pinnedDomainsCA(spki: pinList) : .trustKit(spki: pinList)
+            pinOutcome = PinPolicy(rule).evaluate(host: host, presentedChain: result.presentedChain, trust: result.trust)
+        }
+        if output.json {
+            try Output.json(ProbeJSON(result: result, pins: pinOutcome.map { PinJSON(matched: $0.matched, reason: $0.reason) }))
+        } else {
+            print(ProbeReport.text(result, pins: pinOutcome))
+        }
+        if !result.succeeded { throw ExitCode(2) }
+        if probeTarget.scheme == "https" && result.verification?.error != nil { throw ExitCode(3) }
+        if let pinOutcome, !pinOutcome.matched { throw ExitCode(4) }
+    }
+
+    private func readCertificates(_ path: String) throws -> [Certificate] {
+        guard let data = FileManager.default.contents(atPath: path) else {
+            throw CLIError(FileManager.default.fileExists(atPath: path) ? "cannot read \(path): permission denied" : "no such file: \(path)")
+        }
+        let certificates: [Certificate]
+        do { certificates = try Certificate.read(data) } catch { throw CLIError("\(path) is not a PEM or DER certificate (\(error))") }
+        guard !certificates.isEmpty else { throw CLIError("\(path) contains no certificate") }
+        return certificates
+    }
+}
+
+struct PinJSON: Encodable {
+    var matched: Bool
+    var reason: String
+}
+
+struct ProbeJSON: Encodable {
+    var result: ProbeResult
+    var pins: PinJSON?
+}

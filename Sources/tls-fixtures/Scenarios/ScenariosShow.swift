@@ -1,0 +1,48 @@
+import ArgumentParser
+import Foundation
+import TLSFixtures
+
+struct ScenariosShow: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "show",
+        abstract: "One scenario: its settings, certificate plan and expected outcomes."
+    )
+
+    @OptionGroup var source: ScenarioSourceOptions
+    @OptionGroup var output: OutputOptions
+
+    @Argument(help: "Scenario name.")
+    var name: String
+
+    func run() async throws {
+        let catalog = try source.catalog()
+        let scenario = try catalog.scenario(named: name)
+        let entry = CatalogEntry(scenario: scenario, port: catalog.port(of: scenario), status: .listed)
+        if output.json { try Output.json(entry); return }
+        print("\(scenario.name) (\(scenario.group.rawValue)) — \(scenario.summary)")
+        print("Port:           \(entry.port.map(String.init) ?? "-")   \(entry.url ?? "")   \(entry.qualifiedURL ?? "")")
+        if let tls = scenario.tls {
+            print("Protocols:      \(tls.minVersion)–\(tls.maxVersion)")
+            print("Ciphers:        \(tls.ciphers)" + (tls.tls13Suites.map { "; TLS 1.3: \($0)" } ?? ""))
+            if let level = tls.securityLevel { print("Security level: \(level)") }
+            if tls.dh != .none { print("DH:             \(tls.dh)") }
+            if tls.clientAuth != .none { print("Client auth:    \(tls.clientAuth.rawValue)") }
+            if tls.sendChain != .full { print("Chain sent:     \(tls.sendChain.rawValue)") }
+        } else {
+            print("Transport:      plain HTTP")
+        }
+        if let certificate = scenario.certificate {
+            print("Certificate:    \(certificate.key), signed with \(certificate.digest.rawValue) by \(certificate.issuer)")
+            let profile = try certificate.profile(scenarioName: scenario.name)
+            let names = profile.subjectAltNames.map { $0.map(\.description) } ?? []
+            print("SANs:           \(profile.subjectAltNames == nil ? "(none)" : names.count > 6 ? names.prefix(6).joined(separator: ", ") + ", … (\(names.count))" : names.joined(separator: ", "))")
+            print("Validity:       \(profile.validity.notBefore) → \(profile.validity.notAfter) days from issue")
+        }
+        print("Expected:       OpenSSL verify (host localhost): \(scenario.expect.verify ?? "n/a")")
+        print("                ATS default: \(scenario.expect.ats.rawValue); smallest fix: \(DashboardPage.fixText(scenario.expect.atsFix))")
+        if let pins = scenario.expect.pins {
+            print("                pins: leaf SPKI \(pins.leafSPKI ? "match" : "fail"), CA SPKI \(pins.caSPKI ? "match" : "fail"), certificate \(pins.certificate ? "match" : "fail")")
+        }
+        if let note = scenario.expect.note { print("Note:           \(note)") }
+    }
+}

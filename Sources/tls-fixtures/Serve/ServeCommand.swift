@@ -1,0 +1,122 @@
+import ArgumentParser
+import Dispatch
+import Foundation
+import NIOCore
+import TLSFixtures
+
+struct ServeCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "serve",
+        abstract: "Serve scenarios on their fixed localhost ports, with a dashboard.",
+        discussion: """
+            With no names, serves every scenario the linked OpenSSL supports, each on its catalog port (9801…), and the \
+            dashboard on the base port (9800): open it in the simulator's Safari, or point the app under test at the \
+            URLs. The first line of output is the dashboard's URL. Ctrl-C or SIGTERM stops everything.
+
+            ATS tests must use https://NAME.fixtures.test:PORT/ (see `tls-fixtures hosts`): localhost is exempt from ATS.
+            """
+    )
+
+    @OptionGroup var storeOptions: StoreOptions
+    @OptionGroup var source: ScenarioSourceOptions
+    @OptionGroup var output: OutputOptions
+
+    @Argument(help: "Scenario names (default: all).")
+    var names: [String] = []
+
+    @Option(help: ArgumentHelp("Dashboard port; every scenario keeps its offset from it.", valueName: "port"))
+    var portBase = ScenarioCatalog.defaultPortBase
+
+    @Option(name: .customLong("bind"), help: ArgumentHelp("Address to listen on (repeatable; default loopback).", valueName: "address"))
+    var bindAddresses: [String] = []
+
+    @Option(help: ArgumentHelp("Seconds a client has to finish the handshake.", valueName: "seconds"))
+    var handshakeTimeout: Double = 10
+
+    @Option(help: ArgumentHelp("Seconds of silence before a connection is closed.", valueName: "seconds"))
+    var idleTimeout: Double = 60
+
+    func validate() throws {
+        guard (1...65_535).contains(portBase) else { throw CLIError("--port-base must be a TCP port (1–65535)") }
+        guard handshakeTimeout > 0, idleTimeout > 0 else { throw CLIError("timeouts must be positive") }
+        let catalog = try source.catalog()
+        _ = try catalog.scenarios(named: names)
+        if let highest = catalog.scenarios.compactMap({ catalog.port(of: $0, portBase: portBase) }).max(), highest > 65_535 {
+            throw CLIError("--port-base \(portBase) puts scenario ports above 65535; use a base of at most \(65_535 - (highest - portBase))")
+        }
+    }
+
+    func run() async throws {
+        let catalog = try source.catalog()
+        let scenarios = names.isEmpty ? catalog.scenarios : try catalog.scenarios(named: names)
+        let store = storeOptions.store
+        for address in bindAddresses where !["127.0.0.1", "::1", "localhost"].contains(address) {
+            Output.error("warning: listening on \(address): these servers are deliberately insecure; anyone who can reach this address can use them")
+        }
+        var options = ScenarioRunner.Options()
+        options.portBase = portBase
+        options.bindAddresses = bindAddresses.isEmpty ? nil : bindAddresses
+        options.handshakeTimeout = .nanoseconds(Int64(handshakeTimeout * 1e9))
+        options.idleTimeout = .nanoseconds(Int64(idleTimeout * 1e9))
+
+        let runner = try await ScenarioRunner.start(scenarios, catalog: catalog, store: store, options: options) { progress in
+            if case .generating(let name, let key) = progress {
+                Output.error("generating the \(key) key for \(name) (first run only; RSA-8192 can take a minute)…")
+            }
+        }
+        let dashboard: DashboardServer
+        do {
+            dashboard = try await DashboardServer.start(runner: runner, port: portBase, bindAddresses: options.bindAddresses)
+        } catch {
+            await runner.stop()
+            throw error
+        }
+        let document = runner.document(dashboard: dashboard.url.absoluteString)
+        if output.json {
+            print(String(decoding: try document.json(), as: UTF8.self))
+        } else {
+            print(RunnerReport.text(document))
+            print("\nServing \(runner.started.count) scenarios. Ctrl-C to stop.")
+        }
+        fflush(nil)   // A pipe reader (a test, a script) sees the table now, not at exit.
+
+        let signal = await ShutdownSignal.wait()
+        Output.error("\(signal == SIGTERM ? "SIGTERM" : "interrupt"): stopping…")
+        await dashboard.stop()
+        await runner.stop()
+    }
+}
+
+/// Waits for SIGINT or SIGTERM, delivered through Dispatch so the handler can do async work.
+enum ShutdownSignal {
+    static func wait() async -> Int32 {
+        await withCheckedContinuation { (continuation: CheckedContinuation<Int32, Never>) in
+            let box = SignalSources(continuation: continuation)
+            for number in [SIGINT, SIGTERM] {
+                signal(number, SIG_IGN)
+                let source = DispatchSource.makeSignalSource(signal: number, queue: .global())
+                source.setEventHandler { box.fire(number) }
+                source.resume()
+                box.keep(source)
+            }
+        }
+    }
+
+    private final class SignalSources: @unchecked Sendable {
+        private let lock = NSLock()
+        private var sources: [DispatchSourceSignal] = []
+        private var continuation: CheckedContinuation<Int32, Never>?
+
+        init(continuation: CheckedContinuation<Int32, Never>) { self.continuation = continuation }
+
+        func keep(_ source: DispatchSourceSignal) { lock.lock(); sources.append(source); lock.unlock() }
+
+        func fire(_ number: Int32) {
+            lock.lock()
+            let pending = continuation
+            continuation = nil
+            lock.unlock()
+            pending?.resume(returning: number)
+        }
+    }
+}
