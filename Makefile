@@ -22,6 +22,11 @@ deps:
 build: deps
 	swift build
 
+# The README's first command: a release build serving every scenario and the dashboard.
+run: deps
+	swift build -c release --product tls-fixtures
+	.build/release/tls-fixtures serve $(ARGS)
+
 test: deps
 	@scripts/ensure-deps.sh browser
 	swift build --build-tests

@@ -12,6 +12,9 @@ struct ScenariosList: AsyncParsableCommand {
     @OptionGroup var source: ScenarioSourceOptions
     @OptionGroup var output: OutputOptions
 
+    @Flag(help: "Print a Markdown table (the README's).")
+    var markdown = false
+
     @Option(help: ArgumentHelp("Port of the dashboard; scenario ports follow it.", valueName: "port"))
     var portBase = ScenarioCatalog.defaultPortBase
 
@@ -21,6 +24,10 @@ struct ScenariosList: AsyncParsableCommand {
         let document = CatalogDocument(dashboard: nil, scenarios: entries)
         if output.json {
             print(String(decoding: try document.json(), as: UTF8.self))
+            return
+        }
+        if markdown {
+            print(CatalogMarkdown.table(catalog))
             return
         }
         var current: ScenarioGroup? = nil

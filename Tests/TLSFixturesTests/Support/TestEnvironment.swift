@@ -51,4 +51,14 @@ enum TestEnvironment {
     }
 
     static var isRoot: Bool { getuid() == 0 }
+
+    /// The README examples call the API with its default store; point that default at the shared test store so
+    /// tests never touch the developer's own CA.
+    static func useSharedStoreAsDefault() {
+        _ = defaultStoreConfigured
+    }
+
+    private static let defaultStoreConfigured: Void = {
+        setenv(CertificateStore.environmentVariable, sharedStoreDirectory.path, 1)
+    }()
 }

@@ -1,0 +1,40 @@
+import Foundation
+
+/// Runs `body` with a started fixture and stops it afterwards, whether `body` returns or throws — the scope
+/// Swift Testing tests use:
+///
+/// ```swift
+/// @Test func rejectsExpired() async throws {
+///     try await withFixture("expired") { fixture in
+///         // connect to fixture.url and expect your client to refuse it
+///     }
+/// }
+/// ```
+public func withFixture<T: Sendable>(_ name: String, store: CertificateStore = .resolved(),
+                                     configuration: FixtureConfiguration = FixtureConfiguration(),
+                                     _ body: (FixtureServer) async throws -> T) async throws -> T {
+    let fixture = try await FixtureServer.start(name, store: store, configuration: configuration)
+    do {
+        let value = try await body(fixture)
+        await fixture.stop()
+        return value
+    } catch {
+        await fixture.stop()
+        throw error
+    }
+}
+
+/// The same for a scenario value (your own, or a built-in one you modified).
+public func withFixture<T: Sendable>(_ scenario: Scenario, store: CertificateStore = .resolved(),
+                                     configuration: FixtureConfiguration = FixtureConfiguration(),
+                                     _ body: (FixtureServer) async throws -> T) async throws -> T {
+    let fixture = try await FixtureServer.start(scenario, store: store, configuration: configuration)
+    do {
+        let value = try await body(fixture)
+        await fixture.stop()
+        return value
+    } catch {
+        await fixture.stop()
+        throw error
+    }
+}

@@ -1,0 +1,70 @@
+import Foundation
+import Testing
+import TLSFixtures
+
+@Suite("withFixture, the Swift Testing scope")
+struct WithFixtureTests {
+    init() { TestEnvironment.useSharedStoreAsDefault() }
+
+    // README: swift-testing-example begin
+    @Test func tls10IsRefusedByAModernClient() async throws {
+        try await withFixture("tls-v1-0") { fixture in
+            var options = ProbeOptions()
+            options.minVersion = .tls1_2          // what URLSession offers under ATS
+            options.trustRoots = [fixture.caCertificate]
+
+            let result = try await TLSProbe(options: options).probe(ProbeTarget(host: "localhost", port: fixture.port))
+
+            #expect(!result.succeeded)
+            #expect(result.failure?.contains("protocol version") == true)
+        }
+    }
+    // README: swift-testing-example end
+
+    @Test("the fixture is stopped when the body throws")
+    func stopsOnError() async throws {
+        struct Expected: Error {}
+        let port = PortBox()
+        await #expect(throws: Expected.self) {
+            try await withFixture("ats-compliant") { fixture in
+                port.value = fixture.port
+                #expect(isListening(port: fixture.port))
+                throw Expected()
+            }
+        }
+        #expect(port.value != 0 && !isListening(port: port.value))
+    }
+
+    @Test("an unknown scenario name is a clear error, with a suggestion")
+    func unknownName() async throws {
+        await #expect {
+            try await withFixture("expird") { _ in }
+        } throws: { "\($0)".contains("unknown scenario \"expird\"; did you mean \"expired\"?") }
+    }
+}
+
+@Suite("README examples match the tests they are copied from")
+struct ReadmeExamplesTests {
+    @Test(arguments: [("xctest-example", "API/XCTestHelperTests.swift"), ("swift-testing-example", "API/WithFixtureTests.swift")])
+    func readmeHasTheTestedCode(marker: String, file: String) throws {
+        let source = try String(contentsOf: TestEnvironment.packageRoot.appendingPathComponent("Tests/TLSFixturesTests/\(file)"), encoding: .utf8)
+        let readme = try String(contentsOf: TestEnvironment.packageRoot.appendingPathComponent("README.md"), encoding: .utf8)
+        let lines = source.components(separatedBy: "\n")
+        let begin = try #require(lines.firstIndex { $0.contains("README: \(marker) begin") })
+        let end = try #require(lines.firstIndex { $0.contains("README: \(marker) end") })
+        // The README shows the method without the class's indentation.
+        let snippet = lines[(begin + 1)..<end].map { $0.hasPrefix("    ") ? String($0.dropFirst(4)) : $0 }.joined(separator: "\n")
+        #expect(readme.contains(snippet), "README.md lacks the current \(marker) from \(file):\n\(snippet)")
+    }
+}
+
+@Suite("README scenario table")
+struct ReadmeTableTests {
+    @Test("the README's table is the catalog's (regenerate with `tls-fixtures scenarios list --markdown`)")
+    func tableMatchesCatalog() throws {
+        let readme = try String(contentsOf: TestEnvironment.packageRoot.appendingPathComponent("README.md"), encoding: .utf8)
+        let begin = try #require(readme.range(of: "<!-- scenario-table begin -->\n"))
+        let end = try #require(readme.range(of: "\n<!-- scenario-table end -->"))
+        #expect(String(readme[begin.upperBound..<end.lowerBound]) == CatalogMarkdown.table(ScenarioCatalog.builtIn))
+    }
+}

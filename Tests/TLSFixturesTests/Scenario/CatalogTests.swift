@@ -1,0 +1,84 @@
+import Foundation
+import Testing
+@testable import TLSFixtures
+
+@Suite("Scenario catalog")
+struct CatalogTests {
+    @Test("the built-in catalog is Scenarios/, byte for byte (run `make scenarios` after editing a file)")
+    func embeddedMatchesFiles() throws {
+        let directory = TestEnvironment.packageRoot.appendingPathComponent("Scenarios")
+        let files = try FileManager.default.contentsOfDirectory(atPath: directory.path).filter { $0.hasSuffix(".json") }.sorted()
+        let embedded = Dictionary(uniqueKeysWithValues: BuiltinScenarioFiles.all.map { ($0.name, $0.json) })
+        #expect(Set(files) == Set(embedded.keys))
+        for file in files {
+            let text = try String(contentsOf: directory.appendingPathComponent(file), encoding: .utf8)
+            #expect(embedded[file].map { $0 + "\n" } == text, "\(file) differs from the embedded copy")
+        }
+        // And loading the directory as user files gives the same scenarios.
+        #expect(try ScenarioCatalog.load(directory: directory).sorted { $0.name < $1.name } == ScenarioCatalog.builtIn.scenarios.sorted { $0.name < $1.name })
+    }
+
+    @Test("every scenario of ../shared/scenarios.md is in the catalog, with unique names and ports")
+    func coversTheSpecification() throws {
+        // The names of the catalog's table, transcribed from the specification.
+        let specified = ["ats-compliant", "ecc256", "ecc384", "rsa4096", "rsa8192", "sha384", "sha512", "tls-v1-2", "tls-v1-3",
+                         "tls-v1-0", "tls-v1-1", "ssl-v3", "static-rsa", "dhe-only", "dh1024", "dh512", "cbc", "rc4", "3des", "null",
+                         "sha1-leaf", "sha1-intermediate", "md5-leaf", "rsa1024", "rsa512", "self-signed", "untrusted-root",
+                         "wrong-host", "no-san", "no-common-name", "expired", "not-yet-valid", "validity-826-days",
+                         "no-server-auth-eku", "incomplete-chain", "name-constraint-violation", "1000-sans", "pinned",
+                         "pin-reissued", "pin-rotated-key", "pin-mitm", "client-cert-required", "http", "legacy-everything"]
+        let catalog = ScenarioCatalog.builtIn
+        #expect(Set(catalog.names) == Set(specified))
+        #expect(catalog.names.count == Set(catalog.names).count)
+        let ports = catalog.scenarios.compactMap(\.port)
+        #expect(ports.count == catalog.scenarios.count && Set(ports).count == ports.count)
+        #expect(!ports.contains(ScenarioCatalog.defaultPortBase), "the base port is the dashboard's")
+    }
+
+    @Test("malformed scenario files are one-line errors naming the file and the key", arguments: [
+        (#"{"name":"x","group":"custom","summary":"s","expect":{"ats":"allow"},"cipher":"RC4"}"#, "unknown key \"cipher\""),
+        (#"{"name":"x","group":"custom","summary":"s","tls":{"minVersion":"TLSv9"},"certificate":{},"expect":{"ats":"allow"}}"#, "at tls.minVersion: \"TLSv9\" is not a protocol version"),
+        (#"{"name":"x","group":"custom","summary":"s","tls":{},"certificate":{"key":"rsa:100"},"expect":{"ats":"allow"}}"#, "at certificate.key: unknown key spec \"rsa:100\""),
+        (#"{"name":"x","group":"custom","summary":"s","expect":{"ats":"maybe"}}"#, "at expect.ats"),
+        (#"{"name":"../evil","group":"custom","summary":"s","expect":{"ats":"allow"}}"#, "at name: invalid name"),
+        (#"{"name":"x","group":"custom","summary":"s","port":70000,"expect":{"ats":"allow"}}"#, "70000 is not a TCP port"),
+        (#"{"name":"x","group":"custom","summary":"s","tls":{},"expect":{"ats":"allow"}}"#, "needs a certificate plan"),
+        (#"{"name":"x","group":"custom","summary":"s","tls":{},"certificate":{"issuer":"nobody"},"expect":{"ats":"allow"}}"#, "unknown issuer"),
+        (#"{"name": "x", "group": "#, "not valid JSON"),
+        (#"{"group":"custom","summary":"s","expect":{"ats":"allow"}}"#, "missing required key \"name\""),
+    ])
+    func malformed(json: String, fragment: String) throws {
+        #expect {
+            try ScenarioCatalog.decode(Data(json.utf8), source: "custom/x.json")
+        } throws: { error in
+            let text = "\(error)"
+            return text.hasPrefix("custom/x.json: ") && text.contains(fragment) && !text.contains("\n")
+        }
+    }
+
+    @Test("user scenario directories: loaded, checked against built-in names and ports")
+    func userDirectory() throws {
+        let directory = TestEnvironment.temporaryDirectory("user-scenarios")
+        let good = #"{"name":"legacy-api","group":"custom","port":9900,"summary":"TLS 1.1","tls":{"minVersion":"TLSv1.1","maxVersion":"TLSv1.1","securityLevel":0,"ciphers":"ECDHE-RSA-AES128-SHA"},"certificate":{},"expect":{"ats":"block"}}"#
+        try Data(good.utf8).write(to: directory.appendingPathComponent("legacy-api.json"))
+        let catalog = try ScenarioCatalog.withUserScenarios(from: directory)
+        #expect(try catalog.scenario(named: "legacy-api").tls?.maxVersion == .tls1_1)
+        #expect(catalog.port(of: try catalog.scenario(named: "legacy-api"), portBase: 10_000) == 10_100)
+
+        try Data(good.replacingOccurrences(of: "legacy-api", with: "expired").utf8).write(to: directory.appendingPathComponent("expired.json"))
+        #expect { try ScenarioCatalog.withUserScenarios(from: directory) } throws: { "\($0)".contains("already exists") }
+        try FileManager.default.removeItem(at: directory.appendingPathComponent("expired.json"))
+
+        try Data(good.replacingOccurrences(of: "9900", with: "9801").utf8).write(to: directory.appendingPathComponent("legacy-api.json"))
+        #expect { try ScenarioCatalog.withUserScenarios(from: directory) } throws: { "\($0)".contains("port 9801") }
+
+        try Data(good.utf8).write(to: directory.appendingPathComponent("wrong-name.json"))
+        #expect { try ScenarioCatalog.load(directory: directory) } throws: { "\($0)".contains("must be named after its scenario") }
+    }
+
+    @Test("unknown names suggest the closest")
+    func suggestions() {
+        #expect { try ScenarioCatalog.builtIn.scenario(named: "tls-v1-00") } throws: { "\($0)".contains("did you mean \"tls-v1-0\"") }
+        #expect { try ScenarioCatalog.builtIn.scenario(named: "zzzzzzzzzzzz") } throws: { !"\($0)".contains("did you mean") }
+    }
+}
