@@ -543,8 +543,9 @@ enum BuiltinScenarioFiles {
   "name": "rsa512",
   "group": "certificate",
   "port": 9825,
-  "summary": "512-bit RSA leaf",
+  "summary": "512-bit RSA leaf (served up to TLS 1.2: TLS 1.3's RSA-PSS signatures need at least a 528-bit key)",
   "tls": {
+    "maxVersion": "TLSv1.2",
     "securityLevel": 0
   },
   "certificate": {
@@ -559,7 +560,8 @@ enum BuiltinScenarioFiles {
         "NSExceptionAllowsInsecureHTTPLoads": true
       },
       "alsoRequires": "trust-override"
-    }
+    },
+    "note": "TLS 1.3 signs with RSA-PSS only, and RSA-PSS with SHA-256 needs a modulus of at least 2\u00d732+2 bytes; a 512-bit key can sign only PKCS#1 v1.5, which TLS 1.2 allows."
   }
 }
 """#),

@@ -1,0 +1,260 @@
+import Foundation
+import Testing
+@testable import TLSFixtures
+
+/// `tls-fixtures serve` as a user runs it: a subprocess on fixed ports, judged from outside.
+@Suite("serve, dashboard and probe, end to end", .serialized)
+struct ServeEndToEndTests {
+    /// A running `tls-fixtures serve`, its output in files so a chatty child can never block.
+    final class ServeProcess {
+        let process = Process()
+        let stdout: URL
+        let stderr: URL
+
+        init(_ arguments: [String]) throws {
+            let scratch = TestEnvironment.temporaryDirectory("serve")
+            stdout = scratch.appendingPathComponent("out")
+            stderr = scratch.appendingPathComponent("err")
+            _ = FileManager.default.createFile(atPath: stdout.path, contents: nil)
+            _ = FileManager.default.createFile(atPath: stderr.path, contents: nil)
+            process.executableURL = URL(fileURLWithPath: TestEnvironment.cli)
+            process.arguments = ["serve"] + arguments
+            process.standardOutput = try FileHandle(forWritingTo: stdout)
+            process.standardError = try FileHandle(forWritingTo: stderr)
+            try process.run()
+        }
+
+        var output: String { (try? String(contentsOf: stdout, encoding: .utf8)) ?? "" }
+        var errors: String { (try? String(contentsOf: stderr, encoding: .utf8)) ?? "" }
+
+        /// Waits for the `--json` startup report (printed once everything listens).
+        func document(timeout: TimeInterval) throws -> CatalogDocument? {
+            let deadline = Date().addingTimeInterval(timeout)
+            while Date() < deadline && process.isRunning {
+                if let data = try? Data(contentsOf: stdout), !data.isEmpty,
+                   let document = try? JSONDecoder().decode(CatalogDocument.self, from: data) {
+                    return document
+                }
+                usleep(100_000)
+            }
+            return nil
+        }
+
+        /// Waits for exit; returns the seconds it took, or nil when it did not exit in time.
+        func waitForExit(within seconds: TimeInterval) -> TimeInterval? {
+            let start = Date()
+            while process.isRunning {
+                if Date().timeIntervalSince(start) > seconds { return nil }
+                usleep(10_000)
+            }
+            return Date().timeIntervalSince(start)
+        }
+
+        func kill() { if process.isRunning { process.terminate(); process.waitUntilExit() } }
+    }
+
+    /// A base port whose whole range (dashboard + every scenario offset) is free right now.
+    static func freePortBase() throws -> Int {
+        let span = (ScenarioCatalog.builtIn.scenarios.compactMap(\.port).max() ?? 9900) - ScenarioCatalog.defaultPortBase
+        for _ in 0..<50 {
+            let base = Int.random(in: 20_000...28_000)
+            if (base...(base + span)).allSatisfy({ !isListening(port: $0) && canBind(port: $0) }) { return base }
+        }
+        throw CLIFailure("no free range of \(span + 1) ports found")
+    }
+
+    struct CLIFailure: Error, CustomStringConvertible { let description: String; init(_ d: String) { description = d } }
+
+    var store: CertificateStore { TestEnvironment.sharedStore }
+
+    @Test("every scenario on its port, the dashboard, a browser's live column, probe, and a clean SIGTERM")
+    func serveEverything() async throws {
+        let base = try Self.freePortBase()
+        let serve = try ServeProcess(["--port-base", "\(base)", "--dir", store.directory.path, "--json"])
+        defer { serve.kill() }
+        // Cold CI stores generate an RSA-8192 key on first use: allow for it.
+        let document = try #require(try serve.document(timeout: 300), "serve did not report: \(serve.errors)")
+        let catalog = ScenarioCatalog.builtIn
+
+        // The report lists exactly the catalog; unsupported ones carry a reason.
+        #expect(document.scenarios.map(\.name) == catalog.names)
+        for entry in document.scenarios where entry.status == .unsupported {
+            #expect(entry.reason?.contains("unsupported by the linked OpenSSL") == true, "\(entry.name): \(entry.reason ?? "")")
+        }
+        let serving = document.scenarios.filter { $0.status == .serving }
+        #expect(serving.count >= catalog.scenarios.count - 4)
+
+        // Every listed port answers as its scenario, on its catalog offset from the base.
+        let ca = try store.ca().certificate
+        for entry in serving {
+            let scenario = try catalog.scenario(named: entry.name)
+            #expect(entry.port == scenario.port.map { $0 - ScenarioCatalog.defaultPortBase + base })
+            let port = try #require(entry.port)
+            var options = ProbeOptions()
+            options.trustRoots = [ca]
+            options.clientCredential = scenario.tls?.clientAuth == .required ? try store.clientCredential() : nil
+            let result = try await TLSProbe(options: options).probe(ProbeTarget(host: "localhost", port: port, scheme: scenario.isCleartext ? "http" : "https"))
+            let body = try #require(result.http?.body, "\(entry.name): no HTTP answer (\(result.failure ?? ""))")
+            let response = try JSONDecoder().decode(FixtureResponse.self, from: Data(body.utf8))
+            #expect(response.scenario == entry.name)
+        }
+
+        // The dashboard and its machine-readable catalog.
+        let dashboard = "http://localhost:\(base)"
+        let page = try Subprocess.run(["curl", "-sS", "-f", "\(dashboard)/"])
+        #expect(page.status == 0)
+        for name in catalog.names { #expect(page.stdout.contains("id=\"scenario-\(name)\""), "dashboard lacks \(name)") }
+        #expect(page.stdout.contains("fixtures.test") && page.stdout.contains("ATS does not apply to localhost"))
+        let json = try Subprocess.run(["curl", "-sS", "-f", "\(dashboard)/scenarios.json"])
+        let served = try JSONDecoder().decode(CatalogDocument.self, from: json.stdoutData)
+        #expect(served.scenarios.map(\.name) == catalog.names)
+        #expect(served.scenarios.first { $0.name == "pinned" }?.pins?.leaf == served.scenarios.first { $0.name == "pinned" }?.pins?.pinnedLeaf)
+        let der = try Subprocess.run(["curl", "-sS", "-f", "\(dashboard)/ca.cer"])
+        #expect(try Certificate(der: der.stdoutData) == ca)
+        let p12File = TestEnvironment.temporaryDirectory("p12").appendingPathComponent("ca.p12").path
+        #expect(try Subprocess.run(["curl", "-sS", "-f", "-o", p12File, "\(dashboard)/ca.p12"]).status == 0)
+        #expect(try TestEnvironment.openssl(["pkcs12", "-in", p12File, "-passin", "pass:\(PKCS12Export.defaultPassword)", "-nokeys"]).stdout.contains("BEGIN CERTIFICATE"))
+        #expect(try Subprocess.run(["curl", "-sS", "-f", "\(dashboard)/hosts"]).stdout.contains("127.0.0.1\tats-compliant.fixtures.test"))
+        #expect(try Subprocess.run(["curl", "-sS", "-o", "/dev/null", "-w", "%{http_code}", "\(dashboard)/nope"]).stdout == "404")
+
+        // A real browser that trusts the built-in CA: a screenshot, and the page's own live verdicts.
+        try browserCheck(dashboard: dashboard, ca: ca)
+
+        // probe, in text and JSON, against served scenarios.
+        try probeCLIChecks(document: document, ca: ca)
+
+        // SIGTERM: exit 0 within 2 s, every port free again.
+        kill(serve.process.processIdentifier, SIGTERM)
+        let took = try #require(serve.waitForExit(within: 2), "serve did not exit within 2 s of SIGTERM")
+        #expect(serve.process.terminationStatus == 0, "exit status \(serve.process.terminationStatus): \(serve.errors)")
+        #expect(took < 2)
+        for port in [base] + serving.compactMap(\.port) { #expect(!isListening(port: port), "port \(port) still listening") }
+    }
+
+    func browserCheck(dashboard: String, ca: Certificate) throws {
+        let chromium = ["chromium", "chromium-browser"].first { (try? Subprocess.run(["which", $0]).status) == 0 }
+        let browser = try #require(chromium, "headless Chromium is needed for the dashboard check: `make test` installs it (apt-get install chromium libnss3-tools)")
+        // A private home whose NSS database trusts the built-in CA, as a developer's browser would after installing it.
+        let home = TestEnvironment.temporaryDirectory("chromium-home")
+        let nss = home.appendingPathComponent(".pki/nssdb")
+        try FileManager.default.createDirectory(at: nss, withIntermediateDirectories: true)
+        let caFile = try TestEnvironment.file(ca.pem, name: "ca.pem")
+        #expect(try Subprocess.run(["certutil", "-d", "sql:\(nss.path)", "-N", "--empty-password"]).status == 0)
+        #expect(try Subprocess.run(["certutil", "-d", "sql:\(nss.path)", "-A", "-t", "C,,", "-n", "tls-fixtures", "-i", caFile]).status == 0)
+        let flags = ["--headless=new", "--no-sandbox", "--disable-gpu", "--hide-scrollbars", "--no-first-run", "--virtual-time-budget=30000"]
+        let screenshots = TestEnvironment.packageRoot.appendingPathComponent(".build/screenshots")
+        try FileManager.default.createDirectory(at: screenshots, withIntermediateDirectories: true)
+        let png = screenshots.appendingPathComponent("dashboard.png")
+        try? FileManager.default.removeItem(at: png)
+        let shot = try Subprocess.run([browser] + flags + ["--window-size=1400,2400", "--screenshot=\(png.path)", "\(dashboard)/"],
+                                      environment: ["HOME": home.path], timeout: 90)
+        #expect(shot.status == 0, "\(shot.stderr.suffix(500))")
+        let image = try Data(contentsOf: png)
+        #expect(image.starts(with: [0x89, 0x50, 0x4E, 0x47]) && image.count > 20_000, "not a real screenshot")
+
+        let dom = try Subprocess.run([browser] + flags + ["--dump-dom", "\(dashboard)/"], environment: ["HOME": home.path], timeout: 90)
+        func live(_ name: String) -> String? {
+            guard let range = dom.stdout.range(of: "data-scenario=\"\(name)\"") else { return nil }
+            let tail = dom.stdout[range.upperBound...].prefix(400)
+            guard let start = tail.range(of: "data-live=\"") else { return nil }
+            return String(tail[start.upperBound...].prefix { $0 != "\"" })
+        }
+        #expect(dom.stdout.contains("data-live-done=\"true\""), "the live column did not finish")
+        #expect(live("ats-compliant") == "loaded")
+        #expect(live("wrong-host") == "blocked")
+        #expect(live("expired") == "blocked")
+        #expect(live("http") == "loaded")
+    }
+
+    func probeCLIChecks(document: CatalogDocument, ca: Certificate) throws {
+        let caFile = try TestEnvironment.file(ca.pem, name: "ca.pem")
+        func port(_ name: String) throws -> Int { try #require(document.scenarios.first { $0.name == name }?.port) }
+        // The same facts the in-process probe sees, through the CLI, in JSON…
+        for name in ["ats-compliant", "tls-v1-0", "static-rsa", "dh1024", "wrong-host", "incomplete-chain"] {
+            let cli = try TestEnvironment.tlsFixtures(["probe", "localhost:\(try port(name))", "--ca", caFile, "--json"])
+            let decoder = JSONDecoder()
+            decoder.dateDecodingStrategy = .iso8601
+            let decoded = try decoder.decode(ProbeJSONView.self, from: cli.stdoutData).result
+            var options = ProbeOptions()
+            options.trustRoots = [ca]
+            let direct = try TLSProbe(options: options).probe(ProbeTarget(host: "localhost", port: try port(name)))
+            #expect(decoded.version == direct.version && decoded.cipher == direct.cipher && decoded.keyExchange == direct.keyExchange, "\(name)")
+            #expect(decoded.verification?.summary == direct.verification?.summary, "\(name)")
+            #expect(decoded.presentedChain.map(\.sha256Fingerprint) == direct.presentedChain.map(\.sha256Fingerprint), "\(name)")
+            // …and in text, with the exit status scripts rely on.
+            let text = try TestEnvironment.tlsFixtures(["probe", "localhost:\(try port(name))", "--ca", caFile])
+            #expect(text.stdout.contains("Protocol   \(direct.protocolName ?? "?")"), "\(name): \(text.stdout)")
+            #expect(text.stdout.contains("Verify  \(direct.verification?.summary ?? "?")"), "\(name): \(text.stdout)")
+            #expect(text.status == (direct.verification?.error == nil ? 0 : 3), "\(name): exit \(text.status)")
+        }
+        // Offering only TLS 1.2+ to the TLS 1.0 fixture fails the handshake: exit 2.
+        let refused = try TestEnvironment.tlsFixtures(["probe", "localhost:\(try port("tls-v1-0"))", "--ca", caFile, "--tls-min", "1.2"])
+        #expect(refused.status == 2 && refused.stdout.contains("protocol version"))
+        // Pins: the published pinned key matches `pinned` and fails `pin-rotated-key` (exit 4).
+        let pinned = try #require(document.scenarios.first { $0.name == "pinned" }?.pins?.pinnedLeaf)
+        #expect(try TestEnvironment.tlsFixtures(["probe", "localhost:\(try port("pinned"))", "--ca", caFile, "--pin", "sha256/\(pinned)"]).status == 0)
+        let rotated = try TestEnvironment.tlsFixtures(["probe", "localhost:\(try port("pin-rotated-key"))", "--ca", caFile, "--pin", "sha256/\(pinned)", "--pin-mode", "leaf"])
+        #expect(rotated.status == 4 && rotated.stdout.contains("FAIL"))
+        // Bad targets are one-line errors.
+        let bad = try TestEnvironment.tlsFixtures(["probe", "localhost"])
+        #expect(bad.status != 0 && bad.stderr.split(separator: "\n").count == 1 && bad.stderr.contains("HOST:PORT"))
+    }
+
+    @Test("a port in use: one-line error naming it, non-zero exit, nothing left listening")
+    func portInUse() throws {
+        let base = try Self.freePortBase()
+        let blocker = try ListeningSocket(port: base + 1)   // ats-compliant's port
+        defer { blocker.close() }
+        let serve = try ServeProcess(["ats-compliant", "tls-v1-0", "--port-base", "\(base)", "--dir", store.directory.path])
+        defer { serve.kill() }
+        let exited = try #require(serve.waitForExit(within: 120), "serve kept running with its port taken")
+        _ = exited
+        #expect(serve.process.terminationStatus != 0)
+        let lines = serve.errors.split(separator: "\n").filter { !$0.hasPrefix("generating") }
+        #expect(lines.count == 1, "\(serve.errors)")
+        #expect(serve.errors.contains("port \(base + 1)") && serve.errors.contains("already in use") && serve.errors.contains("--port-base"))
+        #expect(!isListening(port: base) && !isListening(port: base + 10), "something was left listening")
+    }
+
+    @Test("Ctrl-C (SIGINT) also stops serve cleanly")
+    func interrupt() throws {
+        let base = try Self.freePortBase()
+        let serve = try ServeProcess(["ats-compliant", "--port-base", "\(base)", "--dir", store.directory.path, "--json"])
+        defer { serve.kill() }
+        _ = try #require(try serve.document(timeout: 120))
+        #expect(isListening(port: base + 1))
+        kill(serve.process.processIdentifier, SIGINT)
+        #expect(serve.waitForExit(within: 2) != nil)
+        #expect(serve.process.terminationStatus == 0)
+        #expect(!isListening(port: base + 1) && !isListening(port: base))
+    }
+}
+
+/// The JSON `probe --json` prints.
+struct ProbeJSONView: Decodable { var result: ProbeResult }
+
+/// Holds a TCP port open, as another program would.
+final class ListeningSocket {
+    let fd: Int32
+    init(port: Int) throws {
+        fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        var one: Int32 = 1
+        setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, socklen_t(MemoryLayout<Int32>.size))
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_port = in_port_t(UInt16(port).bigEndian)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        let bound = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+        }
+        guard bound == 0, listen(fd, 16) == 0 else { Glibc.close(fd); throw ServeEndToEndTests.CLIFailure("cannot hold port \(port)") }
+    }
+    func close() { Glibc.close(fd) }
+}
+
+/// True when a listening socket could be bound on 127.0.0.1:`port` right now.
+func canBind(port: Int) -> Bool {
+    guard let socket = try? ListeningSocket(port: port) else { return false }
+    socket.close()
+    return true
+}
