@@ -1,0 +1,152 @@
+import Foundation
+import Testing
+@testable import TLSFixtures
+
+/// The ATS model against real fixtures: every verdict comes from facts gathered by real handshakes.
+@Suite("ATS model against served scenarios")
+struct ATSEndToEndTests {
+    static let store = TestEnvironment.sharedStore
+
+    /// Starts a scenario and observes it as an ATS test would (by its qualified name, device roots trusted).
+    static func observe(_ name: String) async throws -> ScenarioATSProbe.Observation? {
+        let scenario = try ScenarioCatalog.builtIn.scenario(named: name)
+        do {
+            return try await ScenarioATSProbe.observe(scenario, store: store)
+        } catch let unsupported as ScenarioUnsupported {
+            #expect(unsupported.reason.contains("unsupported by the linked OpenSSL"), "\(unsupported)")
+            return nil
+        }
+    }
+
+    @Test("default verdict equals the scenario file's; the smallest exception found admits it", arguments: ScenarioCatalog.builtIn.names)
+    func verdicts(name: String) async throws {
+        let scenario = try ScenarioCatalog.builtIn.scenario(named: name)
+        guard scenario.expect.ats != .notApplicable else {
+            #expect(scenario.tls?.clientAuth == .required, "only mutual TLS is outside ATS's scope")
+            return
+        }
+        guard let observation = try await Self.observe(name) else { return }
+        let verdict = ATSEvaluator().evaluate(url: observation.url, facts: observation.facts)
+        #expect(verdict.atsApplies, "\(name): ATS must apply to \(observation.url) (a qualified name)")
+        #expect(verdict.allowed == (scenario.expect.ats == .allow), "\(name): \(verdict)")
+
+        let finding = ATSExceptionFinder().find(url: observation.url, facts: observation.facts)
+        let expected = try #require(scenario.expect.atsFix, "\(name) has no atsFix")
+        switch (expected.kind, finding.result) {
+        case (.notNeeded, .notNeeded):
+            break
+        case (.impossible, .impossible):
+            break
+        case (.exception, .exception(let dictionary, _)), (.arbitraryLoads, .exception(let dictionary, _)):
+            #expect(finding.usesArbitraryLoads == (expected.kind == .arbitraryLoads), "\(name): \(dictionary)")
+            if expected.kind == .exception {
+                let keys = try #require(finding.exceptionDomainKeys, "\(name): no exception entry")
+                #expect(Set(keys.keys) == Set((expected.domainKeys ?? [:]).keys), "\(name): \(keys)")
+            }
+            #expect(finding.requiresTrustOverride == (expected.alsoRequires == "trust-override"), "\(name)")
+            // The XML as printed parses back and, fed to the evaluator, admits the server.
+            let xml = try #require(finding.plistXML)
+            let policy = try ATSPolicy.parse(plist: Data(xml.utf8))
+            #expect(policy.warnings.isEmpty, "\(name): \(policy.warnings)")
+            let options = ATSEvaluationOptions(trustOverride: finding.requiresTrustOverride)
+            let admitted = ATSEvaluator(policy: policy, options: options).evaluate(url: observation.url, facts: observation.facts)
+            #expect(admitted.allowed, "\(name): the exception does not admit it: \(admitted)")
+        default:
+            Issue.record("\(name): expected \(expected.kind), found \(finding.result)")
+        }
+    }
+
+    /// nscurl's order: default; arbitrary loads; TLS 1.3/1.2/1.1/1.0; PFS off; PFS off + insecure HTTP;
+    /// TLS 1.3…1.0 with PFS off; the same with insecure HTTP too.
+    @Test("ats diagnose gives nscurl's PASS/FAIL pattern", arguments: [
+        // Everything is acceptable to ATS: every configuration loads.
+        ("ats-compliant", [true, true, true, true, true, true, true, true, true, true, true, true, true, true, true, true]),
+        // Only a TLSv1.0 minimum (or ATS off) reaches a TLS 1.0 server; PFS is not the problem.
+        ("tls-v1-0", [false, true, false, false, false, true, false, false, false, false, false, true, false, false, false, true]),
+        // Static RSA needs forward secrecy off; a TLSv1.3 minimum excludes the TLS 1.2-only server.
+        ("static-rsa", [false, true, false, false, false, false, true, true, false, true, true, true, false, true, true, true]),
+        // Default trust fails everywhere: nscurl has no trust override.
+        ("self-signed", [false, false, false, false, false, false, false, false, false, false, false, false, false, false, false, false]),
+    ])
+    func diagnose(name: String, pattern: [Bool]) async throws {
+        let scenario = try ScenarioCatalog.builtIn.scenario(named: name)
+        let fixture = try await FixtureServer.start(scenario, store: Self.store)
+        defer { Task { await fixture.stop() } }
+        var options = ProbeOptions()
+        options.trustRoots = fixture.prepared.deviceTrustRoots
+        let target = ProbeTarget(host: scenario.qualifiedHost, port: fixture.port, connectAddress: "127.0.0.1")
+        let report = await ATSDiagnostics().run(url: fixture.qualifiedURL, handshaker: ATSLiveHandshaker(target: target, probeOptions: options))
+        #expect(report.results.count == 16)
+        #expect(report.results.map(\.passed) == pattern, "\(name):\n\(report.text(verbose: true))")
+        let text = report.text()
+        #expect(text.contains(String(repeating: "=", count: 80)))
+        #expect(text.components(separatedBy: "Result : PASS").count - 1 == pattern.filter { $0 }.count)
+    }
+
+    @Test("pin outcomes of the pinning scenarios match the catalog", arguments: ["pinned", "pin-reissued", "pin-rotated-key", "pin-mitm"])
+    func pins(name: String) async throws {
+        let scenario = try ScenarioCatalog.builtIn.scenario(named: name)
+        let expected = try #require(scenario.expect.pins)
+        // The app's pins: the published pinned key, the built-in CA, and the `pinned` certificate as a .cer.
+        let pinned = try Self.store.prepare(try ScenarioCatalog.builtIn.scenario(named: "pinned"))
+        let leafPin = pinned.pins.pinnedLeaf
+        let caPin = pinned.pins.ca
+        let certificate = try #require(pinned.credential?.certificate.der)
+
+        let observation = try #require(try await Self.observe(name))
+        let host = scenario.qualifiedHost
+        let chain = observation.facts.presentedChain
+        let trust = observation.facts.trust
+        #expect(PinPolicy(.pinnedDomainsLeaf(spki: [leafPin])).evaluate(host: host, presentedChain: chain, trust: trust).matched == expected.leafSPKI)
+        #expect(PinPolicy(.pinnedDomainsCA(spki: [caPin])).evaluate(host: host, presentedChain: chain, trust: trust).matched == expected.caSPKI)
+        #expect(PinPolicy(.certificatesDER([certificate])).evaluate(host: host, presentedChain: chain, trust: trust).matched == expected.certificate)
+        // TrustKit with the leaf and a backup pin: default trust first, then any chain certificate.
+        let trustKit = PinPolicy(.trustKit(spki: [leafPin, pinned.pins.backup])).evaluate(host: host, presentedChain: chain, trust: trust)
+        #expect(trustKit.matched == expected.leafSPKI, "\(trustKit)")
+        // Pinning never relaxes trust: the MITM chain is trusted (the device trusts the interception root) and still fails.
+        if name == "pin-mitm" {
+            #expect(trust?.chainError == nil, "pin-mitm must be trusted by the device: \(String(describing: trust?.chainError))")
+            let policy = ATSPolicy(["NSPinnedDomains": .dictionary([host: .dictionary(["NSPinnedCAIdentities": .array([.dictionary(["SPKI-SHA256-BASE64": .string(caPin)])])])])])
+            let verdict = ATSEvaluator(policy: policy).evaluate(url: observation.url, facts: observation.facts)
+            #expect(!verdict.allowed && verdict.violations.contains { $0.rule == .pinning })
+        }
+    }
+}
+
+@Suite("ats commands: input errors and the localhost warning")
+struct ATSCLITests {
+    @Test("malformed plist, a plist without NSAppTransportSecurity, a URL without a host: one-line errors", arguments: [
+        ("<plist><dict><key>broken", ["malformed property list", "plutil -lint"]),
+        ("<?xml version=\"1.0\"?><plist version=\"1.0\"><dict><key>CFBundleName</key><string>App</string></dict></plist>", ["NSAppTransportSecurity"]),
+    ])
+    func plistErrors(contents: String, fragments: [String]) throws {
+        let plist = try TestEnvironment.file(Data(contents.utf8), name: "Info.plist")
+        let result = try TestEnvironment.tlsFixtures(["ats", "check", "--plist", plist, "https://ats-compliant.fixtures.test:1/"])
+        CLIInputTests.expectOneLineError(result, mentioning: fragments)
+    }
+
+    @Test("a URL without a host")
+    func noHost() throws {
+        CLIInputTests.expectOneLineError(try TestEnvironment.tlsFixtures(["ats", "check", "https:///path"]), mentioning: ["no host"])
+        CLIInputTests.expectOneLineError(try TestEnvironment.tlsFixtures(["ats", "diagnose", "not a url"]), mentioning: ["not a URL"])
+        CLIInputTests.expectOneLineError(try TestEnvironment.tlsFixtures(["ats", "exception", "no-such-scenario"]), mentioning: ["unknown scenario"])
+    }
+
+    @Test("checking localhost or an IP literal says loudly that ATS does not apply")
+    func localhostTrap() async throws {
+        try await withFixture("tls-v1-0", store: TestEnvironment.sharedStore) { fixture in
+            let ca = try TestEnvironment.file(fixture.caCertificate.pem)
+            for host in ["localhost", "127.0.0.1"] {
+                let result = try TestEnvironment.tlsFixtures(["ats", "check", "--os", "ios16", "--trust-ca", ca, "https://\(host):\(fixture.port)/"])
+                #expect(result.stdout.contains("ATS does not apply"), "\(host): \(result.stdout)")
+                #expect(result.stdout.contains("NAME.fixtures.test"))
+            }
+            // By its qualified name the same server is blocked (exit 2), with the violated rule named.
+            let qualified = try TestEnvironment.tlsFixtures(["ats", "check", "--trust-ca", ca, "--resolve", "tls-v1-0.fixtures.test:\(fixture.port):127.0.0.1",
+                                                             "https://tls-v1-0.fixtures.test:\(fixture.port)/", "--json"])
+            #expect(qualified.status == 2)
+            let json = try #require(try JSONSerialization.jsonObject(with: qualified.stdoutData) as? [String: Any])
+            #expect(json["allowed"] as? Bool == false)
+        }
+    }
+}
