@@ -203,7 +203,14 @@ public struct TLSProbe: Sendable {
             result.trust = Verifier.trust(chain: chain, roots: options.trustRoots, anchor: options.anchorKind)
         }
         if rc == 1 && options.sendHTTPRequest {
-            result.http = HTTPExchange.tls(ssl: ssl, host: target.host, timeout: options.timeout)
+            switch HTTPExchange.tls(ssl: ssl, host: target.host, timeout: options.timeout) {
+            case .success(let response):
+                result.http = response
+            case .failure(let rejection):
+                // In TLS 1.3 the client finishes first, so a server that rejects the session (no client
+                // certificate, say) answers with an alert only after SSL_connect has returned success.
+                result.failure = "the server rejected the session after the handshake: \(rejection.reason)"
+            }
         }
         if rc == 1 { _ = SSL_shutdown(ssl) }
         return result
@@ -371,19 +378,37 @@ enum HTTPExchange {
         Array("GET / HTTP/1.1\r\nHost: \(host)\r\nUser-Agent: tls-fixtures-probe\r\nAccept: application/json\r\nConnection: close\r\n\r\n".utf8)
     }
 
-    static func tls(ssl: OpaquePointer, host: String, timeout: TimeInterval) -> ProbeHTTPResponse? {
+    /// An alert or TLS error instead of an answer.
+    struct Rejection: Error {
+        let reason: String
+    }
+
+    static func tls(ssl: OpaquePointer, host: String, timeout: TimeInterval) -> Result<ProbeHTTPResponse?, Rejection> {
         let request = request(host: host)
         var written = 0
-        guard SSL_write_ex(ssl, request, request.count, &written) == 1 else { OpenSSLError.clearQueue(); return nil }
+        OpenSSLError.clearQueue()
+        if SSL_write_ex(ssl, request, request.count, &written) != 1 {
+            let reasons = OpenSSLError.drainReasons()
+            return reasons.isEmpty ? .success(nil) : .failure(Rejection(reason: reasons.joined(separator: "; ")))
+        }
         var response: [UInt8] = []
         var buffer = [UInt8](repeating: 0, count: 16_384)
         while response.count < 1 << 20 {
             var count = 0
-            if SSL_read_ex(ssl, &buffer, buffer.count, &count) != 1 { break }
+            OpenSSLError.clearQueue()
+            if SSL_read_ex(ssl, &buffer, buffer.count, &count) != 1 {
+                let error = SSL_get_error(ssl, 0)
+                let reasons = OpenSSLError.drainReasons()
+                // close_notify or a plain close after a response ends it normally; an alert is a rejection.
+                if error == SSL_ERROR_SSL && !reasons.isEmpty && response.isEmpty {
+                    return .failure(Rejection(reason: reasons.joined(separator: "; ")))
+                }
+                break
+            }
             response += buffer[0..<count]
         }
         OpenSSLError.clearQueue()
-        return parse(response)
+        return .success(parse(response))
     }
 
     static func plain(fd: Int32, host: String, timeout: TimeInterval) -> ProbeHTTPResponse? {

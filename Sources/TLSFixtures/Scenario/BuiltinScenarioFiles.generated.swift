@@ -770,7 +770,7 @@ enum BuiltinScenarioFiles {
     ]
   },
   "expect": {
-    "verify": "unsupported certificate purpose",
+    "verify": "unsuitable certificate purpose",
     "ats": "block",
     "atsFix": {
       "kind": "exception",
@@ -1010,7 +1010,7 @@ enum BuiltinScenarioFiles {
     ]
   },
   "expect": {
-    "verify": "self-signed certificate",
+    "verify": "EE certificate key too weak",
     "ats": "block",
     "atsFix": {
       "kind": "arbitrary-loads",
