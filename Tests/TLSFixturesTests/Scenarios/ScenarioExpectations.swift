@@ -232,6 +232,16 @@ struct ScenarioEndToEndTableTests {
         #expect(table.count == 44)
     }
 
+    /// The scenario files state OpenSSL's verify text as data (against the built-in CA alone) for users to read; it
+    /// must agree with what OpenSSL actually says, which this table was checked against.
+    @Test("each scenario file's expect.verify is what OpenSSL says", arguments: ScenarioExpectations.all.filter { $0.handshake != nil })
+    func catalogVerifyText(_ row: ScenarioExpectation) throws {
+        let scenario = try ScenarioCatalog.builtIn.scenario(named: row.name)
+        let handshake = try #require(row.handshake)
+        #expect(scenario.expect.verify == (handshake.verifyAgainstBuiltInCAOnly ?? handshake.verify),
+                "Scenarios/\(row.name).json says \"\(scenario.expect.verify ?? "nothing")\"")
+    }
+
     @Test("KeyExchange reads both the probe's and s_client's wording")
     func keyExchangeParsing() {
         #expect(KeyExchange.fromProbe("X25519") == .ecdhe)
