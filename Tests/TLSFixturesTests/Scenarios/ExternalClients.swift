@@ -1,0 +1,264 @@
+import Foundation
+@testable import TLSFixtures
+
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+// Clients we did not write (openssl s_client / verify / x509, curl, Python's ssl) and the plumbing to run them from
+// async tests without tying up the cooperative thread pool.
+
+enum External {
+    /// Runs a program on a global dispatch thread (Subprocess blocks while it waits), so many can run at once.
+    static func run(_ arguments: [String], stdin: Data? = nil, timeout: TimeInterval = 60) async throws -> Subprocess.Result {
+        try await withCheckedThrowingContinuation { continuation in
+            DispatchQueue.global().async {
+                do { continuation.resume(returning: try Subprocess.run(arguments, stdin: stdin, timeout: timeout)) }
+                catch { continuation.resume(throwing: error) }
+            }
+        }
+    }
+
+    static func openssl(_ arguments: [String], stdin: Data? = nil) async throws -> Subprocess.Result {
+        try await run(["openssl"] + arguments, stdin: stdin)
+    }
+
+    /// A GET that asks the server to close afterwards, so `s_client -ign_eof` ends when the answer is complete.
+    static let closingRequest = Data("GET / HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n".utf8)
+
+    /// Writes PEM (or any) data to a fresh temporary file.
+    static func file(_ data: Data, name: String = "f.pem") throws -> String { try TestEnvironment.file(data, name: name) }
+
+    static func pemFile(_ certificates: [Certificate], name: String = "certs.pem") throws -> String {
+        try file(Certificate.pem(certificates), name: name)
+    }
+}
+
+/// What `openssl s_client -showcerts -msg` printed, parsed.
+struct SClientTranscript {
+    let output: String
+    let status: Int32
+
+    /// `New, TLSv1.2, Cipher is X`, when a cipher was agreed.
+    var cipher: String? {
+        guard let value = value(after: ", Cipher is ") else { return nil }
+        return value == "(NONE)" ? nil : value
+    }
+    var handshakeCompleted: Bool { cipher != nil }
+    /// The protocol as OpenSSL names it (`TLSv1`, `TLSv1.3`): the session block's `Protocol  :` line, which s_client
+    /// prints for TLS 1.2 and older. A TLS 1.3 server that sends no session ticket gets no session block; then the
+    /// suite says it, as TLS 1.3 suites exist only in TLS 1.3. (`New, TLSv1.0, Cipher is …` names the suite's
+    /// minimum version, not the protocol, so it is not used otherwise.)
+    var protocolName: String? {
+        guard handshakeCompleted else { return nil }
+        for line in lines where line.trimmingCharacters(in: .whitespaces).hasPrefix("Protocol  :") {
+            if let colon = line.firstIndex(of: ":") { return line[line.index(after: colon)...].trimmingCharacters(in: .whitespaces) }
+        }
+        return value(after: "New, ").flatMap { $0.hasPrefix("TLSv1.3,") ? "TLSv1.3" : nil }
+    }
+    /// The text after `Server Temp Key: `, nil when there is none (static RSA).
+    var serverTempKey: String? { value(after: "Server Temp Key: ") }
+    /// `Server public key is N bit`.
+    var serverPublicKeyBits: Int? {
+        value(after: "Server public key is ").flatMap { Int($0.prefix { $0.isNumber }) }
+    }
+    /// Every certificate printed (with -showcerts: the chain exactly as sent), as PEM.
+    var certificatesPEM: [String] {
+        var result: [String] = []
+        var current: [String]? = nil
+        for line in lines {
+            if line.hasPrefix("-----BEGIN CERTIFICATE-----") { current = [line] }
+            else if current != nil {
+                current!.append(line)
+                if line.hasPrefix("-----END CERTIFICATE-----") { result.append(current!.joined(separator: "\n") + "\n"); current = nil }
+            }
+        }
+        return result
+    }
+    /// The size of the DH prime in a ServerKeyExchange, read from the raw message that `-msg` dumps: proves the group
+    /// size even when the client then refuses it.
+    var serverKeyExchangeDHPrimeBits: Int? {
+        guard let start = lines.firstIndex(where: { $0.hasPrefix("<<<") && $0.contains("ServerKeyExchange") }) else { return nil }
+        var bytes: [UInt8] = []
+        for line in lines[(start + 1)...] {
+            let fields = line.split(separator: " ")
+            guard line.hasPrefix(" "), !fields.isEmpty, fields.allSatisfy({ $0.count == 2 && UInt8($0, radix: 16) != nil }) else { break }
+            bytes += fields.compactMap { UInt8($0, radix: 16) }
+            if bytes.count >= 6 { break }
+        }
+        // Handshake type 12, 3-byte length, then dh_p as a 2-byte length and the big-endian prime.
+        guard bytes.count >= 6, bytes[0] == 0x0c else { return nil }
+        return (Int(bytes[4]) << 8 | Int(bytes[5])) * 8
+    }
+    /// The HTTP status lines the server answered with, in order (s_client copies application data to stdout).
+    var httpStatusLines: [String] { lines.filter { $0.hasPrefix("HTTP/1.") } }
+    /// The fixture's JSON answers (one line each; `-msg` lines may sit between the headers and the body).
+    var httpBodies: [String] { lines.filter { $0.hasPrefix("{") && $0.hasSuffix("}") } }
+    var httpBody: String? { httpBodies.first }
+
+    private var lines: [String] { output.components(separatedBy: .newlines) }
+
+    private func value(after marker: String) -> String? {
+        for line in lines {
+            if let range = line.range(of: marker) { return line[range.upperBound...].trimmingCharacters(in: .whitespaces) }
+        }
+        return nil
+    }
+}
+
+enum SClient {
+    /// Connects as a maximally permissive OpenSSL client (every suite, security level 0, `minProtocol`…TLS 1.3) with
+    /// SNI `localhost`, sends `request`, and reads until the server closes.
+    static func connect(port: Int, minProtocol: String = "TLSv1", maxProtocol: String = "TLSv1.3",
+                        cipher: String? = "ALL:eNULL:@SECLEVEL=0", extra: [String] = [],
+                        request: Data = External.closingRequest) async throws -> SClientTranscript {
+        var arguments = ["s_client", "-connect", "localhost:\(port)", "-servername", "localhost", "-showcerts", "-msg", "-ign_eof",
+                         "-min_protocol", minProtocol, "-max_protocol", maxProtocol]
+        if let cipher { arguments += ["-cipher", cipher] }
+        let result = try await External.openssl(arguments + extra, stdin: request)
+        return SClientTranscript(output: result.combined, status: result.status)
+    }
+
+    /// A stock client: no options beyond where to connect (the system's default security level and protocols).
+    static func stock(port: Int, extra: [String] = []) async throws -> SClientTranscript {
+        let result = try await External.openssl(["s_client", "-connect", "localhost:\(port)", "-servername", "localhost", "-ign_eof"] + extra,
+                                                stdin: External.closingRequest)
+        return SClientTranscript(output: result.combined, status: result.status)
+    }
+}
+
+enum OpenSSLVerify {
+    /// `openssl verify -auth_level 2 -purpose sslserver -verify_hostname localhost -CAfile roots [-untrusted rest] leaf`
+    /// on a chain as captured from the wire. Returns `ok` or the first error's text, and the whole output.
+    static func judge(chainPEM: [String], roots: [Certificate], host: String = "localhost") async throws -> (verdict: String, output: String) {
+        guard let leaf = chainPEM.first else { return ("no certificate", "") }
+        let leafFile = try External.file(Data(leaf.utf8), name: "leaf.pem")
+        var arguments = ["verify", "-auth_level", "2", "-purpose", "sslserver", "-verify_hostname", host,
+                         "-CAfile", try External.pemFile(roots, name: "roots.pem")]
+        if chainPEM.count > 1 {
+            arguments += ["-untrusted", try External.file(Data(chainPEM.dropFirst().joined().utf8), name: "untrusted.pem")]
+        }
+        let result = try await External.openssl(arguments + [leafFile])
+        return (verdict(result.combined, file: leafFile), result.combined)
+    }
+
+    static func verdict(_ output: String, file: String) -> String {
+        if output.contains("\(file): OK") { return "ok" }
+        // "error 10 at 0 depth lookup: certificate has expired"
+        for line in output.components(separatedBy: "\n") {
+            if line.hasPrefix("error "), let range = line.range(of: "depth lookup: ") {
+                return String(line[range.upperBound...]).trimmingCharacters(in: .whitespaces)
+            }
+        }
+        return "unparsed: \(output)"
+    }
+
+    /// `Signature Algorithm:` of the certificate, as `openssl x509 -noout -text` prints it.
+    static func signatureAlgorithm(pem: String) async throws -> String? {
+        let result = try await External.openssl(["x509", "-noout", "-text"], stdin: Data(pem.utf8))
+        for line in result.stdout.components(separatedBy: "\n") {
+            let trimmed = line.trimmingCharacters(in: .whitespaces)
+            if trimmed.hasPrefix("Signature Algorithm:") {
+                return trimmed.dropFirst("Signature Algorithm:".count).trimmingCharacters(in: .whitespaces)
+            }
+        }
+        return nil
+    }
+}
+
+/// What this machine's OpenSSL can do, asked of the openssl CLI (the same library the package links on Linux).
+enum OpenSSLFeatures {
+    static func has(_ feature: OptionalFeature) async throws -> Bool {
+        switch feature {
+        case .sslv3:
+            // s_client offers -ssl3 only when SSLv3 is compiled in (it always offers -no_ssl3).
+            let help = try await External.openssl(["s_client", "-help"]).combined
+            return help.components(separatedBy: "\n").contains { $0.trimmingCharacters(in: .whitespaces).hasPrefix("-ssl3 ") }
+        case .rc4:
+            return try await External.openssl(["ciphers", "RC4:@SECLEVEL=0"]).status == 0
+        case .tripleDES:
+            return try await External.openssl(["ciphers", "3DES:@SECLEVEL=0"]).status == 0
+        }
+    }
+}
+
+/// Ports as the operating system sees them.
+enum Ports {
+    /// A port nobody listens on right now (bound to 0, read back, released).
+    static func unused() throws -> Int {
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        guard fd >= 0 else { throw POSIXError(.EBADF) }
+        defer { close(fd) }
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        address.sin_port = 0
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        let bound = withUnsafeMutablePointer(to: &address) { pointer in
+            pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, length) == 0 && getsockname(fd, $0, &length) == 0 }
+        }
+        guard bound else { throw POSIXError(.EADDRINUSE) }
+        return Int(UInt16(bigEndian: address.sin_port))
+    }
+
+    /// Whether a TCP connect to `host` (127.0.0.1 or ::1) on `port` is answered.
+    static func accepts(_ port: Int, host: String = "127.0.0.1") -> Bool {
+        let v6 = host.contains(":")
+        let fd = socket(v6 ? AF_INET6 : AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        guard fd >= 0 else { return false }
+        defer { close(fd) }
+        return withSocketAddress(host: host, port: port) { connect(fd, $0, $1) == 0 }
+    }
+
+    /// Whether a new listener can take `port` on `host` (with SO_REUSEADDR, as any server restarting would).
+    static func canListen(_ port: Int, host: String = "127.0.0.1") -> Bool {
+        let v6 = host.contains(":")
+        let fd = socket(v6 ? AF_INET6 : AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        guard fd >= 0 else { return false }
+        defer { close(fd) }
+        var one: Int32 = 1
+        setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, socklen_t(MemoryLayout<Int32>.size))
+        if v6 { setsockopt(fd, Int32(IPPROTO_IPV6), IPV6_V6ONLY, &one, socklen_t(MemoryLayout<Int32>.size)) }
+        return withSocketAddress(host: host, port: port) { bind(fd, $0, $1) == 0 } && listen(fd, 1) == 0
+    }
+
+    /// Whether this machine has a usable ::1.
+    static let hasIPv6Loopback: Bool = {
+        let fd = socket(AF_INET6, Int32(SOCK_STREAM.rawValue), 0)
+        guard fd >= 0 else { return false }
+        defer { close(fd) }
+        return withSocketAddress(host: "::1", port: 0) { bind(fd, $0, $1) == 0 }
+    }()
+
+    private static func withSocketAddress<T>(host: String, port: Int, _ body: (UnsafePointer<sockaddr>, socklen_t) -> T) -> T {
+        if host.contains(":") {
+            var address = sockaddr_in6()
+            address.sin6_family = sa_family_t(AF_INET6)
+            address.sin6_port = in_port_t(UInt16(port).bigEndian)
+            _ = inet_pton(AF_INET6, host, &address.sin6_addr)
+            return withUnsafePointer(to: &address) {
+                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { body($0, socklen_t(MemoryLayout<sockaddr_in6>.size)) }
+            }
+        }
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_port = in_port_t(UInt16(port).bigEndian)
+        address.sin_addr.s_addr = inet_addr(host)
+        return withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { body($0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+        }
+    }
+
+    /// `::1`, `0:0:0:0:0:0:0:1` and `127.0.0.1` in one canonical spelling.
+    static func canonicalIP(_ text: String) -> String {
+        var v6 = in6_addr()
+        if text.contains(":"), inet_pton(AF_INET6, text, &v6) == 1 {
+            var buffer = [CChar](repeating: 0, count: Int(INET6_ADDRSTRLEN))
+            inet_ntop(AF_INET6, &v6, &buffer, socklen_t(buffer.count))
+            return String(decoding: buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
+        }
+        return text
+    }
+}
