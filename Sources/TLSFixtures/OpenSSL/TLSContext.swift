@@ -163,6 +163,15 @@ public final class TLSContext: @unchecked Sendable {
         SSL_CTX_set_verify(pointer, SSL_VERIFY_PEER | SSL_VERIFY_FAIL_IF_NO_PEER_CERT, nil)
     }
 
+    /// Throws `UnsupportedByOpenSSL` when the linked OpenSSL cannot serve `settings` at all. Needs no certificate, so
+    /// callers can ask before generating any key.
+    public static func checkSupport(_ settings: TLSSettings) throws {
+        var bare = settings
+        bare.dhParameters = .none
+        let context = try TLSContext(method: TLS_server_method(), settings: bare)
+        try context.checkServable(settings)
+    }
+
     /// Proves that at least one cipher can be negotiated in the configured protocol range. OpenSSL accepts
     /// settings it cannot honour (SSLv3 on a `no-ssl3` build leaves zero usable suites), so this is checked
     /// from an `SSL` object — never assumed, and never silently replaced by something else.

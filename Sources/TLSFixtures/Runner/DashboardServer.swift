@@ -7,10 +7,13 @@ import NIOPosix
 public final class DashboardServer: Sendable {
     public let port: Int
     private let channels: [Channel]
+    private let connections: ConnectionTracker
 
     public var url: URL { URL(string: "http://localhost:\(port)/")! }
 
-    private init(port: Int, channels: [Channel]) { self.port = port; self.channels = channels }
+    private init(port: Int, channels: [Channel], connections: ConnectionTracker) {
+        self.port = port; self.channels = channels; self.connections = connections
+    }
 
     /// Static content, computed once: the catalog does not change while `serve` runs.
     struct Content: Sendable {
@@ -32,11 +35,14 @@ public final class DashboardServer: Sendable {
             "/ca.cer": ("application/x-x509-ca-cert", ca.der, "tls-fixtures-ca.cer"),
             "/ca.p12": ("application/x-pkcs12", try ca.exported(as: .p12), "tls-fixtures-ca.p12"),
         ])
+        let connections = ConnectionTracker()
         let bootstrap = ServerBootstrap(group: MultiThreadedEventLoopGroup.singleton)
             .serverChannelOption(.backlog, value: 256)
             .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
             .childChannelInitializer { channel in
-                channel.eventLoop.makeCompletedFuture {
+                // Browsers keep dashboard connections alive; tracking them lets stop() close them.
+                guard connections.admit(channel) else { return channel.close() }
+                return channel.eventLoop.makeCompletedFuture {
                     try channel.pipeline.syncOperations.configureHTTPServerPipeline(withErrorHandling: true)
                     try channel.pipeline.syncOperations.addHandler(DashboardResponder(content: content))
                 }
@@ -53,11 +59,12 @@ public final class DashboardServer: Sendable {
             for channel in channels { try? await channel.close() }
             throw error
         }
-        return DashboardServer(port: channels.first?.localAddress?.port ?? port, channels: channels)
+        return DashboardServer(port: channels.first?.localAddress?.port ?? port, channels: channels, connections: connections)
     }
 
     public func stop() async {
         for channel in channels { try? await channel.close() }
+        await connections.closeAll(within: .seconds(1))
     }
 }
 

@@ -41,7 +41,7 @@ public final class ScenarioRunner: Sendable {
     /// and throws, so nothing is left listening.
     public static func start(_ scenarios: [Scenario], catalog: ScenarioCatalog, store: CertificateStore, options: Options = Options(),
                              progress: @escaping @Sendable (Progress) -> Void = { _ in }) async throws -> ScenarioRunner {
-        let prepared = try await prepareAll(scenarios, store: store, progress: progress)
+        let prepared = try await prepare(scenarios, store: store, progress: progress)
         var started: [Started] = []
         var unsupported: [(Scenario, String)] = []
         do {
@@ -69,8 +69,9 @@ public final class ScenarioRunner: Sendable {
         return ScenarioRunner(catalog: catalog, store: store, options: options, started: started, unsupported: unsupported)
     }
 
-    /// Two at a time per core is plenty: preparation is key generation (CPU) and small file writes.
-    static func prepareAll(_ scenarios: [Scenario], store: CertificateStore,
+    /// Prepares scenarios in parallel (one per core, slowest keys first): key generation is CPU-bound, and the
+    /// store's per-item locks keep parallel preparations from making anything twice. Results by scenario name.
+    public static func prepare(_ scenarios: [Scenario], store: CertificateStore,
                            progress: @escaping @Sendable (Progress) -> Void) async throws -> [String: Result<PreparedScenario, Error>] {
         // The CA first, once, so parallel preparations do not all wait on its lock.
         _ = try store.ca()

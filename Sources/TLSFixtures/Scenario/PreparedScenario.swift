@@ -64,6 +64,17 @@ extension CertificateStore {
     }
 
     private func makePrepared(_ scenario: Scenario) throws -> PreparedScenario {
+        if let plan = scenario.tls {
+            let settings = TLSSettings(
+                minVersion: plan.minVersion, maxVersion: plan.maxVersion, ciphers: plan.ciphers, tls13Suites: plan.tls13Suites,
+                securityLevel: plan.securityLevel, groups: plan.groups, dhParameters: .none)
+            do {
+                // Before any key is generated: an unsupported scenario costs nothing.
+                try TLSContext.checkSupport(settings)
+            } catch let unsupported as UnsupportedByOpenSSL {
+                throw ScenarioUnsupported(scenario: scenario.name, reason: unsupported.description)
+            }
+        }
         let ca = try self.ca()
         let extraRoots = try (scenario.expect.trustedRoots ?? []).compactMap(BuiltinAuthority.init(rawValue:)).map { try authority($0).certificate }
         let pins = FixturePins(leaf: nil, ca: ca.certificate.spkiSHA256,

@@ -14,7 +14,7 @@ struct ATSCheck: AsyncParsableCommand {
             """
     )
 
-    @Option(help: ArgumentHelp("The app's Info.plist (XML or binary), or a plist holding just the NSAppTransportSecurity dictionary.", valueName: "file"))
+    @Option(help: ArgumentHelp("The app's Info.plist (XML or binary), or a plist holding just the NSAppTransportSecurity dictionary. Default: no NSAppTransportSecurity key, i.e. ATS's defaults.", valueName: "file"))
     var plist: String?
 
     @Argument(help: ArgumentHelp("The URL the app loads.", valueName: "url"))

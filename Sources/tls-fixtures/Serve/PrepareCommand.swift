@@ -30,14 +30,19 @@ struct PrepareCommand: AsyncParsableCommand {
         let store = storeOptions.store
         let keys = PrivateKey.generatedCount, issued = CertificateStore.issuedCount
         let start = Date()
+        let results = try await ScenarioRunner.prepare(scenarios, store: store) { progress in
+            if case .generating(let name, let key) = progress, !output.json {
+                Output.error("generating the \(key) key for \(name) (first run only)…")
+            }
+        }
         var prepared: [String] = []
         var unsupported: [String: String] = [:]
         for scenario in scenarios {
-            do {
-                _ = try store.prepare(scenario)
-                prepared.append(scenario.name)
-            } catch let error as ScenarioUnsupported {
-                unsupported[scenario.name] = error.reason
+            switch results[scenario.name] {
+            case .success?: prepared.append(scenario.name)
+            case .failure(let error as ScenarioUnsupported)?: unsupported[scenario.name] = error.reason
+            case .failure(let error)?: throw error
+            case nil: break
             }
         }
         let report = Report(prepared: prepared, unsupported: unsupported, keysGenerated: PrivateKey.generatedCount - keys,
