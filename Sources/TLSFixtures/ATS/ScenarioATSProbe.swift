@@ -12,15 +12,7 @@ public enum ScenarioATSProbe {
 
     /// Starts the scenario on a free port, gathers its facts, stops it.
     public static func observe(_ scenario: Scenario, store: CertificateStore) async throws -> Observation {
-        let fixture = try await FixtureServer.start(scenario, store: store)
-        do {
-            let observation = try await observe(fixture)
-            await fixture.stop()
-            return observation
-        } catch {
-            await fixture.stop()
-            throw error
-        }
+        try await withFixture(scenario, store: store) { try await observe($0) }
     }
 
     /// Gathers the facts of a running fixture.

@@ -13,22 +13,17 @@ import Foundation
 public func withFixture<T: Sendable>(_ name: String, store: CertificateStore = .resolved(),
                                      configuration: FixtureConfiguration = FixtureConfiguration(),
                                      _ body: (FixtureServer) async throws -> T) async throws -> T {
-    let fixture = try await FixtureServer.start(name, store: store, configuration: configuration)
-    do {
-        let value = try await body(fixture)
-        await fixture.stop()
-        return value
-    } catch {
-        await fixture.stop()
-        throw error
-    }
+    try await running(try await FixtureServer.start(name, store: store, configuration: configuration), body)
 }
 
 /// The same for a scenario value (your own, or a built-in one you modified).
 public func withFixture<T: Sendable>(_ scenario: Scenario, store: CertificateStore = .resolved(),
                                      configuration: FixtureConfiguration = FixtureConfiguration(),
                                      _ body: (FixtureServer) async throws -> T) async throws -> T {
-    let fixture = try await FixtureServer.start(scenario, store: store, configuration: configuration)
+    try await running(try await FixtureServer.start(scenario, store: store, configuration: configuration), body)
+}
+
+private func running<T: Sendable>(_ fixture: FixtureServer, _ body: (FixtureServer) async throws -> T) async throws -> T {
     do {
         let value = try await body(fixture)
         await fixture.stop()

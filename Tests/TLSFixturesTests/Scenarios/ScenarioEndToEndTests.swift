@@ -15,15 +15,7 @@ struct ScenarioEndToEndTests {
 
     /// Starts `name`, runs `body`, and stops the fixture whatever happens.
     static func withFixture<T: Sendable>(_ name: String, _ body: (FixtureServer) async throws -> T) async throws -> T {
-        let fixture = try await start(name)
-        do {
-            let value = try await body(fixture)
-            await fixture.stop()
-            return value
-        } catch {
-            await fixture.stop()
-            throw error
-        }
+        try await TLSFixtures.withFixture(name, store: store, body)
     }
 
     static func probe(_ fixture: FixtureServer, _ configure: (inout ProbeOptions) -> Void = { _ in }) async throws -> ProbeResult {
