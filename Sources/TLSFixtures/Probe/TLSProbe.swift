@@ -309,7 +309,7 @@ enum Socket {
     static func connect(_ target: ProbeTarget, timeout: TimeInterval) throws -> (Int32, String) {
         let host = target.connectAddress ?? target.host
         var hints = addrinfo()
-        hints.ai_socktype = Int32(SOCK_STREAM.rawValue)
+        hints.ai_socktype = streamSocketType
         hints.ai_family = AF_UNSPEC
         var list: UnsafeMutablePointer<addrinfo>? = nil
         let status = getaddrinfo(host, String(target.port), &hints, &list)
@@ -453,3 +453,12 @@ enum IgnoreSIGPIPE {
 
     static func once() { _ = done }
 }
+
+/// `SOCK_STREAM` is an enum on Glibc and a plain `Int32` on Darwin.
+let streamSocketType: Int32 = {
+    #if canImport(Glibc)
+    return Int32(SOCK_STREAM.rawValue)
+    #else
+    return SOCK_STREAM
+    #endif
+}()

@@ -1,5 +1,5 @@
 import Foundation
-import TLSFixtures
+@testable import TLSFixtures
 import TLSFixturesXCTest
 import XCTest
 
@@ -38,7 +38,7 @@ final class PortBox: @unchecked Sendable { var value = 0 }
 
 /// True when something accepts TCP connections on 127.0.0.1:`port`.
 func isListening(port: Int) -> Bool {
-    let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+    let fd = socket(AF_INET, streamSocketType, 0)
     defer { close(fd) }
     var address = sockaddr_in()
     address.sin_family = sa_family_t(AF_INET)

@@ -237,7 +237,7 @@ struct ProbeJSONView: Decodable { var result: ProbeResult }
 final class ListeningSocket {
     let fd: Int32
     init(port: Int) throws {
-        fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        fd = socket(AF_INET, streamSocketType, 0)
         var one: Int32 = 1
         setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, socklen_t(MemoryLayout<Int32>.size))
         var address = sockaddr_in()
@@ -247,9 +247,9 @@ final class ListeningSocket {
         let bound = withUnsafePointer(to: &address) {
             $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
         }
-        guard bound == 0, listen(fd, 16) == 0 else { Glibc.close(fd); throw ServeEndToEndTests.CLIFailure("cannot hold port \(port)") }
+        guard bound == 0, listen(fd, 16) == 0 else { closeDescriptor(fd); throw ServeEndToEndTests.CLIFailure("cannot hold port \(port)") }
     }
-    func close() { Glibc.close(fd) }
+    func close() { closeDescriptor(fd) }
 }
 
 /// True when a listening socket could be bound on 127.0.0.1:`port` right now.
@@ -258,3 +258,6 @@ func canBind(port: Int) -> Bool {
     socket.close()
     return true
 }
+
+/// `close(2)`, callable from a type that has its own `close()`.
+func closeDescriptor(_ fd: Int32) { _ = close(fd) }

@@ -188,7 +188,7 @@ enum OpenSSLFeatures {
 enum Ports {
     /// A port nobody listens on right now (bound to 0, read back, released).
     static func unused() throws -> Int {
-        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        let fd = socket(AF_INET, streamSocketType, 0)
         guard fd >= 0 else { throw POSIXError(.EBADF) }
         defer { close(fd) }
         var address = sockaddr_in()
@@ -206,7 +206,7 @@ enum Ports {
     /// Whether a TCP connect to `host` (127.0.0.1 or ::1) on `port` is answered.
     static func accepts(_ port: Int, host: String = "127.0.0.1") -> Bool {
         let v6 = host.contains(":")
-        let fd = socket(v6 ? AF_INET6 : AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        let fd = socket(v6 ? AF_INET6 : AF_INET, streamSocketType, 0)
         guard fd >= 0 else { return false }
         defer { close(fd) }
         return withSocketAddress(host: host, port: port) { connect(fd, $0, $1) == 0 }
@@ -215,7 +215,7 @@ enum Ports {
     /// Whether a new listener can take `port` on `host` (with SO_REUSEADDR, as any server restarting would).
     static func canListen(_ port: Int, host: String = "127.0.0.1") -> Bool {
         let v6 = host.contains(":")
-        let fd = socket(v6 ? AF_INET6 : AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        let fd = socket(v6 ? AF_INET6 : AF_INET, streamSocketType, 0)
         guard fd >= 0 else { return false }
         defer { close(fd) }
         var one: Int32 = 1
@@ -226,7 +226,7 @@ enum Ports {
 
     /// Whether this machine has a usable ::1.
     static let hasIPv6Loopback: Bool = {
-        let fd = socket(AF_INET6, Int32(SOCK_STREAM.rawValue), 0)
+        let fd = socket(AF_INET6, streamSocketType, 0)
         guard fd >= 0 else { return false }
         defer { close(fd) }
         return withSocketAddress(host: "::1", port: 0) { bind(fd, $0, $1) == 0 }
