@@ -204,21 +204,39 @@ public final class CertificateStore: Sendable {
         return root
     }
 
-    /// Creates the built-in CA. Refuses if one exists unless `force`, in which case the old one is moved to
-    /// `ca/replaced-DATE/` (never deleted) and everything it signed is re-issued on next use.
+    /// What `initializeCA` does when a CA already exists.
+    public enum ExistingCAPolicy: Sendable {
+        /// Throw `PKIError.caExists` (the default: devices trust it and apps pin it).
+        case refuse
+        /// Return the existing CA unchanged (`ca init --if-missing`).
+        case keep
+        /// Move the old CA to `ca/replaced-DATE/` (never deleted) and make a new one; everything it signed is
+        /// re-issued on next use (`ca init --force`).
+        case replace
+    }
+
+    /// Creates the built-in CA. The existence check and the creation happen under one cross-process lock, so
+    /// concurrent callers with `.keep` all end with the same single CA. Returns the CA and whether it was created.
     @discardableResult
-    public func initializeCA(_ options: CAOptions = CAOptions(), force: Bool = false) throws -> CertificateAuthority {
-        let root = try locked("ca-root", in: caDirectory) { () throws -> CertificateAuthority in
+    public func initializeCA(_ options: CAOptions = CAOptions(), ifExists policy: ExistingCAPolicy = .refuse) throws -> (ca: CertificateAuthority, created: Bool) {
+        let outcome = try locked("ca-root", in: caDirectory) { () throws -> (CertificateAuthority, Bool) in
             let existing: CertificateAuthority?
-            do { existing = try loadRoot(.root) } catch where force { existing = nil }
-            if let existing, !force {
-                throw PKIError.caExists(path: directory.path, fingerprint: existing.certificate.sha256Fingerprint.colonHex)
+            do { existing = try loadRoot(.root) } catch where policy == .replace { existing = nil }
+            if let existing {
+                switch policy {
+                case .refuse: throw PKIError.caExists(path: directory.path, fingerprint: existing.certificate.sha256Fingerprint.colonHex)
+                case .keep: return (existing, false)
+                case .replace: break
+                }
             }
-            if force { retireAuthorities() }
-            return try createRoot(.root, options: options)
+            if policy == .replace { retireAuthorities() }
+            return (try createRoot(.root, options: options), true)
         }
-        cache.withLockedValue { $0 = Cache(warnings: $0.warnings); $0.authorities[.root] = root }
-        return root
+        cache.withLockedValue { cache in
+            if outcome.1 { cache = Cache(warnings: cache.warnings) }
+            cache.authorities[.root] = outcome.0
+        }
+        return outcome
     }
 
     /// The built-in CA, created with default options on first use (what tests and `serve` call).

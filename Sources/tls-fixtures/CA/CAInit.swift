@@ -42,17 +42,13 @@ struct CAInit: AsyncParsableCommand {
 
     func run() async throws {
         let store = storeOptions.store
-        if ifMissing, let existing = try store.existingCA() {
-            try report(existing, store: store, created: false)
-            return
-        }
         let options = CAOptions(key: try KeySpec(parsing: key), commonName: name ?? CertificateAuthority.defaultCommonName,
                                 nameConstraints: !noNameConstraints, days: days)
-        let ca = try store.initializeCA(options, force: force)
-        if noNameConstraints {
+        let (ca, created) = try store.initializeCA(options, ifExists: force ? .replace : ifMissing ? .keep : .refuse)
+        if created && noNameConstraints {
             Output.error("warning: this CA has no name constraints: a device that trusts it will accept its certificates for any site")
         }
-        try report(ca, store: store, created: true)
+        try report(ca, store: store, created: created)
     }
 
     private func report(_ ca: CertificateAuthority, store: CertificateStore, created: Bool) throws {

@@ -11,42 +11,60 @@ struct Subprocess {
         var combined: String { stdout + stderr }
     }
 
-    /// Output goes to temporary files rather than pipes so a chatty child can never block on a full pipe.
+    /// A started child whose output goes to temporary files rather than pipes, so a chatty child can never block
+    /// on a full pipe.
+    final class Running {
+        let process = Process()
+        private let scratch: URL
+        private let outURL: URL
+        private let errURL: URL
+
+        init(_ arguments: [String], environment: [String: String]?, currentDirectory: URL?, stdin: Data?) throws {
+            process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+            process.arguments = arguments
+            if let environment {
+                process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 }
+            }
+            if let currentDirectory { process.currentDirectoryURL = currentDirectory }
+            scratch = FileManager.default.temporaryDirectory.appendingPathComponent("subprocess-\(UUID().uuidString)")
+            try FileManager.default.createDirectory(at: scratch, withIntermediateDirectories: true)
+            outURL = scratch.appendingPathComponent("out")
+            errURL = scratch.appendingPathComponent("err")
+            _ = FileManager.default.createFile(atPath: outURL.path, contents: nil)
+            _ = FileManager.default.createFile(atPath: errURL.path, contents: nil)
+            process.standardOutput = try FileHandle(forWritingTo: outURL)
+            process.standardError = try FileHandle(forWritingTo: errURL)
+            let input = Pipe()
+            process.standardInput = input
+            try process.run()
+            if let stdin { input.fileHandleForWriting.write(stdin) }
+            try? input.fileHandleForWriting.close()
+        }
+
+        func wait(timeout: TimeInterval) -> Result {
+            let deadline = Date().addingTimeInterval(timeout)
+            var timedOut = false
+            while process.isRunning {
+                if Date() > deadline { timedOut = true; process.terminate(); break }
+                usleep(5_000)
+            }
+            process.waitUntilExit()
+            defer { try? FileManager.default.removeItem(at: scratch) }
+            let outData = (try? Data(contentsOf: outURL)) ?? Data()
+            return Result(status: process.terminationStatus, stdout: String(decoding: outData, as: UTF8.self),
+                          stderr: String(decoding: (try? Data(contentsOf: errURL)) ?? Data(), as: UTF8.self),
+                          timedOut: timedOut, stdoutData: outData)
+        }
+    }
+
+    static func launch(_ arguments: [String], stdin: Data? = nil, environment: [String: String]? = nil,
+                       currentDirectory: URL? = nil) throws -> Running {
+        try Running(arguments, environment: environment, currentDirectory: currentDirectory, stdin: stdin)
+    }
+
     @discardableResult
     static func run(_ arguments: [String], stdin: Data? = nil, environment: [String: String]? = nil,
                     currentDirectory: URL? = nil, timeout: TimeInterval = 60) throws -> Result {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        process.arguments = arguments
-        if let environment {
-            process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 }
-        }
-        if let currentDirectory { process.currentDirectoryURL = currentDirectory }
-        let scratch = FileManager.default.temporaryDirectory.appendingPathComponent("subprocess-\(UUID().uuidString)")
-        try FileManager.default.createDirectory(at: scratch, withIntermediateDirectories: true)
-        defer { try? FileManager.default.removeItem(at: scratch) }
-        let outURL = scratch.appendingPathComponent("out"), errURL = scratch.appendingPathComponent("err")
-        _ = FileManager.default.createFile(atPath: outURL.path, contents: nil)
-        _ = FileManager.default.createFile(atPath: errURL.path, contents: nil)
-        let out = try FileHandle(forWritingTo: outURL), err = try FileHandle(forWritingTo: errURL)
-        process.standardOutput = out
-        process.standardError = err
-        let input = Pipe()
-        process.standardInput = input
-        try process.run()
-        if let stdin { input.fileHandleForWriting.write(stdin) }
-        try? input.fileHandleForWriting.close()
-        let deadline = Date().addingTimeInterval(timeout)
-        var timedOut = false
-        while process.isRunning {
-            if Date() > deadline { timedOut = true; process.terminate(); break }
-            usleep(5_000)
-        }
-        process.waitUntilExit()
-        try? out.close(); try? err.close()
-        let outData = (try? Data(contentsOf: outURL)) ?? Data()
-        return Result(status: process.terminationStatus, stdout: String(decoding: outData, as: UTF8.self),
-                      stderr: String(decoding: (try? Data(contentsOf: errURL)) ?? Data(), as: UTF8.self),
-                      timedOut: timedOut, stdoutData: outData)
+        try launch(arguments, stdin: stdin, environment: environment, currentDirectory: currentDirectory).wait(timeout: timeout)
     }
 }
