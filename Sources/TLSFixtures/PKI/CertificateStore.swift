@@ -152,6 +152,23 @@ public final class CertificateStore: Sendable {
     /// Certificates this process has signed (leaves and authorities).
     public static var issuedCount: Int { issued.withLockedValue { $0 } }
 
+    private let counts = NIOLockedValueBox((keys: 0, certificates: 0))
+    /// Keys this store instance generated (unlike `PrivateKey.generatedCount`, not moved by other stores' work).
+    public var keysGenerated: Int { counts.withLockedValue { $0.keys } }
+    /// Certificates this store instance signed.
+    public var certificatesIssued: Int { counts.withLockedValue { $0.certificates } }
+
+    private func generate(_ spec: KeySpec) throws -> PrivateKey {
+        let key = try spec.generate()
+        counts.withLockedValue { $0.keys += 1 }
+        return key
+    }
+
+    private func countIssued() {
+        CertificateStore.issued.withLockedValue { $0 += 1 }
+        counts.withLockedValue { $0.certificates += 1 }
+    }
+
     /// Problems found and repaired (a damaged leaf re-issued, a damaged key moved aside), each naming its path.
     public var warnings: [String] { cache.withLockedValue { $0.warnings } }
 
@@ -302,14 +319,14 @@ public final class CertificateStore: Sendable {
     }
 
     private func createRoot(_ id: BuiltinAuthority, options: CAOptions) throws -> CertificateAuthority {
-        let key = try (id == .root ? options.key : id.keySpec).generate()
+        let key = try generate(id == .root ? options.key : id.keySpec)
         var profile = id.profile(rootCommonName: options.commonName)
         if id == .root {
             profile.validity = .days(options.days)
             profile.nameConstraints = options.nameConstraints ? .localDevelopment : nil
         }
         let certificate = try profile.sign(subjectKey: key, issuer: nil)
-        CertificateStore.issued.withLockedValue { $0 += 1 }
+        countIssued()
         // Key first: a crash after it leaves an orphan key (recovered above), never a certificate without its key.
         try FileSystem.writeAtomically(try key.pem, to: keyPath(id), mode: 0o600)
         try FileSystem.writeAtomically(certificate.pem, to: certificatePath(id), mode: 0o644)
@@ -335,10 +352,10 @@ public final class CertificateStore: Sendable {
                                                 chainToRoot: [certificate] + parent.chainToRoot, root: parent.root)
                 }
             }
-            let subjectKey = try key ?? id.keySpec.generate()
+            let subjectKey = try key ?? generate(id.keySpec)
             if key == nil { try FileSystem.writeAtomically(try subjectKey.pem, to: keyFile, mode: 0o600) }
             let issued = try parent.issue(id.profile(rootCommonName: ""), key: subjectKey)
-            CertificateStore.issued.withLockedValue { $0 += 1 }
+            countIssued()
             try FileSystem.writeAtomically(issued.certificate.pem, to: certificateFile, mode: 0o644)
             return CertificateAuthority(certificate: issued.certificate, privateKey: subjectKey,
                                         chainToRoot: [issued.certificate] + parent.chainToRoot, root: parent.root)
@@ -364,7 +381,7 @@ public final class CertificateStore: Sendable {
                 let aside = FileSystem.moveAside(path, reason: "damaged")
                 warn("\(path.path) is not a readable \(spec) key; moved it to \(aside?.lastPathComponent ?? "?") and generated a new one")
             }
-            let key = try spec.generate()
+            let key = try generate(spec)
             try FileSystem.writeAtomically(try key.pem, to: path, mode: 0o600)
             return key
         }
@@ -413,7 +430,7 @@ public final class CertificateStore: Sendable {
             } else {
                 made = try CertificateAuthority.selfSigned(profile, key: key)
             }
-            CertificateStore.issued.withLockedValue { $0 += 1 }
+            countIssued()
             try FileSystem.writeAtomically(made.chainPEM, to: leafPath(name), mode: 0o644)
             let record = LeafRecord(fingerprint: fingerprint, keyFile: keyPath(name: keyName, spec: keySpec).lastPathComponent,
                                     issuer: signer.map { $0.certificate.subject } ?? "self", issuedAt: now)
