@@ -39,6 +39,12 @@ public struct CertificatePlan: Codable, Sendable, Hashable {
         let d = CertificatePlan()
         key = try c.decodeIfPresent(KeySpec.self, forKey: .key) ?? d.key
         keyName = try c.decodeIfPresent(String.self, forKey: .keyName)
+        if let keyName {
+            // It becomes a file name in the store: held to the same alphabet as scenario names (no "/", no "..").
+            do { try CertificateStore.validate(name: keyName) } catch {
+                throw DecodingError.dataCorruptedError(forKey: .keyName, in: c, debugDescription: "\(error)")
+            }
+        }
         issuer = try c.decodeIfPresent(String.self, forKey: .issuer) ?? d.issuer
         if issuer != "self" && BuiltinAuthority(rawValue: issuer) == nil {
             throw DecodingError.dataCorruptedError(forKey: .issuer, in: c, debugDescription:

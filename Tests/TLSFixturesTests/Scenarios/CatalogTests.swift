@@ -44,6 +44,7 @@ struct CatalogTests {
         (#"{"name":"x","group":"custom","summary":"s","port":70000,"expect":{"ats":"allow"}}"#, "70000 is not a TCP port"),
         (#"{"name":"x","group":"custom","summary":"s","tls":{},"expect":{"ats":"allow"}}"#, "needs a certificate plan"),
         (#"{"name":"x","group":"custom","summary":"s","tls":{},"certificate":{"issuer":"nobody"},"expect":{"ats":"allow"}}"#, "unknown issuer"),
+        (#"{"name":"x","group":"custom","summary":"s","tls":{},"certificate":{"keyName":"../../x"},"expect":{"ats":"allow"}}"#, "at certificate.keyName: invalid name"),
         (#"{"name": "x", "group": "#, "not valid JSON"),
         (#"{"group":"custom","summary":"s","expect":{"ats":"allow"}}"#, "missing required key \"name\""),
     ])
