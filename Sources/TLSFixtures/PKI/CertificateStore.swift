@@ -198,8 +198,19 @@ public final class CertificateStore: Sendable {
     }
 
     private func locked<T>(_ item: String, in subdirectory: URL, _ body: () throws -> T) throws -> T {
-        try prepare(subdirectory)
-        return try FileSystem.withExclusiveLock(locksDirectory.appendingPathComponent("\(item).lock"), body)
+        do {
+            try prepare(subdirectory)
+            return try FileSystem.withExclusiveLock(locksDirectory.appendingPathComponent("\(item).lock"), body)
+        } catch is PKIError where isReadOnly {
+            // A store nobody can write (a prepared store baked into a CI image, a read-only mount) cannot change
+            // under us, so reading it needs no lock; anything that would have to be written still fails, clearly.
+            return try body()
+        }
+    }
+
+    /// True when this process cannot write to the store's directory at all.
+    private var isReadOnly: Bool {
+        FileSystem.exists(directory) && access(directory.path, W_OK) != 0
     }
 
     /// Names become file names, so they are held to a safe alphabet (no `/`, no `..`).
@@ -344,6 +355,9 @@ public final class CertificateStore: Sendable {
                 if key == nil { warn("\(keyFile.path) is damaged; it was moved aside and a new \(id.rawValue) key made"); FileSystem.moveAside(keyFile, reason: "damaged") }
             }
             if let key, let data = try FileSystem.read(certificateFile) {
+                if (try? Certificate(pem: data)) == nil {
+                    warn("\(certificateFile.path) is damaged; a new \(id.rawValue) is issued (it is not a root, so nothing pins it)")
+                }
                 if let certificate = try? Certificate(pem: data),
                    certificate.issuer == parent.certificate.subject,
                    verifySignature(certificate, by: parent.certificate), key.matches(certificate),

@@ -266,8 +266,10 @@ final class TLSServerHandler: ChannelDuplexHandler {
     }
 
     func errorCaught(context: ChannelHandlerContext, error: Error) {
-        // Transport errors (reset by peer) end this connection only.
+        // Transport errors (reset by peer) end this connection only. The deadline task holds this handler and its
+        // channel, so it must be cancelled here or a reset mid-handshake keeps them until the deadline fires.
         logger.debug("connection error: \(error)", metadata: peer(context))
+        if case .handshaking(let deadline) = state { deadline.cancel() }
         state = .closed
         context.close(promise: nil)
     }
