@@ -86,6 +86,11 @@ enum SocketTable {
         ownSockets().filter { $0.state != 0x0A && ($0.localPort == port || $0.remotePort == port) }.count
     }
 
+    /// Accepted connections of this process's servers on `port` (the fixture's end only, not its clients').
+    static func serverSide(port: Int) -> Int {
+        ownSockets().filter { $0.state != 0x0A && $0.localPort == port }.count
+    }
+
     /// Listening sockets of this process on `port`.
     static func listeners(port: Int) -> Int {
         ownSockets().filter { $0.state == 0x0A && $0.localPort == port }.count
@@ -393,6 +398,9 @@ final class HeldTLSClient {
 
     init(port: Int) throws {
         connection = try RawConnection(port: port)
+        // Never block a test forever on a server that does not answer.
+        var timeout = timeval(tv_sec: 10, tv_usec: 0)
+        setsockopt(connection.fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
         context = try TLSContext.client(settings: TLSSettings(minVersion: .tls1_0, maxVersion: .tls1_3, ciphers: "ALL:@SECLEVEL=0", securityLevel: 0))
         guard let ssl = SSL_new(context.pointer) else { throw OpenSSLError.drain("create a client") }
         self.ssl = ssl
@@ -407,13 +415,21 @@ final class HeldTLSClient {
         connection.close()
     }
 
-    /// `GET /` with keep-alive; returns the response head and body as text (read until the JSON body's newline).
+    /// `GET /` with keep-alive; returns the response (head and body) as text, read up to its Content-Length.
     func keepAliveRequest() -> String {
         let request = Array("GET / HTTP/1.1\r\nHost: localhost\r\nConnection: keep-alive\r\n\r\n".utf8)
         _ = request.withUnsafeBytes { SSL_write(ssl, $0.baseAddress, Int32($0.count)) }
         var response: [UInt8] = []
         var buffer = [UInt8](repeating: 0, count: 16_384)
-        while !(String(decoding: response, as: UTF8.self).contains("\r\n\r\n") && response.last == UInt8(ascii: "\n")) {
+        func complete() -> Bool {
+            let text = String(decoding: response, as: UTF8.self)
+            guard let headEnd = text.range(of: "\r\n\r\n") else { return false }
+            let head = text[..<headEnd.lowerBound].lowercased()
+            guard let line = head.split(separator: "\r\n").first(where: { $0.hasPrefix("content-length:") }),
+                  let length = Int(line.dropFirst("content-length:".count).trimmingCharacters(in: .whitespaces)) else { return true }
+            return text.utf8.count - text.utf8.distance(from: text.startIndex, to: headEnd.upperBound) >= length
+        }
+        while !complete() {
             let n = buffer.withUnsafeMutableBytes { SSL_read(ssl, $0.baseAddress, Int32($0.count)) }
             if n <= 0 { break }
             response += buffer[0..<Int(n)]
