@@ -201,10 +201,11 @@ public final class CertificateStore: Sendable {
         do {
             try prepare(subdirectory)
             return try FileSystem.withExclusiveLock(locksDirectory.appendingPathComponent("\(item).lock"), body)
-        } catch is PKIError where isReadOnly {
+        } catch let lockError as PKIError where isReadOnly {
             // A store nobody can write (a prepared store baked into a CI image, a read-only mount) cannot change
-            // under us, so reading it needs no lock; anything that would have to be written still fails, clearly.
-            return try body()
+            // under us, so reading it needs no lock. If something would have to be written, the reason it cannot
+            // be (read-only, permission denied) is the error worth reporting.
+            do { return try body() } catch { throw lockError }
         }
     }
 

@@ -121,3 +121,29 @@ struct StoreTests {
         #expect(try Data(contentsOf: rootKey) == truncated, "the CA is never regenerated over")
     }
 }
+
+@Suite("A prepared store that cannot be written")
+struct ReadOnlyStoreTests {
+    @Test("reads work without locks; anything that needs writing fails with the reason")
+    func preparedReadOnlyStore() throws {
+        let directory = TestEnvironment.temporaryDirectory("ro").appendingPathComponent("store")
+        let arguments = ["cert", "issue", "--dir", directory.path, "--name", "api", "--host", "localhost"]
+        #expect(try TestEnvironment.tlsFixtures(arguments).status == 0)
+        // Readable by everyone (keys included: this is a throwaway copy), writable by no one but its owner.
+        #expect(try Subprocess.run(["chmod", "-R", "a+rX,go-w", directory.deletingLastPathComponent().path]).status == 0)
+        // Root ignores permission bits, so the CLI runs as "nobody" then; otherwise the owner loses write access.
+        var prefix: [String] = []
+        if TestEnvironment.isRoot {
+            prefix = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups"]
+        } else {
+            #expect(try Subprocess.run(["chmod", "-R", "a-w", directory.path]).status == 0)
+        }
+        defer { _ = try? Subprocess.run(["chmod", "-R", "u+w", directory.path]) }
+        let reused = try Subprocess.run(prefix + [TestEnvironment.cli] + arguments, environment: ["HOME": "/tmp"])
+        #expect(reused.status == 0, "\(reused.stderr)")
+        #expect(reused.stdout.contains("Reused api"))
+        let fresh = try Subprocess.run(prefix + [TestEnvironment.cli, "cert", "issue", "--dir", directory.path, "--name", "other", "--host", "localhost"],
+                                       environment: ["HOME": "/tmp"])
+        CLIInputTests.expectOneLineError(fresh, mentioning: ["cannot use the certificate store", "Permission denied"])
+    }
+}
