@@ -1,0 +1,56 @@
+import Foundation
+import Testing
+@testable import TLSFixtures
+
+/// Inputs the libFuzzer targets in Fuzz/ (`make fuzz`) found to break a parser, kept so each bug stays fixed. Every
+/// file in Inputs/scenario goes through the normal API, as `tls-fixtures` would read it from a
+/// user: it must decode, or fail with the parser's own error in one line. A crash fails the whole run, as it should.
+/// To add one: copy the fuzzer's crash-… file here under a name that says what it is; no code change is needed.
+@Suite("fuzzer regressions: saved inputs decode, or fail in one line")
+struct FuzzRegressionTests {
+    static let inputs = TestEnvironment.packageRoot.appendingPathComponent("Tests/TLSFixturesTests/Fuzz/Inputs")
+
+    static func files(_ folder: String) -> [String] {
+        let directory = inputs.appendingPathComponent(folder)
+        let names = (try? FileManager.default.contentsOfDirectory(atPath: directory.path)) ?? []
+        return names.filter { !$0.hasPrefix(".") }.sorted().map { "\(folder)/\($0)" }
+    }
+
+    static func contents(_ file: String) throws -> Data {
+        try #require(FileManager.default.contents(atPath: inputs.appendingPathComponent(file).path), "cannot read \(file)")
+    }
+
+    /// One line and nothing a terminal would act on: no newline, tab or other control character.
+    static func isOneLine(_ text: String) -> Bool {
+        !text.isEmpty && !text.unicodeScalars.contains { scalar in
+            switch scalar.properties.generalCategory {
+            case .control, .lineSeparator, .paragraphSeparator: return true
+            default: return false
+            }
+        }
+    }
+
+    @Test("scenario files (ScenarioCatalog.decode)", arguments: files("scenario"))
+    func scenarioFile(_ file: String) throws {
+        let data = try Self.contents(file)
+        do {
+            let scenario = try ScenarioCatalog.decode(data, source: file)
+            if let plan = scenario.certificate {
+                do { _ = try plan.profile(scenarioName: scenario.name) } catch { #expect(Self.isOneLine("\(error)"), "\(error)") }
+            }
+        } catch let error as ScenarioError {
+            #expect(Self.isOneLine("\(error)"), "\(String(reflecting: "\(error)"))")
+            #expect("\(error)".hasPrefix("\(file): "))
+        }
+    }
+
+    @Test("a key holding a newline or a control character is quoted escaped, not raw")
+    func escapedKeys() throws {
+        let json = #"{"name":"x","group":"custom","summary":"s","expect":{"ats":"allow"},"a\nb\u001b[2J":1}"#
+        #expect {
+            try ScenarioCatalog.decode(Data(json.utf8), source: "x.json")
+        } throws: { error in
+            "\(error)" == #"x.json: at a\nb\u{1b}[2J: unknown key "a\nb\u{1b}[2J" (known: certificate, expect, group, name, port, summary, tls)"#
+        }
+    }
+}
