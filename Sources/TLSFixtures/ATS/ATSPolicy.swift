@@ -151,8 +151,10 @@ public struct ATSPolicyWarning: Sendable, Equatable, Codable, CustomStringConver
     /// The key the warning is about.
     public var key: String { keyPath.last ?? ATSKey.root }
 
+    /// One line: keys come from the plist as written, so their control characters are shown escaped
+    /// (a key holding a newline would otherwise split the warning and forge a line of `ats check` output).
     public var description: String {
-        "\(([ATSKey.root] + keyPath).joined(separator: " ▸ ")): \(message)"
+        "\(([ATSKey.root] + keyPath).joined(separator: " ▸ ")): \(message)".escapingControlCharacters
     }
 }
 
@@ -164,7 +166,9 @@ public enum ATSPolicyError: Error, Sendable, Equatable, CustomStringConvertible,
     case atsNotADictionary(found: String)
     case notAPropertyList
 
-    public var description: String {
+    public var description: String { text.escapingControlCharacters }
+
+    private var text: String {
         switch self {
         case .malformed(let detail):
             return "malformed property list (\(detail)); fix the file, e.g. check it with `plutil -lint Info.plist`"

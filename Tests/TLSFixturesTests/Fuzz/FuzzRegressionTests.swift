@@ -3,7 +3,7 @@ import Testing
 @testable import TLSFixtures
 
 /// Inputs the libFuzzer targets in Fuzz/ (`make fuzz`) found to break a parser, kept so each bug stays fixed. Every
-/// file in Inputs/scenario goes through the normal API, as `tls-fixtures` would read it from a
+/// file in Inputs/scenario and Inputs/ats-plist goes through the normal API, as `tls-fixtures` would read it from a
 /// user: it must decode, or fail with the parser's own error in one line. A crash fails the whole run, as it should.
 /// To add one: copy the fuzzer's crash-… file here under a name that says what it is; no code change is needed.
 @Suite("fuzzer regressions: saved inputs decode, or fail in one line")
@@ -44,6 +44,19 @@ struct FuzzRegressionTests {
         }
     }
 
+    @Test("Info.plist and ATS dictionaries (ATSPolicy.parse, init(infoPlist:), init(atsDictionary:))", arguments: files("ats-plist"))
+    func atsPlist(_ file: String) throws {
+        let data = try Self.contents(file)
+        for parse in [ATSPolicy.parse(plist:), ATSPolicy.init(infoPlist:), ATSPolicy.init(atsDictionary:)] as [(Data) throws -> ATSPolicy] {
+            do {
+                let policy = try parse(data)
+                for warning in policy.warnings { #expect(Self.isOneLine(warning.description), "\(String(reflecting: warning.description))") }
+            } catch let error as ATSPolicyError {
+                #expect(Self.isOneLine("\(error)"), "\(String(reflecting: "\(error)"))")
+            }
+        }
+    }
+
     @Test("a key holding a newline or a control character is quoted escaped, not raw")
     func escapedKeys() throws {
         let json = #"{"name":"x","group":"custom","summary":"s","expect":{"ats":"allow"},"a\nb\u001b[2J":1}"#
@@ -52,5 +65,10 @@ struct FuzzRegressionTests {
         } throws: { error in
             "\(error)" == #"x.json: at a\nb\u{1b}[2J: unknown key "a\nb\u{1b}[2J" (known: certificate, expect, group, name, port, summary, tls)"#
         }
+        // Uppercase: a key ATS never matches, so the parser warns and quotes it.
+        let policy = ATSPolicy(["NSExceptionDomains": ["Bad\nKey.example.com": [:]]])
+        #expect(policy.warnings.count == 1)
+        #expect(policy.warnings.map(\.description).allSatisfy(Self.isOneLine))
+        #expect(policy.warnings.first?.description.contains(#"Bad\nKey.example.com"#) == true)
     }
 }
