@@ -66,6 +66,8 @@ public struct ATSPolicy: Sendable, Equatable {
     }
 
     static func topLevelDictionary(from data: Data) throws -> [String: ATSPlistValue] {
+        // Two binary shapes crash or swamp Foundation's reader; refuse them before it sees them.
+        if let problem = BinaryPlistPrecheck.problem(in: data) { throw ATSPolicyError.malformed(detail: "\(problem)") }
         let object: Any
         do {
             object = try PropertyListSerialization.propertyList(from: data, options: [], format: nil)

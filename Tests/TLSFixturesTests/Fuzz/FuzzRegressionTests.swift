@@ -71,4 +71,37 @@ struct FuzzRegressionTests {
         #expect(policy.warnings.map(\.description).allSatisfy(Self.isOneLine))
         #expect(policy.warnings.first?.description.contains(#"Bad\nKey.example.com"#) == true)
     }
+
+    @Test("binary plists that crash or swamp Foundation's reader are refused in one line, before it sees them")
+    func binaryShapesFoundationCannotRead() throws {
+        // A set (marker 0xC_) anywhere in the graph: PropertyListSerialization segfaults bridging it (Swift 6.3.1).
+        let set = try Self.contents("ats-plist/set-in-exception-domains.binary.plist")
+        #expect(BinaryPlistPrecheck.problem(in: set) == .containsSet)
+        #expect { try ATSPolicy.parse(plist: set) } throws: { "\($0)".contains("holds a set") }
+        // 349 bytes, 24 levels of [A, A]: 2^24 values once Foundation bridges it; refused in milliseconds.
+        let doubling = try Self.contents("ats-plist/shared-references-2pow24.binary.plist")
+        let start = Date()
+        #expect(BinaryPlistPrecheck.problem(in: doubling) == .expandsTooFar)
+        #expect { try ATSPolicy(infoPlist: doubling) } throws: { "\($0)".contains("more than 50000 values") }
+        #expect(Date().timeIntervalSince(start) < 5)
+    }
+
+    @Test("real binary plists, whose writers share repeated strings, pass the check unchanged")
+    func binaryPlistsStillRead() throws {
+        let seeds = TestEnvironment.packageRoot.appendingPathComponent("Fuzz/Seeds/ats-plist")
+        let binary = try FileManager.default.contentsOfDirectory(atPath: seeds.path).filter { $0.hasSuffix(".binary.plist") }.sorted()
+        #expect(binary.count >= 3)
+        for name in binary {
+            let data = try #require(FileManager.default.contents(atPath: seeds.appendingPathComponent(name).path))
+            #expect(BinaryPlistPrecheck.problem(in: data) == nil, "\(name)")
+        }
+        // Foundation's own writer (it stores each distinct string once and references it from every use).
+        let domain: ATSPlistValue = ["NSIncludesSubdomains": true, "NSExceptionMinimumTLSVersion": "TLSv1.2"]
+        let ats: ATSPlistValue = ["NSExceptionDomains": ["a.example.com": domain, "b.example.com": domain, "c.example.com": domain]]
+        let data = try PropertyListSerialization.data(fromPropertyList: ["NSAppTransportSecurity": ats.foundationObject],
+                                                      format: .binary, options: 0)
+        #expect(BinaryPlistPrecheck.problem(in: data) == nil)
+        let policy = try ATSPolicy(infoPlist: data)
+        #expect(policy.exceptionDomains.count == 3 && policy.exceptionDomains["b.example.com"]?.minimumTLSVersion == .tls1_2)
+    }
 }
