@@ -47,7 +47,11 @@ public struct ATSPolicy: Sendable, Equatable {
     /// legitimate app configuration (use `ATSPolicy.empty`), but when a user hands the file to an ATS
     /// tool they almost always expected a key to be there.
     public init(infoPlist data: Data) throws {
-        let top = try ATSPolicy.topLevelDictionary(from: data)
+        try self.init(infoPlistTopLevel: try ATSPolicy.topLevelDictionary(from: data))
+    }
+
+    /// An Info.plist already read (so `parse(plist:)` reads the bytes once).
+    private init(infoPlistTopLevel top: [String: ATSPlistValue]) throws {
         guard let ats = top[ATSKey.root] else { throw ATSPolicyError.missingATSDictionary }
         guard case .dictionary(let dictionary) = ats else {
             throw ATSPolicyError.atsNotADictionary(found: ats.typeName)
@@ -60,7 +64,7 @@ public struct ATSPolicy: Sendable, Equatable {
     /// without ATS, reported as such.
     public static func parse(plist data: Data) throws -> ATSPolicy {
         let top = try topLevelDictionary(from: data)
-        if top[ATSKey.root] != nil { return try ATSPolicy(infoPlist: data) }
+        if top[ATSKey.root] != nil { return try ATSPolicy(infoPlistTopLevel: top) }
         if !top.isEmpty, top.keys.allSatisfy(ATSKey.topLevel.contains) { return ATSPolicy(parsing: top) }
         throw ATSPolicyError.missingATSDictionary
     }
