@@ -48,7 +48,16 @@ struct CAInit: AsyncParsableCommand {
         }
         let options = CAOptions(key: try KeySpec(parsing: key), commonName: name ?? CertificateAuthority.defaultCommonName,
                                 nameConstraints: !noNameConstraints, days: days)
-        let ca = try store.initializeCA(options, force: force)
+        let ca: CertificateAuthority
+        do {
+            ca = try store.initializeCA(options, force: force)
+        } catch let error as PKIError {
+            // The check above runs before the store's lock: another process may have created the CA since, which is
+            // exactly the outcome --if-missing asks for (several CI jobs or test processes starting at once).
+            guard ifMissing, case .caExists = error, let existing = try store.existingCA() else { throw error }
+            try report(existing, store: store, created: false)
+            return
+        }
         if noNameConstraints {
             Output.error("warning: this CA has no name constraints: a device that trusts it will accept its certificates for any site")
         }
