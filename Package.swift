@@ -46,7 +46,9 @@ let package = Package(
         ),
         .testTarget(
             name: "TLSFixturesTests",
-            dependencies: ["TLSFixtures", "TLSFixturesXCTest", "tls-fixtures"]
+            dependencies: ["TLSFixtures", "TLSFixturesXCTest", "tls-fixtures"],
+            // Saved fuzzer inputs, read from the checkout by FuzzRegressionTests (not resources of the bundle).
+            exclude: ["Fuzz/Inputs"]
         ),
     ]
 )

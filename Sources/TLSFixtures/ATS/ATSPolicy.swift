@@ -47,7 +47,11 @@ public struct ATSPolicy: Sendable, Equatable {
     /// legitimate app configuration (use `ATSPolicy.empty`), but when a user hands the file to an ATS
     /// tool they almost always expected a key to be there.
     public init(infoPlist data: Data) throws {
-        let top = try ATSPolicy.topLevelDictionary(from: data)
+        try self.init(infoPlistTopLevel: try ATSPolicy.topLevelDictionary(from: data))
+    }
+
+    /// An Info.plist already read (so `parse(plist:)` reads the bytes once).
+    private init(infoPlistTopLevel top: [String: ATSPlistValue]) throws {
         guard let ats = top[ATSKey.root] else { throw ATSPolicyError.missingATSDictionary }
         guard case .dictionary(let dictionary) = ats else {
             throw ATSPolicyError.atsNotADictionary(found: ats.typeName)
@@ -60,12 +64,14 @@ public struct ATSPolicy: Sendable, Equatable {
     /// without ATS, reported as such.
     public static func parse(plist data: Data) throws -> ATSPolicy {
         let top = try topLevelDictionary(from: data)
-        if top[ATSKey.root] != nil { return try ATSPolicy(infoPlist: data) }
+        if top[ATSKey.root] != nil { return try ATSPolicy(infoPlistTopLevel: top) }
         if !top.isEmpty, top.keys.allSatisfy(ATSKey.topLevel.contains) { return ATSPolicy(parsing: top) }
         throw ATSPolicyError.missingATSDictionary
     }
 
     static func topLevelDictionary(from data: Data) throws -> [String: ATSPlistValue] {
+        // Two binary shapes crash or swamp Foundation's reader; refuse them before it sees them.
+        if let problem = BinaryPlistPrecheck.problem(in: data) { throw ATSPolicyError.malformed(detail: "\(problem)") }
         let object: Any
         do {
             object = try PropertyListSerialization.propertyList(from: data, options: [], format: nil)
@@ -151,8 +157,10 @@ public struct ATSPolicyWarning: Sendable, Equatable, Codable, CustomStringConver
     /// The key the warning is about.
     public var key: String { keyPath.last ?? ATSKey.root }
 
+    /// One line: keys come from the plist as written, so their control characters are shown escaped
+    /// (a key holding a newline would otherwise split the warning and forge a line of `ats check` output).
     public var description: String {
-        "\(([ATSKey.root] + keyPath).joined(separator: " ▸ ")): \(message)"
+        "\(([ATSKey.root] + keyPath).joined(separator: " ▸ ")): \(message)".escapingControlCharacters
     }
 }
 
@@ -164,7 +172,9 @@ public enum ATSPolicyError: Error, Sendable, Equatable, CustomStringConvertible,
     case atsNotADictionary(found: String)
     case notAPropertyList
 
-    public var description: String {
+    public var description: String { text.escapingControlCharacters }
+
+    private var text: String {
         switch self {
         case .malformed(let detail):
             return "malformed property list (\(detail)); fix the file, e.g. check it with `plutil -lint Info.plist`"

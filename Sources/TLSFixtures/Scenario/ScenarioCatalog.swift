@@ -121,7 +121,11 @@ public enum ScenarioError: Error, CustomStringConvertible, Sendable, Equatable {
     case duplicate(String, String)
     case portTaken(String, Int, String)
 
-    public var description: String {
+    /// One line, whatever the file held: a key or value quoted from it is written with its control characters escaped
+    /// (`"a\nb"` in JSON is a key with a newline, and would otherwise split the message).
+    public var description: String { text.escapingControlCharacters }
+
+    private var text: String {
         switch self {
         case .unknown(let name, let suggestion):
             return "unknown scenario \"\(name)\"" + (suggestion.map { "; did you mean \"\($0)\"?" } ?? "") + " (`tls-fixtures scenarios list` shows them all)"

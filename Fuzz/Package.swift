@@ -1,0 +1,24 @@
+// swift-tools-version:6.0
+// libFuzzer targets for the two parsers that read untrusted user input. Not part of the main package, so
+// `swift build` at the top level never sees -sanitize=fuzzer; build and run them with `make fuzz` (see ../Makefile).
+import PackageDescription
+
+let package = Package(
+    name: "swift-tls-fixtures-fuzz",
+    platforms: [.macOS(.v13)],
+    dependencies: [
+        .package(name: "swift-tls-fixtures", path: ".."),
+    ],
+    // Each target is one file exporting `LLVMFuzzerTestOneInput`, with no main.swift and no @main: SwiftPM then
+    // compiles it with -parse-as-library, and -sanitize=fuzzer links libFuzzer's own `main`.
+    targets: [
+        .executableTarget(
+            name: "FuzzScenarioDecoder",
+            dependencies: [.product(name: "TLSFixtures", package: "swift-tls-fixtures")]
+        ),
+        .executableTarget(
+            name: "FuzzATSPlist",
+            dependencies: [.product(name: "TLSFixtures", package: "swift-tls-fixtures")]
+        ),
+    ]
+)
