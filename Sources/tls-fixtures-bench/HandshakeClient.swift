@@ -103,6 +103,53 @@ final class HandshakeClient {
         return facts
     }
 
+    /// `count` HTTP requests: all on one connection (`keepAlive`), or a new connection and full handshake for each.
+    /// Deterministic work for callgrind (scripts/bench/profile.sh), where wrk's time-bound runs are not.
+    func requests(port: Int, count: Int, keepAlive: Bool) throws -> Int {
+        var completed = 0
+        var ssl: OpaquePointer? = nil
+        var fd: Int32 = -1
+        func open() throws {
+            guard let socket = try Self.dial(port: port) else { throw BenchError("nothing listens on \(port)") }
+            fd = socket
+            ssl = SSL_new(ctx)
+            SSL_set_fd(ssl, fd)
+            guard SSL_connect(ssl) == 1 else { throw BenchError("handshake failed") }
+        }
+        func closeConnection() {
+            if let ssl { SSL_free(ssl) }
+            ssl = nil
+            if fd >= 0 { close(fd) }
+            fd = -1
+        }
+        defer { closeConnection() }
+        let request = Array("GET /bench HTTP/1.1\r\nHost: localhost\r\n\(keepAlive ? "" : "Connection: close\r\n")\r\n".utf8)
+        var buffer = [UInt8](repeating: 0, count: 65_536)
+        for _ in 0..<count {
+            if ssl == nil { try open() }
+            guard SSL_write(ssl, request, Int32(request.count)) == Int32(request.count) else { throw BenchError("write failed") }
+            // Read until the headers and Content-Length bytes of body have arrived.
+            var received: [UInt8] = []
+            var expected: Int? = nil
+            while expected == nil || received.count < expected! {
+                let n = SSL_read(ssl, &buffer, Int32(buffer.count))
+                guard n > 0 else { throw BenchError("connection closed mid-response") }
+                received.append(contentsOf: buffer[0..<Int(n)])
+                if expected == nil, let end = received.firstRange(of: Array("\r\n\r\n".utf8)) {
+                    let head = String(decoding: received[..<end.lowerBound], as: UTF8.self).lowercased()
+                    guard let line = head.split(separator: "\r\n").first(where: { $0.hasPrefix("content-length:") }),
+                          let length = Int(line.dropFirst("content-length:".count).trimmingCharacters(in: .whitespaces)) else {
+                        throw BenchError("response without Content-Length")
+                    }
+                    expected = end.upperBound + length
+                }
+            }
+            completed += 1
+            if !keepAlive { closeConnection() }
+        }
+        return completed
+    }
+
     /// Connects (polling while the port refuses, up to `deadline`) and handshakes.
     func firstHandshake(port: Int, deadline: Date, pollMicroseconds: UInt32 = 200) throws -> HandshakeFacts {
         while true {

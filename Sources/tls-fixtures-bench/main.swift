@@ -7,6 +7,7 @@
 //   spawn-startup --count N --port P --scenario NAME -- CMD…   the same for a spawned peer (openssl s_server, nginx)
 //   check     --port P --scenario NAME       one handshake: protocol, cipher, leaf fingerprint, resumed or not
 //   idle      --store DIR --count N [NAMES…] resident size of one process holding N idle fixtures
+//   load      --port P --scenario NAME --requests N [--keepalive 1]   N requests, one by one (for callgrind)
 //
 // Every command prints one JSON object on stdout.
 import COpenSSL
@@ -116,23 +117,9 @@ func serve(_ args: Arguments) async throws {
                                                 configuration: FixtureConfiguration(bindAddresses: ["127.0.0.1"], port: port))
     struct Ready: Encodable { var port: Int; var pid: Int32; var loops: Int }
     try emit(Ready(port: fixture.port, pid: getpid(), loops: NIOSingletons.groupLoopCountSuggestion))
-    // Exit cleanly on SIGTERM/SIGINT so profilers (callgrind, perf) see a normal exit.
-    signal(SIGTERM, SIG_IGN)
-    signal(SIGINT, SIG_IGN)
-    let stopped = AsyncStream<Void> { continuation in
-        for signo in [SIGTERM, SIGINT] {
-            let source = DispatchSource.makeSignalSource(signal: signo, queue: .global())
-            source.setEventHandler { continuation.yield(()) }
-            source.resume()
-            signalSources.append(source)
-        }
-    }
-    for await _ in stopped { break }
-    await fixture.stop()
-    exit(0)
+    // Serves until killed (SIGTERM): callgrind and perf write their data at such an exit too.
+    withExtendedLifetime(fixture) { while true { pause() } }
 }
-
-nonisolated(unsafe) var signalSources: [DispatchSourceSignal] = []
 
 struct StartupReport: Encodable {
     var peer: String
@@ -245,18 +232,36 @@ func idle(_ args: Arguments) async throws {
 
 // MARK: Main
 
-do {
-    let args = try Arguments(Array(CommandLine.arguments.dropFirst()))
-    switch args.command {
-    case "materials": try materials(args)
-    case "serve": try await serve(args)
-    case "startup": try await startup(args)
-    case "spawn-startup": try spawnStartup(args)
-    case "check": try check(args)
-    case "idle": try await idle(args)
-    default: throw BenchError("unknown command \(args.command)")
+@Sendable func runCommand() async -> Int32 {
+    do {
+        let args = try Arguments(Array(CommandLine.arguments.dropFirst()))
+        switch args.command {
+        case "materials": try materials(args)
+        case "serve": try await serve(args)
+        case "startup": try await startup(args)
+        case "spawn-startup": try spawnStartup(args)
+        case "check": try check(args)
+        case "idle": try await idle(args)
+        case "load":
+            let client = try HandshakeClient(scenario: try args.scenario())
+            let done = try client.requests(port: try args.int("port"), count: try args.int("requests"),
+                                           keepAlive: try args.int("keepalive", default: 0) != 0)
+            struct Done: Encodable { var requests: Int }
+            try emit(Done(requests: done))
+        default: throw BenchError("unknown command \(args.command)")
+        }
+        return 0
+    } catch {
+        FileHandle.standardError.write(Data("tls-fixtures-bench: \(error)\n".utf8))
+        return 1
     }
-} catch {
-    FileHandle.standardError.write(Data("tls-fixtures-bench: \(error)\n".utf8))
-    exit(1)
 }
+
+// No top-level `await`: an async `main` parks the main thread in libdispatch's sigsuspend loop, which crashes
+// valgrind 3.19 (scripts/bench/profile.sh). The main thread waits on a semaphore instead; the task is detached
+// because top-level code is main-actor isolated.
+nonisolated(unsafe) var exitStatus: Int32 = 0
+let finished = DispatchSemaphore(value: 0)
+Task.detached { exitStatus = await runCommand(); finished.signal() }
+finished.wait()
+exit(exitStatus)

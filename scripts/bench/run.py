@@ -89,6 +89,25 @@ def wait_port_open(port, proc, timeout=20):
     raise RuntimeError(f"nothing listens on {port}")
 
 
+def cpu_seconds(pid):
+    """utime + stime of `pid` and its children (nginx's workers), in seconds."""
+    ticks = os.sysconf("SC_CLK_TCK")
+    total, pids = 0, [pid]
+    try:
+        with open(f"/proc/{pid}/task/{pid}/children") as f:
+            pids += [int(c) for c in f.read().split()]
+    except OSError:
+        pass
+    for p in pids:
+        try:
+            with open(f"/proc/{p}/stat") as f:
+                fields = f.read().rsplit(")", 1)[1].split()
+            total += int(fields[11]) + int(fields[12])
+        except OSError:
+            pass
+    return total / ticks
+
+
 def loadavg():
     with open("/proc/loadavg") as f:
         return float(f.read().split()[0])
@@ -105,6 +124,7 @@ class Bench:
         self.store = os.path.join(OUT, "store")          # the benchmark scenarios' certificates
         self.catalog_store = os.path.join(OUT, "catalog-store")
         self.materials = os.path.join(OUT, "materials")
+        self.s_server_dir = os.path.join(OUT, "s_server")   # s_server -HTTP serves files from its working directory
         self.logs = os.path.join(OUT, "logs")
         for d in (OUT, self.logs):
             os.makedirs(d, exist_ok=True)
@@ -194,9 +214,19 @@ http {{
         return ["nginx", "-p", prefix, "-e", os.path.join(prefix, "logs", "error.log"), "-c", path]
 
     def s_server_cmd(self, scenario, port):
+        """`-HTTP` rather than `-www`: -www's page has no Content-Length, so wrk never sees a response end (it counts
+        0 requests and only read errors). -HTTP serves a file (bench-out/s_server/bench) holding a complete response:
+        the fixture's JSON body with Content-Length. It still closes after every response, like -www."""
         s = SCENARIOS[scenario]
         return ["openssl", "s_server", "-accept", f"127.0.0.1:{port}", "-cert", f"{self.materials}/{scenario}.pem",
-                "-key", f"{self.materials}/{scenario}.key", *s["s_server"], "-no_cache", "-no_ticket", "-www", "-quiet"]
+                "-key", f"{self.materials}/{scenario}.key", *s["s_server"], "-no_cache", "-no_ticket", "-HTTP", "-quiet"]
+
+    def write_s_server_page(self):
+        body = self.body or '{"scenario":"s_server"}\n'
+        os.makedirs(self.s_server_dir, exist_ok=True)
+        with open(os.path.join(self.s_server_dir, "bench"), "w", newline="") as f:
+            f.write("HTTP/1.0 200 OK\r\nContent-Type: application/json\r\nCache-Control: no-store\r\n"
+                    f"Content-Length: {len(body.encode())}\r\nConnection: close\r\n\r\n{body}")
 
     def start_peer(self, peer, scenario, port, **kw):
         if peer == "tls-fixtures":
@@ -205,7 +235,7 @@ http {{
             cmd = self.nginx_conf(scenario, port, self.server_cores, **kw)
         else:
             cmd = self.s_server_cmd(scenario, port)
-        proc = subprocess.Popen(self.pin(self.server_cpus) + cmd, stdout=subprocess.DEVNULL,
+        proc = subprocess.Popen(self.pin(self.server_cpus) + cmd, stdout=subprocess.DEVNULL, cwd=self.s_server_dir,
                                 stderr=open(os.path.join(self.logs, f"{peer}.log"), "a"))
         wait_port_open(port, proc)
         return proc
@@ -220,17 +250,23 @@ http {{
                 proc.wait()
         wait_port_free(port)
 
-    def wrk(self, port, duration, close, connections=None):
+    def wrk(self, port, duration, close, connections=None, server=None):
         cmd = self.pin(self.client_cpus) + ["wrk", "-t1", "-c", str(connections or self.connections), "-d", f"{duration}s",
                                             "--timeout", "5s"]
         if close:
             cmd += ["-H", "Connection: close"]
-        cmd.append(f"https://127.0.0.1:{port}/")
+        cmd.append(f"https://127.0.0.1:{port}/bench")
+        cpu_before = cpu_seconds(server.pid) if server else 0
         out = run(cmd, env=self.client_env, timeout=duration + 30).stdout
+        cpu = cpu_seconds(server.pid) - cpu_before if server else 0
         rate = float(re.search(r"Requests/sec:\s*([\d.]+)", out).group(1))
+        total = int(re.search(r"(\d+) requests in", out).group(1))
         errors = re.search(r"Socket errors: connect (\d+), read (\d+), write (\d+), timeout (\d+)", out)
         non2xx = re.search(r"Non-2xx or 3xx responses: (\d+)", out)
-        return {"rate": rate, "socketErrors": [int(x) for x in errors.groups()] if errors else [0, 0, 0, 0],
+        return {"rate": rate, "requests": total, "serverCPUSeconds": cpu,
+                # Requests per second of server CPU: what the server costs, whatever else the machine was doing.
+                "perCPUSecond": total / cpu if cpu > 0 else 0,
+                "socketErrors": [int(x) for x in errors.groups()] if errors else [0, 0, 0, 0],
                 "non2xx": int(non2xx.group(1)) if non2xx else 0}
 
     def handshake_facts(self, scenario, port):
@@ -329,10 +365,11 @@ http {{
         port = free_port()
         proc = self.start_ours("bench-tls12", port)
         try:
-            out = run(["curl", "-sk", f"https://127.0.0.1:{port}/"], check=False, timeout=10).stdout
+            out = run(["curl", "-sk", f"https://127.0.0.1:{port}/bench"], check=False, timeout=10).stdout
             self.body = out if out.startswith("{") else None
         finally:
             self.stop(proc, port)
+        self.write_s_server_page()
 
     def section_handshake(self):
         log(f"== full-handshake rate: new connection per request (wrk -t1 -c{self.connections} -H 'Connection: close', "
@@ -351,12 +388,14 @@ http {{
                             facts[peer] = self.handshake_facts(scenario, port)
                             resumed[peer] = self.resumption_count(scenario, port)
                             self.wrk(port, 1, close=True)   # warm-up
-                        runs[peer].append(self.wrk(port, self.duration, close=True))
+                        runs[peer].append(self.wrk(port, self.duration, close=True, server=proc))
                     finally:
                         self.stop(proc, port)
-                log(f"  {scenario} round {rnd + 1}: " + ", ".join(f"{p} {runs[p][-1]['rate']:.0f}/s" for p in peers))
+                log(f"  {scenario} round {rnd + 1}: " + ", ".join(
+                    f"{p} {runs[p][-1]['rate']:.0f}/s ({runs[p][-1]['perCPUSecond']:.0f}/CPU-s)" for p in peers))
             medians = {p: statistics.median(r["rate"] for r in runs[p]) for p in peers}
-            results[scenario] = {"runs": runs, "median": medians, "facts": facts, "reconnect": resumed,
+            per_cpu = {p: statistics.median(r["perCPUSecond"] for r in runs[p]) for p in peers}
+            results[scenario] = {"runs": runs, "median": medians, "perCPUSecond": per_cpu, "facts": facts, "reconnect": resumed,
                                  "ratioNginx": medians["tls-fixtures"] / medians["nginx"],
                                  "ratioSServer": medians["tls-fixtures"] / medians["openssl s_server"]}
             same = {(f["protocol"], f["cipher"], f.get("group"), f["leafSHA256"]) for f in facts.values()}
@@ -400,12 +439,15 @@ http {{
                 try:
                     if rnd == 0:
                         self.wrk(port, 1, close=False)
-                    runs[peer].append(self.wrk(port, self.duration, close=False))
+                    runs[peer].append(self.wrk(port, self.duration, close=False, server=proc))
                 finally:
                     self.stop(proc, port)
-            log(f"  round {rnd + 1}: " + ", ".join(f"{p} {runs[p][-1]['rate']:.0f}/s" for p in peers))
+            log(f"  round {rnd + 1}: " + ", ".join(
+                f"{p} {runs[p][-1]['rate']:.0f}/s ({runs[p][-1]['perCPUSecond']:.0f}/CPU-s)" for p in peers))
         medians = {p: statistics.median(r["rate"] for r in runs[p]) for p in peers}
-        self.results["keepalive"] = {"runs": runs, "median": medians, "ratioNginx": medians["tls-fixtures"] / medians["nginx"],
+        per_cpu = {p: statistics.median(r["perCPUSecond"] for r in runs[p]) for p in peers}
+        self.results["keepalive"] = {"runs": runs, "median": medians, "perCPUSecond": per_cpu,
+                                     "ratioNginx": medians["tls-fixtures"] / medians["nginx"],
                                      "bodyBytes": len(self.body or "")}
         self.check("keep-alive rates measured", all(v > 0 for v in medians.values()),
                    ", ".join(f"{p} {v:.0f}/s" for p, v in medians.items()))
