@@ -17,8 +17,20 @@ func spawnProcess(_ argv: [String], log: String = "/dev/null") throws -> pid_t {
     posix_spawn_file_actions_adddup2(&actions, 1, 2)
     var cArgs: [UnsafeMutablePointer<CChar>?] = argv.map { strdup($0) } + [nil]
     defer { for arg in cArgs { free(arg) } }
+    // The spawning thread may be a libdispatch worker, which blocks every signal: without resetting the mask the
+    // peer would inherit it and ignore our SIGTERM.
+    var attributes = posix_spawnattr_t()
+    posix_spawnattr_init(&attributes)
+    defer { posix_spawnattr_destroy(&attributes) }
+    var noSignals = sigset_t()
+    sigemptyset(&noSignals)
+    posix_spawnattr_setsigmask(&attributes, &noSignals)
+    var allSignals = sigset_t()
+    sigfillset(&allSignals)
+    posix_spawnattr_setsigdefault(&attributes, &allSignals)
+    posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF))
     var pid: pid_t = 0
-    let rc = posix_spawnp(&pid, argv[0], &actions, nil, &cArgs, environ)
+    let rc = posix_spawnp(&pid, argv[0], &actions, &attributes, &cArgs, environ)
     guard rc == 0 else { throw BenchError("cannot start \(argv[0]): \(String(cString: strerror(rc)))") }
     return pid
 }
