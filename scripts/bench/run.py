@@ -391,7 +391,8 @@ http {{
                         if rnd == 0:
                             facts[peer] = self.handshake_facts(scenario, port)
                             resumed[peer] = self.resumption_count(scenario, port)
-                            self.wrk(port, 1, close=True)   # warm-up
+                            if not self.quick:
+                                self.wrk(port, 1, close=True)   # warm-up
                         runs[peer].append(self.wrk(port, self.duration, close=True, server=proc))
                     finally:
                         self.stop(proc, port)
@@ -447,8 +448,8 @@ http {{
                 port = free_port()
                 proc = self.start_peer(peer, scenario, port)
                 try:
-                    if rnd == 0:
-                        self.wrk(port, 1, close=False)
+                    if rnd == 0 and not self.quick:
+                        self.wrk(port, 1, close=False)   # warm-up
                     runs[peer].append(self.wrk(port, self.duration, close=False, server=proc))
                 finally:
                     self.stop(proc, port)
