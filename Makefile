@@ -13,6 +13,7 @@ help:
 	@echo "make run         build (release) and serve every scenario plus the dashboard"
 	@echo "make test        install missing dependencies, build, run the whole test suite"
 	@echo "make bench       performance comparison with nginx and openssl s_server (BENCHMARKS.md)"
+	@echo "make bench-quick the same in short runs (< 2 min after the build), for CI: checks that it runs"
 	@echo "make test-asan   the test suite under AddressSanitizer;  make test-tsan: ThreadSanitizer"
 	@echo "make fuzz        run the libFuzzer targets for a bounded time"
 
@@ -34,6 +35,19 @@ test: deps
 	swift build --build-tests
 	swift test --skip-build --skip ReliabilitySuite
 	swift test --skip-build --filter ReliabilitySuite
+
+# Release build of the CLI and the in-process benchmark, then scripts/bench/run.py drives them, nginx, openssl s_server
+# and wrk (installed by ensure-deps when missing). ARGS passes options through, e.g. ARGS="--only handshake".
+BENCH_BUILD = swift build -c release --product tls-fixtures && swift build -c release --product tls-fixtures-bench
+bench: deps
+	@scripts/ensure-deps.sh bench
+	$(BENCH_BUILD)
+	python3 scripts/bench/run.py $(ARGS)
+
+bench-quick: deps
+	@scripts/ensure-deps.sh bench
+	$(BENCH_BUILD)
+	python3 scripts/bench/run.py --quick $(ARGS)
 
 clean:
 	rm -rf .build .build-asan .build-tsan .build-fuzz fuzz-out

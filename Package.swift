@@ -44,6 +44,11 @@ let package = Package(
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
         ),
+        // `make bench`: the in-process measurements (scripts/bench/run.py drives it and the peers).
+        .executableTarget(
+            name: "tls-fixtures-bench",
+            dependencies: ["TLSFixtures", "COpenSSL", .product(name: "NIOCore", package: "swift-nio")]
+        ),
         .testTarget(
             name: "TLSFixturesTests",
             dependencies: ["TLSFixtures", "TLSFixturesXCTest", "tls-fixtures"],

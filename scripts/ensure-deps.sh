@@ -2,7 +2,7 @@
 # Installs what a fresh machine lacks for a group of make targets, or prints the exact command when it cannot.
 #   scripts/ensure-deps.sh core     — build and test: OpenSSL headers (pkg-config openssl), openssl, curl, python3
 #   scripts/ensure-deps.sh browser  — the dashboard check: chromium and NSS tools (certutil)
-#   scripts/ensure-deps.sh bench    — make bench: nginx, wrk, hyperfine
+#   scripts/ensure-deps.sh bench    — make bench: nginx, wrk, hyperfine (plus openssl, curl, taskset, python3)
 set -euo pipefail
 group=${1:-core}
 
@@ -26,6 +26,9 @@ case "$group" in
     need_cmd wrk wrk
     need_cmd hyperfine hyperfine
     need_cmd openssl openssl
+    need_cmd curl curl
+    need_cmd taskset util-linux
+    need_cmd python3 python3
     ;;
   *) echo "unknown dependency group: $group" >&2; exit 2 ;;
 esac

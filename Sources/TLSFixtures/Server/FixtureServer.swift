@@ -170,6 +170,13 @@ public final class FixtureServer: Sendable {
         let handshakeTimeout = configuration.handshakeTimeout
         let idleTimeout = configuration.idleTimeout
         let name = prepared.scenario.name
+        // Made once per fixture, not per connection.
+        let connectionLogger: Logger = {
+            var connectionLogger = logger
+            connectionLogger[metadataKey: "scenario"] = "\(name)"
+            return connectionLogger
+        }()
+        let answers = FixtureAnswerCache()
         return ServerBootstrap(group: MultiThreadedEventLoopGroup.singleton)
             .serverChannelOption(.backlog, value: 1024)
             // A stopped fixture's port can be bound again at once.
@@ -182,12 +189,13 @@ public final class FixtureServer: Sendable {
                     let pipeline = channel.pipeline.syncOperations
                     try pipeline.addHandler(IdleStateHandler(allTimeout: idleTimeout))
                     if let context = prepared.context {
-                        var connectionLogger = logger
-                        connectionLogger[metadataKey: "scenario"] = "\(name)"
                         try pipeline.addHandler(TLSServerHandler(context: context, handshakeTimeout: handshakeTimeout, logger: connectionLogger))
                     }
-                    try pipeline.configureHTTPServerPipeline(withErrorHandling: true)
-                    try pipeline.addHandler(FixtureResponder(scenarioName: name))
+                    // Outbound header validation checks each response header for characters that would split the
+                    // response; FixtureResponder only sends fixed names and values (scenario names are [a-z0-9._-]), so
+                    // it would check constants on every request.
+                    try pipeline.configureHTTPServerPipeline(withErrorHandling: true, withOutboundHeaderValidation: false)
+                    try pipeline.addHandler(FixtureResponder(scenarioName: name, cache: answers))
                 }
             }
     }

@@ -35,6 +35,10 @@ final class TLSServerHandler: ChannelDuplexHandler {
     private let logger: Logger
     /// Application writes made before the handshake finished, replayed once it has.
     private var pendingWrites: [(ByteBuffer, EventLoopPromise<Void>?)] = []
+    /// Plaintext written since the last flush, encrypted together at the flush: an HTTP response's head and body
+    /// become one TLS record (one `SSL_write`, one ciphertext buffer) rather than one record per write.
+    private var unflushed: ByteBuffer?
+    private var unflushedPromises: [EventLoopPromise<Void>] = []
     private var plaintext: ByteBuffer?
     private var deliveredPlaintext = false
 
@@ -72,6 +76,7 @@ final class TLSServerHandler: ChannelDuplexHandler {
         if case .handshaking(let deadline) = state { deadline.cancel() }
         state = .closed
         failPendingWrites(ChannelError.ioOnClosedChannel)
+        failUnflushed(ChannelError.ioOnClosedChannel)
         context.fireChannelInactive()
     }
 
@@ -133,9 +138,9 @@ final class TLSServerHandler: ChannelDuplexHandler {
             let result = connection.read(into: &buffer)
             if buffer.readableBytes > 0, case .active = state {
                 deliveredPlaintext = true
+                // The pipeline usually consumes it at once; if it keeps a reference, `clear()` above gives this
+                // buffer fresh storage instead of overwriting what was delivered.
                 context.fireChannelRead(wrapInboundOut(buffer))
-                // The next record gets a fresh buffer; the one just sent belongs to the pipeline now.
-                buffer = context.channel.allocator.buffer(capacity: 16_384)
             }
             switch result {
             case .data: continue
@@ -160,14 +165,16 @@ final class TLSServerHandler: ChannelDuplexHandler {
         case .idle, .handshaking:
             pendingWrites.append((bytes, promise))
         case .active:
-            encrypt(bytes, context: context, promise: promise)
+            queue(bytes, promise: promise)
         case .closing, .closed:
             promise?.fail(ChannelError.ioOnClosedChannel)
         }
     }
 
     func flush(context: ChannelHandlerContext) {
-        if case .active = state { context.flush() }
+        guard case .active = state else { return }
+        encryptUnflushed(context: context)
+        context.flush()
     }
 
     func close(context: ChannelHandlerContext, mode: CloseMode, promise: EventLoopPromise<Void>?) {
@@ -188,7 +195,29 @@ final class TLSServerHandler: ChannelDuplexHandler {
         }
     }
 
-    private func encrypt(_ bytes: ByteBuffer, context: ChannelHandlerContext, promise: EventLoopPromise<Void>?) {
+    private func queue(_ bytes: ByteBuffer, promise: EventLoopPromise<Void>?) {
+        if unflushed == nil {
+            unflushed = bytes
+        } else {
+            unflushed!.writeImmutableBuffer(bytes)
+        }
+        if let promise { unflushedPromises.append(promise) }
+    }
+
+    /// Encrypts everything written since the last flush and passes the ciphertext on (unflushed).
+    private func encryptUnflushed(context: ChannelHandlerContext) {
+        guard let bytes = unflushed else { return }
+        unflushed = nil
+        let promise: EventLoopPromise<Void>?
+        switch unflushedPromises.count {
+        case 0: promise = nil
+        case 1: promise = unflushedPromises[0]
+        default:
+            let combined = context.eventLoop.makePromise(of: Void.self)
+            for each in unflushedPromises { combined.futureResult.cascade(to: each) }
+            promise = combined
+        }
+        unflushedPromises.removeAll(keepingCapacity: true)
         if let error = connection.write(bytes) {
             logger.info("could not encrypt a response: \(error.reasons.joined(separator: "; "))", metadata: peer(context))
             promise?.fail(error)
@@ -202,11 +231,21 @@ final class TLSServerHandler: ChannelDuplexHandler {
         }
     }
 
+    private func failUnflushed(_ error: Error) {
+        unflushed = nil
+        let promises = unflushedPromises
+        unflushedPromises = []
+        for promise in promises { promise.fail(error) }
+    }
+
     private func replayPendingWrites(context: ChannelHandlerContext) {
         let writes = pendingWrites
         pendingWrites = []
-        for (bytes, promise) in writes { encrypt(bytes, context: context, promise: promise) }
-        if !writes.isEmpty { context.flush() }
+        for (bytes, promise) in writes { queue(bytes, promise: promise) }
+        if !writes.isEmpty {
+            encryptUnflushed(context: context)
+            context.flush()
+        }
     }
 
     private func failPendingWrites(_ error: Error) {
@@ -222,6 +261,12 @@ final class TLSServerHandler: ChannelDuplexHandler {
     private func closeGracefully(context: ChannelHandlerContext, promise: EventLoopPromise<Void>?) {
         guard case .active = state else {
             context.close(promise: promise)
+            return
+        }
+        // Whatever the application wrote goes out before our close_notify.
+        encryptUnflushed(context: context)
+        guard case .active = state else {   // Encrypting failed and aborted the connection.
+            promise?.fail(ChannelError.ioOnClosedChannel)
             return
         }
         state = .closing
@@ -251,6 +296,7 @@ final class TLSServerHandler: ChannelDuplexHandler {
     private func abort(context: ChannelHandlerContext) {
         state = .closed
         failPendingWrites(ChannelError.ioOnClosedChannel)
+        failUnflushed(ChannelError.ioOnClosedChannel)
         if let output = connection.takeOutput(allocator: context.channel.allocator) {
             context.writeAndFlush(wrapOutboundOut(output)).assumeIsolated().whenComplete { _ in context.close(promise: nil) }
         } else {
@@ -271,6 +317,7 @@ final class TLSServerHandler: ChannelDuplexHandler {
         logger.debug("connection error: \(error)", metadata: peer(context))
         if case .handshaking(let deadline) = state { deadline.cancel() }
         state = .closed
+        failUnflushed(error)
         context.close(promise: nil)
     }
 
