@@ -35,9 +35,11 @@ final class FixtureAnswerCache: Sendable {
             keyExchange = d.keyExchange; sni = d.sni; alpn = d.alpn; clientCertificate = d.clientCertificate
         }
     }
+    /// The answer serialised once: status line and fixed headers (without the final blank line, so a `Connection`
+    /// header can follow), and the body.
     struct Answer: Sendable {
+        var head: ByteBuffer
         var body: ByteBuffer
-        var headers: HTTPHeaders
     }
     /// Clients choose paths and SNI names, so the cache is bounded; past the bound answers are made per connection.
     static let capacity = 256
@@ -52,12 +54,14 @@ final class FixtureAnswerCache: Sendable {
 
 /// Answers every HTTP request with `200` and a `FixtureResponse`.
 ///
-/// Reads: `HTTPServerRequestPart` (from NIOHTTP1's decoder and pipeline handler) and `TLSHandshakeCompleted`.
-/// Writes: `HTTPServerResponsePart`. Closes the connection after the response when the request asks to (HTTP/1.0
-/// without keep-alive, `Connection: close`), and on an `IdleStateEvent`.
+/// Reads: `HTTPServerRequestPart` (from NIOHTTP1's `HTTPRequestDecoder`) and `TLSHandshakeCompleted`.
+/// Writes: `ByteBuffer`, the whole response. The answer to a given request on a given handshake never changes, so it is
+/// serialised once (status line, headers, body) and replayed, instead of re-encoding identical headers through
+/// `HTTPResponseEncoder` on every request. Closes the connection after the response when the request asks to
+/// (HTTP/1.0 without keep-alive, `Connection: close`), and on an `IdleStateEvent`.
 final class FixtureResponder: ChannelInboundHandler {
     typealias InboundIn = HTTPServerRequestPart
-    typealias OutboundOut = HTTPServerResponsePart
+    typealias OutboundOut = ByteBuffer
 
     private let scenarioName: String
     private var handshake: HandshakeDetails?
@@ -148,34 +152,50 @@ final class FixtureResponder: ChannelInboundHandler {
             let key = FixtureAnswerCache.Key(handshake: handshakeKey, method: request.method.rawValue, uri: request.uri,
                                              versionMajor: request.version.major, versionMinor: request.version.minor)
             let body = self.body(for: request, allocator: context.channel.allocator)
-            var headers = HTTPHeaders()
-            headers.reserveCapacity(7)
-            headers.add(name: "Content-Type", value: "application/json")
-            headers.add(name: "Content-Length", value: String(body.readableBytes))
-            headers.add(name: "Cache-Control", value: "no-store")
-            // The dashboard's live column fetches fixtures from another origin and reads the result.
-            headers.add(name: "Access-Control-Allow-Origin", value: "*")
-            headers.add(name: "X-TLS-Fixture", value: scenarioName)
-            answer = FixtureAnswerCache.Answer(body: body, headers: headers)
+            answer = FixtureAnswerCache.Answer(head: head(for: request.version, bodyLength: body.readableBytes,
+                                                          allocator: context.channel.allocator), body: body)
             cache.remember(answer, for: key)
             last = answer
             lastRequest = (request.method, request.uri, request.version)
         }
-        let body = answer.body
-        var headers = answer.headers
-        if !keepAlive { headers.add(name: "Connection", value: "close") }
-        else if request.version.major == 1 && request.version.minor == 0 { headers.add(name: "Connection", value: "keep-alive") }
-
-        let responseHead = HTTPResponseHead(version: request.version, status: .ok, headers: headers)
-        context.write(wrapOutboundOut(.head(responseHead)), promise: nil)
-        context.write(wrapOutboundOut(.body(.byteBuffer(body))), promise: nil)
-        let done = context.writeAndFlush(wrapOutboundOut(.end(nil)))
+        let isHTTP10 = request.version.major == 1 && request.version.minor == 0
+        var response = context.channel.allocator.buffer(capacity: answer.head.readableBytes + answer.body.readableBytes + 26)
+        response.writeImmutableBuffer(answer.head)
+        if !keepAlive { response.writeStaticString("Connection: close\r\n") }
+        else if isHTTP10 { response.writeStaticString("Connection: keep-alive\r\n") }
+        response.writeStaticString("\r\n")
+        // HEAD gets the headers of the GET answer and no body (RFC 9110 §9.3.2).
+        if request.method != .HEAD { response.writeImmutableBuffer(answer.body) }
+        let done = context.writeAndFlush(wrapOutboundOut(response))
         if !keepAlive {
             done.assumeIsolated().whenComplete { _ in context.close(promise: nil) }
         }
     }
 
+    /// `HTTP/1.1 200 OK` and the fixed headers, each line ending in CRLF. Every value is a constant or a scenario
+    /// name ([a-z0-9._-]), so nothing here can split the response.
+    private func head(for version: HTTPVersion, bodyLength: Int, allocator: ByteBufferAllocator) -> ByteBuffer {
+        var head = allocator.buffer(capacity: 200)
+        head.writeString("HTTP/\(version.major).\(version.minor) 200 OK\r\n")
+        head.writeStaticString("Content-Type: application/json\r\n")
+        head.writeString("Content-Length: \(bodyLength)\r\n")
+        head.writeStaticString("Cache-Control: no-store\r\n")
+        // The dashboard's live column fetches fixtures from another origin and reads the result.
+        head.writeStaticString("Access-Control-Allow-Origin: *\r\n")
+        head.writeString("X-TLS-Fixture: \(scenarioName)\r\n")
+        return head
+    }
+
+    /// Malformed HTTP gets `400 Bad Request` before the close, as a real HTTP server answers: it is how a client that
+    /// speaks TLS to the plain-HTTP fixture learns why ("wrong version number"). Handled here, on the error path,
+    /// rather than by a protocol-error handler every message would pass through.
     func errorCaught(context: ChannelHandlerContext, error: Error) {
-        context.close(promise: nil)
+        guard error is HTTPParserError, context.channel.isActive else {
+            context.close(promise: nil)
+            return
+        }
+        var response = context.channel.allocator.buffer(capacity: 80)
+        response.writeStaticString("HTTP/1.1 400 Bad Request\r\nContent-Length: 0\r\nConnection: close\r\n\r\n")
+        context.writeAndFlush(wrapOutboundOut(response)).assumeIsolated().whenComplete { _ in context.close(promise: nil) }
     }
 }

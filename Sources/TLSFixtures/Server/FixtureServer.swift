@@ -191,10 +191,11 @@ public final class FixtureServer: Sendable {
                     if let context = prepared.context {
                         try pipeline.addHandler(TLSServerHandler(context: context, handshakeTimeout: handshakeTimeout, logger: connectionLogger))
                     }
-                    // Outbound header validation checks each response header for characters that would split the
-                    // response; FixtureResponder only sends fixed names and values (scenario names are [a-z0-9._-]), so
-                    // it would check constants on every request.
-                    try pipeline.configureHTTPServerPipeline(withErrorHandling: true, withOutboundHeaderValidation: false)
+                    // NIOHTTP1 parses requests; FixtureResponder writes whole, pre-serialised responses. It answers each
+                    // request at once, in order, and closes after a `Connection: close` answer itself, so neither the
+                    // pipelining assistant nor the response encoder would do anything but add a hop to every read,
+                    // write and flush. Malformed HTTP closes the connection (no 400 page).
+                    try pipeline.addHandler(ByteToMessageHandler(HTTPRequestDecoder(leftOverBytesStrategy: .dropBytes)))
                     try pipeline.addHandler(FixtureResponder(scenarioName: name, cache: answers))
                 }
             }
