@@ -71,21 +71,22 @@ scenarios:
 ASAN_TEST_OPTIONS := detect_leaks=0:log_path=$(CURDIR)/.build-asan/sanitizer-reports/asan
 TSAN_TEST_OPTIONS := log_path=$(CURDIR)/.build-tsan/sanitizer-reports/tsan
 
-test-asan: deps
+# $(call sanitized_test,SANITIZER,SCRATCH,OPTIONS_VARIABLE,OPTIONS): the suite under one sanitizer, in its own build
+# folder, the reliability suite in a process of its own as in `make test`; any report from any process fails it.
+define sanitized_test
 	@scripts/ensure-deps.sh browser
-	swift build --build-tests --sanitize=address --scratch-path .build-asan
-	@rm -rf .build-asan/sanitizer-reports && mkdir -p .build-asan/sanitizer-reports
-	ASAN_OPTIONS=$(ASAN_TEST_OPTIONS) swift test --skip-build --sanitize=address --scratch-path .build-asan --skip ReliabilitySuite \
-	  && ASAN_OPTIONS=$(ASAN_TEST_OPTIONS) swift test --skip-build --sanitize=address --scratch-path .build-asan --filter ReliabilitySuite; \
-	  status=$$?; scripts/sanitizer-reports.sh .build-asan/sanitizer-reports || status=1; exit $$status
+	swift build --build-tests --sanitize=$(1) --scratch-path $(2)
+	@rm -rf $(2)/sanitizer-reports && mkdir -p $(2)/sanitizer-reports
+	$(3)=$(4) swift test --skip-build --sanitize=$(1) --scratch-path $(2) --skip ReliabilitySuite \
+	  && $(3)=$(4) swift test --skip-build --sanitize=$(1) --scratch-path $(2) --filter ReliabilitySuite; \
+	  status=$$?; scripts/sanitizer-reports.sh $(2)/sanitizer-reports || status=1; exit $$status
+endef
+
+test-asan: deps
+	$(call sanitized_test,address,.build-asan,ASAN_OPTIONS,$(ASAN_TEST_OPTIONS))
 
 test-tsan: deps
-	@scripts/ensure-deps.sh browser
-	swift build --build-tests --sanitize=thread --scratch-path .build-tsan
-	@rm -rf .build-tsan/sanitizer-reports && mkdir -p .build-tsan/sanitizer-reports
-	TSAN_OPTIONS=$(TSAN_TEST_OPTIONS) swift test --skip-build --sanitize=thread --scratch-path .build-tsan --skip ReliabilitySuite \
-	  && TSAN_OPTIONS=$(TSAN_TEST_OPTIONS) swift test --skip-build --sanitize=thread --scratch-path .build-tsan --filter ReliabilitySuite; \
-	  status=$$?; scripts/sanitizer-reports.sh .build-tsan/sanitizer-reports || status=1; exit $$status
+	$(call sanitized_test,thread,.build-tsan,TSAN_OPTIONS,$(TSAN_TEST_OPTIONS))
 
 # --- Fuzzing ----------------------------------------------------------------------------------------------------
 # Two libFuzzer targets in Fuzz/, a package of its own that depends on this one by path (so `swift build` here never

@@ -12,13 +12,14 @@ let package = Package(
     // Each target is one file exporting `LLVMFuzzerTestOneInput`, with no main.swift and no @main: SwiftPM then
     // compiles it with -parse-as-library, and -sanitize=fuzzer links libFuzzer's own `main`.
     targets: [
+        .target(name: "FuzzSupport"),
         .executableTarget(
             name: "FuzzScenarioDecoder",
-            dependencies: [.product(name: "TLSFixtures", package: "swift-tls-fixtures")]
+            dependencies: ["FuzzSupport", .product(name: "TLSFixtures", package: "swift-tls-fixtures")]
         ),
         .executableTarget(
             name: "FuzzATSPlist",
-            dependencies: [.product(name: "TLSFixtures", package: "swift-tls-fixtures")]
+            dependencies: ["FuzzSupport", .product(name: "TLSFixtures", package: "swift-tls-fixtures")]
         ),
     ]
 )

@@ -114,6 +114,17 @@ def loadavg():
         return float(f.read().split()[0])
 
 
+def latest_rates(runs):
+    """One log line: each peer's rate in the round just run."""
+    return ", ".join(f"{p} {r[-1]['rate']:.0f}/s ({r[-1]['perCPUSecond']:.0f}/CPU-s)" for p, r in runs.items())
+
+
+def median_rates(runs):
+    """Each peer's median wall-clock rate and median rate per server CPU-second over the rounds."""
+    return ({p: statistics.median(x["rate"] for x in r) for p, r in runs.items()},
+            {p: statistics.median(x["perCPUSecond"] for x in r) for p, r in runs.items()})
+
+
 class Bench:
     def __init__(self, args):
         self.args = args
@@ -396,10 +407,8 @@ http {{
                         runs[peer].append(self.wrk(port, self.duration, close=True, server=proc))
                     finally:
                         self.stop(proc, port)
-                log(f"  {scenario} round {rnd + 1}: " + ", ".join(
-                    f"{p} {runs[p][-1]['rate']:.0f}/s ({runs[p][-1]['perCPUSecond']:.0f}/CPU-s)" for p in peers))
-            medians = {p: statistics.median(r["rate"] for r in runs[p]) for p in peers}
-            per_cpu = {p: statistics.median(r["perCPUSecond"] for r in runs[p]) for p in peers}
+                log(f"  {scenario} round {rnd + 1}: " + latest_rates(runs))
+            medians, per_cpu = median_rates(runs)
             results[scenario] = {"runs": runs, "median": medians, "perCPUSecond": per_cpu, "facts": facts, "reconnect": resumed,
                                  "ratioNginx": medians["tls-fixtures"] / medians["nginx"],
                                  "ratioSServer": medians["tls-fixtures"] / medians["openssl s_server"]}
@@ -453,10 +462,8 @@ http {{
                     runs[peer].append(self.wrk(port, self.duration, close=False, server=proc))
                 finally:
                     self.stop(proc, port)
-            log(f"  round {rnd + 1}: " + ", ".join(
-                f"{p} {runs[p][-1]['rate']:.0f}/s ({runs[p][-1]['perCPUSecond']:.0f}/CPU-s)" for p in peers))
-        medians = {p: statistics.median(r["rate"] for r in runs[p]) for p in peers}
-        per_cpu = {p: statistics.median(r["perCPUSecond"] for r in runs[p]) for p in peers}
+            log(f"  round {rnd + 1}: " + latest_rates(runs))
+        medians, per_cpu = median_rates(runs)
         self.results["keepalive"] = {"runs": runs, "median": medians, "perCPUSecond": per_cpu,
                                      "ratioNginx": medians["tls-fixtures"] / medians["nginx"],
                                      "bodyBytes": len(self.body or "")}

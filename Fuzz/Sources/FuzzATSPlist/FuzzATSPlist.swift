@@ -1,4 +1,5 @@
 import Foundation
+import FuzzSupport
 import TLSFixtures
 
 /// One plist, as `tls-fixtures ats check --plist FILE` reads a user's: every public entry point that takes plist
@@ -38,15 +39,4 @@ private func use(_ policy: ATSPolicy?) {
             _ = evaluator.offer(for: url)
         }
     }
-}
-
-/// A message for people is one line with no control characters, whatever the input quoted into it.
-func requireOneLine(_ text: String, _ what: String) {
-    let bad = text.unicodeScalars.first { scalar in
-        switch scalar.properties.generalCategory {
-        case .control, .lineSeparator, .paragraphSeparator: return true
-        default: return false
-        }
-    }
-    precondition(bad == nil, "\(what) is not one line (U+\(String(bad?.value ?? 0, radix: 16))): \(text.debugDescription)")
 }

@@ -1,4 +1,5 @@
 import Foundation
+import FuzzSupport
 import TLSFixtures
 
 /// One scenario file, as `tls-fixtures --scenarios DIR` reads a user's: decode it, then do what the tool does next
@@ -30,15 +31,4 @@ public func fuzzScenarioDecoder(_ bytes: UnsafePointer<UInt8>, _ count: Int) -> 
         preconditionFailure("a decoded scenario does not round-trip: \(error)")
     }
     return 0
-}
-
-/// A message for people is one line with no control characters, whatever the input quoted into it.
-func requireOneLine(_ text: String, _ what: String) {
-    let bad = text.unicodeScalars.first { scalar in
-        switch scalar.properties.generalCategory {
-        case .control, .lineSeparator, .paragraphSeparator: return true
-        default: return false
-        }
-    }
-    precondition(bad == nil, "\(what) is not one line (U+\(String(bad?.value ?? 0, radix: 16))): \(text.debugDescription)")
 }

@@ -142,19 +142,17 @@ final class FixtureResponder: ChannelInboundHandler {
         if let last, let previous = lastRequest, previous.uri == request.uri, previous.version == request.version,
            previous.method == request.method {
             answer = last   // The handshake cannot change on a connection.
-        } else if case let key = FixtureAnswerCache.Key(handshake: handshakeKey, method: request.method.rawValue, uri: request.uri,
-                                                       versionMajor: request.version.major, versionMinor: request.version.minor),
-                  let shared = cache.answer(for: key) {
-            answer = shared
-            last = answer
-            lastRequest = (request.method, request.uri, request.version)
         } else {
             let key = FixtureAnswerCache.Key(handshake: handshakeKey, method: request.method.rawValue, uri: request.uri,
                                              versionMajor: request.version.major, versionMinor: request.version.minor)
-            let body = self.body(for: request, allocator: context.channel.allocator)
-            answer = FixtureAnswerCache.Answer(head: head(for: request.version, bodyLength: body.readableBytes,
-                                                          allocator: context.channel.allocator), body: body)
-            cache.remember(answer, for: key)
+            if let shared = cache.answer(for: key) {
+                answer = shared
+            } else {
+                let body = self.body(for: request, allocator: context.channel.allocator)
+                answer = FixtureAnswerCache.Answer(head: head(for: request.version, bodyLength: body.readableBytes,
+                                                              allocator: context.channel.allocator), body: body)
+                cache.remember(answer, for: key)
+            }
             last = answer
             lastRequest = (request.method, request.uri, request.version)
         }

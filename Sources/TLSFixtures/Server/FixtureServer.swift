@@ -194,7 +194,7 @@ public final class FixtureServer: Sendable {
                     // NIOHTTP1 parses requests; FixtureResponder writes whole, pre-serialised responses. It answers each
                     // request at once, in order, and closes after a `Connection: close` answer itself, so neither the
                     // pipelining assistant nor the response encoder would do anything but add a hop to every read,
-                    // write and flush. Malformed HTTP closes the connection (no 400 page).
+                    // write and flush. Malformed HTTP gets a 400 from the responder's error path, then a close.
                     try pipeline.addHandler(ByteToMessageHandler(HTTPRequestDecoder(leftOverBytesStrategy: .dropBytes)))
                     try pipeline.addHandler(FixtureResponder(scenarioName: name, cache: answers))
                 }
