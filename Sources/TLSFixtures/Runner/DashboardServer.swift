@@ -6,13 +6,15 @@ import NIOPosix
 /// The dashboard on its own plain-HTTP port: `/`, `/scenarios.json`, `/hosts`, `/ca.pem`, `/ca.cer`, `/ca.p12`.
 public final class DashboardServer: Sendable {
     public let port: Int
+    /// `localhost`, or the address given to `--bind` when that is not loopback.
+    public let host: String
     private let channels: [Channel]
     private let connections: ConnectionTracker
 
-    public var url: URL { URL(string: "http://localhost:\(port)/")! }
+    public var url: URL { URL(string: "http://\(host):\(port)/")! }
 
-    private init(port: Int, channels: [Channel], connections: ConnectionTracker) {
-        self.port = port; self.channels = channels; self.connections = connections
+    private init(port: Int, host: String, channels: [Channel], connections: ConnectionTracker) {
+        self.port = port; self.host = host; self.channels = channels; self.connections = connections
     }
 
     /// Static content, computed once: the catalog does not change while `serve` runs.
@@ -22,7 +24,8 @@ public final class DashboardServer: Sendable {
 
     public static func start(runner: ScenarioRunner, port: Int, bindAddresses: [String]? = nil) async throws -> DashboardServer {
         let ca = try runner.store.ca().certificate
-        let dashboardURL = "http://localhost:\(port)/"
+        let host = FixtureServer.urlHost(listeningOn: bindAddresses)
+        let dashboardURL = "http://\(host):\(port)/"
         let document = runner.document(dashboard: dashboardURL)
         let html = DashboardPage.html(document: document, caSubject: ca.subject, caPin: ca.spkiSHA256)
         let scenarios = runner.started.map(\.scenario) + runner.unsupported.map(\.scenario)
@@ -59,7 +62,7 @@ public final class DashboardServer: Sendable {
             for channel in channels { try? await channel.close() }
             throw error
         }
-        return DashboardServer(port: channels.first?.localAddress?.port ?? port, channels: channels, connections: connections)
+        return DashboardServer(port: channels.first?.localAddress?.port ?? port, host: host, channels: channels, connections: connections)
     }
 
     public func stop() async {

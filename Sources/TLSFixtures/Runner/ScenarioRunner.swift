@@ -119,7 +119,8 @@ public final class ScenarioRunner: Sendable {
         let requested = started.map(\.scenario) + unsupported.map(\.scenario)
         let entries = catalog.scenarios.filter { s in requested.contains { $0.name == s.name } }.map { scenario -> CatalogEntry in
             if let fixture = servingByName[scenario.name] {
-                return CatalogEntry(scenario: scenario, port: fixture.port, status: .serving, pins: fixture.pins)
+                return CatalogEntry(scenario: scenario, port: fixture.port, host: FixtureServer.urlHost(listeningOn: fixture.boundAddresses),
+                                    status: .serving, pins: fixture.pins)
             }
             return CatalogEntry(scenario: scenario, port: catalog.port(of: scenario, portBase: options.portBase), status: .unsupported,
                                 reason: unsupportedByName[scenario.name])

@@ -78,7 +78,18 @@ public final class FixtureServer: Sendable {
     public var scenario: Scenario { prepared.scenario }
     /// `https://localhost:PORT/` (or `http://` for the cleartext scenario). Fine for pinning tests; for ATS tests use
     /// `qualifiedURL`, because ATS does not apply to `localhost` by default.
-    public var url: URL { URL(string: "\(scheme)://localhost:\(port)/")! }
+    public var url: URL { URL(string: "\(scheme)://\(Self.urlHost(listeningOn: boundAddresses)):\(port)/")! }
+
+    /// The host to put in a URL for a server listening on these addresses: `localhost` when it listens on loopback or
+    /// on every interface (the default), otherwise the first address itself — a fixture bound to `127.0.0.2` alone
+    /// is not reachable as `localhost`.
+    public static func urlHost(listeningOn addresses: [String]?) -> String {
+        guard let addresses, let first = addresses.first,
+              !addresses.contains(where: { ["127.0.0.1", "::1", "localhost", "0.0.0.0", "::"].contains($0) }) else {
+            return "localhost"
+        }
+        return first.contains(":") ? "[\(first)]" : first
+    }
     /// `https://NAME.fixtures.test:PORT/`: what an ATS test must connect to (map the name to 127.0.0.1 first).
     public var qualifiedURL: URL { URL(string: "\(scheme)://\(scenario.qualifiedHost):\(port)/")! }
     public var scheme: String { scenario.isCleartext ? "http" : "https" }

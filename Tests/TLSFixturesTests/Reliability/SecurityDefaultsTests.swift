@@ -50,9 +50,17 @@ extension ReliabilitySuite {
             let explicit = try await FixtureServer.start("tls-v1-3", store: TestEnvironment.sharedStore,
                                                          configuration: FixtureConfiguration(bindAddresses: ["127.0.0.2"]))
             let explicitListening = try Listening.addresses(port: explicit.port)
+            // Its URL names the address it listens on (nothing answers on localhost), and a real client gets there.
+            let fetched = try Subprocess.run(["curl", "-sS", "-k", "--max-time", "10", explicit.url.absoluteString])
             await explicit.stop()
             #expect(explicit.boundAddresses == ["127.0.0.2"])
             #expect(explicitListening == ["127.0.0.2"], "ss -ltn: \(explicitListening)")
+            #expect(explicit.url.host == "127.0.0.2")
+            #expect(fetched.status == 0 && fetched.stdout.contains("\"scenario\":\"tls-v1-3\""), "\(fetched.combined)")
+            #expect(fixture.url.host == "localhost")
+            // Every interface includes loopback; an IPv6 literal needs brackets in a URL (RFC 3986 §3.2.2).
+            #expect(FixtureServer.urlHost(listeningOn: ["0.0.0.0"]) == "localhost")
+            #expect(FixtureServer.urlHost(listeningOn: ["fd00::2"]) == "[fd00::2]")
         }
 
         /// Starts `tls-fixtures serve` on a free port base; returns the running process and the base.
