@@ -59,9 +59,8 @@ struct CLIInputTests {
         defer { chmod(locked.path, 0o755) }
         chmod(parent.path, 0o755)
         // Root ignores permission bits, so the command runs as "nobody" then.
-        var command = [TestEnvironment.cli, "ca", "init", "--dir", locked.appendingPathComponent("store").path]
-        if TestEnvironment.isRoot { command = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups"] + command }
-        let result = try Subprocess.run(command, environment: ["HOME": "/tmp"])
+        let result = try TestEnvironment.tlsFixtures(asNobody: TestEnvironment.isRoot,
+                                                     ["ca", "init", "--dir", locked.appendingPathComponent("store").path])
         Self.expectOneLineError(result, mentioning: ["cannot use the certificate store", "Permission denied", "--dir"])
     }
 

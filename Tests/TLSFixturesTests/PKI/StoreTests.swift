@@ -132,18 +132,16 @@ struct ReadOnlyStoreTests {
         // Readable by everyone (keys included: this is a throwaway copy), writable by no one but its owner.
         #expect(try Subprocess.run(["chmod", "-R", "a+rX,go-w", directory.deletingLastPathComponent().path]).status == 0)
         // Root ignores permission bits, so the CLI runs as "nobody" then; otherwise the owner loses write access.
-        var prefix: [String] = []
-        if TestEnvironment.isRoot {
-            prefix = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups"]
-        } else {
+        let asNobody = TestEnvironment.isRoot
+        if !asNobody {
             #expect(try Subprocess.run(["chmod", "-R", "a-w", directory.path]).status == 0)
         }
         defer { _ = try? Subprocess.run(["chmod", "-R", "u+w", directory.path]) }
-        let reused = try Subprocess.run(prefix + [TestEnvironment.cli] + arguments, environment: ["HOME": "/tmp"])
+        let reused = try TestEnvironment.tlsFixtures(asNobody: asNobody, arguments)
         #expect(reused.status == 0, "\(reused.stderr)")
         #expect(reused.stdout.contains("Reused api"))
-        let fresh = try Subprocess.run(prefix + [TestEnvironment.cli, "cert", "issue", "--dir", directory.path, "--name", "other", "--host", "localhost"],
-                                       environment: ["HOME": "/tmp"])
+        let fresh = try TestEnvironment.tlsFixtures(asNobody: asNobody,
+                                                    ["cert", "issue", "--dir", directory.path, "--name", "other", "--host", "localhost"])
         CLIInputTests.expectOneLineError(fresh, mentioning: ["cannot use the certificate store", "Permission denied"])
     }
 }

@@ -278,13 +278,13 @@ extension ReliabilitySuite {
             try FileManager.default.removeItem(at: prepared.appendingPathComponent("certs/tls-v1-2.pem"))   // must be written again
             try FileManager.default.createDirectory(at: empty, withIntermediateDirectories: true)
 
-            var prefix: [String] = []
+            var asNobody = false
             var immutable = false
             if TestEnvironment.isRoot {
                 immutable = (try? Subprocess.run(["chattr", "-R", "+i", prepared.path, empty.path]))?.status == 0
                 if !immutable {
                     _ = try? Subprocess.run(["chattr", "-R", "-i", prepared.path, empty.path])
-                    prefix = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups"]
+                    asNobody = true
                     chmod(parent.path, 0o755); chmod(empty.path, 0o755)
                 }
             } else {
@@ -295,7 +295,7 @@ extension ReliabilitySuite {
                 _ = try? Subprocess.run(["chmod", "-R", "u+w", prepared.path, empty.path])
             }
             for store in [prepared, empty, empty.appendingPathComponent("sub")] {
-                let result = try Subprocess.run(prefix + [TestEnvironment.cli, "prepare", "--dir", store.path, "tls-v1-2"], environment: ["HOME": "/tmp"])
+                let result = try TestEnvironment.tlsFixtures(asNobody: asNobody, ["prepare", "--dir", store.path, "tls-v1-2"])
                 Self.expectOneLineError(result, mentioning: [store.path, "--dir"])
                 #expect(["Operation not permitted", "Permission denied", "Read-only file system"].contains { result.stderr.contains($0) },
                         "the reason is missing: \(result.stderr)")

@@ -37,6 +37,23 @@ enum TestEnvironment {
         try Subprocess.run([cli] + arguments, environment: environment, timeout: timeout)
     }
 
+    /// Runs the CLI as "nobody" (uid 65534) when `asNobody`, else as the current user, with `HOME=/tmp`. Tests of
+    /// unreadable and read-only stores need it when they run as root, because root ignores permission bits.
+    /// "nobody" may not reach this checkout (a CI clone can sit in a 0700 directory), so a sanitizer's `log_path` under
+    /// `.build-*` is swapped for standard error: a report then shows in the output these tests check, and fails them.
+    static func tlsFixtures(asNobody: Bool, _ arguments: [String]) throws -> Subprocess.Result {
+        var environment = ["HOME": "/tmp"]
+        if asNobody {
+            for name in ["ASAN_OPTIONS", "TSAN_OPTIONS"] {
+                guard let options = ProcessInfo.processInfo.environment[name] else { continue }
+                environment[name] = options.split(separator: ":").map { $0.hasPrefix("log_path=") ? "log_path=stderr" : String($0) }
+                    .joined(separator: ":")
+            }
+        }
+        let prefix = asNobody ? ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups"] : []
+        return try Subprocess.run(prefix + [cli] + arguments, environment: environment, timeout: 120)
+    }
+
     /// `openssl …`, the independent judge of what we generate.
     @discardableResult
     static func openssl(_ arguments: [String], stdin: Data? = nil) throws -> Subprocess.Result {
