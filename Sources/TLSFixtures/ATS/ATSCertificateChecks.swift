@@ -168,7 +168,7 @@ public struct ATSDefaultTrust: Sendable {
         guard anchor != .userInstalled else { return [] }
         let days = leaf.notAfter.timeIntervalSince(leaf.notBefore) / 86_400
         let shown = String(format: "%.0f", days.rounded(.up))
-        if anchor == .system, leaf.notBefore >= Self.publicValidityCutoff, days > 398 {
+        if profile.hasPublicValidityRule, anchor == .system, leaf.notBefore >= Self.publicValidityCutoff, days > 398 {
             return [ATSViolation(rule: .validityPeriod,
                                  message: "validity period (iOS 14+): the leaf is valid for \(shown) days; publicly "
                                     + "trusted certificates issued after 2020-09-01 may be valid for at most 398",

@@ -8,9 +8,10 @@ public enum ATSOSProfile: String, Sendable, Codable, CaseIterable, Comparable, C
     /// iOS 10–12: the local exemption, the media/web/local-networking keys and the clause that makes them
     /// switch `NSAllowsArbitraryLoads` off. No TLS 1.3 in the client.
     case ios10
-    /// iOS 13–16: adds the iOS 13 certificate rules (support note 103769), TLS 1.3, and from iOS 14
-    /// `NSPinnedDomains` and the 398-day rule for public certificates.
+    /// iOS 13: adds the iOS 13 certificate rules (support note 103769) and TLS 1.3.
     case ios13
+    /// iOS 14–16: adds `NSPinnedDomains` and the 398-day rule for publicly trusted certificates (support note 102028).
+    case ios14
     /// iOS 17 and later (the default): IP literals are no longer exempt and may have IP/CIDR exception keys.
     case ios17
 
@@ -25,7 +26,8 @@ public enum ATSOSProfile: String, Sendable, Codable, CaseIterable, Comparable, C
         switch major {
         case 9: self = .ios9
         case 10...12: self = .ios10
-        case 13...16: self = .ios13
+        case 13: self = .ios13
+        case 14...16: self = .ios14
         case 17...: self = .ios17
         default: return nil
         }
@@ -35,7 +37,8 @@ public enum ATSOSProfile: String, Sendable, Codable, CaseIterable, Comparable, C
         switch self {
         case .ios9: return "iOS 9"
         case .ios10: return "iOS 10–12"
-        case .ios13: return "iOS 13–16"
+        case .ios13: return "iOS 13"
+        case .ios14: return "iOS 14–16"
         case .ios17: return "iOS 17+"
         }
     }
@@ -46,13 +49,15 @@ public enum ATSOSProfile: String, Sendable, Codable, CaseIterable, Comparable, C
     /// iOS 10 introduced the local exemption and the keys that turn `NSAllowsArbitraryLoads` off.
     var hasLocalExemptionAndNewKeys: Bool { self >= .ios10 }
     /// IP literals are exempt on iOS 10–16 only.
-    var exemptsIPLiterals: Bool { self == .ios10 || self == .ios13 }
+    var exemptsIPLiterals: Bool { self >= .ios10 && self < .ios17 }
     /// IP and CIDR exception keys arrived with iOS 17.
     var supportsIPExceptionKeys: Bool { self >= .ios17 }
     /// The iOS 13 certificate rules (RSA ≥ 2048, no SHA-1, SAN required, EKU, 825 days).
     var hasIOS13CertificateRules: Bool { self >= .ios13 }
-    /// `NSPinnedDomains` is iOS 14+; the iOS 13–16 profile applies it (it is there from 14) with a note.
-    var supportsPinnedDomains: Bool { self >= .ios13 }
+    /// `NSPinnedDomains` arrived with iOS 14; earlier releases ignore the key.
+    var supportsPinnedDomains: Bool { self >= .ios14 }
+    /// At most 398 days for certificates from preinstalled roots issued from 2020-09-01 (support note 102028): iOS 14+.
+    var hasPublicValidityRule: Bool { self >= .ios14 }
     /// The newest protocol Apple's client offers: TLS 1.3 arrived in iOS 12.2 but was off by default until 13.
     var maxTLSVersion: TLSVersion { self >= .ios13 ? .tls1_3 : .tls1_2 }
 }

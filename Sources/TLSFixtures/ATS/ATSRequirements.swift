@@ -125,9 +125,6 @@ public struct ATSRequirementsResolver: Sendable {
         if let pinned = matcher.pinnedEntry(for: host, in: policy) {
             if profile.supportsPinnedDomains {
                 requirements.matchedPinnedDomain = pinned.key
-                if profile == .ios13 {
-                    requirements.notes.append("NSPinnedDomains needs iOS 14: iOS 13 itself ignores the \"\(pinned.key)\" pins")
-                }
             } else {
                 requirements.notes.append("NSPinnedDomains needs iOS 14: \(profile) ignores the \"\(pinned.key)\" pins")
             }

@@ -17,7 +17,7 @@ struct ATSCommand: AsyncParsableCommand {
 
 /// Options shared by the `ats` commands: which device, and how to reach and trust the server.
 struct ATSClientOptions: ParsableArguments {
-    @Option(help: ArgumentHelp("OS profile: ios9, ios10 (10–12), ios13 (13–16), ios17 (17+).", valueName: "profile"))
+    @Option(help: ArgumentHelp("OS profile: ios9, ios10 (10–12), ios13, ios14 (14–16), ios17 (17+); or a version such as 15.4.", valueName: "profile"))
     var os = "ios17"
 
     @Option(help: ArgumentHelp("Load kind: data (URLSession), media (AVFoundation), web (WKWebView).", valueName: "kind"))
@@ -36,7 +36,7 @@ struct ATSClientOptions: ParsableArguments {
     var subdomains = "all"
 
     func evaluationOptions(trustOverride: Bool = false) throws -> ATSEvaluationOptions {
-        guard let profile = ATSOSProfile(parsing: os) else { throw CLIError("unknown --os \"\(os)\": use ios9, ios10, ios13 or ios17") }
+        guard let profile = ATSOSProfile(parsing: os) else { throw CLIError("unknown --os \"\(os)\": use ios9, ios10, ios13, ios14, ios17 or a version such as 15.4") }
         guard let kind = ATSLoadKind(parsing: loadKind) else { throw CLIError("unknown --load-kind \"\(loadKind)\": use data, media or web") }
         var readings = ATSReadings()
         switch subdomains {

@@ -267,7 +267,7 @@ final class ATSPolicyParserTests: XCTestCase {
 final class ATSValueTests: XCTestCase {
     func testProfileParsing() {
         let cases: [(String, ATSOSProfile?)] = [
-            ("ios17", .ios17), ("17", .ios17), ("iOS 13", .ios13), ("iOS 15.4", .ios13), ("ios9", .ios9),
+            ("ios17", .ios17), ("17", .ios17), ("iOS 13", .ios13), ("13.7", .ios13), ("iOS 14", .ios14), ("iOS 15.4", .ios14), ("16", .ios14), ("ios9", .ios9),
             ("12", .ios10), ("10", .ios10), ("18", .ios17), ("26.1", .ios17), ("8", nil), ("banana", nil),
         ]
         for (text, expected) in cases { XCTAssertEqual(ATSOSProfile(parsing: text), expected, text) }

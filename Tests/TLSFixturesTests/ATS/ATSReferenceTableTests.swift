@@ -303,6 +303,13 @@ final class ATSReferenceTableTests: XCTestCase {
         ATSReferenceCase(name: "pinned domains ignored before iOS 14", url: https,
                       policy: [ATSKey.pinnedDomains: [host: [ATSKey.pinnedLeafIdentities: [[ATSKey.spkiSHA256Base64: .string(F.pin("other"))]]]]],
                       facts: modern, options: ios(.ios10), allowed: true, pinned: .some(nil), noteContains: "needs iOS 14"),
+        // §Keys, NSPinnedDomains (iOS 14+): iOS 13 ignores it too; iOS 14 applies it.
+        ATSReferenceCase(name: "pinned domains ignored on iOS 13", url: https,
+                      policy: [ATSKey.pinnedDomains: [host: [ATSKey.pinnedLeafIdentities: [[ATSKey.spkiSHA256Base64: .string(F.pin("other"))]]]]],
+                      facts: modern, options: ios(.ios13), allowed: true, pinned: .some(nil), noteContains: "needs iOS 14"),
+        ATSReferenceCase(name: "pinned domains applied on iOS 14", url: https,
+                      policy: [ATSKey.pinnedDomains: [host: [ATSKey.pinnedLeafIdentities: [[ATSKey.spkiSHA256Base64: .string(F.pin("other"))]]]]],
+                      facts: modern, options: ios(.ios14), allowed: false, rule: .pinning, pinned: .some(host)),
         // §Keys, NSPinnedDomains: "Pinning never relaxes any other rule" — pins match but TLS 1.0 still blocks.
         ATSReferenceCase(name: "pinning does not relax TLS version", url: https,
                       policy: [ATSKey.pinnedDomains: [host: [ATSKey.pinnedLeafIdentities: [[ATSKey.spkiSHA256Base64: .string(pinnedLeaf)]]]]],
@@ -330,6 +337,10 @@ final class ATSReferenceTableTests: XCTestCase {
         ATSReferenceCase(name: "399 days, system root: blocked", url: https,
                       facts: withLeaf(anchor: .system) { $0.notAfter = $0.notBefore + 399 * F.day },
                       allowed: false, rule: .validityPeriod, noteContains: "Certificate Transparency"),
+        // §Certificate rules beyond ATS: the 398-day rule is iOS 14+ (support note 102028); iOS 13 allows up to 825.
+        ATSReferenceCase(name: "399 days, system root, iOS 13: allowed", url: https,
+                      facts: withLeaf(anchor: .system) { $0.notAfter = $0.notBefore + 399 * F.day },
+                      options: ios(.ios13), allowed: true),
         // §Certificate rules beyond ATS: the 398-day rule is for preinstalled roots only.
         ATSReferenceCase(name: "399 days, user root: allowed", url: https,
                       facts: withLeaf { $0.notAfter = $0.notBefore + 399 * F.day }, allowed: true),
