@@ -341,7 +341,10 @@ enum Socket {
             }
             close(fd)
         }
-        throw ProbeError.connect(target.description, lastError)
+        // Refused on loopback almost always means the fixture is not running (or not served by this OpenSSL).
+        let refused = lastError == String(cString: strerror(ECONNREFUSED))
+        throw ProbeError.connect(target.description, lastError + (refused ? " (nothing listens there: is `tls-fixtures serve` "
+            + "running, and is the scenario among those it serves?)" : ""))
     }
 
     private static func connectWithTimeout(_ fd: Int32, _ address: UnsafeMutablePointer<sockaddr>, _ length: socklen_t,

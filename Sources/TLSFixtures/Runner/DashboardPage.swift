@@ -82,7 +82,8 @@ public enum DashboardPage {
 
     /// The catalog's last column in words.
     public static func fixText(_ fix: ATSFix?) -> String {
-        guard let fix else { return "—" }
+        // A user scenario need not state its fix; "—" would read as "none needed".
+        guard let fix else { return "not stated (`tls-fixtures ats exception NAME` works it out)" }
         var text: String
         switch fix.kind {
         case .notNeeded: text = "—"

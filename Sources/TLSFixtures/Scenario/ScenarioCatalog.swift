@@ -34,7 +34,9 @@ public struct ScenarioCatalog: Sendable {
                 throw ScenarioError.duplicate(scenario.name, directory.appendingPathComponent("\(scenario.name).json").path)
             }
             if let port = scenario.port {
-                if let other = ports[port] { throw ScenarioError.portTaken(scenario.name, port, other) }
+                if let other = ports[port] {
+                    throw ScenarioError.portTaken(directory.appendingPathComponent("\(scenario.name).json").path, port, other)
+                }
                 ports[port] = scenario.name
             }
         }
@@ -65,8 +67,38 @@ public struct ScenarioCatalog: Sendable {
         do {
             return try JSONDecoder().decode(Scenario.self, from: data)
         } catch let error as DecodingError {
+            if case .dataCorrupted(let context) = error, context.codingPath.isEmpty {
+                throw ScenarioError.malformed(source, syntaxProblem(in: data) ?? error.oneLine)
+            }
             throw ScenarioError.malformed(source, error.oneLine)
         }
+    }
+
+    /// Where a file that is not JSON at all goes wrong, as line and column. JSONDecoder on Linux says only "The given
+    /// data was not valid JSON"; JSONSerialization names the byte ("Invalid value around character 13."), which is
+    /// turned into a position an editor can jump to.
+    static func syntaxProblem(in data: Data) -> String? {
+        if data.allSatisfy({ [0x20, 0x09, 0x0a, 0x0d].contains($0) }) {
+            return "the file is empty; a scenario is one JSON object (see Scenarios/*.json)"
+        }
+        let problem: String
+        do {
+            _ = try JSONSerialization.jsonObject(with: data)
+            return nil
+        } catch {
+            problem = ((error as NSError).userInfo[NSDebugDescriptionErrorKey] as? String) ?? "not valid JSON"
+        }
+        var text = problem.hasSuffix(".") ? String(problem.dropLast()) : problem
+        if let range = text.range(of: #"around (line \d+, column \d+|character \d+)"#, options: .regularExpression) {
+            let found = text[range]
+            if found.contains("character"), let offset = Int(found.split(separator: " ").last ?? "") {
+                let before = data.prefix(max(0, min(offset, data.count)))
+                let line = before.filter { $0 == 0x0a }.count + 1
+                let column = before.count - (before.lastIndex(of: 0x0a).map { $0 - before.startIndex + 1 } ?? 0) + 1
+                text.replaceSubrange(range, with: "at line \(line), column \(column)")
+            }
+        }
+        return "not valid JSON: \(text) (a missing comma, quote or brace?)"
     }
 
     public func scenario(named name: String) throws -> Scenario {
@@ -79,6 +111,13 @@ public struct ScenarioCatalog: Sendable {
     }
 
     public var names: [String] { scenarios.map(\.name) }
+
+    /// Certificates issued by name (`cert issue --name`) share the store's `certs/` with the scenarios, so a scenario's
+    /// name there would replace that scenario's certificate — and break every app that pins it. Throws unless `name`
+    /// belongs to no scenario in this catalog.
+    public func requireFreeCertificateName(_ name: String) throws {
+        if names.contains(name) { throw ScenarioError.certificateNameTaken(name) }
+    }
 
     /// The port a scenario is served on with `portBase` (its catalog offset from `defaultPortBase` kept).
     public func port(of scenario: Scenario, portBase: Int = ScenarioCatalog.defaultPortBase) -> Int? {
@@ -119,7 +158,8 @@ public enum ScenarioError: Error, CustomStringConvertible, Sendable, Equatable {
     case unreadable(String, String)
     case misnamed(String, String)
     case duplicate(String, String)
-    case portTaken(String, Int, String)
+    case portTaken(String, Int, String)   // file, port, the scenario that has it
+    case certificateNameTaken(String)
 
     /// One line, whatever the file held: a key or value quoted from it is written with its control characters escaped
     /// (`"a\nb"` in JSON is a key with a newline, and would otherwise split the message).
@@ -133,7 +173,11 @@ public enum ScenarioError: Error, CustomStringConvertible, Sendable, Equatable {
         case .unreadable(let path, let why): return "cannot read scenarios from \(path): \(why)"
         case .misnamed(let path, let name): return "\(path): the file must be named after its scenario (\(name).json)"
         case .duplicate(let name, let path): return "\(path): a scenario named \"\(name)\" already exists; choose another name"
-        case .portTaken(let name, let port, let other): return "scenario \"\(name)\" wants port \(port), which \"\(other)\" already uses; choose another port"
+        case .portTaken(let path, let port, let other):
+            return "\(path): port \(port) is already the port of \"\(other)\"; choose another port, or leave \"port\" out to get the next free one"
+        case .certificateNameTaken(let name):
+            return "\"\(name)\" is the certificate of the \(name) scenario, and apps may pin it: choose another --name, or add "
+                + "--force to replace it (the scenario makes its own again the next time it is served)"
         }
     }
 }

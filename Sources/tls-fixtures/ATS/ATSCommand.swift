@@ -32,7 +32,7 @@ struct ATSClientOptions: ParsableArguments {
     @Option(help: ArgumentHelp("Connect HOST:PORT to ADDRESS instead of resolving it (repeatable).", valueName: "host:port:address"))
     var resolve: [String] = []
 
-    @Option(help: ArgumentHelp("NSIncludesSubdomains reading: all (default, Apple's source) or one-label (current docs).", valueName: "reading"))
+    @Option(help: ArgumentHelp("NSIncludesSubdomains reading: all (as Apple's source behaves) or one-label (as the current docs read).", valueName: "reading"))
     var subdomains = "all"
 
     func evaluationOptions(trustOverride: Bool = false) throws -> ATSEvaluationOptions {

@@ -85,10 +85,11 @@ struct CertIssue: AsyncParsableCommand {
     @Option(help: ArgumentHelp("Also write NAME.pem, NAME.key, NAME.cer and NAME.p12 here.", valueName: "dir"))
     var outDir: String?
 
-    @Flag(help: "Replace different existing files in --out-dir.")
+    @Flag(help: "Replace different existing files in --out-dir, and allow --name to be a built-in scenario's.")
     var force = false
 
     func validate() throws {
+        if !force { try ScenarioCatalog.builtIn.requireFreeCertificateName(name) }
         _ = try request().profile()
     }
 

@@ -14,7 +14,7 @@ struct PinsCommand: AsyncParsableCommand {
             """
     )
 
-    @Argument(help: ArgumentHelp("A scenario (default: pinned).", valueName: "scenario"))
+    @Argument(help: ArgumentHelp("A scenario.", valueName: "scenario"))
     var scenario: String = "pinned"
 
     @OptionGroup var storeOptions: StoreOptions

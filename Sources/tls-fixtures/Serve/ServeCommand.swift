@@ -61,8 +61,15 @@ struct ServeCommand: AsyncParsableCommand {
 
         let runner = try await ScenarioRunner.start(scenarios, catalog: catalog, store: store, options: options) { progress in
             if case .generating(let name, let key) = progress {
-                Output.error("generating the \(key) key for \(name) (first run only; RSA-8192 can take a minute)…")
+                let slow = key.description.hasPrefix("rsa:8192") ? "; an RSA-8192 key can take a minute" : ""
+                Output.error("generating the \(key) key for \(name) (first run only\(slow))…")
             }
+        }
+        if runner.started.isEmpty {
+            await runner.stop()
+            let reasons = runner.unsupported.map { "\($0.scenario.name): \($0.reason)" }.joined(separator: "; ")
+            throw CLIError("nothing to serve: \(reasons.isEmpty ? "no scenarios" : reasons); name scenarios this OpenSSL supports "
+                           + "(`tls-fixtures scenarios list`)")
         }
         let dashboard: DashboardServer
         do {

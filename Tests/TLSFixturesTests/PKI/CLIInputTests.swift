@@ -34,6 +34,55 @@ struct CLIInputTests {
         Self.expectOneLineError(result, mentioning: fragments)
     }
 
+    @Test("cert issue does not replace a scenario's certificate without --force")
+    func scenarioCertificateProtected() throws {
+        let directory = TestEnvironment.temporaryDirectory("reserved").path
+        #expect(try TestEnvironment.tlsFixtures(["prepare", "--dir", directory, "pinned"]).status == 0)
+        let stored = URL(fileURLWithPath: "\(directory)/certs/pinned.pem")
+        let before = try Data(contentsOf: stored)
+        let arguments = ["cert", "issue", "--dir", directory, "--name", "pinned", "--host", "foo.test"]
+        Self.expectOneLineError(try TestEnvironment.tlsFixtures(arguments), mentioning: ["pinned scenario", "--force"])
+        #expect(try Data(contentsOf: stored) == before, "an app pinning this certificate would break")
+        #expect(try TestEnvironment.tlsFixtures(arguments + ["--force"]).status == 0)
+        #expect(try Data(contentsOf: stored) != before)
+    }
+
+    @Test("serve with nothing this OpenSSL can serve stops at once with the reason")
+    func nothingToServe() async throws {
+        let sslv3Served: Bool
+        do {
+            await (try await FixtureServer.start("ssl-v3", store: TestEnvironment.sharedStore)).stop()
+            sslv3Served = true
+        } catch is ScenarioUnsupported {
+            sslv3Served = false
+        }
+        let base = Int.random(in: 40_000...49_000)
+        let result = try TestEnvironment.tlsFixtures(["serve", "--dir", TestEnvironment.sharedStoreDirectory.path,
+                                                      "--port-base", "\(base)", "ssl-v3"], timeout: sslv3Served ? 5 : 60)
+        if sslv3Served {
+            #expect(result.timedOut, "an OpenSSL with SSLv3 serves it until stopped: \(result.stderr)")
+        } else {
+            Self.expectOneLineError(result, mentioning: ["nothing to serve", "ssl-v3"])
+        }
+    }
+
+    @Test("probe against a closed port says what is probably not running")
+    func connectionRefused() throws {
+        let listener = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        let bound = withUnsafeMutablePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(listener, $0, length) == 0 && getsockname(listener, $0, &length) == 0 }
+        }
+        close(listener)   // bound, never listening, now closed: connecting is refused
+        #expect(bound)
+        let port = Int(UInt16(bigEndian: address.sin_port))
+        let result = try TestEnvironment.tlsFixtures(["probe", "127.0.0.1:\(port)"])
+        Self.expectOneLineError(result, mentioning: ["Connection refused", "tls-fixtures serve"])
+    }
+
     @Test("a truncated CA key in the store")
     func truncatedKey() throws {
         let directory = TestEnvironment.temporaryDirectory("trunc").path

@@ -46,6 +46,9 @@ struct CatalogTests {
         (#"{"name":"x","group":"custom","summary":"s","tls":{},"certificate":{"issuer":"nobody"},"expect":{"ats":"allow"}}"#, "unknown issuer"),
         (#"{"name":"x","group":"custom","summary":"s","tls":{},"certificate":{"keyName":"../../x"},"expect":{"ats":"allow"}}"#, "at certificate.keyName: invalid name"),
         (#"{"name": "x", "group": "#, "not valid JSON"),
+        // A missing comma: the error points at the key after it (line 3, column 3), where an editor should jump.
+        ("{\n  \"name\": \"x\"\n  \"group\": \"custom\"\n}", "line 3, column 3"),
+        ("  \n", "the file is empty"),
         (#"{"group":"custom","summary":"s","expect":{"ats":"allow"}}"#, "missing required key \"name\""),
     ])
     func malformed(json: String, fragment: String) throws {
@@ -65,16 +68,33 @@ struct CatalogTests {
         let catalog = try ScenarioCatalog.withUserScenarios(from: directory)
         #expect(try catalog.scenario(named: "legacy-api").tls?.maxVersion == .tls1_1)
         #expect(catalog.port(of: try catalog.scenario(named: "legacy-api"), portBase: 10_000) == 10_100)
+        // It states no ATS fix: the table must not show "—", which reads as "none needed" for a blocked scenario.
+        #expect(DashboardPage.fixText(try catalog.scenario(named: "legacy-api").expect.atsFix).contains("ats exception"))
 
         try Data(good.replacingOccurrences(of: "legacy-api", with: "expired").utf8).write(to: directory.appendingPathComponent("expired.json"))
         #expect { try ScenarioCatalog.withUserScenarios(from: directory) } throws: { "\($0)".contains("already exists") }
         try FileManager.default.removeItem(at: directory.appendingPathComponent("expired.json"))
 
         try Data(good.replacingOccurrences(of: "9900", with: "9801").utf8).write(to: directory.appendingPathComponent("legacy-api.json"))
-        #expect { try ScenarioCatalog.withUserScenarios(from: directory) } throws: { "\($0)".contains("port 9801") }
+        #expect { try ScenarioCatalog.withUserScenarios(from: directory) } throws: {
+            "\($0)".hasPrefix(directory.appendingPathComponent("legacy-api.json").path) && "\($0)".contains("port 9801")
+        }
 
         try Data(good.utf8).write(to: directory.appendingPathComponent("wrong-name.json"))
         #expect { try ScenarioCatalog.load(directory: directory) } throws: { "\($0)".contains("must be named after its scenario") }
+    }
+
+    @Test("library errors read the same through localizedDescription, as test logs print them")
+    func localizedDescriptions() {
+        let errors: [any Error & CustomStringConvertible] = [
+            ScenarioError.unknown("expird", suggestion: "expired"),
+            ScenarioError.certificateNameTaken("pinned"),
+            FixtureError.portInUse(port: 9801, address: "127.0.0.1"),
+        ]
+        for error in errors {
+            #expect(error.localizedDescription == error.description)
+            #expect(!error.localizedDescription.contains("could not be completed"))
+        }
     }
 
     @Test("unknown names suggest the closest")
