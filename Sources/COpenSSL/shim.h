@@ -29,35 +29,26 @@
 
 static inline int shim_SSL_CTX_set_min_proto_version(SSL_CTX *ctx, int v) { return (int)SSL_CTX_set_min_proto_version(ctx, v); }
 static inline int shim_SSL_CTX_set_max_proto_version(SSL_CTX *ctx, int v) { return (int)SSL_CTX_set_max_proto_version(ctx, v); }
-static inline int shim_SSL_set_min_proto_version(SSL *s, int v) { return (int)SSL_set_min_proto_version(s, v); }
-static inline int shim_SSL_set_max_proto_version(SSL *s, int v) { return (int)SSL_set_max_proto_version(s, v); }
 static inline long shim_SSL_CTX_set_session_cache_mode(SSL_CTX *ctx, long m) { return SSL_CTX_set_session_cache_mode(ctx, m); }
 static inline long shim_SSL_CTX_set_mode(SSL_CTX *ctx, long m) { return SSL_CTX_set_mode(ctx, m); }
 static inline int shim_SSL_CTX_add1_chain_cert(SSL_CTX *ctx, X509 *x) { return (int)SSL_CTX_add1_chain_cert(ctx, x); }
 static inline int shim_SSL_CTX_set_dh_auto(SSL_CTX *ctx, int onoff) { return (int)SSL_CTX_set_dh_auto(ctx, onoff); }
 static inline int shim_SSL_CTX_set1_groups_list(SSL_CTX *ctx, const char *list) { return (int)SSL_CTX_set1_groups_list(ctx, list); }
-static inline int shim_SSL_set1_groups_list(SSL *s, const char *list) { return (int)SSL_set1_groups_list(s, list); }
 static inline int shim_SSL_set_tlsext_host_name(SSL *s, const char *name) { return (int)SSL_set_tlsext_host_name(s, name); }
 static inline int shim_SSL_get_peer_tmp_key(SSL *s, EVP_PKEY **pk) { return (int)SSL_get_peer_tmp_key(s, pk); }
 static inline int shim_SSL_get_tmp_key(SSL *s, EVP_PKEY **pk) { return (int)SSL_get_tmp_key(s, pk); }
 static inline int shim_SSL_get_negotiated_group(SSL *s) { return (int)SSL_get_negotiated_group(s); }
-static inline int shim_SSL_get_peer_signature_type_nid(SSL *s, int *nid) { return SSL_get_peer_signature_type_nid(s, nid); }
-static inline int shim_SSL_get_peer_signature_nid(SSL *s, int *nid) { return (int)SSL_get_peer_signature_nid(s, nid); }
-static inline int shim_SSL_get_secure_renegotiation_support(SSL *s) { return (int)SSL_get_secure_renegotiation_support(s); }
 
 // SSL_OP_* are built with SSL_OP_BIT(n), which the importer cannot evaluate.
 static const uint64_t shim_SSL_OP_NO_TICKET = SSL_OP_NO_TICKET;
 static const uint64_t shim_SSL_OP_NO_RENEGOTIATION = SSL_OP_NO_RENEGOTIATION;
 static const uint64_t shim_SSL_OP_CIPHER_SERVER_PREFERENCE = SSL_OP_CIPHER_SERVER_PREFERENCE;
 static const uint64_t shim_SSL_OP_NO_COMPRESSION = SSL_OP_NO_COMPRESSION;
-static const uint64_t shim_SSL_OP_IGNORE_UNEXPECTED_EOF = SSL_OP_IGNORE_UNEXPECTED_EOF;
-static const uint64_t shim_SSL_OP_LEGACY_SERVER_CONNECT = SSL_OP_LEGACY_SERVER_CONNECT;
 static const long shim_SSL_MODE_RELEASE_BUFFERS = SSL_MODE_RELEASE_BUFFERS;
 static const long shim_SSL_MODE_ENABLE_PARTIAL_WRITE = SSL_MODE_ENABLE_PARTIAL_WRITE;
 static const long shim_SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER = SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER;
 static const long shim_SSL_SESS_CACHE_OFF = SSL_SESS_CACHE_OFF;
 static const unsigned long shim_XN_FLAG_RFC2253 = XN_FLAG_RFC2253;
-static const unsigned long shim_XN_FLAG_ONELINE = XN_FLAG_ONELINE;
 
 // MARK: - BIO
 
@@ -72,11 +63,10 @@ static inline STACK_OF(X509) *shim_sk_X509_new_null(void) { return sk_X509_new_n
 static inline int shim_sk_X509_push(STACK_OF(X509) *sk, X509 *x) { return sk_X509_push(sk, x); }
 /// Frees the stack only; the certificates stay owned by whoever owned them before.
 static inline void shim_sk_X509_free(STACK_OF(X509) *sk) { sk_X509_free(sk); }
-static inline void shim_sk_X509_pop_free(STACK_OF(X509) *sk) { sk_X509_pop_free(sk, X509_free); }
 static inline int shim_sk_GENERAL_NAME_num(const GENERAL_NAMES *sk) { return sk_GENERAL_NAME_num(sk); }
 static inline GENERAL_NAME *shim_sk_GENERAL_NAME_value(const GENERAL_NAMES *sk, int i) { return sk_GENERAL_NAME_value(sk, i); }
 static inline void shim_GENERAL_NAMES_free(GENERAL_NAMES *gens) { GENERAL_NAMES_free(gens); }
-static inline int shim_sk_X509_NAME_num(const STACK_OF(X509_NAME) *sk) { return sk_X509_NAME_num(sk); }
+static inline void shim_sk_X509_NAME_pop_free(STACK_OF(X509_NAME) *sk) { sk_X509_NAME_pop_free(sk, X509_NAME_free); }
 static inline STACK_OF(X509_NAME) *shim_sk_X509_NAME_new_null(void) { return sk_X509_NAME_new_null(); }
 static inline int shim_sk_X509_NAME_push(STACK_OF(X509_NAME) *sk, X509_NAME *n) { return sk_X509_NAME_push(sk, n); }
 static inline int shim_sk_ASN1_OBJECT_num(const STACK_OF(ASN1_OBJECT) *sk) { return sk_ASN1_OBJECT_num(sk); }

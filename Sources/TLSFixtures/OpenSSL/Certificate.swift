@@ -104,10 +104,7 @@ public final class Certificate: @unchecked Sendable, Equatable, CustomStringConv
     public var publicKey: KeyDescription { KeyDescription(pkey: X509_get0_pubkey(pointer)) }
 
     /// Base64 SHA-256 of the DER SubjectPublicKeyInfo.
-    public var spkiSHA256: String {
-        let spki = (try? derEncode("encode the public key") { i2d_PUBKEY(X509_get0_pubkey(pointer), $0) }) ?? Data()
-        return Digest.sha256(spki).base64EncodedString()
-    }
+    public var spkiSHA256: String { (try? PrivateKey.spkiSHA256(of: X509_get0_pubkey(pointer))) ?? "" }
 
     public var sha256Fingerprint: Data { Digest.sha256(der) }
 
@@ -136,6 +133,8 @@ public final class Certificate: @unchecked Sendable, Equatable, CustomStringConv
 
     private var extensionFlags: UInt32 { X509_get_extension_flags(pointer) }
     public var isCA: Bool { extensionFlags & UInt32(EXFLAG_CA) != 0 }
+    /// Whether the certificate carries a name-constraints extension (only a CA's means anything).
+    public var hasNameConstraints: Bool { X509_get_ext_by_NID(pointer, NID_name_constraints, -1) >= 0 }
     public var isSelfIssued: Bool { extensionFlags & UInt32(EXFLAG_SI) != 0 }
     public var isSelfSigned: Bool { extensionFlags & UInt32(EXFLAG_SS) != 0 }
 

@@ -64,9 +64,9 @@ enum Digest {
 }
 
 extension Data {
-    var hexString: String { map { String(format: "%02x", $0) }.joined() }
+    package var hexString: String { map { String(format: "%02x", $0) }.joined() }
     /// `AB:CD:…`, the way `openssl x509 -fingerprint` prints.
-    var colonHex: String { map { String(format: "%02X", $0) }.joined(separator: ":") }
+    package var colonHex: String { map { String(format: "%02X", $0) }.joined(separator: ":") }
 }
 
 extension String {

@@ -84,12 +84,21 @@ public final class PrivateKey: @unchecked Sendable {
 
     /// DER SubjectPublicKeyInfo: the input of every SPKI pin.
     public var subjectPublicKeyInfoDER: Data {
-        get throws { try derEncode("encode the public key") { i2d_PUBKEY(pointer, $0) } }
+        get throws { try Self.subjectPublicKeyInfoDER(of: pointer) }
     }
 
     /// Base64 SHA-256 of the DER SubjectPublicKeyInfo (NSPinnedDomains, TrustKit and HPKP format).
     public var spkiSHA256: String {
-        get throws { Digest.sha256(try subjectPublicKeyInfoDER).base64EncodedString() }
+        get throws { try Self.spkiSHA256(of: pointer) }
+    }
+
+    /// The pin of any public key, a certificate's included: one definition for keys and certificates alike.
+    static func spkiSHA256(of pkey: OpaquePointer?) throws -> String {
+        Digest.sha256(try subjectPublicKeyInfoDER(of: pkey)).base64EncodedString()
+    }
+
+    static func subjectPublicKeyInfoDER(of pkey: OpaquePointer?) throws -> Data {
+        try derEncode("encode the public key") { i2d_PUBKEY(pkey, $0) }
     }
 
     public var description: KeyDescription { KeyDescription(pkey: pointer) }

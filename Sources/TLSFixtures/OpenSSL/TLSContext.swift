@@ -135,10 +135,13 @@ public final class TLSContext: @unchecked Sendable {
         _ = SSL_CTX_set_options(ctx, shim_SSL_OP_NO_TICKET | shim_SSL_OP_CIPHER_SERVER_PREFERENCE)
         _ = SSL_CTX_set_num_tickets(ctx, 0)
         SSL_CTX_set_alpn_select_cb(ctx, { _, out, outLength, clientList, clientLength, _ in
-            // Offer http/1.1 only; a client that asks for something else proceeds without ALPN.
+            // Offer http/1.1 only; a client that asks for something else proceeds without ALPN. The client's list goes
+            // first, so `selected` points into it (OpenSSL's buffer for the whole callback) rather than into a Swift
+            // array's storage, which is only valid inside withUnsafeBufferPointer. With one protocol of ours, whose
+            // preference order wins makes no difference.
             var selected: UnsafeMutablePointer<UInt8>? = nil
-            let rc = TLSContext.alpnHTTP11.withUnsafeBufferPointer { server in
-                SSL_select_next_proto(&selected, outLength, server.baseAddress, UInt32(server.count), clientList, clientLength)
+            let rc = TLSContext.alpnHTTP11.withUnsafeBufferPointer { ours in
+                SSL_select_next_proto(&selected, outLength, clientList, clientLength, ours.baseAddress, UInt32(ours.count))
             }
             guard rc == OPENSSL_NPN_NEGOTIATED, let selected else { return SSL_TLSEXT_ERR_NOACK }
             out?.pointee = UnsafePointer(selected)
@@ -154,12 +157,18 @@ public final class TLSContext: @unchecked Sendable {
     private func requireClientCertificates(issuedBy roots: [Certificate]) throws {
         let store = try checkNotNull(SSL_CTX_get_cert_store(pointer), "get the certificate store")
         let names = try checkNotNull(shim_sk_X509_NAME_new_null(), "allocate the client CA list")
+        var handedOver = false
+        defer { if !handedOver { shim_sk_X509_NAME_pop_free(names) } }   // an error before the hand-over frees the list
         for root in roots {
             try checkOne(X509_STORE_add_cert(store, root.pointer), "trust \(root.subject) for client certificates")
             guard let name = X509_NAME_dup(X509_get_subject_name(root.pointer)) else { throw OpenSSLError.drain("copy a CA name") }
-            _ = shim_sk_X509_NAME_push(names, name)
+            guard shim_sk_X509_NAME_push(names, name) > 0 else {
+                X509_NAME_free(name)
+                throw OpenSSLError.drain("add \(root.subject) to the client CA list")
+            }
         }
-        SSL_CTX_set_client_CA_list(pointer, names)
+        SSL_CTX_set_client_CA_list(pointer, names)   // takes ownership
+        handedOver = true
         SSL_CTX_set_verify(pointer, SSL_VERIFY_PEER | SSL_VERIFY_FAIL_IF_NO_PEER_CERT, nil)
     }
 

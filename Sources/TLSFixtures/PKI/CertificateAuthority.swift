@@ -97,8 +97,4 @@ public final class CertificateAuthority: Sendable {
         let certificate = try profile.sign(subjectKey: key, issuer: nil)
         return Credential(certificate: certificate, privateKey: key, intermediates: [], root: certificate)
     }
-
-    public var hasNameConstraints: Bool {
-        certificate.extensionTexts.contains { $0.name == "X509v3 Name Constraints" }
-    }
 }

@@ -198,10 +198,14 @@ public final class CertificateStore: Sendable {
     }
 
     private func locked<T>(_ item: String, in subdirectory: URL, _ body: () throws -> T) throws -> T {
+        var bodyStarted = false
         do {
             try prepare(subdirectory)
-            return try FileSystem.withExclusiveLock(locksDirectory.appendingPathComponent("\(item).lock"), body)
-        } catch let lockError as PKIError where isReadOnly {
+            return try FileSystem.withExclusiveLock(locksDirectory.appendingPathComponent("\(item).lock")) {
+                bodyStarted = true
+                return try body()
+            }
+        } catch let lockError as PKIError where !bodyStarted && isReadOnly {
             // A store nobody can write (a prepared store baked into a CI image, a read-only mount) cannot change
             // under us, so reading it needs no lock. If something would have to be written, the reason it cannot
             // be (read-only, permission denied) is the error worth reporting.
@@ -228,7 +232,9 @@ public final class CertificateStore: Sendable {
     /// The built-in CA if one exists; throws if it exists but is damaged.
     public func existingCA() throws -> CertificateAuthority? {
         if let cached = cache.withLockedValue({ $0.authorities[.root] }) { return cached }
-        guard let root = try loadRoot(.root) else { return nil }
+        // Unlocked (a look must not create a store at a mistyped --dir), so it must not repair either: a key without
+        // its certificate may be a CA being written right now by another process.
+        guard let root = try loadRoot(.root, repairingOrphanKey: false) else { return nil }
         cache.withLockedValue { $0.authorities[.root] = root }
         return root
     }
@@ -298,7 +304,8 @@ public final class CertificateStore: Sendable {
         }
     }
 
-    private func loadRoot(_ id: BuiltinAuthority) throws -> CertificateAuthority? {
+    /// `repairingOrphanKey` only under the authority's lock, where a key without its certificate can only be a crash.
+    private func loadRoot(_ id: BuiltinAuthority, repairingOrphanKey: Bool = true) throws -> CertificateAuthority? {
         let certificateFile = certificatePath(id)
         let keyFile = keyPath(id)
         let certificateData = try FileSystem.read(certificateFile)
@@ -312,7 +319,7 @@ public final class CertificateStore: Sendable {
         case (nil, .some):
             // A crash between writing the key and the certificate: no device can trust a certificate that was
             // never written, so the orphan key is set aside and the root made again.
-            FileSystem.moveAside(keyFile, reason: "orphaned")
+            if repairingOrphanKey { FileSystem.moveAside(keyFile, reason: "orphaned") }
             return nil
         case (.some, nil):
             throw PKIError.damaged(path: keyFile.path, problem: "missing, but \(certificateFile.lastPathComponent) exists", fix: fix)
@@ -356,10 +363,11 @@ public final class CertificateStore: Sendable {
                 if key == nil { warn("\(keyFile.path) is damaged; it was moved aside and a new \(id.rawValue) key made"); FileSystem.moveAside(keyFile, reason: "damaged") }
             }
             if let key, let data = try FileSystem.read(certificateFile) {
-                if (try? Certificate(pem: data)) == nil {
+                let stored = try? Certificate(pem: data)
+                if stored == nil {
                     warn("\(certificateFile.path) is damaged; a new \(id.rawValue) is issued (it is not a root, so nothing pins it)")
                 }
-                if let certificate = try? Certificate(pem: data),
+                if let certificate = stored,
                    certificate.issuer == parent.certificate.subject,
                    verifySignature(certificate, by: parent.certificate), key.matches(certificate),
                    certificate.notAfter > Date() {

@@ -67,7 +67,7 @@ public enum ExportWriter {
 
     /// `NAME.pem` (chain as served), `NAME.key` (0600), `NAME.cer` (DER leaf), `NAME.p12` (leaf + key + chain).
     public static func write(_ credential: Credential, name: String, to directory: URL, force: Bool) throws -> [Written] {
-        try FileSystem.ensureDirectory(directory, mode: 0o755)
+        try FileSystem.createMissingDirectory(directory, mode: 0o755)
         let files: [(String, Data, mode_t, String)] = [
             ("\(name).pem", credential.chainPEM, 0o644, "certificate chain (PEM)"),
             ("\(name).key", try credential.privateKey.pem, 0o600, "private key (PEM, PKCS#8)"),
@@ -107,7 +107,7 @@ public enum ExportWriter {
         if !force, let existing = try FileSystem.read(url), existing != data {
             throw PKIError.unsupportedCombination("\(url.path) exists and differs; pass --force to replace it")
         }
-        try FileSystem.ensureDirectory(url.deletingLastPathComponent(), mode: 0o755)
+        try FileSystem.createMissingDirectory(url.deletingLastPathComponent(), mode: 0o755)
         try FileSystem.writeAtomically(data, to: url, mode: 0o644)
     }
 }

@@ -48,7 +48,8 @@ enum FileSystem {
         }
     }
 
-    /// Creates `url` (and parents) with `mode` when missing; tightens an existing directory we own to `mode`.
+    /// For the store's own directories: creates `url` (and parents) when missing, and tightens an existing one we own
+    /// to `mode` (a key directory left 0755 by an older tool becomes 0700).
     static func ensureDirectory(_ url: URL, mode: mode_t) throws {
         var info = stat()
         if stat(url.path, &info) == 0 {
@@ -58,20 +59,17 @@ enum FileSystem {
             if (info.st_mode & 0o777) != mode && info.st_uid == geteuid() { chmod(url.path, mode) }
             return
         }
-        let parent = url.deletingLastPathComponent()
-        if parent.path != url.path && parent.path != "/" { try ensureDirectory(parent, mode: 0o755, createOnly: true) }
-        if mkdir(url.path, mode) != 0 && errno != EEXIST {
-            throw PKIError.storeUnavailable(path: url.path, problem: errnoText())
-        }
-        chmod(url.path, mode)
+        try createMissingDirectory(url, mode: mode)
+        chmod(url.path, mode)   // mkdir's mode passes through the umask
     }
 
-    /// Parents we create but never re-permission (they may be the user's own folders).
-    private static func ensureDirectory(_ url: URL, mode: mode_t, createOnly: Bool) throws {
+    /// For the user's folders (export destinations, a store's parents): creates `url` and its parents with `mode` when
+    /// missing and never changes the permissions of one that exists — `--out ~/ca.cer` must not re-permission `~`.
+    static func createMissingDirectory(_ url: URL, mode: mode_t) throws {
         var info = stat()
         if stat(url.path, &info) == 0 { return }
         let parent = url.deletingLastPathComponent()
-        if parent.path != url.path && parent.path != "/" { try ensureDirectory(parent, mode: mode, createOnly: true) }
+        if parent.path != url.path && parent.path != "/" { try createMissingDirectory(parent, mode: 0o755) }
         if mkdir(url.path, mode) != 0 && errno != EEXIST {
             throw PKIError.storeUnavailable(path: url.path, problem: errnoText())
         }

@@ -85,7 +85,7 @@ extension CertificateStore {
                                     deviceTrustRoots: [ca.certificate] + extraRoots, pins: pins, clientCredential: nil)
         }
         if certificatePlan.requiresIssuerNameConstraints, case .authority(let id) = certificatePlan.leafIssuer,
-           !(try authority(id)).root.extensionTexts.contains(where: { $0.name == "X509v3 Name Constraints" }) {
+           !(try authority(id)).root.hasNameConstraints {
             throw ScenarioUnsupported(scenario: scenario.name, reason:
                 "not available with this store's CA: it was created without name constraints, so nothing can violate them")
         }

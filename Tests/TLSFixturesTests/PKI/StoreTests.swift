@@ -63,6 +63,21 @@ struct StoreTests {
         #expect(FileSystem.mode(of: store.directory.appendingPathComponent("keys/leaf.ec-p256.key")) == 0o600)
     }
 
+    @Test("exporting into the user's own folder leaves that folder's permissions alone")
+    func exportKeepsFolderModes() throws {
+        let parent = TestEnvironment.temporaryDirectory("export-modes")
+        let folder = parent.appendingPathComponent("private")
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        chmod(folder.path, 0o700)
+        let ca = try CertificateAuthority.ephemeral()
+        try ExportWriter.write(ca.certificate.der, to: folder.appendingPathComponent("ca.cer"), force: false)
+        _ = try ExportWriter.write(try ca.issueServerCertificate(), name: "leaf", to: folder, force: false)
+        #expect(FileSystem.mode(of: folder) == 0o700, "`ca export --out ~/ca.cer` must not open up ~")
+        // A folder it has to create is made readable, as exports are meant to be shared.
+        try ExportWriter.write(ca.certificate.der, to: parent.appendingPathComponent("new/ca.cer"), force: false)
+        #expect(FileSystem.mode(of: parent.appendingPathComponent("new")) != nil)
+    }
+
     @Test("an unchanged profile generates no key and signs nothing the second time; a change re-issues on the same key")
     func reuse() throws {
         let directory = TestEnvironment.temporaryDirectory("reuse")
