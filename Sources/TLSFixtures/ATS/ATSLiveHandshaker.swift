@@ -16,7 +16,7 @@ public struct ATSLiveHandshaker: ATSHandshaker {
         options.minVersion = max(offer.minVersion, .tls1_0)
         options.maxVersion = offer.maxVersion
         options.sendHTTPRequest = false
-        let tls12 = offer.maxVersion >= .tls1_2 || offer.minVersion < .tls1_3 ? CipherNames.cipherString(iana: offer.tls12Suites) : nil
+        let tls12 = offer.minVersion < .tls1_3 ? CipherNames.cipherString(iana: offer.tls12Suites) : nil
         let tls13 = offer.tls13Suites.filter { CipherNames.openSSLName(iana: $0) != nil }
         if offer.maxVersion < .tls1_3 && tls12 == nil {
             return .failure(reason: "none of the offered suites exists in the linked OpenSSL")

@@ -217,15 +217,11 @@ public struct ATSRequirementsResolver: Sendable {
         + "connect by a qualified name such as NAME.fixtures.test to test ATS"
 
     /// The keys whose mere presence makes iOS 10+ ignore `NSAllowsArbitraryLoads`.
+    /// Presence, not the parsed value: a key with a value of the wrong type (the string "YES") still switches
+    /// `NSAllowsArbitraryLoads` off, as the reference says ("present, whatever its value").
     private func arbitraryLoadsDisablers() -> [String] {
-        var keys: [String] = []
-        if policy.allowsArbitraryLoadsForMedia != nil {
-            keys.append(presentKeys.contains(ATSKey.allowsArbitraryLoadsForMedia)
-                        ? ATSKey.allowsArbitraryLoadsForMedia : ATSKey.allowsArbitraryLoadsInMedia)
-        }
-        if policy.allowsArbitraryLoadsInWebContent != nil { keys.append(ATSKey.allowsArbitraryLoadsInWebContent) }
-        if policy.allowsLocalNetworking != nil { keys.append(ATSKey.allowsLocalNetworking) }
-        return keys
+        [ATSKey.allowsArbitraryLoadsForMedia, ATSKey.allowsArbitraryLoadsInMedia, ATSKey.allowsArbitraryLoadsInWebContent,
+         ATSKey.allowsLocalNetworking].filter { presentKeys.contains($0) }
     }
 
     private var presentKeys: Set<String> { Set(policy.dictionary.keys) }

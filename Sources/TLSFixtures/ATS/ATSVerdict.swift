@@ -36,18 +36,6 @@ public enum ATSRule: String, Sendable, Codable, CaseIterable {
     case validityPeriod = "validity-period"
     /// `NSPinnedDomains`: no listed identity matches.
     case pinning
-
-    /// Rules a trust override may waive (where ATS lets it): everything about the certificate.
-    /// Transport rules (scheme, version, suites) and pins are never waived.
-    public var isCertificateTrust: Bool {
-        switch self {
-        case .leafKeySize, .signatureHash, .trustChain, .hostname, .weakSignature, .ios13KeySize, .ios13SHA1,
-             .sanRequired, .extendedKeyUsage, .validityPeriod:
-            return true
-        case .invalidURL, .scheme, .handshake, .tlsVersion, .forwardSecrecy, .cipherSuite, .pinning:
-            return false
-        }
-    }
 }
 
 /// The error a blocked load most likely ends with. Apple does not document which code every violation

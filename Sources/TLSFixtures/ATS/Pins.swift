@@ -25,6 +25,7 @@ public struct PinSet: Sendable, Equatable, Codable {
 public enum PinFormatError: Error, Sendable, Equatable, CustomStringConvertible {
     case trustKitNeedsTwoPins(found: Int)
     case noPins
+    case malformedPin(String)
 
     public var description: String {
         switch self {
@@ -33,6 +34,8 @@ public enum PinFormatError: Error, Sendable, Equatable, CustomStringConvertible 
                 + "(the SPKI hash of a key you keep offline)"
         case .noPins:
             return "no pins were given; pass at least one leaf or CA SPKI pin"
+        case .malformedPin(let text):
+            return "pin \"\(text.escapingControlCharacters)\" is not sha256/ followed by the base64 of a SHA-256 digest (44 characters)"
         }
     }
 }
@@ -103,6 +106,34 @@ public enum PinFormats {
 }
 
 /// How a pinning implementation decides, so a fixture's outcome can be predicted per library.
+/// An SPKI pin as people write it: `sha256/BASE64=` (TrustKit, HPKP) or the bare base64 (NSPinnedDomains).
+public enum SPKIPin {
+    /// The base64 of the 32-byte digest, whichever spelling was given.
+    public static func parse(_ text: String) throws -> String {
+        let base64 = text.hasPrefix("sha256/") ? String(text.dropFirst("sha256/".count)) : text
+        guard let digest = Data(base64Encoded: base64), digest.count == 32 else { throw PinFormatError.malformedPin(text) }
+        return base64
+    }
+}
+
+/// How a list of pins is checked, named as `probe --pin-mode` names it.
+public enum PinMode: String, Sendable, CaseIterable {
+    /// TrustKit, Alamofire: default trust, then any certificate in the chain.
+    case trustkit
+    /// NSPinnedDomains with `NSPinnedLeafIdentities`.
+    case leaf
+    /// NSPinnedDomains with `NSPinnedCAIdentities`.
+    case ca
+
+    public func rule(_ pins: [String]) -> PinRule {
+        switch self {
+        case .trustkit: return .trustKit(spki: pins)
+        case .leaf: return .pinnedDomainsLeaf(spki: pins)
+        case .ca: return .pinnedDomainsCA(spki: pins)
+        }
+    }
+}
+
 public enum PinRule: Sendable, Equatable {
     /// TrustKit: default trust must pass, then any certificate in the chain must have a listed SPKI.
     case trustKit(spki: [String])

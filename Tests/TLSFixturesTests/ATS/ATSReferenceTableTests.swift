@@ -109,6 +109,10 @@ final class ATSReferenceTableTests: XCTestCase {
         ATSReferenceCase(name: "arbitrary loads ignored: NSAllowsLocalNetworking NO", url: https,
                       policy: [ATSKey.allowsArbitraryLoads: true, ATSKey.allowsLocalNetworking: false], facts: tls10,
                       allowed: false, rule: .tlsVersion, atsApplies: true),
+        // §Keys, NSAllowsArbitraryLoads: "whatever its value" — even a value of the wrong type (the string "YES").
+        ATSReferenceCase(name: "arbitrary loads ignored: NSAllowsLocalNetworking the string YES", url: https,
+                      policy: [ATSKey.allowsArbitraryLoads: true, ATSKey.allowsLocalNetworking: .string("YES")], facts: tls10,
+                      allowed: false, rule: .tlsVersion, atsApplies: true, noteContains: "NSAllowsArbitraryLoads is ignored"),
         // §Keys, NSAllowsArbitraryLoads: … NSAllowsArbitraryLoadsForMedia present (NO), data load.
         ATSReferenceCase(name: "arbitrary loads ignored: ForMedia NO", url: https,
                       policy: [ATSKey.allowsArbitraryLoads: true, ATSKey.allowsArbitraryLoadsForMedia: false], facts: tls10,
