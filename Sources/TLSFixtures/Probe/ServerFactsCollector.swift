@@ -1,4 +1,5 @@
 import Foundation
+import NIOPosix
 
 /// Learns which protocol versions and suites a server accepts, sslscan-style: for each version, offer everything,
 /// note the server's choice, take it out of the offer, and ask again until the server refuses.
@@ -53,6 +54,7 @@ public struct ServerFactsCollector: Sendable {
     }
 
     public func collect(_ target: ProbeTarget) async throws -> ServerFacts {
-        try await Task.detached { try self.collect(target) }.value
+        // Dozens of blocking handshakes: on NIO's blocking-I/O pool, as TLSProbe.probe does, not the cooperative pool.
+        try await NIOThreadPool.singleton.runIfActive { try self.collect(target) }
     }
 }

@@ -199,7 +199,9 @@ public struct TLSProbe: Sendable {
             fillNegotiated(ssl, into: &result)
         }
         if !chain.isEmpty {
-            result.verification = Verifier.verify(chain: chain, roots: options.trustRoots, host: target.host, securityLevel: 2, purpose: true)
+            // The name checked is the one sent as SNI (`--servername`), as curl and s_client -verify_hostname do.
+            result.verification = Verifier.verify(chain: chain, roots: options.trustRoots, host: options.serverName ?? target.host,
+                                                   securityLevel: 2, purpose: true)
             result.trust = Verifier.trust(chain: chain, roots: options.trustRoots, anchor: options.anchorKind)
         }
         if rc == 1 && options.sendHTTPRequest {
@@ -355,7 +357,12 @@ enum Socket {
         if Glibc_or_Darwin_connect(fd, address, length) == 0 { return true }
         guard errno == EINPROGRESS else { error = String(cString: strerror(errno)); return false }
         var poller = pollfd(fd: fd, events: Int16(POLLOUT), revents: 0)
-        let ready = poll(&poller, 1, Int32(timeout * 1000))
+        let deadline = Date().addingTimeInterval(timeout)
+        var ready: Int32
+        repeat {   // a signal interrupts poll; SO_ERROR would then read 0 for a connect still in progress
+            ready = poll(&poller, 1, Int32(max(0, deadline.timeIntervalSinceNow) * 1000))
+        } while ready < 0 && errno == EINTR
+        if ready < 0 { error = String(cString: strerror(errno)); return false }
         if ready == 0 { error = "connection timed out"; return false }
         var code: Int32 = 0
         var size = socklen_t(MemoryLayout<Int32>.size)

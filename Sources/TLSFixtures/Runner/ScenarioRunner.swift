@@ -1,6 +1,7 @@
 import Foundation
 import Logging
 import NIOCore
+import NIOPosix
 
 /// Serves many scenarios at once on their fixed ports: what `tls-fixtures serve` runs.
 public final class ScenarioRunner: Sendable {
@@ -74,7 +75,7 @@ public final class ScenarioRunner: Sendable {
     public static func prepare(_ scenarios: [Scenario], store: CertificateStore,
                            progress: @escaping @Sendable (Progress) -> Void) async throws -> [String: Result<PreparedScenario, Error>] {
         // The CA first, once, so parallel preparations do not all wait on its lock.
-        _ = try store.ca()
+        _ = try await NIOThreadPool.singleton.runIfActive { try store.ca() }   // may generate a key: not on the cooperative pool
         let ordered = scenarios.sorted { cost($0) > cost($1) }
         let width = max(2, ProcessInfo.processInfo.activeProcessorCount)
         return await withTaskGroup(of: (String, Result<PreparedScenario, Error>).self) { group in

@@ -54,10 +54,9 @@ public struct ScenarioCatalog: Sendable {
         return try files.map { file in
             let url = directory.appendingPathComponent(file)
             guard let data = FileManager.default.contents(atPath: url.path) else { throw ScenarioError.unreadable(url.path, "cannot read it") }
-            var scenario = try decode(data, source: url.path)
+            let scenario = try decode(data, source: url.path)
             let expected = String(file.dropLast(".json".count))
             guard scenario.name == expected else { throw ScenarioError.misnamed(url.path, scenario.name) }
-            if scenario.group != .custom && !ScenarioGroup.allCases.contains(scenario.group) { scenario.group = .custom }
             return scenario
         }
     }

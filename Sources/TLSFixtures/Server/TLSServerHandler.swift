@@ -239,6 +239,11 @@ final class TLSServerHandler: ChannelDuplexHandler {
     }
 
     private func replayPendingWrites(context: ChannelHandlerContext) {
+        // A handler that closed the channel on `TLSHandshakeCompleted` has already started the shutdown.
+        guard case .active = state else {
+            failPendingWrites(ChannelError.ioOnClosedChannel)
+            return
+        }
         let writes = pendingWrites
         pendingWrites = []
         for (bytes, promise) in writes { queue(bytes, promise: promise) }

@@ -80,18 +80,8 @@ struct ProbeCommand: AsyncParsableCommand {
         if min > max { throw CLIError("--tls-min \(tlsMin) is above --tls-max \(tlsMax)") }
         if (clientCert == nil) != (clientKey == nil) { throw CLIError("--client-cert and --client-key go together") }
         if ca != nil && builtinCA { throw CLIError("--ca and --builtin-ca each choose the trusted roots; give one") }
-        _ = try pins()
-        guard ["trustkit", "leaf", "ca"].contains(pinMode) else { throw CLIError("--pin-mode is trustkit, leaf or ca") }
-    }
-
-    func pins() throws -> [String] {
-        try pin.map { value in
-            let base64 = value.hasPrefix("sha256/") ? String(value.dropFirst(7)) : value
-            guard let data = Data(base64Encoded: base64), data.count == 32 else {
-                throw CLIError("--pin \(value) is not sha256/ followed by the base64 of a SHA-256 digest (44 characters)")
-            }
-            return base64
-        }
+        _ = try pin.map(SPKIPin.parse)
+        guard PinMode(rawValue: pinMode) != nil else { throw CLIError("--pin-mode is trustkit, leaf or ca") }
     }
 
     func run() async throws {
@@ -106,7 +96,12 @@ struct ProbeCommand: AsyncParsableCommand {
         options.timeout = timeout
         options.sendHTTPRequest = !noHttp
         if let ca { options.trustRoots = try readCertificates(ca) }
-        if builtinCA { options.trustRoots = [try storeOptions.store.ca().certificate] }
+        if builtinCA {
+            // Never make a CA here: a new one would trust nothing the fixtures serve.
+            let store = storeOptions.store
+            guard let root = try store.existingCA() else { throw PKIError.noCA(path: store.directory.path) }
+            options.trustRoots = [root.certificate]
+        }
         if let clientCert, let clientKey {
             let chain = try readCertificates(clientCert)
             guard let keyData = FileManager.default.contents(atPath: clientKey) else { throw CLIError("cannot read \(clientKey)") }
@@ -116,10 +111,9 @@ struct ProbeCommand: AsyncParsableCommand {
         let host = servername ?? probeTarget.host
         let result = try await TLSProbe(options: options).probe(probeTarget)
         var pinOutcome: PinOutcome? = nil
-        let pinList = try pins()
-        if !pinList.isEmpty {
-            let rule: PinRule = pinMode == "leaf" ? .pinnedDomainsLeaf(spki: pinList) : pinMode == "ca" ? .pinnedDomainsCA(spki: pinList) : .trustKit(spki: pinList)
-            pinOutcome = PinPolicy(rule).evaluate(host: host, presentedChain: result.presentedChain, trust: result.trust)
+        let pinList = try pin.map(SPKIPin.parse)
+        if !pinList.isEmpty, let mode = PinMode(rawValue: pinMode) {
+            pinOutcome = PinPolicy(mode.rule(pinList)).evaluate(host: host, presentedChain: result.presentedChain, trust: result.trust)
         }
         if output.json {
             try Output.json(ProbeJSON(result: result, pins: pinOutcome.map { PinJSON(matched: $0.matched, reason: $0.reason) }))

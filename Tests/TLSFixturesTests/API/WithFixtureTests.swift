@@ -21,6 +21,21 @@ struct WithFixtureTests {
     }
     // README: swift-testing-example end
 
+    @Test("the probe verifies the name it sends as SNI, as curl and s_client do")
+    func verifiesServerName() async throws {
+        try await withFixture("ats-compliant") { fixture in
+            var options = ProbeOptions()
+            options.trustRoots = [fixture.caCertificate]
+            options.sendHTTPRequest = false
+            let target = ProbeTarget(host: "localhost", port: fixture.port)
+            let plain = try await TLSProbe(options: options).probe(target)
+            options.serverName = "elsewhere.example"   // the certificate names localhost and the scenario host only
+            let renamed = try await TLSProbe(options: options).probe(target)
+            #expect(plain.verification?.summary == "ok")
+            #expect(renamed.verification?.summary == "hostname mismatch")
+        }
+    }
+
     @Test("the fixture is stopped when the body throws")
     func stopsOnError() async throws {
         struct Expected: Error {}
@@ -28,11 +43,11 @@ struct WithFixtureTests {
         await #expect(throws: Expected.self) {
             try await withFixture("ats-compliant") { fixture in
                 port.value = fixture.port
-                #expect(isListening(port: fixture.port))
+                #expect(Ports.accepts(fixture.port))
                 throw Expected()
             }
         }
-        #expect(port.value != 0 && !isListening(port: port.value))
+        #expect(port.value != 0 && !Ports.accepts(port.value))
     }
 
     @Test("an unknown scenario name is a clear error, with a suggestion")

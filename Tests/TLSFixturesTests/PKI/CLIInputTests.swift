@@ -68,19 +68,17 @@ struct CLIInputTests {
 
     @Test("probe against a closed port says what is probably not running")
     func connectionRefused() throws {
-        let listener = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-        let bound = withUnsafeMutablePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(listener, $0, length) == 0 && getsockname(listener, $0, &length) == 0 }
-        }
-        close(listener)   // bound, never listening, now closed: connecting is refused
-        #expect(bound)
-        let port = Int(UInt16(bigEndian: address.sin_port))
+        let port = try Ports.unused()   // bound, never listening, released: connecting is refused
         let result = try TestEnvironment.tlsFixtures(["probe", "127.0.0.1:\(port)"])
         Self.expectOneLineError(result, mentioning: ["Connection refused", "tls-fixtures serve"])
+    }
+
+    @Test("probe --builtin-ca with no CA says so and makes none")
+    func builtinCAMissing() throws {
+        let directory = TestEnvironment.temporaryDirectory("noca-probe").path
+        Self.expectOneLineError(try TestEnvironment.tlsFixtures(["probe", "127.0.0.1:9", "--builtin-ca", "--dir", directory]),
+                                mentioning: ["no CA", "ca init"])
+        #expect(!FileManager.default.fileExists(atPath: "\(directory)/ca/root.pem"))
     }
 
     @Test("a truncated CA key in the store")
