@@ -58,7 +58,7 @@ struct ServeEndToEndTests {
         let span = (ScenarioCatalog.builtIn.scenarios.compactMap(\.port).max() ?? 9900) - ScenarioCatalog.defaultPortBase
         for _ in 0..<50 {
             let base = Int.random(in: 20_000...28_000)
-            if (base...(base + span)).allSatisfy({ !isListening(port: $0) && canBind(port: $0) }) { return base }
+            if (base...(base + span)).allSatisfy({ !Ports.accepts($0) && Ports.canListen($0) }) { return base }
         }
         throw CLIFailure("no free range of \(span + 1) ports found")
     }
@@ -128,7 +128,7 @@ struct ServeEndToEndTests {
         let took = try #require(serve.waitForExit(within: 2), "serve did not exit within 2 s of SIGTERM")
         #expect(serve.process.terminationStatus == 0, "exit status \(serve.process.terminationStatus): \(serve.errors)")
         #expect(took < 2)
-        for port in [base] + serving.compactMap(\.port) { #expect(!isListening(port: port), "port \(port) still listening") }
+        for port in [base] + serving.compactMap(\.port) { #expect(!Ports.accepts(port), "port \(port) still listening") }
     }
 
     func browserCheck(dashboard: String, ca: Certificate) throws {
@@ -213,7 +213,7 @@ struct ServeEndToEndTests {
         let lines = serve.errors.split(separator: "\n").filter { !$0.hasPrefix("generating") }
         #expect(lines.count == 1, "\(serve.errors)")
         #expect(serve.errors.contains("port \(base + 1)") && serve.errors.contains("already in use") && serve.errors.contains("--port-base"))
-        #expect(!isListening(port: base) && !isListening(port: base + 10), "something was left listening")
+        #expect(!Ports.accepts(base) && !Ports.accepts(base + 10), "something was left listening")
     }
 
     @Test("Ctrl-C (SIGINT) also stops serve cleanly")
@@ -222,11 +222,11 @@ struct ServeEndToEndTests {
         let serve = try ServeProcess(["ats-compliant", "--port-base", "\(base)", "--dir", store.directory.path, "--json"])
         defer { serve.kill() }
         _ = try #require(try serve.document(timeout: 120))
-        #expect(isListening(port: base + 1))
+        #expect(Ports.accepts(base + 1))
         kill(serve.process.processIdentifier, SIGINT)
         #expect(serve.waitForExit(within: 2) != nil)
         #expect(serve.process.terminationStatus == 0)
-        #expect(!isListening(port: base + 1) && !isListening(port: base))
+        #expect(!Ports.accepts(base + 1) && !Ports.accepts(base))
     }
 }
 
@@ -253,11 +253,6 @@ final class ListeningSocket {
 }
 
 /// True when a listening socket could be bound on 127.0.0.1:`port` right now.
-func canBind(port: Int) -> Bool {
-    guard let socket = try? ListeningSocket(port: port) else { return false }
-    socket.close()
-    return true
-}
 
 /// `close(2)`, callable from a type that has its own `close()`.
 func closeDescriptor(_ fd: Int32) { _ = close(fd) }
