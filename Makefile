@@ -39,15 +39,11 @@ test: deps
 # Release build of the CLI and the in-process benchmark, then scripts/bench/run.py drives them, nginx, openssl s_server
 # and wrk (installed by ensure-deps when missing). ARGS passes options through, e.g. ARGS="--only handshake".
 BENCH_BUILD = swift build -c release --product tls-fixtures && swift build -c release --product tls-fixtures-bench
-bench: deps
+# nginx is in /usr/sbin, which a normal user's PATH may lack. bench-quick is the same run, shortened.
+bench bench-quick: deps
 	@scripts/ensure-deps.sh bench
 	$(BENCH_BUILD)
-	python3 scripts/bench/run.py $(ARGS)
-
-bench-quick: deps
-	@scripts/ensure-deps.sh bench
-	$(BENCH_BUILD)
-	python3 scripts/bench/run.py --quick $(ARGS)
+	PATH="$$PATH:/usr/sbin" python3 scripts/bench/run.py $(if $(filter bench-quick,$@),--quick) $(ARGS)
 
 clean:
 	rm -rf .build .build-asan .build-tsan .build-fuzz fuzz-out

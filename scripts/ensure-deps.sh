@@ -1,10 +1,12 @@
 #!/usr/bin/env bash
 # Installs what a fresh machine lacks for a group of make targets, or prints the exact command when it cannot.
-#   scripts/ensure-deps.sh core     — build and test: OpenSSL headers (pkg-config openssl), openssl, curl, python3
+#   scripts/ensure-deps.sh core     — build and test: OpenSSL headers (pkg-config openssl), openssl, curl, python3, ss
 #   scripts/ensure-deps.sh browser  — the dashboard check: chromium and NSS tools (certutil)
-#   scripts/ensure-deps.sh bench    — make bench: nginx, wrk, hyperfine (plus openssl, curl, taskset, python3)
+#   scripts/ensure-deps.sh bench    — make bench: nginx, wrk (plus openssl, curl, taskset, python3)
 set -euo pipefail
 group=${1:-core}
+# nginx and ss live in /usr/sbin, which a normal user's PATH may lack.
+PATH="$PATH:/usr/sbin:/sbin"
 
 missing=()
 need_cmd() { command -v "$1" >/dev/null 2>&1 || missing+=("$2"); }
@@ -12,10 +14,13 @@ need_cmd() { command -v "$1" >/dev/null 2>&1 || missing+=("$2"); }
 case "$group" in
   core)
     need_cmd pkg-config pkg-config
-    if command -v pkg-config >/dev/null 2>&1 && ! pkg-config --exists openssl 2>/dev/null; then missing+=(libssl-dev); fi
+    # Without pkg-config the headers cannot be checked: ask for libssl-dev too (a no-op when it is there), so one run
+    # installs everything rather than leaving the next build to fail on missing headers.
+    if ! command -v pkg-config >/dev/null 2>&1 || ! pkg-config --exists openssl 2>/dev/null; then missing+=(libssl-dev); fi
     need_cmd openssl openssl
     need_cmd curl curl
     need_cmd python3 python3
+    need_cmd ss iproute2   # the reliability tests read listening sockets with ss
     ;;
   browser)
     command -v chromium >/dev/null 2>&1 || command -v chromium-browser >/dev/null 2>&1 || missing+=(chromium)
@@ -24,7 +29,6 @@ case "$group" in
   bench)
     need_cmd nginx nginx
     need_cmd wrk wrk
-    need_cmd hyperfine hyperfine
     need_cmd openssl openssl
     need_cmd curl curl
     need_cmd taskset util-linux
@@ -36,7 +40,12 @@ esac
 [ ${#missing[@]} -eq 0 ] && exit 0
 
 if [ "$(uname -s)" = Darwin ]; then
-  echo "missing: ${missing[*]}. On macOS: brew install openssl@3 pkg-config curl python3 (and nginx wrk hyperfine for bench)" >&2
+  echo "missing: ${missing[*]}. On macOS: brew install openssl@3 pkg-config curl python3 (and nginx wrk for bench)" >&2
+  exit 1
+fi
+if [[ " ${missing[*]} " == *" chromium "* ]] && grep -qs '^ID=ubuntu' /etc/os-release; then
+  # Ubuntu ships Chromium only as a snap; its chromium-browser package is a stub that installs the snap.
+  echo "missing: Chromium. On Ubuntu: sudo snap install chromium (and: sudo apt-get install -y libnss3-tools)" >&2
   exit 1
 fi
 if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
