@@ -76,7 +76,13 @@ func emit<T: Encodable>(_ value: T) throws {
 // MARK: Commands
 
 struct MaterialsReport: Encodable {
-    struct Item: Encodable { var scenario: String; var certificate: String; var key: String; var leafSHA256: String }
+    /// A scenario's files, and how every peer is configured for it: scripts/bench/run.py and profile.sh take the
+    /// protocol and cipher from here, so BenchScenario stays the one definition.
+    struct Item: Encodable {
+        var scenario: String, certificate: String, key: String, leafSHA256: String
+        var label: String, protocolName: String, cipher: String, speed: String
+        var nginxProtocols: String, nginxCiphers: String, sServerArgs: [String], clientArgs: [String]
+    }
     var items: [Item]
 }
 
@@ -92,18 +98,15 @@ func materials(_ args: Arguments) throws {
         let key = out.appendingPathComponent("\(scenario.rawValue).key")
         try Certificate.pem(prepared.chainSent).write(to: certificate)
         _ = FileManager.default.createFile(atPath: key.path, contents: try credential.privateKey.pem, attributes: [.posixPermissions: 0o600])
-        let digest = credential.certificate.der
         items.append(.init(scenario: scenario.rawValue, certificate: certificate.path, key: key.path,
-                           leafSHA256: sha256Hex(digest)))
+                           leafSHA256: credential.certificate.sha256Fingerprint.hexString,
+                           label: "\(scenario.protocolLabel) \(scenario.cipher), \(scenario.keyName)",
+                           protocolName: scenario.protocolName, cipher: scenario.cipher, speed: scenario.speedName,
+                           nginxProtocols: scenario.protocolName, nginxCiphers: scenario.openSSLCipherString,
+                           sServerArgs: [scenario.openSSLVersionFlag, "-cipher", scenario.openSSLCipherString],
+                           clientArgs: [scenario.openSSLVersionFlag, "-cipher", scenario.cipher + ":@SECLEVEL=0"]))
     }
     try emit(MaterialsReport(items: items))
-}
-
-func sha256Hex(_ data: Data) -> String {
-    var digest = [UInt8](repeating: 0, count: Int(EVP_MAX_MD_SIZE))
-    var length: UInt32 = 0
-    _ = data.withUnsafeBytes { raw in EVP_Digest(raw.baseAddress, raw.count, &digest, &length, EVP_sha256(), nil) }
-    return digest.prefix(Int(length)).map { String(format: "%02x", $0) }.joined()
 }
 
 func serve(_ args: Arguments) async throws {

@@ -10,16 +10,18 @@
 # and shut-down cancel out. Leaves callgrind.out files in bench-out/profile/ (callgrind_annotate reads them).
 # Needs a release build: swift build -c release --product tls-fixtures-bench (and `make bench` once for bench-out/store).
 set -euo pipefail
+PATH="$PATH:/usr/sbin"   # nginx
 cd "$(dirname "$0")/../.."
 mode=${1:-keepalive}
 n=${2:-2000}
 bin=.build/release/tls-fixtures-bench
 out=bench-out/profile
-mkdir -p "$out"
+mkdir -p "$out" bench-out/materials
 # Valgrind 3.19 cannot read the DWARF 5 the Swift toolchain emits: profile a copy without debug info (the symbol
 # table stays, so callgrind still names every function).
 strip --strip-debug -o "$out/tls-fixtures-bench" "$bin"
-[ -d bench-out/store ] || "$bin" materials --store bench-out/store --out bench-out/materials >/dev/null
+# The scenario files, and each peer's protocol and cipher for them (Sources/tls-fixtures-bench/Scenarios.swift).
+"$bin" materials --store bench-out/store --out bench-out/materials >bench-out/materials/report.json
 case "$mode" in
   keepalive) scenario=bench-tls12; keep=1 ;;
   handshake) scenario=bench-tls12; keep=0 ;;
@@ -28,12 +30,15 @@ case "$mode" in
 esac
 
 peer=${PEER:-tls-fixtures}
-[ -f bench-out/materials/$scenario.pem ] || "$bin" materials --store bench-out/store --out bench-out/materials >/dev/null
+setting() {   # $1: a field of this scenario's entry in the materials report
+  python3 -c 'import json,sys; print(next(i for i in json.load(open(sys.argv[1]))["items"] if i["scenario"] == sys.argv[2])[sys.argv[3]])' \
+    bench-out/materials/report.json "$scenario" "$1"
+}
 
 nginx_conf() {   # $1 port: one nginx process (no master), the settings scripts/bench/run.py gives nginx
   local prefix="$PWD/$out/nginx" protocols ciphers
   mkdir -p "$prefix/logs"
-  if [ "$scenario" = bench-tls12 ]; then protocols=TLSv1.2; ciphers=ECDHE-RSA-AES128-GCM-SHA256; else protocols=TLSv1; ciphers='AES128-SHA:@SECLEVEL=0'; fi
+  protocols=$(setting nginxProtocols); ciphers=$(setting nginxCiphers)
   cat >"$prefix/nginx.conf" <<CONF
 daemon off; master_process off; worker_processes 1; pid $prefix/nginx.pid; error_log $prefix/logs/error.log warn;
 events { worker_connections 1024; }

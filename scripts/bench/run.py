@@ -25,15 +25,9 @@ import time
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 OUT = os.path.join(ROOT, "bench-out")
-SCENARIOS = {
-    "bench-tls12": dict(label="TLS 1.2 ECDHE-RSA-AES128-GCM-SHA256, RSA-2048", proto="TLSv1.2",
-                        cipher="ECDHE-RSA-AES128-GCM-SHA256", nginx_protocols="TLSv1.2",
-                        nginx_ciphers="ECDHE-RSA-AES128-GCM-SHA256", s_server=["-tls1_2", "-cipher", "ECDHE-RSA-AES128-GCM-SHA256"],
-                        speed="rsa2048"),
-    "bench-tls10": dict(label="TLS 1.0 AES128-SHA, RSA-1024", proto="TLSv1", cipher="AES128-SHA",
-                        nginx_protocols="TLSv1", nginx_ciphers="AES128-SHA:@SECLEVEL=0",
-                        s_server=["-tls1", "-cipher", "AES128-SHA:@SECLEVEL=0"], speed="rsa1024"),
-}
+# The benchmark scenarios and every peer's settings for them, as `tls-fixtures-bench materials` reports them
+# (Sources/tls-fixtures-bench/Scenarios.swift is their one definition). Filled before any section runs.
+SCENARIOS = {}
 ANALYSIS_MARKER = "<!-- Everything below is kept when make bench rewrites this file. -->"
 # Scenarios left out of the quick catalog: their keys take seconds to minutes to generate.
 SLOW_SCENARIOS = {"rsa4096", "rsa8192"}
@@ -209,8 +203,8 @@ http {{
     listen 127.0.0.1:{port} ssl backlog=1024;
     ssl_certificate {self.materials}/{scenario}.pem;
     ssl_certificate_key {self.materials}/{scenario}.key;
-    ssl_protocols {s['nginx_protocols']};
-    ssl_ciphers {s['nginx_ciphers']};
+    ssl_protocols {s['nginxProtocols']};
+    ssl_ciphers {s['nginxCiphers']};
     ssl_prefer_server_ciphers on;
     {caching}
     location / {{
@@ -234,7 +228,7 @@ http {{
         the fixture's JSON body with Content-Length. It still closes after every response, like -www."""
         s = SCENARIOS[scenario]
         return ["openssl", "s_server", "-accept", f"127.0.0.1:{port}", "-cert", f"{self.materials}/{scenario}.pem",
-                "-key", f"{self.materials}/{scenario}.key", *s["s_server"], "-no_cache", "-no_ticket", "-HTTP", "-quiet"]
+                "-key", f"{self.materials}/{scenario}.key", *s["sServerArgs"], "-no_cache", "-no_ticket", "-HTTP", "-quiet"]
 
     def write_s_server_page(self):
         body = self.body or '{"scenario":"s_server"}\n'
@@ -290,9 +284,8 @@ http {{
     def resumption_count(self, scenario, port):
         """openssl s_client -reconnect: 6 connections offering the first session again; counts the resumed ones."""
         s = SCENARIOS[scenario]
-        version = "-tls1_2" if s["proto"] == "TLSv1.2" else "-tls1"
-        result = run(["openssl", "s_client", "-connect", f"127.0.0.1:{port}", version, "-cipher", s["cipher"] + ":@SECLEVEL=0",
-                      "-reconnect"], check=False, env=self.client_env, input="", timeout=30)
+        result = run(["openssl", "s_client", "-connect", f"127.0.0.1:{port}", *s["clientArgs"], "-reconnect"],
+                     check=False, env=self.client_env, input="", timeout=30)
         text = result.stdout
         return text.count("\nReused,"), text.count("\nNew,")
 
@@ -634,7 +627,8 @@ def main():
     b.environment()
     log(f"bench: {b.results['mode']} mode; servers on CPU {b.server_cpus}, load generator on CPU {b.client_cpus}; "
         f"load average {b.results['environment']['loadBefore']:.2f}")
-    run([b.bench, "materials", "--store", b.store, "--out", b.materials])
+    report = run([b.bench, "materials", "--store", b.store, "--out", b.materials]).stdout
+    SCENARIOS.update({item["scenario"]: item for item in json.loads(report)["items"]})
     b.fetch_body()
     for section in sections:
         t0 = time.time()
