@@ -48,15 +48,18 @@ public struct ScenarioUnsupported: Error, CustomStringConvertible, Sendable, Equ
 extension CertificateStore {
     private static let prepared = NIOLockedValueBox([PreparationKey: PreparedScenario]())
 
+    /// The root is part of the key: after `ca init --force` (or another `CertificateStore` on the same folder replacing
+    /// it) a preparation made under the old CA must not be served any more.
     private struct PreparationKey: Hashable {
         var store: String
+        var root: Data
         var scenario: Scenario
     }
 
     /// Everything needed to serve `scenario`, from this store: certificates are generated on first use and reused after;
     /// within a process the whole preparation is done once per scenario.
     public func prepare(_ scenario: Scenario) throws -> PreparedScenario {
-        let key = PreparationKey(store: directory.path, scenario: scenario)
+        let key = PreparationKey(store: directory.path, root: try ca().certificate.sha256Fingerprint, scenario: scenario)
         if let cached = Self.prepared.withLockedValue({ $0[key] }) { return cached }
         let made = try makePrepared(scenario)
         Self.prepared.withLockedValue { $0[key] = made }

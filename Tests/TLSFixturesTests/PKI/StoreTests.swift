@@ -51,6 +51,22 @@ struct StoreTests {
         #expect(try Data(contentsOf: URL(fileURLWithPath: "\(directory)/ca/\(replaced[0])/root.key")) == key)
     }
 
+    @Test("after the CA is replaced, a scenario is served under the new CA, not from the old preparation")
+    func preparationFollowsTheCA() throws {
+        let store = CertificateStore(directory: TestEnvironment.temporaryDirectory("replaced").appendingPathComponent("s"))
+        let scenario = try ScenarioCatalog.builtIn.scenario(named: "tls-v1-3")
+        let before = try store.prepare(scenario)
+        let replaced = try store.initializeCA(ifExists: .replace).ca
+        let after = try store.prepare(scenario)
+        #expect(before.caCertificate.sha256Fingerprint != replaced.certificate.sha256Fingerprint)
+        #expect(after.caCertificate.sha256Fingerprint == replaced.certificate.sha256Fingerprint)
+        // openssl, not our own code, confirms the served chain builds to the new root.
+        let root = try TestEnvironment.file(replaced.certificate.pem, name: "root.pem")
+        let chain = try TestEnvironment.file(Certificate.pem(after.chainSent), name: "chain.pem")
+        let verified = try TestEnvironment.openssl(["verify", "-CAfile", root, "-untrusted", chain, chain])
+        #expect(verified.status == 0, "\(verified.combined)")
+    }
+
     @Test("key files are 0600, store directories 0700")
     func modes() throws {
         let store = CertificateStore(directory: TestEnvironment.temporaryDirectory("modes").appendingPathComponent("s"))
