@@ -135,6 +135,8 @@ public final class Certificate: @unchecked Sendable, Equatable, CustomStringConv
     public var isCA: Bool { extensionFlags & UInt32(EXFLAG_CA) != 0 }
     /// Whether the certificate carries a name-constraints extension (only a CA's means anything).
     public var hasNameConstraints: Bool { X509_get_ext_by_NID(pointer, NID_name_constraints, -1) >= 0 }
+    /// The CT precertificate SCT list extension (1.3.6.1.4.1.11129.2.4.2) is present.
+    public var hasEmbeddedSCTs: Bool { X509_get_ext_by_NID(pointer, NID_ct_precert_scts, -1) >= 0 }
     public var isSelfIssued: Bool { extensionFlags & UInt32(EXFLAG_SI) != 0 }
     public var isSelfSigned: Bool { extensionFlags & UInt32(EXFLAG_SS) != 0 }
 
@@ -213,7 +215,7 @@ public final class Certificate: @unchecked Sendable, Equatable, CustomStringConv
             signatureAlgorithm: signatureAlgorithm, signatureDigest: signatureDigest,
             notBefore: notBefore, notAfter: notAfter, isCA: isCA, isSelfIssued: isSelfIssued,
             extendedKeyUsage: extendedKeyUsage, spkiSHA256: spkiSHA256,
-            sha256Fingerprint: sha256Fingerprint.hexString, der: der)
+            sha256Fingerprint: sha256Fingerprint.hexString, der: der, hasEmbeddedSCTs: hasEmbeddedSCTs)
     }
 
     // MARK: Helpers

@@ -132,6 +132,14 @@ struct ATSCLITests {
         CLIInputTests.expectOneLineError(try TestEnvironment.tlsFixtures(["ats", "exception", "no-such-scenario"]), mentioning: ["unknown scenario"])
     }
 
+    @Test("reading options take their listed values only, with one-line errors", arguments: [
+        ("--ip-addresses", "loopback"), ("--third-party-keys", "yes"), ("--dhe", "maybe"), ("--subdomains", "two"), ("--cipher-suites", "2016"),
+    ])
+    func readingErrors(flag: String, value: String) throws {
+        let result = try TestEnvironment.tlsFixtures(["ats", "check", flag, value, "https://ats-compliant.fixtures.test:1/"])
+        CLIInputTests.expectOneLineError(result, mentioning: [flag, value])
+    }
+
     @Test("checking localhost or an IP literal says loudly that ATS does not apply")
     func localhostTrap() async throws {
         try await withFixture("tls-v1-0", store: TestEnvironment.sharedStore) { fixture in
@@ -141,6 +149,15 @@ struct ATSCLITests {
                 #expect(result.stdout.contains("ATS does not apply"), "\(host): \(result.stdout)")
                 #expect(result.stdout.contains("NAME.fixtures.test"))
             }
+            // The stricter reading of iOS 17 puts loopback under ATS too: blocked, with the reading named.
+            let strict = try TestEnvironment.tlsFixtures(["ats", "check", "--ip-addresses", "all", "--trust-ca", ca,
+                                                          "https://127.0.0.1:\(fixture.port)/"])
+            #expect(strict.status == 2, "\(strict.stdout + strict.stderr)")
+            #expect(strict.stdout.contains("ios17-external-ips (medium, every)"), "\(strict.stdout)")
+            // The default reading keeps 127.0.0.1 exempt on iOS 17 and says which rule (and confidence) decided.
+            let loopback = try TestEnvironment.tlsFixtures(["ats", "check", "--trust-ca", ca, "https://127.0.0.1:\(fixture.port)/"])
+            #expect(loopback.status == 0)
+            #expect(loopback.stdout.contains("ATS does not apply") && loopback.stdout.contains("local-exemption (high)"), "\(loopback.stdout)")
             // By its qualified name the same server is blocked (exit 2), with the violated rule named.
             let qualified = try TestEnvironment.tlsFixtures(["ats", "check", "--trust-ca", ca, "--resolve", "tls-v1-0.fixtures.test:\(fixture.port):127.0.0.1",
                                                              "https://tls-v1-0.fixtures.test:\(fixture.port)/", "--json"])
