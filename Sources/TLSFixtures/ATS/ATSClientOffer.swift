@@ -113,6 +113,9 @@ public struct ATSClientOffer: Sendable, Codable, Equatable, CustomStringConverti
         return version == .tls1_3 ? tls13Suites.contains(suite) : tls12Suites.contains(suite)
     }
 
+    /// `TLSv1.2–TLSv1.3`, or `TLSv1.3 only`.
+    public var versionRange: String { minVersion == maxVersion ? "\(minVersion) only" : "\(minVersion)–\(maxVersion)" }
+
     /// Versions in range, oldest first.
     public var versions: [TLSVersion] { TLSVersion.allCases.filter { $0 >= minVersion && $0 <= maxVersion } }
 

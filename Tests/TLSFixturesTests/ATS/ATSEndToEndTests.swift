@@ -83,6 +83,23 @@ struct ATSEndToEndTests {
         #expect(text.components(separatedBy: "Result : PASS").count - 1 == pattern.filter { $0 }.count)
     }
 
+    /// PASS means the load completed with no error (nscurl's header). A server that demands a client certificate
+    /// completes a TLS 1.3 handshake on the client's side and then refuses the load, so nscurl FAILs every configuration.
+    @Test("ats diagnose: a server demanding a client certificate fails all 16 configurations")
+    func diagnoseClientCertificateRequired() async throws {
+        let scenario = try ScenarioCatalog.builtIn.scenario(named: "client-cert-required")
+        let fixture = try await FixtureServer.start(scenario, store: Self.store)
+        defer { Task { await fixture.stop() } }
+        var options = ProbeOptions()
+        options.trustRoots = fixture.prepared.deviceTrustRoots
+        let target = ProbeTarget(host: scenario.qualifiedHost, port: fixture.port, connectAddress: "127.0.0.1")
+        let report = await ATSDiagnostics().run(url: fixture.qualifiedURL, handshaker: ATSLiveHandshaker(target: target, probeOptions: options))
+        let text = report.text(verbose: true)
+        #expect(report.results.count == 16)
+        #expect(report.results.allSatisfy { !$0.passed }, "\(text)")
+        #expect(text.components(separatedBy: "Code=-1206").count - 1 == 16, "\(text)")
+    }
+
     @Test("pin outcomes of the pinning scenarios match the catalog", arguments: ["pinned", "pin-reissued", "pin-rotated-key", "pin-mitm"])
     func pins(name: String) async throws {
         let scenario = try ScenarioCatalog.builtIn.scenario(named: name)

@@ -388,19 +388,22 @@ final class ATSValueTests: XCTestCase {
         XCTAssertEqual(ATSPlistValue(foundation: ["x": 1] as [String: Any]), ["x": 1])
     }
 
-    func testOpenStepRendering() {
-        let text = ATSPlistRendering.openStep(["NSExceptionDomains": ["example.com": ["NSExceptionMinimumTLSVersion": "TLSv1.2",
-                                                                                  "NSIncludesSubdomains": true]]])
+    /// NSDictionary's description, as nscurl prints "ATS Dictionary:" (kiwix/kiwix-apple#1430 shows a real one):
+    /// a nested collection opens after its own level's indentation on the key's line.
+    func testNSDictionaryDescription() {
+        let text = ATSPlistRendering.nsDictionaryDescription(["NSExceptionDomains": ["example.com": [
+            "NSExceptionMinimumTLSVersion": "TLSv1.2", "NSIncludesSubdomains": true]]])
         XCTAssertEqual(text, """
         {
-            NSExceptionDomains = {
-                "example.com" = {
+            NSExceptionDomains =     {
+                "example.com" =         {
                     NSExceptionMinimumTLSVersion = "TLSv1.2";
                     NSIncludesSubdomains = true;
                 };
             };
         }
         """)
-        XCTAssertEqual(ATSPlistRendering.openStep([:]), "{\n}")
+        XCTAssertEqual(ATSPlistRendering.nsDictionaryDescription([:]), "{\n}")
+        XCTAssertEqual(ATSPlistRendering.nsDictionaryDescription(["a": [1, 2]]), "{\n    a =     (\n        1,\n        2\n    );\n}")
     }
 }
