@@ -326,7 +326,8 @@ public struct ATSDiagnostics: Sendable {
 
     /// Runs every configuration in order (sequentially, so output order and server logs line up).
     public func run(url: URL, handshaker: some ATSHandshaker) async -> ATSDiagnosticsReport {
-        let host = ATSHost(url: url)?.name ?? ""
+        // The dictionaries name the host as the URL spells it, trailing dot included: that is the key ATS looks up.
+        let host = ATSHost(url: url)?.exceptionLookupName ?? ""
         var results: [ATSDiagnosticResult] = []
         for configuration in Self.configurations(host: host) {
             let offer = self.offer(for: configuration, url: url)

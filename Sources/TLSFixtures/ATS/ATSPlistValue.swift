@@ -186,6 +186,11 @@ public enum ATSPlistRendering {
         describe(dictionary, level: 0)
     }
 
+    /// The same text under its earlier name.
+    public static func openStep(_ dictionary: [String: ATSPlistValue]) -> String {
+        nsDictionaryDescription(dictionary)
+    }
+
     private static func describe(_ dictionary: [String: ATSPlistValue], level: Int) -> String {
         let pad = String(repeating: "    ", count: level)
         var lines = ["\(pad){"]

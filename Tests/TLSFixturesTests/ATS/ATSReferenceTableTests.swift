@@ -490,6 +490,24 @@ final class ATSReferenceTableTests: XCTestCase {
         XCTAssertEqual(verdict.likelyError?.streamErrorCode, -9836)
     }
 
+    /// The exception finder works under the corrected rules: a host written with a trailing dot needs a dotted key,
+    /// and on the ios26 profile (TLS 1.0/1.1 refused whatever the exception) a TLS 1.0 server has no fix.
+    func testExceptionFinderFollowsTheCorrectedRules() throws {
+        let dotted = ATSExceptionFinder().find(url: URL(string: "https://api.fixtures.test./")!, facts: Self.tls10)
+        XCTAssertEqual(dotted.exceptionDomainKeys, [ATSKey.exceptionMinimumTLSVersion: "TLSv1.0"])
+        guard case .exception(let dictionary, _) = dotted.result else { return XCTFail("\(dotted.result)") }
+        XCTAssertNotNil(dictionary[ATSKey.exceptionDomains]?.dictionaryValue?["api.fixtures.test."])
+
+        let ios26 = ATSExceptionFinder(options: ATSEvaluationOptions(profile: .ios26)).find(url: URL(string: Self.https)!, facts: Self.tls10)
+        guard case .impossible(let reason) = ios26.result else { return XCTFail("\(ios26.result)") }
+        XCTAssertTrue(reason.contains("TLS 1.2 or later"), reason)
+
+        // 127.0.0.1 is exempt on iOS 17 by default: nothing to add, and the localhost trap is named.
+        let loopback = ATSExceptionFinder().find(url: URL(string: "https://127.0.0.1:8443/")!, facts: Self.ipServer("127.0.0.1"))
+        XCTAssertEqual(loopback.result, .notNeeded)
+        XCTAssertTrue(loopback.notes.contains { $0.contains("localhost trap") })
+    }
+
     /// Verdicts name the model rules they rest on, with confidence and the reading used where there is another.
     func testVerdictsNameTheirRules() {
         let loopback = ATSEvaluator().evaluate(url: URL(string: "https://127.0.0.1:8443/")!, facts: Self.ipServer("127.0.0.1"))
