@@ -12,7 +12,7 @@ public struct CatalogEntry: Codable, Sendable, Equatable {
     public var port: Int?
     /// `https://localhost:PORT/`: fine for pinning tests.
     public var url: String?
-    /// `https://NAME.fixtures.test:PORT/`: what ATS tests must use (localhost and IP literals are exempt from ATS).
+    /// `https://NAME.fixtures.test:PORT/`: what ATS tests must use (localhost and loopback IPs are exempt from ATS).
     public var qualifiedURL: String?
     public var status: Status
     public var reason: String?
@@ -62,7 +62,7 @@ public struct CatalogDocument: Codable, Sendable, Equatable {
 
 /// The localhost trap, in one sentence used everywhere a user could fall into it.
 public enum ATSTrap {
-    public static let note = "ATS does not apply to localhost, other unqualified names, .local names or (before iOS 17) IP literals: an ATS test against https://localhost:PORT passes whatever the server does. Test ATS against https://NAME.fixtures.test:PORT/ with the names mapped to 127.0.0.1 (`tls-fixtures hosts`)."
+    public static let note = "ATS does not apply to localhost, other unqualified names, .local names or loopback and local IP addresses (before iOS 17 every IP literal): an ATS test against https://localhost:PORT or https://127.0.0.1:PORT passes whatever the server does. Test ATS against https://NAME.fixtures.test:PORT/ with the names mapped to 127.0.0.1 (`tls-fixtures hosts`)."
 }
 
 /// `/etc/hosts` lines that make every `NAME.fixtures.test` resolve to loopback.

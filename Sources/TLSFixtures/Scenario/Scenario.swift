@@ -20,7 +20,7 @@ public struct Scenario: Codable, Sendable, Hashable, Identifiable {
 
     public var id: String { name }
 
-    /// The host apps must use for ATS tests: `localhost` and IP literals are exempt from ATS by default.
+    /// The host apps must use for ATS tests: `localhost` and loopback IP literals are exempt from ATS by default.
     public var qualifiedHost: String { "\(name).\(Scenario.fixturesDomain)" }
     public static let fixturesDomain = "fixtures.test"
 
