@@ -238,15 +238,16 @@ public enum ATSModelRule: String, Sendable, Codable, CaseIterable {
         }
     }
 
-    /// The `ATSReadings` field (and `ats` command-line option) that offers the other reading, if there is one.
+    /// Where the other reading is offered, if there is one (the `ats` commands spell these as options, listed in
+    /// docs/ATS-MODEL.md).
     public var otherReading: String? {
         switch self {
-        case .exceptionIncludesSubdomains: return "ATSReadings.subdomains (--subdomains one-label)"
-        case .ios17ExternalIPs, .privateIPsAreLocal: return "ATSReadings.ipAddresses (--ip-addresses all)"
-        case .thirdPartyKeys: return "ATSReadings.thirdPartyKeys (--third-party-keys plain)"
-        case .cipherSuites: return "ATSReadings.cipherSuites (--cipher-suites 2015)"
-        case .dheWithoutATS: return "ATSReadings.dhe (--dhe refused)"
-        case .ios26TLS12Floor: return "the profile (--os ios17 leaves the floor out)"
+        case .exceptionIncludesSubdomains: return "ATSReadings.subdomains = .oneExtraLabel"
+        case .ios17ExternalIPs, .privateIPsAreLocal: return "ATSReadings.ipAddresses = .every"
+        case .thirdPartyKeys: return "ATSReadings.thirdPartyKeys = .asPlainKeys"
+        case .cipherSuites: return "ATSReadings.cipherSuites = .documented2015"
+        case .dheWithoutATS: return "ATSReadings.dhe = .neverOffered"
+        case .ios26TLS12Floor: return "ATSOSProfile.ios17, which has no such floor"
         default: return nil
         }
     }
@@ -261,6 +262,8 @@ public struct ATSAppliedRule: Sendable, Codable, Equatable, CustomStringConverti
     public var source: String
     /// The reading used, for rules that have another (e.g. `everySubdomain`).
     public var reading: String?
+    /// Where the other reading is offered, for rules that have one.
+    public var otherReading: String?
 
     public init(_ rule: ATSModelRule, reading: String? = nil) {
         id = rule
@@ -268,6 +271,7 @@ public struct ATSAppliedRule: Sendable, Codable, Equatable, CustomStringConverti
         summary = rule.summary
         source = rule.source
         self.reading = reading
+        otherReading = rule.otherReading
     }
 
     public var description: String { "\(id.rawValue) (\(confidence.rawValue)\(reading.map { ", \($0)" } ?? ""))" }

@@ -516,6 +516,7 @@ final class ATSReferenceTableTests: XCTestCase {
         let external = loopback.rules.first { $0.id == .ios17ExternalIPs }
         XCTAssertEqual(external?.confidence, .medium)
         XCTAssertEqual(external?.reading, "externalOnly")
+        XCTAssertEqual(external?.otherReading, "ATSReadings.ipAddresses = .every")
         XCTAssertFalse(ids.contains(.defaultRequirements), "ATS does not apply here")
 
         let blocked = ATSEvaluator().evaluate(url: URL(string: Self.https)!, facts: Self.tls10)
