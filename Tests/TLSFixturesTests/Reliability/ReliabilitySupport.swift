@@ -70,7 +70,12 @@ enum SocketTable {
         }
         var entries: [Entry] = []
         for table in ["/proc/self/net/tcp", "/proc/self/net/tcp6"] {
-            guard let text = try? String(contentsOfFile: table, encoding: .utf8) else { continue }
+            // Not String(contentsOfFile:): procfs reports a size of 0 and Foundation then reads one page (4 KB,
+            // about 27 sockets), so on a machine with other servers running this process's sockets were missed.
+            guard let handle = FileHandle(forReadingAtPath: table) else { continue }
+            defer { try? handle.close() }
+            guard let data = try? handle.readToEnd() else { continue }
+            let text = String(decoding: data, as: UTF8.self)
             for line in text.split(separator: "\n").dropFirst() {
                 let columns = line.split(separator: " ", omittingEmptySubsequences: true)
                 guard columns.count > 9, inodes.contains(String(columns[9])) else { continue }
