@@ -17,6 +17,7 @@
 #include <openssl/x509.h>
 #include <openssl/x509v3.h>
 #include <openssl/x509_vfy.h>
+#include <openssl/ocsp.h>
 #include <openssl/pkcs12.h>
 #include <openssl/rand.h>
 #include <openssl/ssl.h>
@@ -38,6 +39,19 @@ static inline int shim_SSL_set_tlsext_host_name(SSL *s, const char *name) { retu
 static inline int shim_SSL_get_peer_tmp_key(SSL *s, EVP_PKEY **pk) { return (int)SSL_get_peer_tmp_key(s, pk); }
 static inline int shim_SSL_get_tmp_key(SSL *s, EVP_PKEY **pk) { return (int)SSL_get_tmp_key(s, pk); }
 static inline int shim_SSL_get_negotiated_group(SSL *s) { return (int)SSL_get_negotiated_group(s); }
+
+static inline long shim_SSL_CTX_set_max_cert_list(SSL_CTX *ctx, long m) { return SSL_CTX_set_max_cert_list(ctx, m); }
+
+// MARK: - OCSP stapling (certificate status request, RFC 6066 §8)
+
+/// The server's callback, run when a client asks for the certificate status.
+typedef int (*shim_status_callback)(SSL *, void *);
+static inline long shim_SSL_CTX_set_tlsext_status_cb(SSL_CTX *ctx, shim_status_callback cb) { return SSL_CTX_set_tlsext_status_cb(ctx, cb); }
+static inline long shim_SSL_CTX_set_tlsext_status_arg(SSL_CTX *ctx, void *arg) { return SSL_CTX_set_tlsext_status_arg(ctx, arg); }
+/// Takes ownership of `resp`, which must come from OPENSSL_malloc (see shim_OPENSSL_memdup).
+static inline long shim_SSL_set_tlsext_status_ocsp_resp(SSL *s, unsigned char *resp, int len) { return SSL_set_tlsext_status_ocsp_resp(s, resp, len); }
+static inline long shim_SSL_set_tlsext_status_type(SSL *s, int type) { return SSL_set_tlsext_status_type(s, type); }
+static inline long shim_SSL_get_tlsext_status_ocsp_resp(SSL *s, const unsigned char **resp) { return SSL_get_tlsext_status_ocsp_resp(s, resp); }
 
 // SSL_OP_* are built with SSL_OP_BIT(n), which the importer cannot evaluate.
 static const uint64_t shim_SSL_OP_NO_TICKET = SSL_OP_NO_TICKET;
@@ -72,6 +86,16 @@ static inline int shim_sk_X509_NAME_push(STACK_OF(X509_NAME) *sk, X509_NAME *n) 
 static inline int shim_sk_ASN1_OBJECT_num(const STACK_OF(ASN1_OBJECT) *sk) { return sk_ASN1_OBJECT_num(sk); }
 static inline ASN1_OBJECT *shim_sk_ASN1_OBJECT_value(const STACK_OF(ASN1_OBJECT) *sk, int i) { return sk_ASN1_OBJECT_value(sk, i); }
 static inline void shim_EXTENDED_KEY_USAGE_free(EXTENDED_KEY_USAGE *e) { EXTENDED_KEY_USAGE_free(e); }
+static inline int shim_sk_OPENSSL_STRING_num(const STACK_OF(OPENSSL_STRING) *sk) { return sk_OPENSSL_STRING_num(sk); }
+static inline const char *shim_sk_OPENSSL_STRING_value(const STACK_OF(OPENSSL_STRING) *sk, int i) { return sk_OPENSSL_STRING_value(sk, i); }
+static inline int shim_sk_DIST_POINT_num(const STACK_OF(DIST_POINT) *sk) { return sk_DIST_POINT_num(sk); }
+static inline DIST_POINT *shim_sk_DIST_POINT_value(const STACK_OF(DIST_POINT) *sk, int i) { return sk_DIST_POINT_value(sk, i); }
+static inline void shim_CRL_DIST_POINTS_free(STACK_OF(DIST_POINT) *sk) { CRL_DIST_POINTS_free(sk); }
+/// A distribution point's full name (its URIs), or NULL when it is absent or a relative name.
+static inline GENERAL_NAMES *shim_DIST_POINT_fullname(const DIST_POINT *dp) { return dp->distpoint && dp->distpoint->type == 0 ? dp->distpoint->name.fullname : NULL; }
+static inline int shim_sk_ASN1_INTEGER_num(const STACK_OF(ASN1_INTEGER) *sk) { return sk_ASN1_INTEGER_num(sk); }
+static inline ASN1_INTEGER *shim_sk_ASN1_INTEGER_value(const STACK_OF(ASN1_INTEGER) *sk, int i) { return sk_ASN1_INTEGER_value(sk, i); }
+static inline void shim_TLS_FEATURE_free(STACK_OF(ASN1_INTEGER) *sk) { sk_ASN1_INTEGER_pop_free(sk, ASN1_INTEGER_free); }
 
 // MARK: - GENERAL_NAME (a tagged union)
 
@@ -97,5 +121,6 @@ static inline const char *shim_OSSL_PKEY_PARAM_FFC_G(void) { return OSSL_PKEY_PA
 // MARK: - Memory
 
 static inline void shim_OPENSSL_free(void *p) { OPENSSL_free(p); }
+static inline void *shim_OPENSSL_memdup(const void *p, size_t n) { return OPENSSL_memdup(p, n); }
 
 #endif

@@ -14,13 +14,15 @@ public struct TLSSettings: Sendable, Equatable {
     /// Key-exchange groups (`X25519:P-256`); nil keeps the default.
     public var groups: String?
     public var dhParameters: DHParameterChoice
+    /// A server picks the suite from its own list rather than the client's (SSL_OP_CIPHER_SERVER_PREFERENCE).
+    public var serverPreference: Bool
 
     public init(minVersion: TLSVersion = .tls1_2, maxVersion: TLSVersion = .tls1_3, ciphers: String? = nil,
                 tls13Suites: String? = nil, securityLevel: Int? = nil, groups: String? = nil,
-                dhParameters: DHParameterChoice = .none) {
+                dhParameters: DHParameterChoice = .none, serverPreference: Bool = true) {
         self.minVersion = minVersion; self.maxVersion = maxVersion; self.ciphers = ciphers
         self.tls13Suites = tls13Suites; self.securityLevel = securityLevel; self.groups = groups
-        self.dhParameters = dhParameters
+        self.dhParameters = dhParameters; self.serverPreference = serverPreference
     }
 }
 
@@ -48,6 +50,8 @@ public final class TLSContext: @unchecked Sendable {
     let pointer: OpaquePointer
     /// Bits of explicitly configured DH parameters (nil when none or automatic).
     let dhBits: Int?
+    /// Kept alive for OpenSSL's status callback (`staple(_:)`); set once, before the context is shared.
+    var stapleSource: OCSPStapler?
 
     deinit { SSL_CTX_free(pointer) }
 
@@ -132,7 +136,7 @@ public final class TLSContext: @unchecked Sendable {
         // Every connection is a full handshake: a fixture exists to exercise certificate checks, which a
         // resumed session would skip. (It is also what the benchmark must count.)
         _ = shim_SSL_CTX_set_session_cache_mode(ctx, shim_SSL_SESS_CACHE_OFF)
-        _ = SSL_CTX_set_options(ctx, shim_SSL_OP_NO_TICKET | shim_SSL_OP_CIPHER_SERVER_PREFERENCE)
+        _ = SSL_CTX_set_options(ctx, shim_SSL_OP_NO_TICKET | (settings.serverPreference ? shim_SSL_OP_CIPHER_SERVER_PREFERENCE : 0))
         _ = SSL_CTX_set_num_tickets(ctx, 0)
         SSL_CTX_set_alpn_select_cb(ctx, { _, out, outLength, clientList, clientLength, _ in
             // Offer http/1.1 only; a client that asks for something else proceeds without ALPN. The client's list goes
@@ -208,9 +212,11 @@ public final class TLSContext: @unchecked Sendable {
 
     /// A client context. Verification runs after the handshake (see `TLSProbe`), so the handshake itself never
     /// aborts on a certificate problem and the probe can report every fact a server presents.
-    public static func client(settings: TLSSettings, clientCertificate: (Certificate, PrivateKey, [Certificate])? = nil) throws -> TLSContext {
+    public static func client(settings: TLSSettings, clientCertificate: (Certificate, PrivateKey, [Certificate])? = nil,
+                              maximumCertificateListBytes: Int? = nil) throws -> TLSContext {
         let context = try TLSContext(method: TLS_client_method(), settings: settings)
         SSL_CTX_set_verify(context.pointer, SSL_VERIFY_NONE, nil)
+        if let maximumCertificateListBytes { _ = shim_SSL_CTX_set_max_cert_list(context.pointer, maximumCertificateListBytes) }
         if let (certificate, key, chain) = clientCertificate {
             try checkOne(SSL_CTX_use_certificate(context.pointer, certificate.pointer), "use the client certificate")
             try checkOne(SSL_CTX_use_PrivateKey(context.pointer, key.pointer), "use the client key")
@@ -257,6 +263,19 @@ public final class DHParameters: @unchecked Sendable, Equatable {
         var pkey: OpaquePointer? = nil
         try checkOne(EVP_PKEY_fromdata(ctx, &pkey, EVP_PKEY_KEY_PARAMETERS, params), "build DH parameters")
         return DHParameters(taking: try checkNotNull(pkey, "build DH parameters"))
+    }
+
+    /// The 2048-bit group of RFC 7919 ("ffdhe2048"): the group Mozilla's server-side TLS guidelines ship for DHE and
+    /// OpenSSL's automatic choice for a 2048-bit key, so nothing needs generating.
+    public static func ffdhe2048() throws -> DHParameters {
+        OpenSSLError.clearQueue()
+        let ctx = try checkNotNull(EVP_PKEY_CTX_new_from_name(nil, "DH", nil), "create a DH context")
+        defer { EVP_PKEY_CTX_free(ctx) }
+        try checkOne(EVP_PKEY_paramgen_init(ctx), "start DH parameter selection")
+        try checkOne(EVP_PKEY_CTX_set_dh_nid(ctx, NID_ffdhe2048), "select the RFC 7919 ffdhe2048 group")
+        var pkey: OpaquePointer? = nil
+        try checkOne(EVP_PKEY_paramgen(ctx, &pkey), "load the ffdhe2048 group")
+        return DHParameters(taking: try checkNotNull(pkey, "load the ffdhe2048 group"))
     }
 
     /// Fresh safe-prime parameters. Fast at 512 bits; slow (seconds) at 1024+, which is why callers cache them.
