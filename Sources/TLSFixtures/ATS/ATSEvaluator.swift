@@ -104,6 +104,7 @@ public struct ATSEvaluator: Sendable {
         }
         certificate += ATSDefaultTrust(profile: options.profile)
             .violations(host: host, presentedChain: facts.presentedChain, trust: facts.trust)
+        certificate += ATSRevocationCheck().violations(facts: facts, verdict: &verdict)
         certificate = trustFirst(certificate)
 
         if options.trustOverride { verdict.rules.append(ATSAppliedRule(.trustOverride)) }
@@ -151,6 +152,49 @@ public struct ATSEvaluator: Sendable {
         if !verdict.allowed { log.add(.likelyErrorCodes) }
         verdict.rules = log.rules
         return verdict
+    }
+}
+
+/// What Apple's clients do about revocation, from what the probe saw: the leaf's OCSP and CRL pointers, a TLS Feature
+/// extension, and a stapled response. Only a stapled "revoked" signed by the issuer blocks (default trust honours it);
+/// the rest is said in notes, because by default nothing is fetched.
+struct ATSRevocationCheck {
+    func violations(facts: ServerFacts, verdict: inout ATSVerdict) -> [ATSViolation] {
+        guard let leaf = facts.presentedChain.first else { return [] }
+        let ocsp = leaf.ocspURLs ?? []
+        let crl = leaf.crlURLs ?? []
+        let mustStaple = leaf.mustStaple == true
+        guard !ocsp.isEmpty || !crl.isEmpty || mustStaple || facts.stapledOCSP != nil else { return [] }
+        verdict.rules.append(ATSAppliedRule(.revocationNotFetched))
+        var found: [ATSViolation] = []
+        if !ocsp.isEmpty || !crl.isEmpty {
+            let named = (ocsp.map { "OCSP \($0)" } + crl.map { "CRL \($0)" }).joined(separator: ", ")
+            verdict.notes.append("revocation: the leaf names \(named); neither ATS nor default trust asks them for a non-EV "
+                                 + "certificate (a revocation policy such as Alamofire's RevocationTrustEvaluator would ask the OCSP "
+                                 + "responder, never the CRL)")
+        }
+        if let staple = facts.stapledOCSP {
+            verdict.rules.append(ATSAppliedRule(.stapledOCSPHonoured))
+            if staple.certificateStatus == "revoked", staple.signedByIssuer {
+                found.append(ATSViolation(
+                    rule: .revocation,
+                    message: "revoked: the server stapled an OCSP response, signed by the issuer, saying the leaf is revoked"
+                        + (staple.revocationReason.map { " (\($0))" } ?? "") + "; ATS checks no revocation, but default trust "
+                        + "honours a stapled response",
+                    likelyError: .untrusted()))
+            } else if staple.certificateStatus == "revoked" {
+                verdict.notes.append("revocation: the stapled response says revoked but is not signed by the leaf's issuer, "
+                                     + "so trust does not use it")
+            }
+        }
+        if mustStaple {
+            verdict.rules.append(ATSAppliedRule(.tlsFeatureIgnored))
+            if facts.stapledOCSP == nil {
+                verdict.notes.append("revocation: the leaf asks for a stapled OCSP response (TLS Feature, must-staple) and the server "
+                                     + "sent none; Apple's clients do not enforce it (Firefox and GnuTLS refuse the connection)")
+            }
+        }
+        return found
     }
 }
 

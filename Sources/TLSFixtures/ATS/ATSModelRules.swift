@@ -48,6 +48,9 @@ public enum ATSModelRule: String, Sendable, Codable, CaseIterable {
     case trustOverride = "trust-override"
     case dheWithoutATS = "dhe-without-ats"
     case ios26TLS12Floor = "ios26-tls12-floor"
+    case revocationNotFetched = "revocation-not-fetched"
+    case stapledOCSPHonoured = "stapled-ocsp-honoured"
+    case tlsFeatureIgnored = "tls-feature-ignored"
     case likelyErrorCodes = "likely-error-codes"
 
     static let docs = "https://developer.apple.com/documentation/bundleresources/information-property-list/nsapptransportsecurity"
@@ -126,6 +129,14 @@ public enum ATSModelRule: String, Sendable, Codable, CaseIterable {
             return "With ATS out of the way the client offers DHE_RSA suites too (Apple's source lists them only in a \"legacy\" group)"
         case .ios26TLS12Floor:
             return "iOS 26 refuses TLS 1.0 and 1.1 for URLSession loads whatever the exception"
+        case .revocationNotFetched:
+            return "ATS checks no revocation, and default trust asks no OCSP responder or CRL for a certificate that is not EV; "
+                + "a revocation policy (SecPolicyCreateRevocation) makes trustd ask the OCSP responder (never a CRL), and an "
+                + "unreachable one is fatal only with kSecRevocationRequirePositiveResponse"
+        case .stapledOCSPHonoured:
+            return "Default trust consumes an OCSP response the server staples, whatever the policy: \"revoked\" from the issuer fails trust"
+        case .tlsFeatureIgnored:
+            return "Apple's trust code does not know the TLS Feature extension: a must-staple certificate without a staple is not refused for it"
         case .likelyErrorCodes:
             return "The NSURLError and stream error codes are the likely ones; Apple does not document which code each violation yields"
         }
@@ -220,6 +231,17 @@ public enum ATSModelRule: String, Sendable, Codable, CaseIterable {
         case .ios26TLS12Floor:
             return "OWASP MASTG-TECH-0149 (https://mas.owasp.org/MASTG/techniques/ios/MASTG-TECH-0149/) and MASTG-BEST-0042 "
                 + "(https://mas.owasp.org/MASTG/best-practices/MASTG-BEST-0042/); not in Apple's documentation"
+        case .revocationNotFetched:
+            return "Security/trust/trustd/SecRevocationServer.c, SecPathBuilderCheckRevocation (allow_fetch: EV or a revocation "
+                + "method); Security/trust/trustd/SecPolicyServer.c (\"If we support CRLs\"); "
+                + "https://developer.apple.com/documentation/security/ksecrevocationrequirepositiveresponse (\"best attempt\")"
+        case .stapledOCSPHonoured:
+            return "Security/trust/trustd/SecRevocationServer.c, SecORVCProcessStapledResponses and SecOCSPSingleResponseProcess "
+                + "(CS_Revoked sets kSecPolicyCheckRevocation); https://developer.apple.com/documentation/security/sectrustsetocspresponse(_:_:); "
+                + "URLSession's ClientHello carries status_request (packet capture, Apple developer forums thread 796184); CFNetwork is closed"
+        case .tlsFeatureIgnored:
+            return "Security/OSX/sec/Security/SecCertificate.c has no handler for id-pe-tlsfeature (1.3.6.1.5.5.7.1.24), a non-critical "
+                + "extension; no Apple documentation mentions must-staple"
         case .likelyErrorCodes:
             return "https://developer.apple.com/documentation/security/preventing-insecure-network-connections/"
                 + "identifying-the-source-of-blocked-connections; nscurl transcripts"
@@ -229,7 +251,7 @@ public enum ATSModelRule: String, Sendable, Codable, CaseIterable {
     public var confidence: ATSConfidence {
         switch self {
         case .exceptionIncludesSubdomains, .ios17ExternalIPs, .localNetworkingEnablesIPs, .numbersComparedWithYes,
-             .thirdPartyKeys, .certificateTransparencyKey, .cipherSuites, .likelyErrorCodes:
+             .thirdPartyKeys, .certificateTransparencyKey, .cipherSuites, .likelyErrorCodes, .stapledOCSPHonoured, .tlsFeatureIgnored:
             return .medium
         case .privateIPsAreLocal, .dheWithoutATS, .ios26TLS12Floor:
             return .low

@@ -38,6 +38,8 @@ public enum ATSRule: String, Sendable, Codable, CaseIterable {
     case pinning
     /// iOS 10–12 with `NSRequiresCertificateTransparency`: the leaf carries no SCTs.
     case certificateTransparency = "certificate-transparency"
+    /// Default trust: the server stapled an OCSP response, signed by the issuer, that says the leaf is revoked.
+    case revocation
 }
 
 /// The error a blocked load most likely ends with. Apple does not document which code every violation

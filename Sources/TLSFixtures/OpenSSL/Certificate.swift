@@ -215,7 +215,8 @@ public final class Certificate: @unchecked Sendable, Equatable, CustomStringConv
             signatureAlgorithm: signatureAlgorithm, signatureDigest: signatureDigest,
             notBefore: notBefore, notAfter: notAfter, isCA: isCA, isSelfIssued: isSelfIssued,
             extendedKeyUsage: extendedKeyUsage, spkiSHA256: spkiSHA256,
-            sha256Fingerprint: sha256Fingerprint.hexString, der: der, hasEmbeddedSCTs: hasEmbeddedSCTs)
+            sha256Fingerprint: sha256Fingerprint.hexString, der: der, hasEmbeddedSCTs: hasEmbeddedSCTs,
+            ocspURLs: ocspURLs, crlURLs: crlURLs, mustStaple: mustStaple)
     }
 
     // MARK: Helpers

@@ -39,17 +39,25 @@ public struct CertificateFacts: Codable, Sendable, Equatable {
     /// Whether the certificate embeds Signed Certificate Timestamps (the CT precertificate SCT list extension);
     /// `nil` when not recorded. SCTs delivered in the handshake or an OCSP response are not seen here.
     public var hasEmbeddedSCTs: Bool?
+    /// The OCSP responder URLs of the authorityInfoAccess extension; `nil` when not recorded.
+    public var ocspURLs: [String]?
+    /// The URIs of the CRL distribution points; `nil` when not recorded.
+    public var crlURLs: [String]?
+    /// The TLS Feature extension asks for a stapled OCSP response ("must-staple", RFC 7633); `nil` when not recorded.
+    public var mustStaple: Bool?
 
     public init(subject: String, issuer: String, commonName: String?, dnsNames: [String]?, ipAddresses: [String],
                 keyType: String, keyBits: Int, curve: String?, signatureAlgorithm: String, signatureDigest: String,
                 notBefore: Date, notAfter: Date, isCA: Bool, isSelfIssued: Bool, extendedKeyUsage: [String]?,
-                spkiSHA256: String, sha256Fingerprint: String, der: Data, hasEmbeddedSCTs: Bool? = nil) {
+                spkiSHA256: String, sha256Fingerprint: String, der: Data, hasEmbeddedSCTs: Bool? = nil,
+                ocspURLs: [String]? = nil, crlURLs: [String]? = nil, mustStaple: Bool? = nil) {
         self.subject = subject; self.issuer = issuer; self.commonName = commonName; self.dnsNames = dnsNames
         self.ipAddresses = ipAddresses; self.keyType = keyType; self.keyBits = keyBits; self.curve = curve
         self.signatureAlgorithm = signatureAlgorithm; self.signatureDigest = signatureDigest
         self.notBefore = notBefore; self.notAfter = notAfter; self.isCA = isCA; self.isSelfIssued = isSelfIssued
         self.extendedKeyUsage = extendedKeyUsage; self.spkiSHA256 = spkiSHA256
         self.sha256Fingerprint = sha256Fingerprint; self.der = der; self.hasEmbeddedSCTs = hasEmbeddedSCTs
+        self.ocspURLs = ocspURLs; self.crlURLs = crlURLs; self.mustStaple = mustStaple
     }
 }
 
@@ -105,8 +113,12 @@ public struct ServerFacts: Codable, Sendable, Equatable {
     public var presentedChain: [CertificateFacts]
     /// Trust as evaluated against the device's roots; `nil` for `http`.
     public var trust: TrustFacts?
+    /// The OCSP response the server stapled when asked (status_request); `nil` when it sent none.
+    public var stapledOCSP: OCSPResponseFacts?
 
-    public init(scheme: String, accepted: AcceptedSuites, presentedChain: [CertificateFacts], trust: TrustFacts?) {
+    public init(scheme: String, accepted: AcceptedSuites, presentedChain: [CertificateFacts], trust: TrustFacts?,
+                stapledOCSP: OCSPResponseFacts? = nil) {
         self.scheme = scheme; self.accepted = accepted; self.presentedChain = presentedChain; self.trust = trust
+        self.stapledOCSP = stapledOCSP
     }
 }

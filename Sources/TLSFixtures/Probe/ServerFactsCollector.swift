@@ -16,6 +16,7 @@ public struct ServerFactsCollector: Sendable {
         var accepted: AcceptedSuites = [:]
         var chain: [CertificateFacts] = []
         var trust: TrustFacts? = nil
+        var stapled: OCSPResponseFacts? = nil
         var sawAnything = false
         for version in TLSVersion.allCases where version >= .tls1_0 {
             var excluded: [String] = []
@@ -42,6 +43,7 @@ public struct ServerFactsCollector: Sendable {
                     chain = result.presentedChain
                     trust = result.trust
                 }
+                if stapled == nil { stapled = result.stapledOCSP }
             }
         }
         if !sawAnything {
@@ -50,7 +52,7 @@ public struct ServerFactsCollector: Sendable {
             chain = last.presentedChain
             trust = last.trust
         }
-        return ServerFacts(scheme: "https", accepted: accepted, presentedChain: chain, trust: trust)
+        return ServerFacts(scheme: "https", accepted: accepted, presentedChain: chain, trust: trust, stapledOCSP: stapled)
     }
 
     public func collect(_ target: ProbeTarget) async throws -> ServerFacts {

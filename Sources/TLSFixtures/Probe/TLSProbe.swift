@@ -80,6 +80,9 @@ public struct ProbeOptions: Sendable {
     public var clientCredential: Credential? = nil
     /// Send `GET /` after the handshake and keep the response.
     public var sendHTTPRequest = true
+    /// The largest certificate chain accepted, in bytes. OpenSSL's default is 100 KiB; the probe reads 1 MiB so it can
+    /// show a 10,000-name certificate that stock OpenSSL clients refuse as "excessive message size".
+    public var maximumCertificateListBytes = 1 << 20
     public var timeout: TimeInterval = 10
 
     public init() {}
@@ -122,6 +125,8 @@ public struct ProbeResult: Codable, Sendable, Equatable {
     public var verification: VerifyOutcome?
     /// Chain building, signatures and dates only, for the ATS model.
     public var trust: TrustFacts?
+    /// The OCSP response the server stapled (the probe always asks for one); nil when it sent none.
+    public var stapledOCSP: OCSPResponseFacts?
     public var http: ProbeHTTPResponse?
 
     public var succeeded: Bool { failure == nil }
@@ -173,7 +178,7 @@ public struct TLSProbe: Sendable {
             if options.minVersion >= .tls1_3 { settings.ciphers = nil }
             context = try TLSContext.client(settings: settings, clientCertificate: options.clientCredential.map {
                 ($0.certificate, $0.privateKey, $0.intermediates)
-            })
+            }, maximumCertificateListBytes: options.maximumCertificateListBytes)
         } catch {
             result.failure = "client configuration: \(error)"
             return result
@@ -187,6 +192,7 @@ public struct TLSProbe: Sendable {
         SSL_set_fd(ssl, fd)
         let serverName = options.serverName ?? (target.isIPLiteral ? nil : target.host)
         if let serverName { _ = shim_SSL_set_tlsext_host_name(ssl, serverName) }
+        StapleRequest.ask(ssl)
 
         OpenSSLError.clearQueue()
         let rc = SSL_connect(ssl)
@@ -203,6 +209,13 @@ public struct TLSProbe: Sendable {
             result.verification = Verifier.verify(chain: chain, roots: options.trustRoots, host: options.serverName ?? target.host,
                                                    securityLevel: 2, purpose: true)
             result.trust = Verifier.trust(chain: chain, roots: options.trustRoots, anchor: options.anchorKind)
+            if let staple = StapleRequest.received(ssl), let leaf = chain.first {
+                // The issuer the response must be signed by: from the verified path, else from what was sent or trusted.
+                let verified = Verifier.verifiedChain(chain: chain, roots: options.trustRoots)
+                let issuer = verified.count > 1 ? verified[1]
+                    : (Array(chain.dropFirst()) + (options.trustRoots ?? [])).first { $0.subject == leaf.issuer }
+                result.stapledOCSP = OCSPResponseReader.facts(der: staple, certificate: leaf, issuer: issuer)
+            }
         }
         if rc == 1 && options.sendHTTPRequest {
             switch HTTPExchange.tls(ssl: ssl, host: target.host, timeout: options.timeout) {
@@ -270,6 +283,11 @@ enum Verifier {
     static func trust(chain: [Certificate], roots: [Certificate]?, anchor: TrustAnchorKind) -> TrustFacts {
         let (error, verified) = run(chain: chain, roots: roots, host: nil, securityLevel: 0, purpose: false)
         return TrustFacts(chainError: error, verifiedChain: verified.map(\.facts), anchor: anchor)
+    }
+
+    /// The path OpenSSL builds from the leaf to a root (possibly partial), leaf first.
+    static func verifiedChain(chain: [Certificate], roots: [Certificate]?) -> [Certificate] {
+        run(chain: chain, roots: roots, host: nil, securityLevel: 0, purpose: false).1
     }
 
     private static func run(chain: [Certificate], roots: [Certificate]?, host: String?, securityLevel: Int, purpose: Bool) -> (VerifyError?, [Certificate]) {

@@ -11,9 +11,9 @@ import ATSModel
 /// exception finder must reproduce the "smallest ATS key that admits it" column.
 final class ATSCatalogTests: XCTestCase {
     func testCatalogHasEveryRowButClientAuth() {
-        // scenarios.md lists 44 scenario names; `client-cert-required` is "n/a" for ATS and has no row here.
-        XCTAssertEqual(ATSCatalog.rows().count, 43)
-        XCTAssertEqual(Set(ATSCatalog.rows().map(\.name)).count, 43)
+        // scenarios.md lists 44 + 14 scenario names; `client-cert-required` is "n/a" for ATS and has no row here.
+        XCTAssertEqual(ATSCatalog.rows().count, 57)
+        XCTAssertEqual(Set(ATSCatalog.rows().map(\.name)).count, 57)
     }
 
     func testDefaultVerdictMatchesCatalog() {

@@ -286,6 +286,89 @@ enum ATSCatalog {
                                                   chainError: F.verifyError(18, "self-signed certificate"), verified: [leaf]),
                                    atsDefaultAllows: false, finder: .arbitraryLoadsPlusTrustOverride))
         }
+        // revocation (second round): every leaf from the built-in intermediate, which is sent. ATS checks no revocation and
+        // default trust fetches nothing; only a stapled "revoked" signed by the issuer fails (Apple's trustd honours staples).
+        do {
+            let intermediate = F.cert("Fixtures Intermediate", issuer: F.builtInIssuer, notBefore: F.now - 100 * F.day,
+                                      days: 1000, isCA: true, eku: nil)
+            func revocationRow(_ name: String, ocsp: Bool = true, crl: Bool = true, mustStaple: Bool = false,
+                               stapled: String? = nil, allows: Bool = true) -> ATSCatalogRow {
+                var leaf = F.leaf(h(name), issuer: intermediate.subject)
+                leaf.ocspURLs = ocsp ? ["http://localhost:9899/ocsp"] : []
+                leaf.crlURLs = crl ? ["http://localhost:9899/crl/intermediate.crl"] : []
+                leaf.mustStaple = mustStaple
+                var facts = F.facts(leaf: leaf, presented: [leaf, intermediate], verified: [leaf, intermediate, F.builtInCA])
+                facts.stapledOCSP = stapled.map {
+                    OCSPResponseFacts(responseStatus: "successful", certificateStatus: $0, revocationReason: $0 == "revoked" ? "keyCompromise" : nil,
+                                      revokedAt: $0 == "revoked" ? F.now - F.day : nil, thisUpdate: F.now, nextUpdate: F.now + F.day,
+                                      signedByIssuer: true)
+                }
+                return ATSCatalogRow(name: name, facts: facts, atsDefaultAllows: allows,
+                                     finder: allows ? .notNeeded : .insecureHTTPPlusTrustOverride)
+            }
+            rows.append(revocationRow("revoked"))
+            rows.append(revocationRow("revoked-stapled", stapled: "revoked", allows: false))
+            rows.append(revocationRow("ocsp-good-stapled", stapled: "good"))
+            rows.append(revocationRow("must-staple-missing", mustStaple: true))
+            var unreachable = revocationRow("ocsp-unreachable")
+            unreachable.facts.presentedChain[0].ocspURLs = ["http://localhost:9898/ocsp"]
+            rows.append(unreachable)
+            rows.append(revocationRow("crl-revoked", ocsp: false))
+
+            // certificate shapes (second round)
+            let reversedLeaf = F.leaf(h("reversed-chain"), issuer: intermediate.subject)
+            rows.append(ATSCatalogRow(name: "reversed-chain",
+                                      facts: F.facts(leaf: reversedLeaf, presented: [reversedLeaf, F.builtInCA, intermediate],
+                                                     verified: [reversedLeaf, intermediate, F.builtInCA]),
+                                      atsDefaultAllows: true, finder: .notNeeded))
+        }
+        rows.append(ATSCatalogRow(name: "no-subject", facts: withLeaf("no-subject", { $0.subject = ""; $0.commonName = nil }),
+                                  atsDefaultAllows: true, finder: .notNeeded))
+        rows.append(ATSCatalogRow(name: "10000-sans", facts: withLeaf("10000-sans", {
+            $0.dnsNames = ["localhost", "10000-sans.fixtures.test"] + (1...9998).map { "n\($0).10000-sans.fixtures.test" }
+        }), atsDefaultAllows: true, finder: .notNeeded))
+        rows.append(ATSCatalogRow(name: "dh2048", facts: F.speaking(h("dh2048"), F.dheOnly), atsDefaultAllows: false, finder: .arbitraryLoads))
+        // Mozilla's configurations (guidelines 5.8): each speaks TLS 1.3 with forward-secret suites, so ATS allows all three.
+        do {
+            let tls13: [String] = ["TLS_AES_128_GCM_SHA256", "TLS_AES_256_GCM_SHA384", "TLS_CHACHA20_POLY1305_SHA256"]
+            let intermediate = F.cert("Fixtures Intermediate", issuer: F.builtInIssuer, keyType: "EC", bits: 256, curve: "prime256v1",
+                                      notBefore: F.now - 100 * F.day, days: 1000, isCA: true, eku: nil)
+            var modernLeaf = F.leaf(h("mozilla-modern"), issuer: intermediate.subject)
+            modernLeaf.keyType = "EC"; modernLeaf.keyBits = 256; modernLeaf.curve = "prime256v1"
+            modernLeaf.notAfter = modernLeaf.notBefore + 90 * F.day
+            rows.append(ATSCatalogRow(name: "mozilla-modern", facts: F.facts(leaf: modernLeaf, accepted: [.tls1_3: tls13],
+                                                                            presented: [modernLeaf, intermediate],
+                                                                            verified: [modernLeaf, intermediate, F.builtInCA]),
+                                      atsDefaultAllows: true, finder: .notNeeded))
+            var intermediateLeaf = F.leaf(h("mozilla-intermediate"), issuer: intermediate.subject)
+            intermediateLeaf.notAfter = intermediateLeaf.notBefore + 90 * F.day
+            rows.append(ATSCatalogRow(name: "mozilla-intermediate", facts: F.facts(
+                leaf: intermediateLeaf,
+                accepted: [.tls1_2: ["TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256", "TLS_ECDHE_RSA_WITH_AES_256_GCM_SHA384",
+                                     "TLS_ECDHE_RSA_WITH_CHACHA20_POLY1305_SHA256", "TLS_DHE_RSA_WITH_AES_128_GCM_SHA256",
+                                     "TLS_DHE_RSA_WITH_AES_256_GCM_SHA384", "TLS_DHE_RSA_WITH_CHACHA20_POLY1305_SHA256"],
+                           .tls1_3: tls13],
+                presented: [intermediateLeaf, intermediate], verified: [intermediateLeaf, intermediate, F.builtInCA]),
+                atsDefaultAllows: true, finder: .notNeeded))
+            let rsaIntermediate = F.cert("RSA Intermediate", issuer: F.builtInIssuer, notBefore: F.now - 100 * F.day,
+                                         days: 1000, isCA: true, eku: nil)
+            var oldLeaf = F.leaf(h("mozilla-old"), issuer: rsaIntermediate.subject)
+            oldLeaf.notAfter = oldLeaf.notBefore + 90 * F.day
+            let cbc = ["TLS_ECDHE_RSA_WITH_AES_128_CBC_SHA", "TLS_ECDHE_RSA_WITH_AES_256_CBC_SHA", "TLS_DHE_RSA_WITH_AES_128_CBC_SHA256",
+                       "TLS_RSA_WITH_AES_128_CBC_SHA", "TLS_RSA_WITH_AES_256_CBC_SHA"]
+            rows.append(ATSCatalogRow(name: "mozilla-old", facts: F.facts(
+                leaf: oldLeaf,
+                accepted: [.tls1_0: cbc, .tls1_1: cbc,
+                           .tls1_2: ["TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256", "TLS_DHE_RSA_WITH_AES_128_GCM_SHA256",
+                                     "TLS_RSA_WITH_AES_128_GCM_SHA256"] + cbc,
+                           .tls1_3: tls13],
+                presented: [oldLeaf, rsaIntermediate], verified: [oldLeaf, rsaIntermediate, F.builtInCA]),
+                atsDefaultAllows: true, finder: .notNeeded))
+        }
+        rows.append(ATSCatalogRow(name: "long-subdomain", facts: withLeaf("long-subdomain", {
+            $0.dnsNames = ["localhost", "long-subdomain.fixtures.test",
+                           "long-extended-subdomain-name-containing-many-letters-and-dashes.fixtures.test"]
+        }), atsDefaultAllows: true, finder: .notNeeded))
         return rows
     }
 }
