@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Installs what a fresh machine lacks for a group of make targets, or prints the exact command when it cannot.
-#   scripts/ensure-deps.sh core     — build and test: OpenSSL headers (pkg-config openssl), openssl, curl, python3, ss
+#   scripts/ensure-deps.sh core     — build and test: OpenSSL headers (pkg-config openssl), openssl, curl, python3, ss, gnutls-cli
 #   scripts/ensure-deps.sh browser  — the dashboard check: chromium and NSS tools (certutil)
 #   scripts/ensure-deps.sh bench    — make bench: nginx, wrk (plus openssl, curl, taskset, python3)
 set -euo pipefail
@@ -21,6 +21,7 @@ case "$group" in
     need_cmd curl curl
     need_cmd python3 python3
     need_cmd ss iproute2   # the reliability tests read listening sockets with ss
+    need_cmd gnutls-cli gnutls-bin   # a second TLS stack: OCSP stapling, must-staple, chain order, size limits
     ;;
   browser)
     command -v chromium >/dev/null 2>&1 || command -v chromium-browser >/dev/null 2>&1 || missing+=(chromium)
@@ -40,7 +41,7 @@ esac
 [ ${#missing[@]} -eq 0 ] && exit 0
 
 if [ "$(uname -s)" = Darwin ]; then
-  echo "missing: ${missing[*]}. On macOS: brew install openssl@3 pkg-config curl python3 (and nginx wrk for bench)" >&2
+  echo "missing: ${missing[*]}. On macOS: brew install openssl@3 pkg-config curl python3 gnutls (and nginx wrk for bench)" >&2
   exit 1
 fi
 if [[ " ${missing[*]} " == *" chromium "* ]] && grep -qs '^ID=ubuntu' /etc/os-release; then

@@ -52,6 +52,9 @@ public final class TLSContext: @unchecked Sendable {
     let dhBits: Int?
     /// Kept alive for OpenSSL's status callback (`staple(_:)`); set once, before the context is shared.
     var stapleSource: OCSPStapler?
+    /// Suites the cipher string names one by one that the linked OpenSSL does not have (Mozilla's `old` list names
+    /// DES-CBC3-SHA, which builds without weak ciphers leave out): said, never silently dropped.
+    public private(set) var unavailableCipherNames: [String] = []
 
     deinit { SSL_CTX_free(pointer) }
 
@@ -115,6 +118,21 @@ public final class TLSContext: @unchecked Sendable {
         }
         if let suites = settings.tls13Suites {
             try checkOne(SSL_CTX_set_ciphersuites(pointer, suites), "set the TLS 1.3 suites \"\(suites)\"")
+        }
+        if let ciphers = settings.ciphers {
+            let available = Set(cipherNames)
+            // Single suites are spelled like DES-CBC3-SHA; keywords (ALL, ECDHE, kEDH) and operators (!, +, @) are not.
+            unavailableCipherNames = ciphers.split(separator: ":").map(String.init).filter { token in
+                token.contains("-") && token.allSatisfy { $0.isUppercase || $0.isNumber || $0 == "-" } && !available.contains(token)
+            }
+        }
+    }
+
+    /// The OpenSSL names of every suite this context may negotiate, TLS 1.3 ones included, in preference order.
+    var cipherNames: [String] {
+        guard let list = SSL_CTX_get_ciphers(pointer) else { return [] }
+        return (0..<OPENSSL_sk_num(list)).compactMap { index in
+            OPENSSL_sk_value(list, index).map { String(cString: SSL_CIPHER_get_name(OpaquePointer($0))) }
         }
     }
 

@@ -22,14 +22,18 @@ public struct CertificateProfile: Hashable, Sendable, Codable {
     /// `nil` leaves the extension out; leaves get `CA:FALSE` from the presets.
     public var basicConstraints: BasicConstraints?
     public var nameConstraints: NameConstraints?
+    /// Where the certificate says its revocation status is published; `nil` names nothing (and leaves every existing
+    /// profile's encoding, which the store fingerprints, unchanged).
+    public var statusSources: CertificateStatusSources?
 
     public init(subject: Subject, subjectAltNames: [SubjectAltName]?, validity: Validity = .standardLeaf,
                 digest: SignatureDigest = .sha256, extendedKeyUsage: [ExtendedKeyUsage]? = [.serverAuth],
                 keyUsage: [KeyUsage]? = nil, basicConstraints: BasicConstraints? = .endEntity,
-                nameConstraints: NameConstraints? = nil) {
+                nameConstraints: NameConstraints? = nil, statusSources: CertificateStatusSources? = nil) {
         self.subject = subject; self.subjectAltNames = subjectAltNames; self.validity = validity
         self.digest = digest; self.extendedKeyUsage = extendedKeyUsage; self.keyUsage = keyUsage
         self.basicConstraints = basicConstraints; self.nameConstraints = nameConstraints
+        self.statusSources = statusSources
     }
 
     // MARK: Presets
@@ -120,7 +124,38 @@ public struct CertificateProfile: Hashable, Sendable, Codable {
         if let nc = nameConstraints, !nc.isEmpty {
             lines.append((NID_name_constraints, try nc.configText()))
         }
+        if let sources = statusSources { lines += try sources.extensionLines() }
         return lines
+    }
+}
+
+/// The revocation pointers of a certificate: an OCSP responder (authorityInfoAccess, RFC 5280 §4.2.2.1), a CRL
+/// distribution point (§4.2.1.13), and the TLS Feature extension asking for a stapled response ("must-staple", RFC 7633).
+public struct CertificateStatusSources: Hashable, Sendable, Codable {
+    public var ocspURL: String?
+    public var crlURL: String?
+    public var mustStaple: Bool
+
+    public init(ocspURL: String? = nil, crlURL: String? = nil, mustStaple: Bool = false) {
+        self.ocspURL = ocspURL; self.crlURL = crlURL; self.mustStaple = mustStaple
+    }
+
+    func extensionLines() throws -> [(nid: Int32, value: String)] {
+        var lines: [(Int32, String)] = []
+        if let url = ocspURL { lines.append((NID_info_access, "OCSP;URI:" + (try Self.checked(url)))) }
+        if let url = crlURL { lines.append((NID_crl_distribution_points, "URI:" + (try Self.checked(url)))) }
+        // Non-critical, as RFC 7633 §4.2 asks: a client that does not know the extension still connects.
+        if mustStaple { lines.append((NID_tlsfeature, "status_request")) }
+        return lines
+    }
+
+    /// An http(s) URL that cannot break out of the extension's configuration text (no commas, spaces or controls).
+    static func checked(_ url: String) throws -> String {
+        guard url.hasPrefix("http://") || url.hasPrefix("https://"),
+              url.unicodeScalars.allSatisfy({ $0.value > 0x20 && $0.value < 0x7f && $0 != "," }) else {
+            throw PKIError.unsupportedCombination("\"\(url)\" is not a usable revocation URL: give an http:// URL without commas or spaces")
+        }
+        return url
     }
 }
 
@@ -169,6 +204,13 @@ public enum SubjectAltName: Hashable, Sendable, Codable, CustomStringConvertible
         }
         if name.contains("*") && !(name.hasPrefix("*.") && name.dropFirst(2).allSatisfy({ $0 != "*" })) {
             throw PKIError.invalidHost(name, "a wildcard must be the whole leftmost label, as in *.example.test")
+        }
+        // RFC 1035 §2.3.4: labels of 1–63 octets (a trailing dot, the root, is allowed).
+        let labels = name.hasSuffix(".") ? name.dropLast().split(separator: ".", omittingEmptySubsequences: false)
+                                         : name.split(separator: ".", omittingEmptySubsequences: false)
+        if let bad = labels.first(where: { $0.isEmpty || $0.count > 63 }) {
+            throw PKIError.invalidHost(name, bad.isEmpty ? "a DNS name has no empty labels (no \"..\", no leading dot)"
+                                                         : "a DNS label is 1–63 characters; \"\(bad.prefix(20))…\" has \(bad.count)")
         }
     }
 

@@ -509,12 +509,15 @@ public final class CertificateStore: Sendable {
 
     // MARK: DH parameters
 
-    /// 1024 bits: RFC 2409 group 2 (nothing to generate). Other sizes: generated once and kept in `params/`.
+    /// 1024 bits: RFC 2409 group 2; 2048 bits: RFC 7919 ffdhe2048 (nothing to generate). Other sizes: generated once
+    /// and kept in `params/`.
     public func dhParameters(bits: Int) throws -> DHParameters {
         if let cached = cache.withLockedValue({ $0.dh[bits] }) { return cached }
         let parameters: DHParameters
         if bits == 1024 {
             parameters = try DHParameters.rfc2409Group2()
+        } else if bits == 2048 {
+            parameters = try DHParameters.ffdhe2048()
         } else {
             let path = paramsDirectory.appendingPathComponent("dh-\(bits).pem")
             parameters = try locked("dh-\(bits)", in: paramsDirectory) {

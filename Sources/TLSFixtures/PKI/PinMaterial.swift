@@ -10,6 +10,9 @@ public struct PinMaterial: Codable, Sendable, Equatable {
     /// DER files written into the store's `exports/`, for AFNetworking/Alamofire bundles.
     public var caCertificateFile: String
     public var leafCertificateFile: String
+    /// For a revocation scenario: what the leaf names, what OCSP, the CRL and a staple say, and what Apple does.
+    public var revocation: RevocationExpectation?
+    public var revocationSources: RevocationSources?
 
     public var pinSet: PinSet { PinSet(domain: domain, leafPins: [leaf], caPins: [ca], backupPin: backup) }
 }
@@ -29,6 +32,7 @@ extension CertificateStore {
         }
         try FileSystem.writeAtomically(leaf.der, to: leafFile, mode: 0o644)
         return PinMaterial(domain: prepared.scenario.qualifiedHost, leaf: leaf.spkiSHA256, ca: prepared.pins.ca,
-                           backup: prepared.pins.backup, caCertificateFile: caFile.path, leafCertificateFile: leafFile.path)
+                           backup: prepared.pins.backup, caCertificateFile: caFile.path, leafCertificateFile: leafFile.path,
+                           revocation: prepared.scenario.expect.revocation, revocationSources: RevocationSources(leaf: leaf))
     }
 }

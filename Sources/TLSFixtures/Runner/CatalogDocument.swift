@@ -21,6 +21,11 @@ public struct CatalogEntry: Codable, Sendable, Equatable {
     public var pins: FixturePins?
     public var tls: TLSPlan?
     public var certificate: CertificatePlan?
+    /// What the served leaf says about revocation (its OCSP and CRL URLs, must-staple); nil when it names nothing.
+    public var revocationSources: RevocationSources?
+    /// Suites the scenario names that the linked OpenSSL does not have, so they are not served (e.g. mozilla-old's
+    /// DES-CBC3-SHA on Debian's and Homebrew's OpenSSL 3); nil when none.
+    public var unavailableCiphers: [String]?
 
     public init(scenario: Scenario, port: Int?, host: String = "localhost", status: Status, reason: String? = nil, pins: FixturePins? = nil) {
         name = scenario.name
@@ -46,6 +51,10 @@ public struct CatalogDocument: Codable, Sendable, Equatable {
     public var dashboard: String?
     /// Said once, where every reader of this document sees it.
     public var atsNote = ATSTrap.note
+    /// `http://HOST:PORT` of the OCSP responder and CRL endpoint the revocation scenarios' leaves name, when running.
+    public var revocationResponder: String?
+    /// What Apple does about revocation, said once (each revocation scenario says what it means in `expect.revocation`).
+    public var revocationNote = RevocationNote.apple
     public var scenarios: [CatalogEntry]
 
     public init(dashboard: String?, scenarios: [CatalogEntry]) {
@@ -65,11 +74,39 @@ public enum ATSTrap {
     public static let note = "ATS does not apply to localhost, other unqualified names, .local names or loopback and local IP addresses (before iOS 17 every IP literal): an ATS test against https://localhost:PORT or https://127.0.0.1:PORT passes whatever the server does. Test ATS against https://NAME.fixtures.test:PORT/ with the names mapped to 127.0.0.1 (`tls-fixtures hosts`)."
 }
 
+/// The revocation pointers of a served leaf, as a client reads them.
+public struct RevocationSources: Codable, Sendable, Equatable {
+    public var ocsp: [String]
+    public var crl: [String]
+    public var mustStaple: Bool
+
+    /// nil when the leaf names no OCSP responder, no CRL and no TLS Feature.
+    public init?(leaf: Certificate) {
+        ocsp = leaf.ocspURLs
+        crl = leaf.crlURLs
+        mustStaple = leaf.mustStaple
+        if ocsp.isEmpty && crl.isEmpty && !mustStaple { return nil }
+    }
+}
+
+/// What Apple's clients do about revocation, in one paragraph used wherever revocation scenarios are shown.
+public enum RevocationNote {
+    public static let apple = "ATS checks no revocation, and Apple's default trust evaluation fetches no OCSP response or CRL for a "
+        + "certificate that is not Extended Validation (Security/trust/trustd/SecRevocationServer.c, SecPathBuilderCheckRevocation), so a "
+        + "revoked leaf loads. It does honour an OCSP response the server staples: a stapled \"revoked\" fails trust (the same function "
+        + "consumes stapled responses first; URLSession's ClientHello asks for one). An app that wants revocation checked adds "
+        + "SecPolicyCreateRevocation (Alamofire's RevocationTrustEvaluator); trustd then asks the OCSP responder, never a CRL (it has no "
+        + "CRL support), and without kSecRevocationRequirePositiveResponse an unreachable responder is not fatal (\"best attempt\", "
+        + "Apple's kSecRevocationRequirePositiveResponse documentation). Apple's trust code knows no TLS Feature (must-staple) extension."
+}
+
 /// `/etc/hosts` lines that make every `NAME.fixtures.test` resolve to loopback.
 public enum HostsFile {
     public static func lines(for scenarios: [Scenario], address: String = "127.0.0.1") -> String {
         var text = "# swift-tls-fixtures: ATS tests must use these names (localhost is exempt from ATS)\n"
-        for scenario in scenarios { text += "\(address)\t\(scenario.qualifiedHost)\n" }
+        for scenario in scenarios {
+            for host in scenario.fixtureHosts { text += "\(address)\t\(host)\n" }
+        }
         return text
     }
 }

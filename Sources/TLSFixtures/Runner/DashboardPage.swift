@@ -19,6 +19,7 @@ public enum DashboardPage {
             <a href="/ca.pem" download="tls-fixtures-ca.pem">ca.pem</a> (simulator: <code>xcrun simctl keychain booted add-root-cert ca.pem</code>),
             <a href="/ca.p12" download="tls-fixtures-ca.p12">ca.p12</a> (password <code>\(PKCS12Export.defaultPassword)</code>).
             CA pin <code>sha256/\(escape(caPin))</code>. Machine-readable catalog: <a href="/scenarios.json">/scenarios.json</a>.</p>
+          \(document.revocationResponder.map { "<p class=\"revocation\"><strong>Revocation:</strong> the OCSP responder and CRLs the revocation scenarios' leaves name: <a href=\"\(escape($0))/\">\(escape($0))</a> (POST /ocsp, GET /crl/NAME.crl). \(escape(RevocationNote.apple))</p>" } ?? "")
           <p class="legend">Live: this browser tries every fixture now — <span class="loaded">loaded</span> means it accepted the connection, <span class="blocked">blocked</span> that it refused it.</p>
         </header>
         <main>
@@ -70,7 +71,7 @@ public enum DashboardPage {
 
         <tr id="scenario-\(escape(entry.name))" class="\(entry.status.rawValue)">
         <td>\(link)</td>
-        <td>\(escape(entry.summary))\(entry.expect.note.map { "<br><small>\(escape($0))</small>" } ?? "")</td>
+        <td>\(escape(entry.summary))\(entry.expect.note.map { "<br><small>\(escape($0))</small>" } ?? "")\(revocationCell(entry))</td>
         <td>\(escape(entry.expect.verify ?? "—"))</td>
         <td class="ats-\(entry.expect.ats.rawValue.replacingOccurrences(of: "/", with: ""))">\(escape(entry.expect.ats.rawValue))</td>
         <td>\(escape(fixText(entry.expect.atsFix)))</td>
@@ -78,6 +79,25 @@ public enum DashboardPage {
         \(live)
         </tr>
         """
+    }
+
+    /// What a revocation scenario means (the URLs its leaf names, what clients find there, what Apple does), and suites
+    /// of a scenario the linked OpenSSL cannot serve.
+    static func revocationCell(_ entry: CatalogEntry) -> String {
+        var parts: [String] = []
+        if let sources = entry.revocationSources {
+            let named = sources.ocsp.map { "OCSP \($0)" } + sources.crl.map { "CRL \($0)" } + (sources.mustStaple ? ["must-staple"] : [])
+            parts.append("Leaf names: " + named.joined(separator: ", "))
+        }
+        if let missing = entry.unavailableCiphers {
+            parts.append("Not served: \(missing.joined(separator: ", ")) (not in the linked OpenSSL)")
+        }
+        if let revocation = entry.expect.revocation {
+            parts.append("OCSP says \(revocation.ocsp); CRL check: \(revocation.crl); stapled: \(revocation.staple)")
+            parts.append("Apple by default: \(revocation.apple)")
+            parts.append("With a revocation policy: \(revocation.appleWithRevocationPolicy)")
+        }
+        return parts.map { "<br><small class=\"revocation\">\(escape($0))</small>" }.joined()
     }
 
     /// The catalog's last column in words.
@@ -119,6 +139,7 @@ public enum DashboardPage {
     table{border-collapse:collapse;width:100%}th,td{text-align:left;vertical-align:top;padding:.35em .5em;border-bottom:1px solid #eee}
     th{background:#f6f6f6;font-weight:600}small{color:#666}code{font-size:12px}
     .trap{background:#fff4d6;padding:.5em .7em;border-left:4px solid #e0a800}
+    p.revocation{background:#eef4ff;padding:.5em .7em;border-left:4px solid #3b6fd8}
     .ats-allow{color:#1a7f37}.ats-block{color:#b42318}
     td.live[data-live=loaded],.loaded{color:#1a7f37;font-weight:600}
     td.live[data-live=blocked],.blocked{color:#b42318;font-weight:600}

@@ -22,6 +22,12 @@ public enum RunnerReport {
             lines.append("Not served (\(unsupported.count)):")
             for entry in unsupported { lines.append("  \(entry.name): \(entry.reason ?? "unsupported")") }
         }
+        if let responder = document.revocationResponder {
+            lines.append("")
+            lines.append("Revocation: the OCSP responder and CRLs the revocation scenarios' leaves name are at \(responder) "
+                         + "(POST /ocsp, GET /crl/NAME.crl).")
+            lines.append("Apple: \(RevocationNote.apple)")
+        }
         lines.append("")
         lines.append("Note: \(ATSTrap.note)")
         return lines.joined(separator: "\n")

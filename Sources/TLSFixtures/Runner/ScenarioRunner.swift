@@ -31,10 +31,14 @@ public final class ScenarioRunner: Sendable {
     public let options: Options
     public let started: [Started]
     public let unsupported: [(scenario: Scenario, reason: String)]
+    /// The OCSP responder, CRL endpoint and refusing port of the revocation scenarios, on their fixed ports
+    /// (`portBase` + 99 and + 98); nil when none is served.
+    public let revocationServices: RevocationServices?
 
     private init(catalog: ScenarioCatalog, store: CertificateStore, options: Options, started: [Started],
-                 unsupported: [(scenario: Scenario, reason: String)]) {
+                 unsupported: [(scenario: Scenario, reason: String)], revocationServices: RevocationServices?) {
         self.catalog = catalog; self.store = store; self.options = options; self.started = started; self.unsupported = unsupported
+        self.revocationServices = revocationServices
     }
 
     /// Prepares every scenario (in parallel, slowest keys first), then starts each on its port. Scenarios the linked
@@ -42,7 +46,26 @@ public final class ScenarioRunner: Sendable {
     /// and throws, so nothing is left listening.
     public static func start(_ scenarios: [Scenario], catalog: ScenarioCatalog, store: CertificateStore, options: Options = Options(),
                              progress: @escaping @Sendable (Progress) -> Void = { _ in }) async throws -> ScenarioRunner {
-        let prepared = try await prepare(scenarios, store: store, progress: progress)
+        let plans = scenarios.filter(\.needsRevocationServices).compactMap { $0.certificate?.revocation }
+        var services: RevocationServices? = nil
+        if !plans.isEmpty {
+            services = try await RevocationServices.start(
+                bindAddresses: options.bindAddresses,
+                responderPort: options.portBase + ScenarioCatalog.revocationResponderOffset,
+                refusingPort: options.portBase + ScenarioCatalog.refusingPortOffset,
+                responder: plans.contains(where: \.needsResponder), refusing: plans.contains(where: \.needsRefusingPort))
+        }
+        let endpoints = services?.endpoints ?? .serve(portBase: options.portBase)
+        let prepared: [String: Result<PreparedScenario, Error>]
+        do {
+            prepared = try await prepare(scenarios, store: store, revocationEndpoints: endpoints, progress: progress)
+        } catch {
+            await services?.stop()
+            throw error
+        }
+        for case .success(let ready) in prepared.values {
+            if let record = ready.revocation { services?.registry.register(record) }
+        }
         var started: [Started] = []
         var unsupported: [(Scenario, String)] = []
         do {
@@ -65,15 +88,17 @@ public final class ScenarioRunner: Sendable {
             }
         } catch {
             for running in started { await running.fixture.stop() }
+            await services?.stop()
             throw error
         }
-        return ScenarioRunner(catalog: catalog, store: store, options: options, started: started, unsupported: unsupported)
+        return ScenarioRunner(catalog: catalog, store: store, options: options, started: started, unsupported: unsupported,
+                              revocationServices: services)
     }
 
     /// Prepares scenarios in parallel (one per core, slowest keys first): key generation is CPU-bound, and the
     /// store's per-item locks keep parallel preparations from making anything twice. Results by scenario name.
-    public static func prepare(_ scenarios: [Scenario], store: CertificateStore,
-                           progress: @escaping @Sendable (Progress) -> Void) async throws -> [String: Result<PreparedScenario, Error>] {
+    public static func prepare(_ scenarios: [Scenario], store: CertificateStore, revocationEndpoints: RevocationEndpoints = .serveDefault,
+                               progress: @escaping @Sendable (Progress) -> Void) async throws -> [String: Result<PreparedScenario, Error>] {
         // The CA first, once, so parallel preparations do not all wait on its lock.
         _ = try await NIOThreadPool.singleton.runIfActive { try store.ca() }   // may generate a key: not on the cooperative pool
         let ordered = scenarios.sorted { cost($0) > cost($1) }
@@ -87,7 +112,7 @@ public final class ScenarioRunner: Sendable {
                        !store.hasKey(named: plan.keyName ?? scenario.name, spec: plan.key) {
                         progress(.generating(scenario: scenario.name, key: plan.key))
                     }
-                    let result = await Result { try await FixtureServer.prepare(scenario, store: store) }
+                    let result = await Result { try await FixtureServer.prepare(scenario, store: store, revocationEndpoints: revocationEndpoints) }
                     progress(.prepared(scenario: scenario.name))
                     return (scenario.name, result)
                 }
@@ -111,6 +136,7 @@ public final class ScenarioRunner: Sendable {
         await withTaskGroup(of: Void.self) { group in
             for running in started { group.addTask { await running.fixture.stop() } }
         }
+        await revocationServices?.stop()
     }
 
     /// The catalog document for what is running (dashboard `/scenarios.json`, `serve --json`).
@@ -120,13 +146,18 @@ public final class ScenarioRunner: Sendable {
         let requested = started.map(\.scenario) + unsupported.map(\.scenario)
         let entries = catalog.scenarios.filter { s in requested.contains { $0.name == s.name } }.map { scenario -> CatalogEntry in
             if let fixture = servingByName[scenario.name] {
-                return CatalogEntry(scenario: scenario, port: fixture.port, host: FixtureServer.urlHost(listeningOn: fixture.boundAddresses),
-                                    status: .serving, pins: fixture.pins)
+                var entry = CatalogEntry(scenario: scenario, port: fixture.port, host: FixtureServer.urlHost(listeningOn: fixture.boundAddresses),
+                                         status: .serving, pins: fixture.pins)
+                entry.revocationSources = fixture.prepared.credential.flatMap { RevocationSources(leaf: $0.certificate) }
+                entry.unavailableCiphers = fixture.prepared.unavailableCiphers.isEmpty ? nil : fixture.prepared.unavailableCiphers
+                return entry
             }
             return CatalogEntry(scenario: scenario, port: catalog.port(of: scenario, portBase: options.portBase), status: .unsupported,
                                 reason: unsupportedByName[scenario.name])
         }
-        return CatalogDocument(dashboard: dashboard, scenarios: entries)
+        var document = CatalogDocument(dashboard: dashboard, scenarios: entries)
+        document.revocationResponder = revocationServices?.responderPort.map { _ in revocationServices!.endpoints.responder }
+        return document
     }
 }
 

@@ -1019,5 +1019,412 @@ enum BuiltinScenarioFiles {
   }
 }
 """#),
+        File(name: "revoked.json", json: #"""
+{
+  "name": "revoked",
+  "group": "revocation",
+  "port": 9847,
+  "summary": "Leaf revoked by its issuer (the built-in intermediate, sent): the OCSP responder and the CRL its URLs name both say so",
+  "tls": {},
+  "certificate": {
+    "issuer": "intermediate",
+    "revocation": {
+      "status": "revoked"
+    }
+  },
+  "expect": {
+    "verify": "ok",
+    "ats": "allow",
+    "atsFix": {
+      "kind": "not-needed"
+    },
+    "note": "A client that checks revocation (openssl verify -crl_check, Alamofire's RevocationTrustEvaluator, Android with revocation on) must refuse it; one that does not, loads it. Every revocation scenario's leaf comes from the built-in intermediate, which is sent, as a public CA's leaves do: the intermediate signs the OCSP answers and the CRL, and clients that compute the OCSP request from the chain they were sent (curl --cert-status) find its issuer. The OCSP responder and CRL run beside the fixture: on port 9899 under serve, on a free port in process.",
+    "revocation": {
+      "ocsp": "revoked",
+      "crl": "certificate revoked",
+      "staple": "none",
+      "apple": "loads: ATS checks no revocation, and default trust fetches no OCSP response or CRL for a certificate that is not Extended Validation (Security/trust/trustd/SecRevocationServer.c, SecPathBuilderCheckRevocation)",
+      "appleWithRevocationPolicy": "fails: with SecPolicyCreateRevocation (kSecRevocationOCSPMethod or kSecRevocationUseAnyAvailableMethod) trustd asks the OCSP responder, which answers revoked"
+    }
+  }
+}
+"""#),
+        File(name: "revoked-stapled.json", json: #"""
+{
+  "name": "revoked-stapled",
+  "group": "revocation",
+  "port": 9848,
+  "summary": "The revoked leaf of revoked, and the server staples the issuer's \"revoked\" OCSP response",
+  "tls": {
+    "stapleOCSP": true
+  },
+  "certificate": {
+    "issuer": "intermediate",
+    "revocation": {
+      "status": "revoked"
+    }
+  },
+  "expect": {
+    "verify": "ok",
+    "ats": "block",
+    "atsFix": {
+      "kind": "exception",
+      "domainKeys": {
+        "NSExceptionAllowsInsecureHTTPLoads": true
+      },
+      "alsoRequires": "trust-override"
+    },
+    "note": "ATS itself checks no revocation, but the load fails in default trust: Apple's trustd consumes every stapled OCSP response before it decides whether to fetch one, and a revoked status fails the revocation check (Security/trust/trustd/SecRevocationServer.c: SecORVCProcessStapledResponses, SecOCSPSingleResponseProcess). URLSession asks for the staple (status_request in its ClientHello, per a packet capture in Apple developer forums thread 796184); that last step is closed source, hence medium confidence.",
+    "revocation": {
+      "ocsp": "revoked",
+      "crl": "certificate revoked",
+      "staple": "revoked",
+      "apple": "fails default trust (likely NSURLErrorDomain -1202): the stapled response, signed by the issuer, says revoked, and trustd honours stapled responses whatever the policy",
+      "appleWithRevocationPolicy": "fails: the staple (or the responder) says revoked"
+    }
+  }
+}
+"""#),
+        File(name: "ocsp-good-stapled.json", json: #"""
+{
+  "name": "ocsp-good-stapled",
+  "group": "revocation",
+  "port": 9849,
+  "summary": "The control: a good leaf whose server staples the issuer's \"good\" OCSP response",
+  "tls": {
+    "stapleOCSP": true
+  },
+  "certificate": {
+    "issuer": "intermediate",
+    "revocation": {
+      "status": "good"
+    }
+  },
+  "expect": {
+    "verify": "ok",
+    "ats": "allow",
+    "atsFix": {
+      "kind": "not-needed"
+    },
+    "revocation": {
+      "ocsp": "good",
+      "crl": "ok",
+      "staple": "good",
+      "apple": "loads: trustd checks the stapled response, which says good",
+      "appleWithRevocationPolicy": "loads: the staple (or the responder) says good"
+    }
+  }
+}
+"""#),
+        File(name: "must-staple-missing.json", json: #"""
+{
+  "name": "must-staple-missing",
+  "group": "revocation",
+  "port": 9850,
+  "summary": "Leaf with the TLS Feature extension (status_request, \"must-staple\"); the server staples nothing",
+  "tls": {},
+  "certificate": {
+    "issuer": "intermediate",
+    "revocation": {
+      "status": "good",
+      "mustStaple": true
+    }
+  },
+  "expect": {
+    "verify": "ok",
+    "ats": "allow",
+    "atsFix": {
+      "kind": "not-needed"
+    },
+    "note": "Clients that enforce RFC 7633 refuse it (Firefox, GnuTLS; curl --cert-status refuses any missing staple); OpenSSL's verify does not look at the extension. Apple documents no must-staple support and its open-source trust code does not know the extension (no id-pe-tlsfeature among Security/OSX/sec/Security/SecCertificate.c's extension handlers), so a default load succeeds.",
+    "revocation": {
+      "ocsp": "good",
+      "crl": "ok",
+      "staple": "none",
+      "apple": "loads: Apple's trust code ignores the TLS Feature extension, and with nothing stapled fetches no OCSP response for a non-EV certificate",
+      "appleWithRevocationPolicy": "loads: trustd asks the OCSP responder, which says good; it still ignores the missing staple"
+    }
+  }
+}
+"""#),
+        File(name: "ocsp-unreachable.json", json: #"""
+{
+  "name": "ocsp-unreachable",
+  "group": "revocation",
+  "port": 9851,
+  "summary": "The leaf's OCSP URL refuses connections (a port bound but never listening); its CRL says good",
+  "tls": {},
+  "certificate": {
+    "issuer": "intermediate",
+    "revocation": {
+      "status": "good",
+      "ocsp": "unreachable"
+    }
+  },
+  "expect": {
+    "verify": "ok",
+    "ats": "allow",
+    "atsFix": {
+      "kind": "not-needed"
+    },
+    "note": "Tells soft-fail from hard-fail revocation checking: a client that requires an OCSP answer fails; one that treats an unreachable responder as good (most do) loads. The refusing port is 9898 under serve.",
+    "revocation": {
+      "ocsp": "refused",
+      "crl": "ok",
+      "staple": "none",
+      "apple": "loads: ATS checks no revocation, and default trust fetches no OCSP response or CRL for a certificate that is not Extended Validation (Security/trust/trustd/SecRevocationServer.c, SecPathBuilderCheckRevocation)",
+      "appleWithRevocationPolicy": "loads: an unreachable responder is not fatal (\"best attempt\"); with kSecRevocationRequirePositiveResponse it fails (Apple's documentation of that flag; trustd has no CRL to fall back on)"
+    }
+  }
+}
+"""#),
+        File(name: "crl-revoked.json", json: #"""
+{
+  "name": "crl-revoked",
+  "group": "revocation",
+  "port": 9852,
+  "summary": "Leaf revoked in its issuer's CRL only: the leaf names a CRL distribution point and no OCSP responder",
+  "tls": {},
+  "certificate": {
+    "issuer": "intermediate",
+    "revocation": {
+      "status": "revoked",
+      "ocsp": "none"
+    }
+  },
+  "expect": {
+    "verify": "ok",
+    "ats": "allow",
+    "atsFix": {
+      "kind": "not-needed"
+    },
+    "note": "Only CRL checkers see the revocation (openssl verify -crl_check, Java with CRLDP enabled, Windows). Apple's trustd has no CRL support (Security/trust/trustd/SecPolicyServer.c: \"If we support CRLs, we'd need to check for that policy here too\"), so even a revocation policy finds nothing to ask.",
+    "revocation": {
+      "ocsp": "none",
+      "crl": "certificate revoked",
+      "staple": "none",
+      "apple": "loads: ATS checks no revocation, and default trust fetches no OCSP response or CRL for a certificate that is not Extended Validation (Security/trust/trustd/SecRevocationServer.c, SecPathBuilderCheckRevocation)",
+      "appleWithRevocationPolicy": "loads: trustd fetches no CRLs and the leaf names no OCSP responder; with kSecRevocationRequirePositiveResponse it fails for want of any answer"
+    }
+  }
+}
+"""#),
+        File(name: "reversed-chain.json", json: #"""
+{
+  "name": "reversed-chain",
+  "group": "certificate",
+  "port": 9853,
+  "summary": "Root \u2192 intermediate \u2192 leaf; after the leaf the issuers come top-down: the root, then the intermediate",
+  "tls": {
+    "sendChain": "reversed"
+  },
+  "certificate": {
+    "issuer": "intermediate"
+  },
+  "expect": {
+    "verify": "ok",
+    "ats": "allow",
+    "atsFix": {
+      "kind": "not-needed"
+    },
+    "note": "TLS fixes only the leaf's place (RFC 8446 \u00a74.4.2: clients SHOULD accept the rest in any order). An intermediate literally before the leaf would make it the server's own certificate, which every client rejects as a wrong host (badssl.com's reversed-chain does that by giving leaf and intermediate one key); here the part TLS lets vary is reversed. OpenSSL, GnuTLS, NSS and Apple's trustd build the path from an unordered set; strict order-checking clients fail."
+  }
+}
+"""#),
+        File(name: "no-subject.json", json: #"""
+{
+  "name": "no-subject",
+  "group": "certificate",
+  "port": 9854,
+  "summary": "Empty subject (no CN, no O): the names are in a critical subjectAltName",
+  "tls": {},
+  "certificate": {
+    "emptySubject": true
+  },
+  "expect": {
+    "verify": "ok",
+    "ats": "allow",
+    "atsFix": {
+      "kind": "not-needed"
+    },
+    "note": "RFC 5280 \u00a74.2.1.6 allows an empty subject when the SAN extension is present and critical. Parsers that expect a CN (logging, pinning code that reads the subject) are what this exercises."
+  }
+}
+"""#),
+        File(name: "10000-sans.json", json: #"""
+{
+  "name": "10000-sans",
+  "group": "certificate",
+  "port": 9855,
+  "summary": "10000 DNS subject alternative names (a certificate of about 300 KB)",
+  "tls": {},
+  "certificate": {
+    "generatedHosts": 9998
+  },
+  "expect": {
+    "verify": "ok",
+    "ats": "allow",
+    "atsFix": {
+      "kind": "not-needed"
+    },
+    "note": "The certificate verifies, but many clients refuse the handshake first: OpenSSL's default limit on a peer's certificate list is 100 KiB (\"excessive message size\"), as are curl's and Python's. Apple does not document a limit; Safari was reported to load badssl.com's 10000-sans (low confidence), hence allow."
+  }
+}
+"""#),
+        File(name: "dh2048.json", json: #"""
+{
+  "name": "dh2048",
+  "group": "cipher",
+  "port": 9856,
+  "summary": "DHE-RSA only, with the 2048-bit RFC 7919 ffdhe2048 group: the control for dh1024",
+  "tls": {
+    "minVersion": "TLSv1.2",
+    "maxVersion": "TLSv1.2",
+    "ciphers": "DHE-RSA-AES128-GCM-SHA256:DHE-RSA-AES256-GCM-SHA384",
+    "dh": 2048
+  },
+  "certificate": {},
+  "expect": {
+    "verify": "ok",
+    "ats": "block",
+    "atsFix": {
+      "kind": "arbitrary-loads"
+    },
+    "note": "Stock OpenSSL clients (curl, Python, s_client) accept it where they refuse dh1024 with \"dh key too small\": the group size is the only difference. ATS still blocks it: DHE is not an ATS suite."
+  }
+}
+"""#),
+        File(name: "mozilla-modern.json", json: #"""
+{
+  "name": "mozilla-modern",
+  "group": "profile",
+  "port": 9857,
+  "summary": "Mozilla's \"modern\" configuration, guidelines 5.8: TLS 1.3 only, ECDSA P-256 leaf, OCSP stapled",
+  "tls": {
+    "minVersion": "TLSv1.3",
+    "maxVersion": "TLSv1.3",
+    "tls13Suites": "TLS_AES_128_GCM_SHA256:TLS_AES_256_GCM_SHA384:TLS_CHACHA20_POLY1305_SHA256",
+    "groups": "X25519:P-256:P-384",
+    "serverPreference": false,
+    "stapleOCSP": true
+  },
+  "certificate": {
+    "key": "ec:p256",
+    "issuer": "intermediate",
+    "validity": {
+      "notBefore": -1,
+      "notAfter": 89
+    },
+    "revocation": {
+      "status": "good",
+      "crl": false
+    }
+  },
+  "expect": {
+    "verify": "ok",
+    "ats": "allow",
+    "atsFix": {
+      "kind": "not-needed"
+    },
+    "note": "Mozilla server-side TLS guidelines 5.8 (https://ssl-config.mozilla.org/guidelines/5.8.json): TLS 1.3 with its three suites, curves X25519/P-256/P-384, client's order, ECDSA certificate signed with ecdsa-with-SHA256, 90-day lifetime, OCSP stapling. Not reproduced: the HSTS header (the fixture answers every request alike). Guidelines 6.0 add the X25519MLKEM768 group, which needs OpenSSL 3.5; the linked OpenSSL 3.0 has none."
+  }
+}
+"""#),
+        File(name: "mozilla-intermediate.json", json: #"""
+{
+  "name": "mozilla-intermediate",
+  "group": "profile",
+  "port": 9858,
+  "summary": "Mozilla's \"intermediate\" configuration, guidelines 5.8: TLS 1.2\u20131.3, ECDHE and DHE (ffdhe2048) AEAD suites, OCSP stapled",
+  "tls": {
+    "minVersion": "TLSv1.2",
+    "maxVersion": "TLSv1.3",
+    "ciphers": "ECDHE-ECDSA-AES128-GCM-SHA256:ECDHE-RSA-AES128-GCM-SHA256:ECDHE-ECDSA-AES256-GCM-SHA384:ECDHE-RSA-AES256-GCM-SHA384:ECDHE-ECDSA-CHACHA20-POLY1305:ECDHE-RSA-CHACHA20-POLY1305:DHE-RSA-AES128-GCM-SHA256:DHE-RSA-AES256-GCM-SHA384:DHE-RSA-CHACHA20-POLY1305",
+    "tls13Suites": "TLS_AES_128_GCM_SHA256:TLS_AES_256_GCM_SHA384:TLS_CHACHA20_POLY1305_SHA256",
+    "groups": "X25519:P-256:P-384",
+    "dh": 2048,
+    "serverPreference": false,
+    "stapleOCSP": true
+  },
+  "certificate": {
+    "issuer": "intermediate",
+    "validity": {
+      "notBefore": -1,
+      "notAfter": 89
+    },
+    "revocation": {
+      "status": "good",
+      "crl": false
+    }
+  },
+  "expect": {
+    "verify": "ok",
+    "ats": "allow",
+    "atsFix": {
+      "kind": "not-needed"
+    },
+    "note": "Mozilla server-side TLS guidelines 5.8 (https://ssl-config.mozilla.org/guidelines/5.8.json): its nine TLS 1.2 suites and three TLS 1.3 suites, curves X25519/P-256/P-384, the ffdhe2048 DH group, client's order, RSA-2048 certificate, 90-day lifetime, OCSP stapling. Not reproduced: the HSTS header. Guidelines 6.0 drop the DHE suites and add X25519MLKEM768 (OpenSSL 3.5)."
+  }
+}
+"""#),
+        File(name: "mozilla-old.json", json: #"""
+{
+  "name": "mozilla-old",
+  "group": "profile",
+  "port": 9859,
+  "summary": "Mozilla's \"old\" configuration, guidelines 5.8: TLS 1.0\u20131.3, 1024-bit DHE, static RSA, server's order, OCSP stapled",
+  "tls": {
+    "minVersion": "TLSv1.0",
+    "maxVersion": "TLSv1.3",
+    "ciphers": "ECDHE-ECDSA-AES128-GCM-SHA256:ECDHE-RSA-AES128-GCM-SHA256:ECDHE-ECDSA-AES256-GCM-SHA384:ECDHE-RSA-AES256-GCM-SHA384:ECDHE-ECDSA-CHACHA20-POLY1305:ECDHE-RSA-CHACHA20-POLY1305:DHE-RSA-AES128-GCM-SHA256:DHE-RSA-AES256-GCM-SHA384:DHE-RSA-CHACHA20-POLY1305:ECDHE-ECDSA-AES128-SHA256:ECDHE-RSA-AES128-SHA256:ECDHE-ECDSA-AES128-SHA:ECDHE-RSA-AES128-SHA:ECDHE-ECDSA-AES256-SHA384:ECDHE-RSA-AES256-SHA384:ECDHE-ECDSA-AES256-SHA:ECDHE-RSA-AES256-SHA:DHE-RSA-AES128-SHA256:DHE-RSA-AES256-SHA256:AES128-GCM-SHA256:AES256-GCM-SHA384:AES128-SHA256:AES256-SHA256:AES128-SHA:AES256-SHA:DES-CBC3-SHA",
+    "tls13Suites": "TLS_AES_128_GCM_SHA256:TLS_AES_256_GCM_SHA384:TLS_CHACHA20_POLY1305_SHA256",
+    "groups": "X25519:P-256:P-384",
+    "dh": 1024,
+    "securityLevel": 0,
+    "stapleOCSP": true
+  },
+  "certificate": {
+    "issuer": "rsa-intermediate",
+    "validity": {
+      "notBefore": -1,
+      "notAfter": 89
+    },
+    "revocation": {
+      "status": "good",
+      "crl": false
+    }
+  },
+  "expect": {
+    "verify": "ok",
+    "ats": "allow",
+    "atsFix": {
+      "kind": "not-needed"
+    },
+    "note": "Mozilla server-side TLS guidelines 5.8 (https://ssl-config.mozilla.org/guidelines/5.8.json): TLS 1.0 to 1.3, its 26 TLS 1.2 suites in its order (server's preference), the 1024-bit DH group, RSA-2048 certificate signed with sha256WithRSAEncryption (by the RSA intermediate, sent), 90-day lifetime, OCSP stapling. ATS connects with TLS 1.3. Not reproduced: DES-CBC3-SHA, which OpenSSL 3 builds without weak ciphers drop (Debian's, Homebrew's; the served list says so), and the HSTS header. Guidelines 6.0 no longer define \"old\"."
+  }
+}
+"""#),
+        File(name: "long-subdomain.json", json: #"""
+{
+  "name": "long-subdomain",
+  "group": "certificate",
+  "port": 9860,
+  "summary": "Also named long-extended-subdomain-name-containing-many-letters-and-dashes.fixtures.test: a 63-character label, the longest DNS allows",
+  "tls": {},
+  "certificate": {
+    "extraHosts": [
+      "long-extended-subdomain-name-containing-many-letters-and-dashes.fixtures.test"
+    ]
+  },
+  "expect": {
+    "verify": "ok",
+    "ats": "allow",
+    "atsFix": {
+      "kind": "not-needed"
+    },
+    "note": "Connect by the long name (tls-fixtures hosts maps it to 127.0.0.1): clients with fixed-size host buffers or label limits below 63 fail; everything RFC 1035 allows loads."
+  }
+}
+"""#),
     ]
 }

@@ -25,12 +25,16 @@ public struct CertificatePlan: Codable, Sendable, Hashable {
     public var keyUsage: [KeyUsage]? = nil
     /// The scenario only makes sense when the issuer carries name constraints.
     public var requiresIssuerNameConstraints: Bool = false
+    /// No subject at all (an empty name): the subjectAltName extension is then critical (RFC 5280 §4.2.1.6).
+    public var emptySubject: Bool = false
+    /// Revocation: the leaf names an OCSP responder and a CRL, and its issuer says it is good or revoked.
+    public var revocation: RevocationPlan? = nil
 
     public init() {}
 
     enum CodingKeys: String, CodingKey, CaseIterable {
         case key, keyName, issuer, digest, hosts, extraHosts, generatedHosts, subjectAltName, commonName, omitCommonName
-        case validity, extendedKeyUsage, keyUsage, requiresIssuerNameConstraints
+        case validity, extendedKeyUsage, keyUsage, requiresIssuerNameConstraints, emptySubject, revocation
     }
 
     public init(from decoder: Decoder) throws {
@@ -64,6 +68,12 @@ public struct CertificatePlan: Codable, Sendable, Hashable {
         extendedKeyUsage = try c.decodeIfPresent([ExtendedKeyUsage].self, forKey: .extendedKeyUsage) ?? d.extendedKeyUsage
         keyUsage = try c.decodeIfPresent([KeyUsage].self, forKey: .keyUsage)
         requiresIssuerNameConstraints = try c.decodeIfPresent(Bool.self, forKey: .requiresIssuerNameConstraints) ?? false
+        emptySubject = try c.decodeIfPresent(Bool.self, forKey: .emptySubject) ?? false
+        if emptySubject && !subjectAltName {
+            throw DecodingError.dataCorruptedError(forKey: .emptySubject, in: c, debugDescription:
+                "a certificate with neither a subject nor a subjectAltName names nothing: keep the SAN")
+        }
+        revocation = try c.decodeIfPresent(RevocationPlan.self, forKey: .revocation)
         for host in (hosts ?? []) + extraHosts {
             do { _ = try SubjectAltName(host: host) } catch {
                 throw DecodingError.dataCorruptedError(forKey: hosts?.contains(host) == true ? .hosts : .extraHosts, in: c, debugDescription: "\(error)")
@@ -88,6 +98,8 @@ public struct CertificatePlan: Codable, Sendable, Hashable {
         if extendedKeyUsage != d.extendedKeyUsage { try c.encode(extendedKeyUsage, forKey: .extendedKeyUsage) }
         try c.encodeIfPresent(keyUsage, forKey: .keyUsage)
         if requiresIssuerNameConstraints { try c.encode(true, forKey: .requiresIssuerNameConstraints) }
+        if emptySubject { try c.encode(true, forKey: .emptySubject) }
+        try c.encodeIfPresent(revocation, forKey: .revocation)
     }
 
     /// The leaf's issuer as the store knows it.
@@ -95,18 +107,73 @@ public struct CertificatePlan: Codable, Sendable, Hashable {
         issuer == "self" ? .selfSigned : .authority(BuiltinAuthority(rawValue: issuer) ?? .root)
     }
 
-    /// The profile for scenario `name`, with the baseline filled in.
-    public func profile(scenarioName name: String) throws -> CertificateProfile {
+    /// The profile for scenario `name`, with the baseline filled in. A revocation plan's URLs point at `endpoints`.
+    public func profile(scenarioName name: String, revocationEndpoints endpoints: RevocationEndpoints = .serveDefault) throws -> CertificateProfile {
         let qualified = "\(name).\(Scenario.fixturesDomain)"
         var allHosts = hosts ?? ["localhost", "127.0.0.1", "::1", qualified]
         allHosts += extraHosts
         if generatedHosts > 0 { allHosts += (1...generatedHosts).map { "n\($0).\(qualified)" } }
         let names = try allHosts.map(SubjectAltName.init(host:))
         let cn: String? = omitCommonName ? nil : (commonName ?? (hosts == nil ? qualified : allHosts.first))
+        let subject = emptySubject ? Subject(commonName: nil) : Subject(commonName: cn, organization: "swift-tls-fixtures", organizationalUnit: name)
+        var statusSources: CertificateStatusSources? = nil
+        if let revocation, case .authority(let authority) = leafIssuer {
+            statusSources = revocation.statusSources(endpoints: endpoints, issuer: authority)
+        }
         return CertificateProfile(
-            subject: Subject(commonName: cn, organization: "swift-tls-fixtures", organizationalUnit: name),
-            subjectAltNames: subjectAltName ? names : nil, validity: validity, digest: digest,
-            extendedKeyUsage: extendedKeyUsage.isEmpty ? nil : extendedKeyUsage, keyUsage: keyUsage)
+            subject: subject, subjectAltNames: subjectAltName ? names : nil, validity: validity, digest: digest,
+            extendedKeyUsage: extendedKeyUsage.isEmpty ? nil : extendedKeyUsage, keyUsage: keyUsage, statusSources: statusSources)
+    }
+}
+
+/// How a leaf takes part in revocation: what its issuer says of it, and where the leaf says to ask.
+public struct RevocationPlan: Codable, Sendable, Hashable {
+    public enum Status: String, Codable, Sendable, Hashable { case good, revoked }
+
+    /// What the authorityInfoAccess extension's OCSP URL points at.
+    public enum OCSPPointer: String, Codable, Sendable, Hashable {
+        /// The responder the kit runs beside the fixture.
+        case responder
+        /// A port that refuses connections (bound, never listening).
+        case unreachable
+        /// No OCSP URL at all.
+        case none
+    }
+
+    /// The issuer's record: the OCSP responder, the CRL and a staple all say this.
+    public var status: Status = .good
+    public var ocsp: OCSPPointer = .responder
+    /// A CRL distribution point naming the issuer's CRL on the responder.
+    public var crl: Bool = true
+    /// The TLS Feature extension with status_request (RFC 7633, "OCSP must-staple").
+    public var mustStaple: Bool = false
+
+    public init(status: Status = .good, ocsp: OCSPPointer = .responder, crl: Bool = true, mustStaple: Bool = false) {
+        self.status = status; self.ocsp = ocsp; self.crl = crl; self.mustStaple = mustStaple
+    }
+
+    enum CodingKeys: String, CodingKey, CaseIterable { case status, ocsp, crl, mustStaple }
+
+    public init(from decoder: Decoder) throws {
+        try decoder.rejectUnknownKeys(CodingKeys.self)
+        let c = try decoder.container(keyedBy: CodingKeys.self)
+        status = try c.decodeIfPresent(Status.self, forKey: .status) ?? .good
+        ocsp = try c.decodeIfPresent(OCSPPointer.self, forKey: .ocsp) ?? .responder
+        crl = try c.decodeIfPresent(Bool.self, forKey: .crl) ?? true
+        mustStaple = try c.decodeIfPresent(Bool.self, forKey: .mustStaple) ?? false
+    }
+
+    /// Which services a fixture with this plan needs running.
+    public var needsResponder: Bool { ocsp == .responder || crl }
+    public var needsRefusingPort: Bool { ocsp == .unreachable }
+
+    func statusSources(endpoints: RevocationEndpoints, issuer: BuiltinAuthority) -> CertificateStatusSources {
+        let ocspURL: String? = switch ocsp {
+        case .responder: endpoints.ocspURL
+        case .unreachable: endpoints.unreachableOCSPURL
+        case .none: nil
+        }
+        return CertificateStatusSources(ocspURL: ocspURL, crlURL: crl ? endpoints.crlURL(for: issuer) : nil, mustStaple: mustStaple)
     }
 }
 
@@ -125,14 +192,16 @@ public struct Expectations: Codable, Sendable, Hashable {
     public var pins: PinExpectation?
     /// Anything a user must know to read the verdicts right.
     public var note: String?
+    /// For scenarios whose leaf names revocation sources: what OCSP, the CRL and a staple say, and what Apple does.
+    public var revocation: RevocationExpectation?
 
     public init(verify: String?, ats: ATSExpectation, atsFix: ATSFix? = nil, trustedRoots: [String]? = nil,
-                pins: PinExpectation? = nil, note: String? = nil) {
+                pins: PinExpectation? = nil, note: String? = nil, revocation: RevocationExpectation? = nil) {
         self.verify = verify; self.ats = ats; self.atsFix = atsFix; self.trustedRoots = trustedRoots
-        self.pins = pins; self.note = note
+        self.pins = pins; self.note = note; self.revocation = revocation
     }
 
-    enum CodingKeys: String, CodingKey, CaseIterable { case verify, ats, atsFix, trustedRoots, pins, note }
+    enum CodingKeys: String, CodingKey, CaseIterable { case verify, ats, atsFix, trustedRoots, pins, note, revocation }
 
     public init(from decoder: Decoder) throws {
         try decoder.rejectUnknownKeys(CodingKeys.self)
@@ -146,6 +215,49 @@ public struct Expectations: Codable, Sendable, Hashable {
         }
         pins = try c.decodeIfPresent(PinExpectation.self, forKey: .pins)
         note = try c.decodeIfPresent(String.self, forKey: .note)
+        revocation = try c.decodeIfPresent(RevocationExpectation.self, forKey: .revocation)
+    }
+}
+
+/// What revocation-aware clients find, as data in the scenario file.
+public struct RevocationExpectation: Codable, Sendable, Hashable {
+    /// `openssl ocsp -issuer CA -url URL` against the leaf's OCSP URL: `good`, `revoked`, `refused` (the URL refuses
+    /// connections) or `none` (the leaf names no OCSP URL).
+    public var ocsp: String
+    /// `openssl verify -crl_check` with the CRL from the leaf's distribution point: `ok`, `certificate revoked`, or
+    /// `none` (no distribution point).
+    public var crl: String
+    /// What `openssl s_client -status` shows stapled: `good`, `revoked` or `none`.
+    public var staple: String
+    /// What Apple's loader does by default (URLSession, default trust evaluation), and why, with the source.
+    public var apple: String
+    /// What it does when the app adds a revocation policy (`SecPolicyCreateRevocation`, Alamofire's
+    /// `RevocationTrustEvaluator`).
+    public var appleWithRevocationPolicy: String
+
+    public init(ocsp: String, crl: String, staple: String, apple: String, appleWithRevocationPolicy: String) {
+        self.ocsp = ocsp; self.crl = crl; self.staple = staple; self.apple = apple
+        self.appleWithRevocationPolicy = appleWithRevocationPolicy
+    }
+
+    enum CodingKeys: String, CodingKey, CaseIterable { case ocsp, crl, staple, apple, appleWithRevocationPolicy }
+
+    public init(from decoder: Decoder) throws {
+        try decoder.rejectUnknownKeys(CodingKeys.self)
+        let c = try decoder.container(keyedBy: CodingKeys.self)
+        func one(_ key: CodingKeys, of allowed: [String]) throws -> String {
+            let value = try c.decode(String.self, forKey: key)
+            guard allowed.contains(value) else {
+                throw DecodingError.dataCorruptedError(forKey: key, in: c, debugDescription:
+                    "\"\(value)\" is not one of \(allowed.joined(separator: ", "))")
+            }
+            return value
+        }
+        ocsp = try one(.ocsp, of: ["good", "revoked", "refused", "none"])
+        crl = try one(.crl, of: ["ok", "certificate revoked", "none"])
+        staple = try one(.staple, of: ["good", "revoked", "none"])
+        apple = try c.decode(String.self, forKey: .apple)
+        appleWithRevocationPolicy = try c.decode(String.self, forKey: .appleWithRevocationPolicy)
     }
 }
 

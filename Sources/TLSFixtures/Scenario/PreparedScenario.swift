@@ -29,12 +29,19 @@ public final class PreparedScenario: Sendable {
     public let pins: FixturePins
     /// The client certificate the server accepts, for `clientAuth: required`.
     public let clientCredential: Credential?
+    /// For a leaf with a revocation plan: what its issuer says of it (what the responder, the CRL and a staple say).
+    public let revocation: RevocationRecord?
+    /// Where the leaf says its status is published (nil without a revocation plan).
+    public let revocationEndpoints: RevocationEndpoints?
+    /// Suites the scenario's cipher string names that the linked OpenSSL lacks, so they are not offered.
+    public var unavailableCiphers: [String] { context?.unavailableCipherNames ?? [] }
 
     init(scenario: Scenario, context: TLSContext?, credential: Credential?, chainSent: [Certificate], caCertificate: Certificate,
-         deviceTrustRoots: [Certificate], pins: FixturePins, clientCredential: Credential?) {
+         deviceTrustRoots: [Certificate], pins: FixturePins, clientCredential: Credential?,
+         revocation: RevocationRecord? = nil, revocationEndpoints: RevocationEndpoints? = nil) {
         self.scenario = scenario; self.context = context; self.credential = credential; self.chainSent = chainSent
         self.caCertificate = caCertificate; self.deviceTrustRoots = deviceTrustRoots; self.pins = pins
-        self.clientCredential = clientCredential
+        self.clientCredential = clientCredential; self.revocation = revocation; self.revocationEndpoints = revocationEndpoints
     }
 }
 
@@ -54,23 +61,28 @@ extension CertificateStore {
         var store: String
         var root: Data
         var scenario: Scenario
+        /// Only for scenarios with a revocation plan (their leaf names these URLs); nil otherwise.
+        var endpoints: RevocationEndpoints?
     }
 
     /// Everything needed to serve `scenario`, from this store: certificates are generated on first use and reused after;
-    /// within a process the whole preparation is done once per scenario.
-    public func prepare(_ scenario: Scenario) throws -> PreparedScenario {
-        let key = PreparationKey(store: directory.path, root: try ca().certificate.sha256Fingerprint, scenario: scenario)
+    /// within a process the whole preparation is done once per scenario. A leaf with a revocation plan names the OCSP
+    /// responder and CRL at `revocationEndpoints` (by default where `serve` publishes them for port base 9800).
+    public func prepare(_ scenario: Scenario, revocationEndpoints: RevocationEndpoints = .serveDefault) throws -> PreparedScenario {
+        let endpoints = scenario.needsRevocationServices ? revocationEndpoints : nil
+        let key = PreparationKey(store: directory.path, root: try ca().certificate.sha256Fingerprint, scenario: scenario,
+                                 endpoints: endpoints)
         if let cached = Self.prepared.withLockedValue({ $0[key] }) { return cached }
-        let made = try makePrepared(scenario)
+        let made = try makePrepared(scenario, endpoints: endpoints ?? revocationEndpoints)
         Self.prepared.withLockedValue { $0[key] = made }
         return made
     }
 
-    private func makePrepared(_ scenario: Scenario) throws -> PreparedScenario {
+    private func makePrepared(_ scenario: Scenario, endpoints: RevocationEndpoints) throws -> PreparedScenario {
         if let plan = scenario.tls {
             let settings = TLSSettings(
                 minVersion: plan.minVersion, maxVersion: plan.maxVersion, ciphers: plan.ciphers, tls13Suites: plan.tls13Suites,
-                securityLevel: plan.securityLevel, groups: plan.groups, dhParameters: .none)
+                securityLevel: plan.securityLevel, groups: plan.groups, dhParameters: .none, serverPreference: plan.serverPreference)
             do {
                 // Before any key is generated: an unsupported scenario costs nothing.
                 try TLSContext.checkSupport(settings)
@@ -93,13 +105,20 @@ extension CertificateStore {
                 "not available with this store's CA: it was created without name constraints, so nothing can violate them")
         }
         let credential = try self.credential(
-            named: scenario.name, profile: try certificatePlan.profile(scenarioName: scenario.name),
+            named: scenario.name, profile: try certificatePlan.profile(scenarioName: scenario.name, revocationEndpoints: endpoints),
             keyName: certificatePlan.keyName ?? scenario.name, keySpec: certificatePlan.key, issuer: certificatePlan.leafIssuer)
         let extra: [Certificate]
+        let root = credential.root == credential.certificate ? [] : [credential.root]
         switch plan.sendChain {
         case .full: extra = credential.intermediates
         case .leafOnly: extra = []
-        case .withRoot: extra = credential.intermediates + (credential.root == credential.certificate ? [] : [credential.root])
+        case .withRoot: extra = credential.intermediates + root
+        case .reversed: extra = (credential.intermediates + root).reversed()
+        }
+        var revocation: RevocationRecord? = nil
+        if let revocationPlan = certificatePlan.revocation, case .authority(let authority) = certificatePlan.leafIssuer {
+            revocation = RevocationRecord(authority: authority, issuer: try self.authority(authority), leaf: credential.certificate,
+                                          revoked: revocationPlan.status == .revoked)
         }
         var clientCredential: Credential? = nil
         var clientRoots: [Certificate]? = nil
@@ -109,7 +128,8 @@ extension CertificateStore {
         }
         let settings = TLSSettings(
             minVersion: plan.minVersion, maxVersion: plan.maxVersion, ciphers: plan.ciphers, tls13Suites: plan.tls13Suites,
-            securityLevel: plan.securityLevel, groups: plan.groups, dhParameters: try dhChoice(plan.dh))
+            securityLevel: plan.securityLevel, groups: plan.groups, dhParameters: try dhChoice(plan.dh),
+            serverPreference: plan.serverPreference)
         let context: TLSContext
         do {
             context = try TLSContext.server(settings: settings, certificate: credential.certificate, key: credential.privateKey,
@@ -117,11 +137,15 @@ extension CertificateStore {
         } catch let unsupported as UnsupportedByOpenSSL {
             throw ScenarioUnsupported(scenario: scenario.name, reason: unsupported.description)
         }
+        if plan.stapleOCSP, let record = revocation {
+            context.staple(OCSPStapler { try record.ocspResponse() })
+        }
         var fixturePins = pins
         fixturePins.leaf = credential.certificate.spkiSHA256
         return PreparedScenario(scenario: scenario, context: context, credential: credential, chainSent: [credential.certificate] + extra,
                                 caCertificate: ca.certificate, deviceTrustRoots: [ca.certificate] + extraRoots,
-                                pins: fixturePins, clientCredential: clientCredential)
+                                pins: fixturePins, clientCredential: clientCredential, revocation: revocation,
+                                revocationEndpoints: revocation == nil ? nil : endpoints)
     }
 
     private func dhChoice(_ plan: DHPlan) throws -> DHParameterChoice {

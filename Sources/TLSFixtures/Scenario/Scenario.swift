@@ -58,11 +58,32 @@ public struct Scenario: Codable, Sendable, Hashable, Identifiable {
         if let tls, tls.minVersion > tls.maxVersion {
             throw fail(.tls, "minVersion \(tls.minVersion) is above maxVersion \(tls.maxVersion)")
         }
+        if let tls, tls.stapleOCSP, certificate?.revocation == nil {
+            throw fail(.tls, "stapleOCSP needs a certificate with a revocation plan (certificate.revocation) to staple an answer about")
+        }
+        if let plan = certificate, plan.revocation != nil, plan.issuer == "self" {
+            throw fail(.certificate, "a self-signed certificate has no issuer to answer OCSP or sign a CRL: give certificate.issuer")
+        }
     }
+
+    /// The names an app may connect by that reach this fixture through `/etc/hosts`: `NAME.fixtures.test` and any other
+    /// name under `fixtures.test` the certificate carries (`long-subdomain`'s 63-character label).
+    public var fixtureHosts: [String] {
+        let suffix = ".\(Scenario.fixturesDomain)"
+        let extra = ((certificate?.hosts ?? []) + (certificate?.extraHosts ?? [])).map { $0.lowercased() }
+            .filter { $0.hasSuffix(suffix) && !$0.hasPrefix("*.") && $0 != qualifiedHost }
+        var seen = Set<String>()
+        return ([qualifiedHost] + extra).filter { seen.insert($0).inserted }
+    }
+
+    /// Needs an OCSP responder and CRL endpoint running beside it (the leaf names their URLs).
+    public var needsRevocationServices: Bool { tls != nil && certificate?.revocation != nil }
 }
 
 public enum ScenarioGroup: String, Codable, Sendable, CaseIterable, Hashable {
-    case control, `protocol`, cipher, certificate, pinning
+    case control, `protocol`, cipher, certificate, revocation, pinning
+    /// A published server configuration reproduced as a whole (Mozilla's server-side TLS profiles), not one change.
+    case profile
     case clientAuth = "client auth"
     case cleartext, combination, custom
 }
@@ -81,11 +102,16 @@ public struct TLSPlan: Codable, Sendable, Hashable {
     public var dh: DHPlan = .none
     public var clientAuth: ClientAuthMode = .none
     public var sendChain: ChainToSend = .full
+    /// Staple the issuer's current OCSP answer about the leaf when a client asks (status_request, RFC 6066 §8).
+    public var stapleOCSP: Bool = false
+    /// The server picks the suite from its own list (OpenSSL's SSL_OP_CIPHER_SERVER_PREFERENCE); false lets the
+    /// client's order decide, as Mozilla's intermediate and modern configurations ask.
+    public var serverPreference: Bool = true
 
     public init() {}
 
     enum CodingKeys: String, CodingKey, CaseIterable {
-        case minVersion, maxVersion, ciphers, tls13Suites, securityLevel, groups, dh, clientAuth, sendChain
+        case minVersion, maxVersion, ciphers, tls13Suites, securityLevel, groups, dh, clientAuth, sendChain, stapleOCSP, serverPreference
     }
 
     public init(from decoder: Decoder) throws {
@@ -104,6 +130,8 @@ public struct TLSPlan: Codable, Sendable, Hashable {
         dh = try c.decodeIfPresent(DHPlan.self, forKey: .dh) ?? .none
         clientAuth = try c.decodeIfPresent(ClientAuthMode.self, forKey: .clientAuth) ?? .none
         sendChain = try c.decodeIfPresent(ChainToSend.self, forKey: .sendChain) ?? .full
+        stapleOCSP = try c.decodeIfPresent(Bool.self, forKey: .stapleOCSP) ?? false
+        serverPreference = try c.decodeIfPresent(Bool.self, forKey: .serverPreference) ?? true
     }
 
     /// Writes only what differs from the baseline, so a file says exactly what is special about it.
@@ -119,6 +147,8 @@ public struct TLSPlan: Codable, Sendable, Hashable {
         if dh != .none { try c.encode(dh, forKey: .dh) }
         if clientAuth != .none { try c.encode(clientAuth, forKey: .clientAuth) }
         if sendChain != .full { try c.encode(sendChain, forKey: .sendChain) }
+        if stapleOCSP { try c.encode(true, forKey: .stapleOCSP) }
+        if !serverPreference { try c.encode(false, forKey: .serverPreference) }
     }
 }
 
@@ -165,4 +195,7 @@ public enum ChainToSend: String, Codable, Sendable, Hashable {
     case leafOnly = "leaf-only"
     /// Leaf, intermediates and the root (`untrusted-root`).
     case withRoot = "with-root"
+    /// The leaf, then its issuers from the top down: the root, then the intermediates (`reversed-chain`). TLS lets only
+    /// the leaf's place be fixed (RFC 8446 §4.4.2); whether the rest may come in any order is up to each client.
+    case reversed
 }

@@ -7,6 +7,13 @@ public struct ScenarioCatalog: Sendable {
 
     /// The port of the dashboard; scenario ports follow it. `--port-base` moves them all together.
     public static let defaultPortBase = 9800
+    /// `serve` runs the OCSP responder and CRL endpoint of the revocation scenarios here (9899 with the default base)…
+    public static let revocationResponderOffset = 99
+    /// …and holds this port bound but never listening, so `ocsp-unreachable`'s responder URL refuses (9898).
+    public static let refusingPortOffset = 98
+    /// Offsets from the base no scenario may take.
+    static let reservedOffsets: [Int: String] = [0: "the dashboard", revocationResponderOffset: "the OCSP responder",
+                                                refusingPortOffset: "the refusing OCSP port"]
 
     public init(scenarios: [Scenario]) { self.scenarios = scenarios }
 
@@ -34,7 +41,7 @@ public struct ScenarioCatalog: Sendable {
                 throw ScenarioError.duplicate(scenario.name, directory.appendingPathComponent("\(scenario.name).json").path)
             }
             if let port = scenario.port {
-                if let other = ports[port] {
+                if let other = ports[port] ?? reservedOffsets[port - defaultPortBase] {
                     throw ScenarioError.portTaken(directory.appendingPathComponent("\(scenario.name).json").path, port, other)
                 }
                 ports[port] = scenario.name
@@ -121,11 +128,16 @@ public struct ScenarioCatalog: Sendable {
     /// The port a scenario is served on with `portBase` (its catalog offset from `defaultPortBase` kept).
     public func port(of scenario: Scenario, portBase: Int = ScenarioCatalog.defaultPortBase) -> Int? {
         if let port = scenario.port { return port - ScenarioCatalog.defaultPortBase + portBase }
-        // User scenarios without a port go after the highest catalog port, in catalog order.
+        // User scenarios without a port go after the highest catalog port, in catalog order, skipping the reserved ones.
         let highest = scenarios.compactMap(\.port).max() ?? ScenarioCatalog.defaultPortBase
         let unported = scenarios.filter { $0.port == nil }
         guard let index = unported.firstIndex(of: scenario) else { return nil }
-        return highest + 1 + index - ScenarioCatalog.defaultPortBase + portBase
+        var candidate = highest
+        for _ in 0...index {
+            candidate += 1
+            while Self.reservedOffsets[candidate - ScenarioCatalog.defaultPortBase] != nil { candidate += 1 }
+        }
+        return candidate - ScenarioCatalog.defaultPortBase + portBase
     }
 
     private func closest(to name: String) -> String? {

@@ -68,6 +68,8 @@ public final class FixtureServer: Sendable {
     private let serverChannels: [Channel]
     private let connections: ConnectionTracker
     private let lifecycle = NIOLockedValueBox(Lifecycle.running)
+    /// The OCSP responder and CRL endpoint this fixture started for its own leaf (in-process revocation scenarios).
+    public let revocationServices: RevocationServices?
 
     private enum Lifecycle {
         case running
@@ -102,9 +104,10 @@ public final class FixtureServer: Sendable {
     public var caCertificate: Certificate { prepared.caCertificate }
     public var pins: FixturePins { prepared.pins }
 
-    private init(prepared: PreparedScenario, port: Int, boundAddresses: [String], serverChannels: [Channel], connections: ConnectionTracker) {
+    private init(prepared: PreparedScenario, port: Int, boundAddresses: [String], serverChannels: [Channel], connections: ConnectionTracker,
+                 revocationServices: RevocationServices?) {
         self.prepared = prepared; self.port = port; self.boundAddresses = boundAddresses
-        self.serverChannels = serverChannels; self.connections = connections
+        self.serverChannels = serverChannels; self.connections = connections; self.revocationServices = revocationServices
     }
 
     // MARK: Starting
@@ -115,20 +118,37 @@ public final class FixtureServer: Sendable {
         try await start(try ScenarioCatalog.builtIn.scenario(named: name), store: store, configuration: configuration)
     }
 
-    /// Starts `scenario`; certificates come from `store` (generated on first use, cached after).
+    /// Starts `scenario`; certificates come from `store` (generated on first use, cached after). A revocation scenario
+    /// gets its own OCSP responder and CRL endpoint (and, for `ocsp-unreachable`, a port that refuses) on ports the
+    /// system picks; its leaf names them, and `stop()` stops them.
     public static func start(_ scenario: Scenario, store: CertificateStore = .resolved(),
                              configuration: FixtureConfiguration = FixtureConfiguration()) async throws -> FixtureServer {
-        let prepared = try await prepare(scenario, store: store)
-        return try await start(prepared, configuration: configuration)
+        guard scenario.needsRevocationServices, let plan = scenario.certificate?.revocation else {
+            return try await start(try await prepare(scenario, store: store), configuration: configuration)
+        }
+        let services = try await RevocationServices.start(bindAddresses: configuration.bindAddresses, responderPort: 0, refusingPort: 0,
+                                                          responder: plan.needsResponder, refusing: plan.needsRefusingPort)
+        do {
+            let prepared = try await prepare(scenario, store: store, revocationEndpoints: services.endpoints)
+            if let record = prepared.revocation { services.registry.register(record) }
+            return try await start(prepared, configuration: configuration, revocationServices: services)
+        } catch {
+            await services.stop()
+            throw error
+        }
     }
 
     /// Prepares off the cooperative thread pool: the first preparation may generate keys (RSA-8192 takes seconds).
-    static func prepare(_ scenario: Scenario, store: CertificateStore) async throws -> PreparedScenario {
-        try await NIOThreadPool.singleton.runIfActive { try store.prepare(scenario) }
+    static func prepare(_ scenario: Scenario, store: CertificateStore,
+                        revocationEndpoints: RevocationEndpoints = .serveDefault) async throws -> PreparedScenario {
+        try await NIOThreadPool.singleton.runIfActive { try store.prepare(scenario, revocationEndpoints: revocationEndpoints) }
     }
 
-    /// Starts an already prepared scenario (what `serve` uses after preparing everything up front).
-    public static func start(_ prepared: PreparedScenario, configuration: FixtureConfiguration = FixtureConfiguration()) async throws -> FixtureServer {
+    /// Starts an already prepared scenario (what `serve` uses after preparing everything up front). A revocation
+    /// scenario's leaf names the responder it was prepared for: `serve` runs those itself (`RevocationServices`);
+    /// `revocationServices` given here are stopped with the fixture.
+    public static func start(_ prepared: PreparedScenario, configuration: FixtureConfiguration = FixtureConfiguration(),
+                             revocationServices: RevocationServices? = nil) async throws -> FixtureServer {
         FileDescriptorLimit.raiseOnce()
         let connections = ConnectionTracker()
         let bootstrap = makeBootstrap(prepared: prepared, configuration: configuration, connections: connections)
@@ -160,7 +180,8 @@ public final class FixtureServer: Sendable {
         }
         let port = channels.first?.localAddress?.port ?? configuration.port
         configuration.logger.debug("serving \(prepared.scenario.name) on port \(port)")
-        return FixtureServer(prepared: prepared, port: port, boundAddresses: addresses, serverChannels: channels, connections: connections)
+        return FixtureServer(prepared: prepared, port: port, boundAddresses: addresses, serverChannels: channels, connections: connections,
+                             revocationServices: revocationServices)
     }
 
     static func bind(_ bootstrap: ServerBootstrap, address: String, port: Int) async throws -> Channel {
@@ -239,6 +260,7 @@ public final class FixtureServer: Sendable {
         case .stop:
             for channel in serverChannels { try? await channel.close() }
             await connections.closeAll(within: .seconds(1))
+            await revocationServices?.stop()
             lifecycle.withLockedValue { $0 = .stopped }
             promise.succeed(())
         }

@@ -39,6 +39,17 @@ struct PinsCommand: AsyncParsableCommand {
         print("\nCertificates for AFNetworking / Alamofire bundles (DER):")
         print("  \(material.caCertificateFile)")
         print("  \(material.leafCertificateFile)")
+        if let revocation = material.revocation {
+            print("\nRevocation (this leaf is served by `tls-fixtures serve` with the URLs below; in tests withFixture names its own):")
+            if let sources = material.revocationSources {
+                for url in sources.ocsp { print("  OCSP responder   \(url)") }
+                for url in sources.crl { print("  CRL              \(url)") }
+                if sources.mustStaple { print("  TLS Feature      status_request (must-staple)") }
+            }
+            print("  openssl ocsp     \(revocation.ocsp);  openssl verify -crl_check: \(revocation.crl);  stapled: \(revocation.staple)")
+            print("  Apple (default)  \(revocation.apple)")
+            print("  Apple + SecPolicyCreateRevocation / RevocationTrustEvaluator: \(revocation.appleWithRevocationPolicy)")
+        }
         if let client = prepared.clientCredential {
             print("\nClient certificate for this scenario: \(store.leafPath("client").path) (key in \(store.directory.path)/keys/)")
             _ = client

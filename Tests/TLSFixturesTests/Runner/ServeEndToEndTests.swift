@@ -55,7 +55,9 @@ struct ServeEndToEndTests {
 
     /// A base port whose whole range (dashboard + every scenario offset) is free right now.
     static func freePortBase() throws -> Int {
-        let span = (ScenarioCatalog.builtIn.scenarios.compactMap(\.port).max() ?? 9900) - ScenarioCatalog.defaultPortBase
+        // Up to the OCSP responder (base + 99), which serve also opens.
+        let span = max((ScenarioCatalog.builtIn.scenarios.compactMap(\.port).max() ?? 9900) - ScenarioCatalog.defaultPortBase,
+                       ScenarioCatalog.revocationResponderOffset)
         for _ in 0..<50 {
             let base = Int.random(in: 20_000...28_000)
             if (base...(base + span)).allSatisfy({ !Ports.accepts($0) && Ports.canListen($0) }) { return base }
@@ -198,6 +200,49 @@ struct ServeEndToEndTests {
         // Bad targets are one-line errors.
         let bad = try TestEnvironment.tlsFixtures(["probe", "localhost"])
         #expect(bad.status != 0 && bad.stderr.split(separator: "\n").count == 1 && bad.stderr.contains("HOST:PORT"))
+    }
+
+    @Test("serve runs the revocation scenarios' OCSP responder on base + 99 and a refusing port on base + 98, and frees both")
+    func serveRevocation() async throws {
+        let base = try Self.freePortBase()
+        let names = ["revoked", "revoked-stapled", "ocsp-unreachable", "crl-revoked"]
+        let serve = try ServeProcess(names + ["--port-base", "\(base)", "--dir", store.directory.path, "--json"])
+        defer { serve.kill() }
+        let document = try #require(try serve.document(timeout: 180), "serve did not report: \(serve.errors)")
+        let responder = base + ScenarioCatalog.revocationResponderOffset
+        let refusing = base + ScenarioCatalog.refusingPortOffset
+        #expect(document.revocationResponder == "http://localhost:\(responder)")
+        #expect(Ports.accepts(responder), "nothing answers on \(responder)")
+        #expect(!Ports.accepts(refusing) && !Ports.canListen(refusing), "\(refusing) is not held refusing")
+
+        let ca = try store.ca().certificate
+        let caFile = try TestEnvironment.file(ca.pem, name: "ca.pem")
+        let issuerFile = try TestEnvironment.file(try store.authority(.intermediate).certificate.pem, name: "issuer.pem")
+        for entry in document.scenarios {
+            let sources = try #require(entry.revocationSources, "\(entry.name): /scenarios.json names no revocation sources")
+            #expect(sources.crl == ["http://localhost:\(responder)/crl/intermediate.crl"], "\(entry.name): \(sources.crl)")
+            let expectedOCSP = switch entry.name {
+            case "crl-revoked": [String]()
+            case "ocsp-unreachable": ["http://localhost:\(refusing)/ocsp"]
+            default: ["http://localhost:\(responder)/ocsp"]
+            }
+            #expect(sources.ocsp == expectedOCSP, "\(entry.name): \(sources.ocsp)")
+            #expect(entry.expect.revocation != nil, "\(entry.name): no expect.revocation in /scenarios.json")
+        }
+        // The served revoked leaf, asked about at the URL it names: revoked, signed by the issuer.
+        let port = try #require(document.scenarios.first { $0.name == "revoked" }?.port)
+        let transcript = try await SClient.connect(port: port, extra: ["-CAfile", caFile])
+        let leafFile = try TestEnvironment.file(Data(try #require(transcript.certificatesPEM.first).utf8), name: "leaf.pem")
+        let asked = try TestEnvironment.openssl(["ocsp", "-issuer", issuerFile, "-CAfile", caFile, "-cert", leafFile,
+                                                 "-url", "http://localhost:\(responder)/ocsp"])
+        #expect(asked.stdout.contains("\(leafFile): revoked") && asked.combined.contains("Response verify OK"), "\(asked.combined)")
+        // The dashboard says what each means for Apple.
+        let page = try Subprocess.run(["curl", "-sS", "-f", "http://localhost:\(base)/"])
+        #expect(page.stdout.contains("Apple by default:") && page.stdout.contains("SecRevocationServer.c"), "dashboard lacks the revocation notes")
+
+        kill(serve.process.processIdentifier, SIGTERM)
+        #expect(serve.waitForExit(within: 5) != nil)
+        #expect(!Ports.accepts(responder) && Ports.canListen(responder) && Ports.canListen(refusing), "revocation ports held after SIGTERM")
     }
 
     @Test("a port in use: one-line error naming it, non-zero exit, nothing left listening")

@@ -26,13 +26,20 @@ struct CatalogTests {
                          "sha1-leaf", "sha1-intermediate", "md5-leaf", "rsa1024", "rsa512", "self-signed", "untrusted-root",
                          "wrong-host", "no-san", "no-common-name", "expired", "not-yet-valid", "validity-826-days",
                          "no-server-auth-eku", "incomplete-chain", "name-constraint-violation", "1000-sans", "pinned",
-                         "pin-reissued", "pin-rotated-key", "pin-mitm", "client-cert-required", "http", "legacy-everything"]
+                         "pin-reissued", "pin-rotated-key", "pin-mitm", "client-cert-required", "http", "legacy-everything",
+                         // The second round.
+                         "revoked", "revoked-stapled", "ocsp-good-stapled", "must-staple-missing", "ocsp-unreachable", "crl-revoked",
+                         "reversed-chain", "no-subject", "10000-sans", "dh2048", "mozilla-old", "mozilla-intermediate",
+                         "mozilla-modern", "long-subdomain"]
         let catalog = ScenarioCatalog.builtIn
         #expect(Set(catalog.names) == Set(specified))
         #expect(catalog.names.count == Set(catalog.names).count)
         let ports = catalog.scenarios.compactMap(\.port)
         #expect(ports.count == catalog.scenarios.count && Set(ports).count == ports.count)
         #expect(!ports.contains(ScenarioCatalog.defaultPortBase), "the base port is the dashboard's")
+        // serve's OCSP responder and refusing port (9899, 9898) are no scenario's.
+        let reserved = [ScenarioCatalog.revocationResponderOffset, ScenarioCatalog.refusingPortOffset].map { ScenarioCatalog.defaultPortBase + $0 }
+        #expect(Set(ports).isDisjoint(with: reserved) && Set(reserved) == [9898, 9899])
     }
 
     @Test("malformed scenario files are one-line errors naming the file and the key", arguments: [
@@ -50,6 +57,14 @@ struct CatalogTests {
         ("{\n  \"name\": \"x\"\n  \"group\": \"custom\"\n}", "line 3, column 3"),
         ("  \n", "the file is empty"),
         (#"{"group":"custom","summary":"s","expect":{"ats":"allow"}}"#, "missing required key \"name\""),
+        // Revocation and the second round's shapes.
+        (#"{"name":"x","group":"custom","summary":"s","tls":{},"certificate":{"revocation":{"status":"maybe"}},"expect":{"ats":"allow"}}"#, "at certificate.revocation.status"),
+        (#"{"name":"x","group":"custom","summary":"s","tls":{},"certificate":{"revocation":{"ocps":"none"}},"expect":{"ats":"allow"}}"#, "unknown key \"ocps\""),
+        (#"{"name":"x","group":"custom","summary":"s","tls":{"stapleOCSP":true},"certificate":{},"expect":{"ats":"allow"}}"#, "stapleOCSP needs a certificate with a revocation plan"),
+        (#"{"name":"x","group":"custom","summary":"s","tls":{},"certificate":{"issuer":"self","revocation":{}},"expect":{"ats":"allow"}}"#, "has no issuer to answer OCSP"),
+        (#"{"name":"x","group":"custom","summary":"s","tls":{},"certificate":{"emptySubject":true,"subjectAltName":false},"expect":{"ats":"allow"}}"#, "names nothing"),
+        (#"{"name":"x","group":"custom","summary":"s","tls":{},"certificate":{"extraHosts":["a234567890123456789012345678901234567890123456789012345678901234.test"]},"expect":{"ats":"allow"}}"#, "a DNS label is 1–63 characters"),
+        (#"{"name":"x","group":"custom","summary":"s","expect":{"ats":"allow","revocation":{"ocsp":"fine","crl":"ok","staple":"none","apple":"a","appleWithRevocationPolicy":"b"}}}"#, "at expect.revocation.ocsp: \"fine\" is not one of"),
     ])
     func malformed(json: String, fragment: String) throws {
         #expect {
@@ -79,6 +94,18 @@ struct CatalogTests {
         #expect { try ScenarioCatalog.withUserScenarios(from: directory) } throws: {
             "\($0)".hasPrefix(directory.appendingPathComponent("legacy-api.json").path) && "\($0)".contains("port 9801")
         }
+
+        // serve's OCSP responder port is reserved like the dashboard's.
+        try Data(good.replacingOccurrences(of: "9900", with: "9899").utf8).write(to: directory.appendingPathComponent("legacy-api.json"))
+        #expect { try ScenarioCatalog.withUserScenarios(from: directory) } throws: { "\($0)".contains("port 9899 is already the port of \"the OCSP responder\"") }
+        // A scenario without a port never lands on a reserved one, however many there are.
+        let unported = ScenarioCatalog(scenarios: ScenarioCatalog.builtIn.scenarios + (0..<60).map {
+            Scenario(name: "u\($0)", group: .custom, summary: "s", expect: Expectations(verify: nil, ats: .allow))
+        })
+        let assigned = unported.scenarios.filter { $0.port == nil }.compactMap { unported.port(of: $0) }
+        #expect(assigned.count == 60 && Set(assigned).count == 60 && Set(assigned).isDisjoint(with: [9898, 9899]))
+        try FileManager.default.removeItem(at: directory.appendingPathComponent("legacy-api.json"))
+        try Data(good.utf8).write(to: directory.appendingPathComponent("legacy-api.json"))
 
         try Data(good.utf8).write(to: directory.appendingPathComponent("wrong-name.json"))
         #expect { try ScenarioCatalog.load(directory: directory) } throws: { "\($0)".contains("must be named after its scenario") }

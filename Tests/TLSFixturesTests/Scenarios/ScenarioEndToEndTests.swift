@@ -119,6 +119,15 @@ struct ScenarioEndToEndTests {
         }
 
         // openssl s_client.
+        if let refusal = expected.stockOpenSSLRefuses {
+            // The probe reads past OpenSSL's default limit; a stock s_client does not, and says why.
+            #expect(sclient.output.contains(refusal), "\(name): s_client should refuse with \"\(refusal)\":\n\(sclient.output.suffix(1500))")
+            #expect(sclient.httpBody == nil, "\(name): s_client got an answer past its own limit")
+            let pems = result.presentedChain.map { String(decoding: (try? Certificate(der: $0.der).pem) ?? Data(), as: UTF8.self) }
+            let verdict = try await OpenSSLVerify.judge(chainPEM: pems, roots: roots)
+            #expect(verdict.verdict == expected.verify, "\(name): openssl verify on the chain the probe read:\n\(verdict.output.prefix(500))")
+            return
+        }
         if case .dhe(let bits) = expected.keyExchange, bits < 1024 {
             // OpenSSL refuses DH groups under 1024 bits even at security level 0; the raw ServerKeyExchange still
             // shows what the server offered.
@@ -194,6 +203,14 @@ struct ScenarioEndToEndTests {
         switch name {
         case "1000-sans":
             #expect(leaf.dnsNames?.count == 1000, "\(name): \(leaf.dnsNames?.count ?? 0) DNS SANs")
+        case "10000-sans":
+            #expect(leaf.dnsNames?.count == 10_000, "\(name): \(leaf.dnsNames?.count ?? 0) DNS SANs")
+        case "long-subdomain":
+            let long = (leaf.dnsNames ?? []).filter { $0 != "localhost" && $0 != "\(name).fixtures.test" }
+            #expect(long.count == 1 && long.first?.hasSuffix(".fixtures.test") == true
+                    && long.first?.split(separator: ".").first?.count == 63, "\(name): no 63-character label: \(long)")
+        case "no-subject":
+            #expect(leaf.subject.isEmpty && leaf.commonName == nil, "\(name): subject \"\(leaf.subject)\"")
         case "no-common-name":
             #expect(leaf.commonName == nil || leaf.commonName == "", "\(name): CN \(leaf.commonName ?? "")")
         case "name-constraint-violation":
@@ -215,6 +232,10 @@ struct ScenarioEndToEndTests {
         case "validity-826-days":
             #expect(abs(lifetime - 826 * day) < 3_600, "\(name): \(lifetime / day) days")
             #expect(leaf.notBefore < now && now < leaf.notAfter)
+        case "mozilla-old", "mozilla-intermediate", "mozilla-modern":
+            // Mozilla's recommended_certificate_lifespan (guidelines 5.8): 90 days.
+            #expect(abs(lifetime - 90 * day) < 3_600, "\(name): \(lifetime / day) days")
+            #expect(leaf.notBefore < now && now < leaf.notAfter)
         default:
             #expect(abs(lifetime - 397 * day) < 3_600, "\(name): \(lifetime / day) days")
             #expect(leaf.notBefore <= now.addingTimeInterval(-day + 3_600) && now < leaf.notAfter,
@@ -235,6 +256,19 @@ struct ScenarioEndToEndTests {
                     "\(name): root → intermediate → leaf")
             if name == "sha1-intermediate" { #expect(intermediate?.signatureDigest == "sha1", "\(name): intermediate signed with \(intermediate?.signatureDigest ?? "?")") }
             if name == "md5-leaf" { #expect(intermediate?.keyType == "RSA", "\(name): intermediate key \(intermediate?.keyType ?? "?")") }
+        case "revoked", "revoked-stapled", "ocsp-good-stapled", "must-staple-missing", "ocsp-unreachable", "crl-revoked",
+             "mozilla-modern", "mozilla-intermediate", "mozilla-old":
+            // Issued by an intermediate the built-in CA signed, and the intermediate is sent after the leaf.
+            let intermediate = chain.count > 1 ? chain[1] : nil
+            #expect(intermediate?.isCA == true && intermediate?.subject == leaf.issuer && intermediate?.issuer == ca.subject,
+                    "\(name): root → intermediate → leaf, intermediate sent")
+            if name == "mozilla-old" { #expect(intermediate?.keyType == "RSA", "\(name): intermediate key \(intermediate?.keyType ?? "?")") }
+        case "reversed-chain":
+            // Leaf, then the root, then the intermediate that signed the leaf: the issuers top-down.
+            let sent = chain.dropFirst().map { $0 }
+            #expect(sent.count == 2 && sent[0].isSelfIssued && sent[0].spkiSHA256 == ca.spkiSHA256, "\(name): the root is not second")
+            #expect(sent.count == 2 && sent[1].isCA && sent[1].subject == leaf.issuer && sent[1].issuer == ca.subject,
+                    "\(name): the intermediate that signed the leaf is not last")
         case "incomplete-chain":
             #expect(leaf.issuer != ca.subject, "\(name): the leaf comes straight from the root, so nothing is missing")
             #expect(fixture.prepared.credential?.intermediates.first?.facts.issuer == ca.subject, "\(name): root → intermediate → leaf")

@@ -80,6 +80,8 @@ struct HandshakeExpectation: Sendable {
     var verifyAgainstBuiltInCAOnly: String? = nil
     /// The device is assumed to trust a second, "interception" root as well (pin-mitm).
     var deviceAlsoTrustsInterceptionRoot = false
+    /// Stock OpenSSL clients (s_client with its defaults) abort the handshake with this error before seeing the chain.
+    var stockOpenSSLRefuses: String? = nil
 }
 
 /// One catalog row.
@@ -200,6 +202,31 @@ enum ScenarioExpectations {
             $0.deviceAlsoTrustsInterceptionRoot = true
         },
 
+        // MARK: revocation (scenarios.md, second round)
+        // Every revocation leaf comes from the built-in intermediate (EC P-256), which is sent: its OCSP answers and CRL are
+        // signed by that intermediate, and curl --cert-status computes the OCSP request from the chain it was sent.
+        row("revoked") { $0.certificateCount = 2 },
+        row("revoked-stapled") { $0.certificateCount = 2 },
+        row("ocsp-good-stapled") { $0.certificateCount = 2 },
+        row("must-staple-missing") { $0.certificateCount = 2 },
+        row("ocsp-unreachable") { $0.certificateCount = 2 },
+        row("crl-revoked") { $0.certificateCount = 2 },
+
+        // MARK: missing shapes (second round)
+        // The leaf, then the root, then the intermediate: three certificates, still a path OpenSSL can build.
+        row("reversed-chain") { $0.certificateCount = 3 },
+        row("no-subject"),
+        // 10,000 names make a certificate of ~320 KB; OpenSSL's default peer chain limit is 100 KiB.
+        row("10000-sans") { $0.stockOpenSSLRefuses = "excessive message size" },
+        row("dh2048") { $0.protocolName = "TLSv1.2"; $0.ciphers = dheRSAAESGCM; $0.keyExchange = .dhe(bits: 2048) },
+        // Mozilla guidelines 5.8: a TLS 1.3 client gets TLS 1.3 from all three; modern has an ECDSA P-256 leaf, old an RSA
+        // leaf signed by the RSA intermediate (sha256WithRSAEncryption), intermediate the baseline RSA leaf; all are issued by
+        // an intermediate, which is sent.
+        row("mozilla-modern") { $0.keyType = "EC"; $0.keyBits = 256; $0.certificateCount = 2 },
+        row("mozilla-intermediate") { $0.certificateCount = 2 },
+        row("mozilla-old") { $0.leafSignature = ["sha256WithRSAEncryption"]; $0.certificateCount = 2 },
+        row("long-subdomain"),
+
         // MARK: client auth, cleartext, combination
         row("client-cert-required"),
         ScenarioExpectation(name: "http", handshake: nil),
@@ -228,8 +255,8 @@ struct ScenarioEndToEndTableTests {
         let extra = Set(table).subtracting(catalog).sorted()
         #expect(missing.isEmpty, "catalog scenarios with no expectation row (write one by hand): \(missing)")
         #expect(extra.isEmpty, "rows for scenarios the catalog does not have: \(extra)")
-        // The spec (scenarios.md) lists 44 scenarios.
-        #expect(table.count == 44)
+        // The spec (scenarios.md) lists 44 scenarios, and 14 more in its second round.
+        #expect(table.count == 58)
     }
 
     /// The scenario files state OpenSSL's verify text as data (against the built-in CA alone) for users to read; it
