@@ -7,7 +7,7 @@ ifeq ($(shell uname -s),Darwin)
 export PKG_CONFIG_PATH := $(shell brew --prefix openssl@3 2>/dev/null)/lib/pkgconfig:$(PKG_CONFIG_PATH)
 endif
 
-.PHONY: help deps build test run bench bench-quick test-asan test-tsan fuzz fuzz-build clean scenarios
+.PHONY: help deps build test run bench bench-quick test-asan test-tsan fuzz fuzz-build clean scenarios legacy-openssl test-legacy
 
 help:
 	@echo "make run         build (release) and serve every scenario plus the dashboard"
@@ -16,6 +16,8 @@ help:
 	@echo "make bench-quick the same in short runs (< 2 min after the build), for CI: checks that it runs"
 	@echo "make test-asan   the test suite under AddressSanitizer;  make test-tsan: ThreadSanitizer"
 	@echo "make fuzz        run the libFuzzer targets for a bounded time"
+	@echo "make legacy-openssl  build an OpenSSL with SSLv3/RC4/3DES and the helper serve runs for ssl-v3, rc4, 3des (opt-in)"
+	@echo "make test-legacy     prove those three with that OpenSSL's own s_client (builds it first; opt-in)"
 
 deps:
 	@scripts/ensure-deps.sh core
@@ -47,6 +49,19 @@ bench bench-quick: deps
 
 clean:
 	rm -rf .build .build-asan .build-tsan .build-fuzz fuzz-out
+
+# --- Legacy OpenSSL (opt-in: not in `make test`, not in CI) ---------------------------------------------------------
+# Debian's and Homebrew's OpenSSL 3 have no SSLv3, RC4 or 3DES, so ssl-v3, rc4 and 3des are reported unsupported.
+# legacy-openssl builds upstream OpenSSL from Debian's source package (checksums checked against Debian's signed index)
+# with enable-ssl3 enable-ssl3-method enable-weak-ssl-ciphers into .build-legacy/, and tls-fixtures against it; serve
+# then runs that build as a helper process for those three scenarios. Measured here: about 25 minutes on 2 busy cores
+# (OpenSSL 20, the helper's release build 5), once; later runs only rebuild what changed.
+legacy-openssl: deps
+	scripts/legacy-openssl.sh
+
+test-legacy: legacy-openssl
+	swift build --product tls-fixtures
+	scripts/test-legacy.sh
 
 # Scenarios/*.json is the catalog; the library embeds it through generated code (checked by a test).
 scenarios:

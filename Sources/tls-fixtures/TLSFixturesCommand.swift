@@ -14,7 +14,7 @@ struct TLSFixturesCommand: AsyncParsableCommand {
             Certificates live in one store per user (--dir, else $TLS_FIXTURES_CERTS, else \
             \(CertificateStore.defaultDirectory.path)), shared with the TLSFixtures library in your tests.
             """,
-        version: TLSFixturesVersion.current,
+        version: "\(TLSFixturesVersion.current) (linked with \(LinkedOpenSSL.versionText))",
         subcommands: [ServeCommand.self, ScenariosCommand.self, ProbeCommand.self, ATSCommand.self, PinsCommand.self,
                       HostsCommand.self, CACommand.self, CertCommand.self, PrepareCommand.self]
     )

@@ -61,9 +61,13 @@ public final class TLSContext: @unchecked Sendable {
     /// The ALPN protocols a fixture offers, in OpenSSL's length-prefixed wire form.
     static let alpnHTTP11: [UInt8] = [8] + Array("http/1.1".utf8)
 
-    private init(method: OpaquePointer?, settings: TLSSettings) throws {
+    /// Made in OpenSSL's legacy-provider library context (`LegacyProviders`): RC4 needs it in OpenSSL 3.
+    public let usesLegacyProvider: Bool
+
+    private init(method: OpaquePointer?, settings: TLSSettings, library: OpaquePointer? = nil) throws {
         OpenSSLError.clearQueue()
-        pointer = try checkNotNull(SSL_CTX_new(method), "create a TLS context")
+        pointer = try checkNotNull(library.map { SSL_CTX_new_ex($0, nil, method) } ?? SSL_CTX_new(method), "create a TLS context")
+        usesLegacyProvider = library != nil
         if case .explicit(let parameters) = settings.dhParameters { dhBits = parameters.bits } else { dhBits = nil }
         // The security level goes first: OpenSSL checks keys, DH groups and chain certificates against it
         // as they are added (a 512-bit DH group is refused at the default level with "dh key too small").
@@ -138,10 +142,27 @@ public final class TLSContext: @unchecked Sendable {
 
     // MARK: Server
 
-    /// A server context presenting `certificate` with `chain` (intermediates, possibly a root) after it.
+    /// A server context presenting `certificate` with `chain` (intermediates, possibly a root) after it. Settings the
+    /// default providers cannot serve are tried once more with OpenSSL's legacy provider loaded for this context only
+    /// (OpenSSL 3 keeps RC4 there); if that cannot serve them either, the first reason is thrown.
     public static func server(settings: TLSSettings, certificate: Certificate, key: PrivateKey, chain: [Certificate],
                               clientCARoots: [Certificate]? = nil) throws -> TLSContext {
-        let context = try TLSContext(method: TLS_server_method(), settings: settings)
+        do {
+            return try server(settings: settings, certificate: certificate, key: key, chain: chain, clientCARoots: clientCARoots, library: nil)
+        } catch let unsupported as UnsupportedByOpenSSL {
+            guard let legacy = LegacyProviders.libraryContext else { throw unsupported }
+            do {
+                return try server(settings: settings, certificate: certificate, key: key, chain: chain, clientCARoots: clientCARoots,
+                                  library: legacy)
+            } catch is UnsupportedByOpenSSL {
+                throw unsupported
+            }
+        }
+    }
+
+    private static func server(settings: TLSSettings, certificate: Certificate, key: PrivateKey, chain: [Certificate],
+                               clientCARoots: [Certificate]?, library: OpaquePointer?) throws -> TLSContext {
+        let context = try TLSContext(method: TLS_server_method(), settings: settings, library: library)
         let ctx = context.pointer
         if SSL_CTX_use_certificate(ctx, certificate.pointer) != 1 {
             throw OpenSSLError.drain("use the \(certificate.publicKey) certificate (a small key needs security level 0)")
@@ -199,8 +220,18 @@ public final class TLSContext: @unchecked Sendable {
     public static func checkSupport(_ settings: TLSSettings) throws {
         var bare = settings
         bare.dhParameters = .none
-        let context = try TLSContext(method: TLS_server_method(), settings: bare)
-        try context.checkServable(settings)
+        do {
+            let context = try TLSContext(method: TLS_server_method(), settings: bare)
+            try context.checkServable(settings)
+        } catch let unsupported as UnsupportedByOpenSSL {
+            guard let legacy = LegacyProviders.libraryContext else { throw unsupported }
+            do {
+                let context = try TLSContext(method: TLS_server_method(), settings: bare, library: legacy)
+                try context.checkServable(settings)
+            } catch is UnsupportedByOpenSSL {
+                throw unsupported
+            }
+        }
     }
 
     /// Proves that at least one cipher can be negotiated in the configured protocol range. OpenSSL accepts

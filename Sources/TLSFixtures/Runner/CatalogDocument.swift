@@ -23,6 +23,8 @@ public struct CatalogEntry: Codable, Sendable, Equatable {
     public var certificate: CertificatePlan?
     /// What the served leaf says about revocation (its OCSP and CRL URLs, must-staple); nil when it names nothing.
     public var revocationSources: RevocationSources?
+    /// Who serves it when not this process: the legacy helper (`make legacy-openssl`) and the OpenSSL it links.
+    public var servedBy: String?
     /// Suites the scenario names that the linked OpenSSL does not have, so they are not served (e.g. mozilla-old's
     /// DES-CBC3-SHA on Debian's and Homebrew's OpenSSL 3); nil when none.
     public var unavailableCiphers: [String]?

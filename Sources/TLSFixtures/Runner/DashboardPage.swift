@@ -89,6 +89,7 @@ public enum DashboardPage {
             let named = sources.ocsp.map { "OCSP \($0)" } + sources.crl.map { "CRL \($0)" } + (sources.mustStaple ? ["must-staple"] : [])
             parts.append("Leaf names: " + named.joined(separator: ", "))
         }
+        if let servedBy = entry.servedBy { parts.append("Served by \(servedBy)") }
         if let missing = entry.unavailableCiphers {
             parts.append("Not served: \(missing.joined(separator: ", ")) (not in the linked OpenSSL)")
         }

@@ -28,7 +28,7 @@ public final class DashboardServer: Sendable {
         let dashboardURL = "http://\(host):\(port)/"
         let document = runner.document(dashboard: dashboardURL)
         let html = DashboardPage.html(document: document, caSubject: ca.subject, caPin: ca.spkiSHA256)
-        let scenarios = runner.started.map(\.scenario) + runner.unsupported.map(\.scenario)
+        let scenarios = runner.started.map(\.scenario) + runner.legacyServed.map(\.scenario) + runner.unsupported.map(\.scenario)
         let content = Content(routes: [
             "/": ("text/html; charset=utf-8", Data(html.utf8), nil),
             "/scenarios.json": ("application/json", try document.json(), nil),

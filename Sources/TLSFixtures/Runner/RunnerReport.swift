@@ -15,6 +15,7 @@ public enum RunnerReport {
                          + entry.name.padding(toLength: nameWidth, withPad: " ", startingAt: 0) + "  "
                          + entry.expect.ats.rawValue.padding(toLength: 5, withPad: " ", startingAt: 0) + "  " + entry.summary)
             lines.append(String(repeating: " ", count: 7) + (entry.url ?? "") + "   " + (entry.qualifiedURL ?? ""))
+            if let servedBy = entry.servedBy { lines.append(String(repeating: " ", count: 7) + "served by \(servedBy)") }
         }
         let unsupported = document.scenarios.filter { $0.status == .unsupported }
         if !unsupported.isEmpty {

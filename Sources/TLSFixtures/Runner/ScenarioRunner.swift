@@ -12,6 +12,9 @@ public final class ScenarioRunner: Sendable {
         public var handshakeTimeout: TimeAmount = .seconds(10)
         public var idleTimeout: TimeAmount = .seconds(60)
         public var logger: Logger? = nil
+        /// The `make legacy-openssl` helper that serves, in a process of its own, the built-in scenarios the linked
+        /// OpenSSL cannot (SSLv3, RC4, 3DES); nil leaves them reported unsupported.
+        public var legacyHelper: URL? = nil
         public init() {}
     }
 
@@ -34,11 +37,15 @@ public final class ScenarioRunner: Sendable {
     /// The OCSP responder, CRL endpoint and refusing port of the revocation scenarios, on their fixed ports
     /// (`portBase` + 99 and + 98); nil when none is served.
     public let revocationServices: RevocationServices?
+    /// Scenarios the legacy helper serves, as its report lists them.
+    public let legacyServed: [(scenario: Scenario, entry: CatalogEntry)]
+    private let legacyHelper: LegacyHelperProcess?
 
     private init(catalog: ScenarioCatalog, store: CertificateStore, options: Options, started: [Started],
-                 unsupported: [(scenario: Scenario, reason: String)], revocationServices: RevocationServices?) {
+                 unsupported: [(scenario: Scenario, reason: String)], revocationServices: RevocationServices?,
+                 legacyServed: [(scenario: Scenario, entry: CatalogEntry)], legacyHelper: LegacyHelperProcess?) {
         self.catalog = catalog; self.store = store; self.options = options; self.started = started; self.unsupported = unsupported
-        self.revocationServices = revocationServices
+        self.revocationServices = revocationServices; self.legacyServed = legacyServed; self.legacyHelper = legacyHelper
     }
 
     /// Prepares every scenario (in parallel, slowest keys first), then starts each on its port. Scenarios the linked
@@ -91,8 +98,32 @@ public final class ScenarioRunner: Sendable {
             await services?.stop()
             throw error
         }
+        // The built-in scenarios this OpenSSL cannot serve go to the legacy helper, if there is one; whatever it cannot serve
+        // either stays reported, with its reason.
+        var legacyServed: [(Scenario, CatalogEntry)] = []
+        var helper: LegacyHelperProcess? = nil
+        let forHelper = unsupported.map(\.0).filter { ScenarioCatalog.builtIn.names.contains($0.name) }
+        if let path = options.legacyHelper, !forHelper.isEmpty {
+            do {
+                let process = try await NIOThreadPool.singleton.runIfActive {
+                    try LegacyHelperProcess(helper: path, names: forHelper.map(\.name), storeDirectory: store.directory, options: options)
+                }
+                helper = process
+                for entry in process.document.scenarios where entry.status == .serving {
+                    guard let scenario = forHelper.first(where: { $0.name == entry.name }) else { continue }
+                    var served = entry
+                    served.servedBy = "the legacy helper, linked with \(process.document.openSSL)"
+                    legacyServed.append((scenario, served))
+                }
+                unsupported.removeAll { pair in legacyServed.contains { $0.0.name == pair.0.name } }
+            } catch {
+                for running in started { await running.fixture.stop() }
+                await services?.stop()
+                throw error
+            }
+        }
         return ScenarioRunner(catalog: catalog, store: store, options: options, started: started, unsupported: unsupported,
-                              revocationServices: services)
+                              revocationServices: services, legacyServed: legacyServed, legacyHelper: helper)
     }
 
     /// Prepares scenarios in parallel (one per core, slowest keys first): key generation is CPU-bound, and the
@@ -137,13 +168,15 @@ public final class ScenarioRunner: Sendable {
             for running in started { group.addTask { await running.fixture.stop() } }
         }
         await revocationServices?.stop()
+        if let legacyHelper { try? await NIOThreadPool.singleton.runIfActive { legacyHelper.stop() } }
     }
 
     /// The catalog document for what is running (dashboard `/scenarios.json`, `serve --json`).
     public func document(dashboard: String?) -> CatalogDocument {
         let servingByName = Dictionary(started.map { ($0.scenario.name, $0.fixture) }, uniquingKeysWith: { a, _ in a })
         let unsupportedByName = Dictionary(unsupported.map { ($0.scenario.name, $0.reason) }, uniquingKeysWith: { a, _ in a })
-        let requested = started.map(\.scenario) + unsupported.map(\.scenario)
+        let legacyByName = Dictionary(legacyServed.map { ($0.scenario.name, $0.entry) }, uniquingKeysWith: { a, _ in a })
+        let requested = started.map(\.scenario) + unsupported.map(\.scenario) + legacyServed.map(\.scenario)
         let entries = catalog.scenarios.filter { s in requested.contains { $0.name == s.name } }.map { scenario -> CatalogEntry in
             if let fixture = servingByName[scenario.name] {
                 var entry = CatalogEntry(scenario: scenario, port: fixture.port, host: FixtureServer.urlHost(listeningOn: fixture.boundAddresses),
@@ -152,6 +185,7 @@ public final class ScenarioRunner: Sendable {
                 entry.unavailableCiphers = fixture.prepared.unavailableCiphers.isEmpty ? nil : fixture.prepared.unavailableCiphers
                 return entry
             }
+            if let served = legacyByName[scenario.name] { return served }
             return CatalogEntry(scenario: scenario, port: catalog.port(of: scenario, portBase: options.portBase), status: .unsupported,
                                 reason: unsupportedByName[scenario.name])
         }

@@ -50,6 +50,19 @@ public struct ScenarioUnsupported: Error, CustomStringConvertible, Sendable, Equ
     public let scenario: String
     public let reason: String
     public var description: String { "scenario \(scenario) is \(reason)" }
+
+    public init(scenario: String, reason: String) { self.scenario = scenario; self.reason = reason }
+
+    /// The linked OpenSSL cannot serve `settings`: its reason, plus how to get an OpenSSL that can when that is the
+    /// legacy build (SSLv3, RC4, 3DES are compiled out of Debian's and Homebrew's OpenSSL 3).
+    init(scenario: String, settings: TLSSettings, unsupported: UnsupportedByOpenSSL) {
+        let legacy = settings.minVersion == .ssl3 || ["RC4", "DES-CBC3", "3DES"].contains { (settings.ciphers ?? "").contains($0) }
+        self.init(scenario: scenario, reason: unsupported.description + (legacy ? "; \(Self.legacyInstruction)" : ""))
+    }
+
+    /// One sentence: what serves the legacy scenarios anyway.
+    public static let legacyInstruction = "to serve it, run `make legacy-openssl` in a swift-tls-fixtures checkout: it builds "
+        + "OpenSSL with enable-ssl3 enable-ssl3-method enable-weak-ssl-ciphers and a helper `serve` runs for such scenarios"
 }
 
 extension CertificateStore {
@@ -87,7 +100,7 @@ extension CertificateStore {
                 // Before any key is generated: an unsupported scenario costs nothing.
                 try TLSContext.checkSupport(settings)
             } catch let unsupported as UnsupportedByOpenSSL {
-                throw ScenarioUnsupported(scenario: scenario.name, reason: unsupported.description)
+                throw ScenarioUnsupported(scenario: scenario.name, settings: settings, unsupported: unsupported)
             }
         }
         let ca = try self.ca()
@@ -135,7 +148,7 @@ extension CertificateStore {
             context = try TLSContext.server(settings: settings, certificate: credential.certificate, key: credential.privateKey,
                                             chain: extra, clientCARoots: clientRoots)
         } catch let unsupported as UnsupportedByOpenSSL {
-            throw ScenarioUnsupported(scenario: scenario.name, reason: unsupported.description)
+            throw ScenarioUnsupported(scenario: scenario.name, settings: settings, unsupported: unsupported)
         }
         if plan.stapleOCSP, let record = revocation {
             context.staple(OCSPStapler { try record.ocspResponse() })

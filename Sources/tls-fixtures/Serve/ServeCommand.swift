@@ -36,9 +36,20 @@ struct ServeCommand: AsyncParsableCommand {
     @Option(help: ArgumentHelp("Seconds of silence before a connection is closed.", valueName: "seconds"))
     var idleTimeout: Double = 60
 
+    @Option(help: ArgumentHelp("The `make legacy-openssl` helper that serves SSLv3, RC4 and 3DES in a process of its own "
+                               + "(default: $\(LegacyHelper.environmentVariable), else the checkout's \(LegacyHelper.relativePath)); "
+                               + "`none` serves without it.", valueName: "path"))
+    var legacyHelper: String?
+
+    @Flag(help: .hidden)
+    var noDashboard = false
+
     func validate() throws {
         guard (1...65_535).contains(portBase) else { throw CLIError("--port-base must be a TCP port (1–65535)") }
         guard handshakeTimeout > 0, idleTimeout > 0 else { throw CLIError("timeouts must be positive") }
+        if let path = legacyHelper, path != "none", !FileManager.default.isExecutableFile(atPath: path) {
+            throw CLIError("--legacy-helper \(path) is not an executable; build it with `make legacy-openssl`, or pass none")
+        }
         let catalog = try source.catalog()
         _ = try catalog.scenarios(named: names)
         if let highest = catalog.scenarios.compactMap({ catalog.port(of: $0, portBase: portBase) }).max(), highest > 65_535 {
@@ -58,6 +69,11 @@ struct ServeCommand: AsyncParsableCommand {
         options.bindAddresses = bindAddresses.isEmpty ? nil : bindAddresses
         options.handshakeTimeout = .nanoseconds(Int64(handshakeTimeout * 1e9))
         options.idleTimeout = .nanoseconds(Int64(idleTimeout * 1e9))
+        switch legacyHelper {
+        case "none": options.legacyHelper = nil
+        case let path?: options.legacyHelper = URL(fileURLWithPath: path)
+        case nil: options.legacyHelper = LegacyHelper.locate()
+        }
 
         let runner = try await ScenarioRunner.start(scenarios, catalog: catalog, store: store, options: options) { progress in
             if case .generating(let name, let key) = progress {
@@ -65,31 +81,34 @@ struct ServeCommand: AsyncParsableCommand {
                 Output.error("generating the \(key) key for \(name) (first run only\(slow))…")
             }
         }
-        if runner.started.isEmpty {
+        if runner.started.isEmpty && runner.legacyServed.isEmpty {
             await runner.stop()
             let reasons = runner.unsupported.map { "\($0.scenario.name): \($0.reason)" }.joined(separator: "; ")
             throw CLIError("nothing to serve: \(reasons.isEmpty ? "no scenarios" : reasons); name scenarios this OpenSSL supports "
                            + "(`tls-fixtures scenarios list`)")
         }
-        let dashboard: DashboardServer
-        do {
-            dashboard = try await DashboardServer.start(runner: runner, port: portBase, bindAddresses: options.bindAddresses)
-        } catch {
-            await runner.stop()
-            throw error
+        // The legacy helper runs without a dashboard: the main process's lists its scenarios.
+        var dashboard: DashboardServer? = nil
+        if !noDashboard {
+            do {
+                dashboard = try await DashboardServer.start(runner: runner, port: portBase, bindAddresses: options.bindAddresses)
+            } catch {
+                await runner.stop()
+                throw error
+            }
         }
-        let document = runner.document(dashboard: dashboard.url.absoluteString)
+        let document = runner.document(dashboard: dashboard?.url.absoluteString)
         if output.json {
             print(String(decoding: try document.json(), as: UTF8.self))
         } else {
             print(RunnerReport.text(document))
-            print("\nServing \(runner.started.count) scenarios. Ctrl-C to stop.")
+            print("\nServing \(runner.started.count + runner.legacyServed.count) scenarios. Ctrl-C to stop.")
         }
         fflush(nil)   // A pipe reader (a test, a script) sees the table now, not at exit.
 
         let signal = await ShutdownSignal.wait()
         Output.error("\(signal == SIGTERM ? "SIGTERM" : "interrupt"): stopping…")
-        await dashboard.stop()
+        await dashboard?.stop()
         await runner.stop()
     }
 }

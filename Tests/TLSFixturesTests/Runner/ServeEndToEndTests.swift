@@ -245,6 +245,34 @@ struct ServeEndToEndTests {
         #expect(!Ports.accepts(responder) && Ports.canListen(responder) && Ports.canListen(refusing), "revocation ports held after SIGTERM")
     }
 
+    @Test("without the legacy helper ssl-v3, rc4 and 3des are unsupported with the make target to run; a broken helper is one line")
+    func legacyScenariosWithoutTheHelper() async throws {
+        for feature in [OptionalFeature.sslv3, .rc4, .tripleDES] where try await OpenSSLFeatures.has(feature) {
+            Issue.record("this machine's OpenSSL has \(feature): the unsupported path cannot be checked here")
+        }
+        let base = try Self.freePortBase()
+        let none = try ServeProcess(["ssl-v3", "rc4", "3des", "--port-base", "\(base)", "--dir", store.directory.path, "--legacy-helper", "none"])
+        defer { none.kill() }
+        #expect(none.waitForExit(within: 60) != nil)
+        #expect(none.process.terminationStatus != 0)
+        let lines = none.errors.split(separator: "\n").filter { !$0.hasPrefix("generating") }
+        #expect(lines.count == 1 && none.errors.contains("ssl-v3: unsupported by the linked OpenSSL")
+                && none.errors.contains("run `make legacy-openssl`"), "\(none.errors)")
+
+        // A helper that is not one: one line naming it and the way out; nothing left listening.
+        let broken = try ServeProcess(["rc4", "ats-compliant", "--port-base", "\(base)", "--dir", store.directory.path,
+                                       "--legacy-helper", "/bin/false"])
+        defer { broken.kill() }
+        #expect(broken.waitForExit(within: 60) != nil)
+        #expect(broken.process.terminationStatus != 0)
+        #expect(broken.errors.split(separator: "\n").filter { !$0.hasPrefix("generating") }.count == 1
+                && broken.errors.contains("the legacy helper /bin/false did not start") && broken.errors.contains("make legacy-openssl"),
+                "\(broken.errors)")
+        #expect(!Ports.accepts(base + 1), "ats-compliant was left listening")
+        let missing = try TestEnvironment.tlsFixtures(["serve", "rc4", "--legacy-helper", "/nonexistent/helper"])
+        #expect(missing.status != 0 && missing.stderr.contains("is not an executable"), "\(missing.combined)")
+    }
+
     @Test("a port in use: one-line error naming it, non-zero exit, nothing left listening")
     func portInUse() throws {
         let base = try Self.freePortBase()

@@ -354,6 +354,8 @@ struct ScenarioEndToEndTests {
             case .tripleDES: ["3DES", "DES-CBC3"]
             }
             #expect(named.contains { text.contains($0) }, "the reason does not name \(feature): \(text)")
+            // …and says how to get an OpenSSL that can, in one line.
+            #expect(text.contains("run `make legacy-openssl`") && !text.contains("\n"), "no way out offered: \(text)")
         }
         // Nothing was left listening on the port it was asked to use.
         #expect(!Ports.accepts(port), "something listens on \(port) after the refusal")

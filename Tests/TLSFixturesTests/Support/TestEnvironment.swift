@@ -16,8 +16,17 @@ enum TestEnvironment {
         return Bundle.main.bundleURL.deletingLastPathComponent()
     }()
 
-    /// The `tls-fixtures` executable built with the tests.
-    static var cli: String { productsDirectory.appendingPathComponent("tls-fixtures").path }
+    /// The `tls-fixtures` executable built with the tests. Every CLI the tests start runs without the opt-in legacy
+    /// helper (`make legacy-openssl`): what `serve` serves must not depend on whether that build exists in the checkout
+    /// (`make test-legacy` tests the helper).
+    static var cli: String {
+        _ = legacyHelperDisabled
+        return productsDirectory.appendingPathComponent("tls-fixtures").path
+    }
+
+    private static let legacyHelperDisabled: Void = {
+        setenv(LegacyHelper.environmentVariable, "none", 1)
+    }()
 
     /// One store for the tests that only read scenario material, kept between local runs so RSA-4096/8192 keys are
     /// generated once per machine (CI starts empty, which is the cold path).
