@@ -54,8 +54,8 @@ clean:
 # Debian's and Homebrew's OpenSSL 3 have no SSLv3, RC4 or 3DES, so ssl-v3, rc4 and 3des are reported unsupported.
 # legacy-openssl builds upstream OpenSSL from Debian's source package (checksums checked against Debian's signed index)
 # with enable-ssl3 enable-ssl3-method enable-weak-ssl-ciphers into .build-legacy/, and tls-fixtures against it; serve
-# then runs that build as a helper process for those three scenarios. Measured here: about 25 minutes on 2 busy cores
-# (OpenSSL 20, the helper's release build 5), once; later runs only rebuild what changed.
+# then runs that build as a helper process for those three scenarios. Measured here: 21 minutes on 2 cores shared with
+# other builds (OpenSSL 908 s, the helper's release build 326 s), once; later runs only rebuild what changed.
 legacy-openssl: deps
 	scripts/legacy-openssl.sh
 

@@ -28,6 +28,8 @@ struct ScenariosShow: AsyncParsableCommand {
             if tls.dh != .none { print("DH:             \(tls.dh)") }
             if tls.clientAuth != .none { print("Client auth:    \(tls.clientAuth.rawValue)") }
             if tls.sendChain != .full { print("Chain sent:     \(tls.sendChain.rawValue)") }
+            if tls.stapleOCSP { print("Staples:        the issuer's OCSP answer about the leaf") }
+            if !tls.serverPreference { print("Suite order:    the client's") }
         } else {
             print("Transport:      plain HTTP")
         }
@@ -37,11 +39,21 @@ struct ScenariosShow: AsyncParsableCommand {
             let names = profile.subjectAltNames.map { $0.map(\.description) } ?? []
             print("SANs:           \(profile.subjectAltNames == nil ? "(none)" : names.count > 6 ? names.prefix(6).joined(separator: ", ") + ", … (\(names.count))" : names.joined(separator: ", "))")
             print("Validity:       \(profile.validity.notBefore) → \(profile.validity.notAfter) days from issue")
+            if let plan = certificate.revocation, let sources = profile.statusSources {
+                let named = [sources.ocspURL.map { "OCSP \($0)" }, sources.crlURL.map { "CRL \($0)" },
+                             sources.mustStaple ? "TLS Feature status_request" : nil].compactMap { $0 }
+                print("Revocation:     \(plan.status.rawValue) per its issuer; names \(named.joined(separator: ", ")) (as under serve)")
+            }
         }
         print("Expected:       OpenSSL verify (host localhost): \(scenario.expect.verify ?? "n/a")")
         print("                ATS default: \(scenario.expect.ats.rawValue); smallest fix: \(DashboardPage.fixText(scenario.expect.atsFix))")
         if let pins = scenario.expect.pins {
             print("                pins: leaf SPKI \(pins.leafSPKI ? "match" : "fail"), CA SPKI \(pins.caSPKI ? "match" : "fail"), certificate \(pins.certificate ? "match" : "fail")")
+        }
+        if let revocation = scenario.expect.revocation {
+            print("                openssl ocsp: \(revocation.ocsp); verify -crl_check: \(revocation.crl); stapled: \(revocation.staple)")
+            print("                Apple by default: \(revocation.apple)")
+            print("                Apple with a revocation policy: \(revocation.appleWithRevocationPolicy)")
         }
         if let note = scenario.expect.note { print("Note:           \(note)") }
     }
