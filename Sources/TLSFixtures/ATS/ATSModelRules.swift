@@ -234,7 +234,8 @@ public enum ATSModelRule: String, Sendable, Codable, CaseIterable {
         case .revocationNotFetched:
             return "Security/trust/trustd/SecRevocationServer.c, SecPathBuilderCheckRevocation (allow_fetch: EV or a revocation "
                 + "method); Security/trust/trustd/SecPolicyServer.c (\"If we support CRLs\"); "
-                + "https://developer.apple.com/documentation/security/ksecrevocationrequirepositiveresponse (\"best attempt\")"
+                + "https://developer.apple.com/documentation/security/secpolicycreaterevocation(_:) (needed only \"to override default "
+                + "system behavior\"); https://developer.apple.com/documentation/security/ksecrevocationrequirepositiveresponse (\"best attempt\")"
         case .stapledOCSPHonoured:
             return "Security/trust/trustd/SecRevocationServer.c, SecORVCProcessStapledResponses and SecOCSPSingleResponseProcess "
                 + "(CS_Revoked sets kSecPolicyCheckRevocation); https://developer.apple.com/documentation/security/sectrustsetocspresponse(_:_:); "
