@@ -80,14 +80,19 @@ extension CertificateStore {
 
     /// Everything needed to serve `scenario`, from this store: certificates are generated on first use and reused after;
     /// within a process the whole preparation is done once per scenario. A leaf with a revocation plan names the OCSP
-    /// responder and CRL at `revocationEndpoints` (by default where `serve` publishes them for port base 9800).
+    /// responder and CRL at `revocationEndpoints` (by default where `serve` publishes them for port base 9800); only
+    /// that default preparation is kept, since any other names one in-process fixture's own responder.
     public func prepare(_ scenario: Scenario, revocationEndpoints: RevocationEndpoints = .serveDefault) throws -> PreparedScenario {
         let endpoints = scenario.needsRevocationServices ? revocationEndpoints : nil
         let key = PreparationKey(store: directory.path, root: try ca().certificate.sha256Fingerprint, scenario: scenario,
                                  endpoints: endpoints)
         if let cached = Self.prepared.withLockedValue({ $0[key] }) { return cached }
         let made = try makePrepared(scenario, endpoints: endpoints ?? revocationEndpoints)
-        Self.prepared.withLockedValue { $0[key] = made }
+        // An in-process revocation fixture names a responder on ports the system picked for it alone: its preparation is
+        // never asked for again, so it is not kept (a process starting thousands would otherwise keep them all).
+        if endpoints == nil || endpoints == .serveDefault {
+            Self.prepared.withLockedValue { $0[key] = made }
+        }
         return made
     }
 

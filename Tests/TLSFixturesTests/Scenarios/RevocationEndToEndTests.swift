@@ -195,6 +195,22 @@ struct RevocationEndToEndTests {
         }
     }
 
+    @Test("a preparation for serve's responder is kept; one naming an in-process fixture's own responder is not")
+    func inProcessPreparationsAreNotKept() throws {
+        let scenario = try ScenarioCatalog.builtIn.scenario(named: "revoked")
+        let own = RevocationEndpoints(host: "127.0.0.1", responderPort: 1, refusingPort: 2)
+        let first = try Self.store.prepare(scenario, revocationEndpoints: own)
+        let again = try Self.store.prepare(scenario, revocationEndpoints: own)
+        #expect(first.revocationEndpoints == own && again.revocationEndpoints == own)
+        #expect(first !== again, "a preparation for one fixture's own responder was kept")
+        let served = try Self.store.prepare(scenario)
+        #expect(served.revocationEndpoints == .serveDefault)
+        #expect(served === (try Self.store.prepare(scenario)), "serve's preparation is made again on every request")
+        let control = try ScenarioCatalog.builtIn.scenario(named: "ats-compliant")
+        #expect((try Self.store.prepare(control, revocationEndpoints: own)) === (try Self.store.prepare(control)),
+                "a scenario without revocation is prepared again because of endpoints it does not use")
+    }
+
     @Test("a fixture stops its responder and frees the refusing port")
     func servicesStopWithTheFixture() async throws {
         let fixture = try await FixtureServer.start("ocsp-unreachable", store: Self.store)
