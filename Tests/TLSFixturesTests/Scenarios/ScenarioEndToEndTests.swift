@@ -5,7 +5,7 @@ import Testing
 /// Every catalog scenario, started for real and judged from the client side: by the package's own `TLSProbe` and by
 /// clients we did not write (openssl s_client / verify / x509, curl, Python's ssl), against the hand-written table in
 /// `ScenarioExpectations.swift`.
-@Suite("ScenarioEndToEnd: every scenario from the client side")
+@Suite("ScenarioEndToEnd: every scenario from the client side", .requires(Tools.openssl, Tools.curl, Tools.pythonSSL))
 struct ScenarioEndToEndTests {
     static var store: CertificateStore { TestEnvironment.sharedStore }
 

@@ -1,6 +1,8 @@
 import Foundation
 
-/// Runs real programs (openssl, curl, python3, our CLI) and captures what they print.
+/// Runs real programs (openssl, curl, python3, our CLI) and captures what they print. A bare tool name (`openssl`,
+/// `curl`, `python3`, …) runs the program `Tools` located and checked (Homebrew's keg first on macOS); a tool that
+/// failed its check is not run at all: the test fails with the reason, so it cannot judge with the wrong program.
 struct Subprocess {
     struct Result {
         var status: Int32
@@ -19,7 +21,18 @@ struct Subprocess {
         private let outURL: URL
         private let errURL: URL
 
-        init(_ arguments: [String], environment: [String: String]?, currentDirectory: URL?, stdin: Data?) throws {
+        init(_ arguments: [String], environment: [String: String]?, currentDirectory: URL?, stdin: Data?,
+             checked: Bool = true) throws {
+            var arguments = arguments
+            var environment = environment
+            if checked, let command = arguments.first, !command.contains("/"), let tool = Tools.forCommand(command) {
+                guard tool.isUsable, let path = tool.path else { throw ExternalToolUnavailable(tool: tool) }
+                arguments[0] = path
+            }
+            if checked, HostOS.current == .darwin {
+                // Shell pipelines in tests (`sh -c "openssl … | …"`) find the same programs.
+                environment = (environment ?? [:]).merging(["PATH": Tools.searchPath(base: environment?["PATH"])]) { $1 }
+            }
             process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
             process.arguments = arguments
             if let environment {
@@ -66,5 +79,10 @@ struct Subprocess {
     static func run(_ arguments: [String], stdin: Data? = nil, environment: [String: String]? = nil,
                     currentDirectory: URL? = nil, timeout: TimeInterval = 60) throws -> Result {
         try launch(arguments, stdin: stdin, environment: environment, currentDirectory: currentDirectory).wait(timeout: timeout)
+    }
+
+    /// Runs exactly `arguments`, no tool check: how `Tools` asks a program what it is.
+    static func runUnchecked(_ arguments: [String], timeout: TimeInterval = 60) throws -> Result {
+        try Running(arguments, environment: nil, currentDirectory: nil, stdin: nil, checked: false).wait(timeout: timeout)
     }
 }
