@@ -7,7 +7,7 @@ ifeq ($(shell uname -s),Darwin)
 export PKG_CONFIG_PATH := $(shell brew --prefix openssl@3 2>/dev/null)/lib/pkgconfig:$(PKG_CONFIG_PATH)
 endif
 
-.PHONY: help deps build test run bench bench-quick test-asan test-tsan fuzz fuzz-build clean scenarios
+.PHONY: help deps build test run bench bench-quick test-asan test-tsan fuzz fuzz-build clean scenarios lint
 
 help:
 	@echo "make run         build (release) and serve every scenario plus the dashboard"
@@ -30,7 +30,7 @@ run: deps
 
 # Two processes: ReliabilitySuite measures this process's descriptors, threads and memory and churns through
 # thousands of ephemeral ports, so it runs alone, after everything else (which runs in parallel).
-test: deps
+test: deps lint
 	@scripts/ensure-deps.sh browser
 	swift build --build-tests
 	swift test --skip-build --skip ReliabilitySuite
@@ -44,6 +44,12 @@ bench bench-quick: deps
 	@scripts/ensure-deps.sh bench
 	$(BENCH_BUILD)
 	PATH="$$PATH:/usr/sbin" python3 scripts/bench/run.py $(if $(filter bench-quick,$@),--quick) $(ARGS)
+
+# No Mac builds this project's CI here: scripts/lint-darwin.py finds Linux-only Swift (Glibc spellings, /proc,
+# posix_spawn initialisers, …) outside branches Darwin never compiles, before the build. Its rules are tested by
+# Tests/TLSFixturesTests/Portability/DarwinLintTests.swift.
+lint:
+	@python3 scripts/lint-darwin.py
 
 clean:
 	rm -rf .build .build-asan .build-tsan .build-fuzz fuzz-out
