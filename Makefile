@@ -12,10 +12,12 @@ endif
 help:
 	@echo "make run         build (release) and serve every scenario plus the dashboard"
 	@echo "make test        install missing dependencies, build, run the whole test suite"
-	@echo "make bench       performance comparison with nginx and openssl s_server (BENCHMARKS.md)"
-	@echo "make bench-quick the same in short runs (< 2 min after the build), for CI: checks that it runs"
+	@echo "make lint        the Darwin source lint alone (make test runs it first)"
+	@echo "make bench       performance comparison with nginx and openssl s_server (BENCHMARKS.md; Linux only)"
+	@echo "make bench-quick the same in short runs (< 2 min after the build), for CI: checks that it runs (Linux only)"
 	@echo "make test-asan   the test suite under AddressSanitizer;  make test-tsan: ThreadSanitizer"
-	@echo "make fuzz        run the libFuzzer targets for a bounded time"
+	@echo "make fuzz        run the libFuzzer targets for a bounded time (Linux only: the toolchain's libFuzzer)"
+	@echo "On macOS: brew install openssl@3 pkg-config (plus curl python3 for every test); see README, On macOS"
 
 deps:
 	@scripts/ensure-deps.sh core
@@ -31,7 +33,7 @@ run: deps
 # Two processes: ReliabilitySuite measures this process's descriptors, threads and memory and churns through
 # thousands of ephemeral ports, so it runs alone, after everything else (which runs in parallel).
 test: deps lint
-	@scripts/ensure-deps.sh browser
+	@scripts/ensure-deps.sh test
 	swift build --build-tests
 	swift test --skip-build --skip ReliabilitySuite
 	swift test --skip-build --filter ReliabilitySuite
@@ -78,7 +80,7 @@ TSAN_TEST_OPTIONS := log_path=$(CURDIR)/.build-tsan/sanitizer-reports/tsan
 # $(call sanitized_test,SANITIZER,SCRATCH,OPTIONS_VARIABLE,OPTIONS): the suite under one sanitizer, in its own build
 # folder, the reliability suite in a process of its own as in `make test`; any report from any process fails it.
 define sanitized_test
-	@scripts/ensure-deps.sh browser
+	@scripts/ensure-deps.sh test
 	swift build --build-tests --sanitize=$(1) --scratch-path $(2)
 	@rm -rf $(2)/sanitizer-reports && mkdir -p $(2)/sanitizer-reports
 	$(3)=$(4) swift test --skip-build --sanitize=$(1) --scratch-path $(2) --skip ReliabilitySuite \
@@ -116,6 +118,7 @@ FUZZ_ENV := SWIFT_BACKTRACE=enable=no LSAN_OPTIONS=suppressions=$(CURDIR)/Fuzz/l
 FUZZ_COMMON := -timeout=10 -rss_limit_mb=4096 -max_len=16384 -print_final_stats=1 -max_total_time=$(FUZZ_SECONDS)
 
 fuzz-build: deps
+	@if [ "$$(uname -s)" = Darwin ]; then echo "make fuzz is Linux only: Xcode's Swift has no libFuzzer (-sanitize=fuzzer)" >&2; exit 1; fi
 	swift build --package-path Fuzz -c debug --sanitize=fuzzer --sanitize=address -Xswiftc -sanitize=fuzzer,address \
 	  --scratch-path .build-fuzz
 
