@@ -113,8 +113,11 @@ public struct ProbeResult: Codable, Sendable, Equatable {
     public var protocolName: String?
     public var version: TLSVersion?
     public var cipher: HandshakeDetails.Cipher?
-    /// "Server Temp Key" in s_client's words: `X25519`, `ECDH prime256v1`, `DH 1024`; nil for RSA key exchange.
+    /// "Server Temp Key" in s_client's words: `X25519`, `ECDH prime256v1`, `DH 1024`; for a group with no temporary key
+    /// (OpenSSL 3.5's default hybrid) the group: `X25519MLKEM768`. nil for RSA key exchange.
     public var keyExchange: String?
+    /// The negotiated group as OpenSSL names it (`x25519`, `secp256r1`, `X25519MLKEM768`); nil when none was used.
+    public var group: String?
     public var alpn: String?
     /// The chain exactly as sent, leaf first.
     public var presentedChain: [CertificateFacts]
@@ -239,10 +242,13 @@ public struct TLSProbe: Sendable {
                 iana: SSL_CIPHER_standard_name(cipher).map { String(cString: $0) } ?? "")
         }
         var key: OpaquePointer? = nil
+        var temporaryKey: String? = nil
         if shim_SSL_get_peer_tmp_key(ssl, &key) == 1, let key {
-            result.keyExchange = KeyExchangeName.describe(key)
+            temporaryKey = KeyExchangeName.describe(key)
             EVP_PKEY_free(key)
         }
+        result.group = KeyExchangeName.negotiatedGroup(ssl)
+        result.keyExchange = KeyExchangeName.summary(temporaryKey: temporaryKey, group: result.group)
         var alpn: UnsafePointer<UInt8>? = nil
         var length: UInt32 = 0
         SSL_get0_alpn_selected(ssl, &alpn, &length)
