@@ -7,6 +7,16 @@ ifeq ($(shell uname -s),Darwin)
 export PKG_CONFIG_PATH := $(shell brew --prefix openssl@3 2>/dev/null)/lib/pkgconfig:$(PKG_CONFIG_PATH)
 endif
 
+# The open-file limit. Every test process raises its own as far as the hard limit allows (macOS's default soft limit is
+# 256, its hard limit unlimited up to kern.maxfilesperproc). Under a low hard limit (`ulimit -n 256` in bash) all the
+# tests' fixtures and clients at once do not fit: Swift Testing then runs 8 tests at a time (its
+# SWT_EXPERIMENTAL_MAXIMUM_PARALLELIZATION_WIDTH; a version without it ignores it), and the load tests that hold 1,000
+# connections are skipped, saying why.
+LOW_FD_LIMIT := $(shell l=$$(ulimit -Hn); [ "$$l" != unlimited ] && [ "$$l" -lt 4096 ] && echo yes)
+ifneq ($(LOW_FD_LIMIT),)
+export SWT_EXPERIMENTAL_MAXIMUM_PARALLELIZATION_WIDTH ?= 8
+endif
+
 .PHONY: help deps build test run bench bench-quick test-asan test-tsan fuzz fuzz-build clean scenarios lint
 
 help:

@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+@testable import TLSFixtures
 
 // The programs the tests use as independent judges, found and identified once per test process.
 //
@@ -329,5 +330,16 @@ struct ExternalToolUnavailable: Error, CustomStringConvertible {
     var description: String {
         "this test runs \(tool.kind.command), which cannot judge here: \(tool.problem ?? "?"). "
             + "Give the test `.requires(Tools.\(tool.kind == .pythonSSL ? "pythonSSL" : tool.kind.rawValue))` so it is skipped with that reason"
+    }
+}
+
+extension Trait where Self == ConditionTrait {
+    /// For a test that holds `count` descriptors at once in this process (a raw client and the fixture's end of each
+    /// connection): skipped, saying so, where the open-file limit cannot be raised that far (`ulimit -n 256` as hard
+    /// limit). Asking raises this process's limit as far as the OS allows, before any test runs.
+    static func requiresDescriptors(_ count: UInt64) -> Self {
+        let limit = FileDescriptorLimit.raiseOnce()
+        return .enabled(if: limit.current >= count, Comment(rawValue: "holds about \(count) descriptors at once; this process may open "
+            + "only \(limit.current) (ulimit -n; hard limit \(limit.hard))"))
     }
 }

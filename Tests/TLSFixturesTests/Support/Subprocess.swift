@@ -13,8 +13,9 @@ struct Subprocess {
         var combined: String { stdout + stderr }
     }
 
-    /// A started child whose output goes to temporary files rather than pipes, so a chatty child can never block
-    /// on a full pipe.
+    /// A started child whose input and output are temporary files rather than pipes, so a chatty child can never block
+    /// on a full pipe, and a process short of descriptors gets an error rather than Foundation's trap in `Pipe()`. The
+    /// parent's copies are closed once the child has its own: a running child holds no descriptor here.
     final class Running {
         let process = Process()
         private let scratch: URL
@@ -45,13 +46,14 @@ struct Subprocess {
             errURL = scratch.appendingPathComponent("err")
             _ = FileManager.default.createFile(atPath: outURL.path, contents: nil)
             _ = FileManager.default.createFile(atPath: errURL.path, contents: nil)
-            process.standardOutput = try FileHandle(forWritingTo: outURL)
-            process.standardError = try FileHandle(forWritingTo: errURL)
-            let input = Pipe()
-            process.standardInput = input
+            let inURL = scratch.appendingPathComponent("in")
+            try (stdin ?? Data()).write(to: inURL)
+            let handles = [try FileHandle(forReadingFrom: inURL), try FileHandle(forWritingTo: outURL), try FileHandle(forWritingTo: errURL)]
+            defer { for handle in handles { try? handle.close() } }
+            process.standardInput = handles[0]
+            process.standardOutput = handles[1]
+            process.standardError = handles[2]
             try process.run()
-            if let stdin { input.fileHandleForWriting.write(stdin) }
-            try? input.fileHandleForWriting.close()
         }
 
         func wait(timeout: TimeInterval) -> Result {
