@@ -71,7 +71,10 @@ enum SocketTable {
         }
         var entries: [Entry] = []
         for table in ["/proc/self/net/tcp", "/proc/self/net/tcp6"] {
-            guard let text = try? String(contentsOfFile: table, encoding: .utf8) else { continue }
+            // Not String(contentsOfFile:): corelibs Foundation reads a procfs file (size 0) in one 4 KiB chunk, which
+            // is the first ~26 sockets of the namespace, so on a busy machine this process's own were never seen.
+            guard let data = try? FileHandle(forReadingAtPath: table)?.readToEnd() else { continue }
+            let text = String(decoding: data, as: UTF8.self)
             for line in text.split(separator: "\n").dropFirst() {
                 let columns = line.split(separator: " ", omittingEmptySubsequences: true)
                 guard columns.count > 9, inodes.contains(String(columns[9])) else { continue }
