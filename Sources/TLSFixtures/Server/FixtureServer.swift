@@ -164,6 +164,8 @@ public final class FixtureServer: Sendable {
     }
 
     static func bind(_ bootstrap: ServerBootstrap, address: String, port: Int) async throws -> Channel {
+        // Darwin would let this bind share the port with a server on *:port, splitting its clients (WildcardConflict).
+        if WildcardConflict.held(port: port, covering: address) { throw FixtureError.portInUse(port: port, address: address) }
         do {
             return try await bootstrap.bind(host: address, port: port).get()
         } catch let error as IOError where error.errnoCode == EADDRINUSE {
