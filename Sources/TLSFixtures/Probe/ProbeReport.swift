@@ -32,7 +32,8 @@ public enum ProbeReport {
         var tail: [(String, String)] = []
         if let verification = result.verification {
             tail.append(("Verify", "\(verification.summary)" + (verification.error.map { " (X509 error \($0.code) at depth \($0.depth))" } ?? "")
-                         + " — host \(verification.host ?? "none"), OpenSSL security level \(verification.securityLevel)"))
+                         + " — host \(verification.host ?? "none"), "
+                         + (verification.verifier ?? "OpenSSL security level \(verification.securityLevel)")))
         }
         if let pins { tail.append(("Pins", pins.description)) }
         if let http = result.http {

@@ -71,8 +71,11 @@ public struct ProbeOptions: Sendable {
     /// TLS ≤ 1.2 suites offered (OpenSSL syntax). Default: all of them, NULL included, at security level 0.
     public var ciphers: String = "ALL:eNULL:@SECLEVEL=0"
     public var tls13Suites: String? = nil
-    /// Roots to verify against; nil uses the system's default trust store.
+    /// Roots to verify against; nil uses system trust: `systemTrust` where set, else OpenSSL's default store.
     public var trustRoots: [Certificate]? = nil
+    /// What system trust means when `trustRoots` is nil: on macOS the Security framework (the Keychain's trust
+    /// settings, as URLSession judges), elsewhere nil (OpenSSL's default store). See `PlatformTrust`.
+    public var systemTrust: (any PlatformTrustEvaluator)? = PlatformTrust.default
     /// Which kind of anchor `trustRoots` stand for, for the ATS model.
     public var anchorKind: TrustAnchorKind = .userInstalled
     /// SNI; default the target host unless it is an IP literal (RFC 6066 forbids IP addresses in SNI).
@@ -93,6 +96,8 @@ public struct VerifyOutcome: Codable, Sendable, Equatable {
     public var securityLevel: Int
     /// nil when the chain verified.
     public var error: VerifyError?
+    /// Who judged, when not OpenSSL: the platform's evaluator (`macOS trust settings (SecTrust)`) for system trust.
+    public var verifier: String? = nil
     /// `ok`, or OpenSSL's text.
     public var summary: String { error?.text ?? "ok" }
 }
@@ -203,9 +208,14 @@ public struct TLSProbe: Sendable {
         }
         if !chain.isEmpty {
             // The name checked is the one sent as SNI (`--servername`), as curl and s_client -verify_hostname do.
-            result.verification = Verifier.verify(chain: chain, roots: options.trustRoots, host: options.serverName ?? target.host,
-                                                   securityLevel: 2, purpose: true)
-            result.trust = Verifier.trust(chain: chain, roots: options.trustRoots, anchor: options.anchorKind)
+            let name = options.serverName ?? target.host
+            if options.trustRoots == nil, let platform = options.systemTrust {
+                (result.verification, result.trust) = PlatformTrust.outcome(platform, chain: result.presentedChain, host: name,
+                                                                            anchor: options.anchorKind)
+            } else {
+                result.verification = Verifier.verify(chain: chain, roots: options.trustRoots, host: name, securityLevel: 2, purpose: true)
+                result.trust = Verifier.trust(chain: chain, roots: options.trustRoots, anchor: options.anchorKind)
+            }
         }
         if rc == 1 && options.sendHTTPRequest {
             switch HTTPExchange.tls(ssl: ssl, host: target.host, timeout: options.timeout) {
