@@ -110,6 +110,26 @@ struct EnsureDepsTests {
         #expect(noHomebrew.aptCalls.isEmpty)
     }
 
+    @Test("the README's brew lines are what the script asks a bare Mac for, required and optional")
+    func readmeMatches() throws {
+        let readme = try String(contentsOf: TestEnvironment.packageRoot.appendingPathComponent("README.md"), encoding: .utf8)
+        let section = try #require(readme.components(separatedBy: "## On macOS").dropFirst().first?.components(separatedBy: "\n## ").first)
+        let brewLines = section.split(separator: "\n").filter { $0.hasPrefix("brew install ") }
+            .map { Set($0.dropFirst("brew install ".count).prefix { $0 != "#" }.split(separator: " ").map(String.init)) }
+        #expect(brewLines.count == 2, "\(brewLines)")
+        // A Mac with Homebrew and python3 but none of the packages: what is required stops make, what is optional not.
+        let mac = try FakeMachine(os: "Darwin", homebrew: true, commands: ["python3"])
+        let result = try mac.run("test")
+        func packages(after marker: String) -> Set<String> {
+            guard let line = result.stderr.split(separator: "\n").first(where: { $0.contains(marker) }),
+                  let range = line.range(of: marker) else { return [] }
+            return Set(line[range.upperBound...].split(separator: " ").map(String.init))
+        }
+        #expect(result.status == 1)
+        #expect(packages(after: "Install with: brew install ") == brewLines.first, "\(result.stderr)")
+        #expect(packages(after: "to run them: brew install ") == brewLines.last, "\(result.stderr)")
+    }
+
     @Test("make bench on a Mac says it is Linux only")
     func benchOnMac() throws {
         let mac = try FakeMachine(os: "Darwin", homebrew: true, commands: ["pkg-config", "python3"])
