@@ -39,6 +39,18 @@ static inline int shim_SSL_get_peer_tmp_key(SSL *s, EVP_PKEY **pk) { return (int
 static inline int shim_SSL_get_tmp_key(SSL *s, EVP_PKEY **pk) { return (int)SSL_get_tmp_key(s, pk); }
 static inline int shim_SSL_get_negotiated_group(SSL *s) { return (int)SSL_get_negotiated_group(s); }
 
+// MARK: - The negotiated key-exchange group, by name
+// OpenSSL 3.5+ negotiates the hybrid X25519MLKEM768 by default in TLS 1.3; a KEM group leaves no peer temporary key,
+// so only its name says what was agreed. SSL_get0_group_name exists from OpenSSL 3.2; before that the wrapper answers
+// NULL and Swift asks SSL_group_to_name(SSL_get_negotiated_group) instead (KeyExchangeName.negotiatedGroup).
+#if OPENSSL_VERSION_NUMBER >= 0x30200000L
+static inline const char *shim_SSL_get0_group_name(SSL *s) { return SSL_get0_group_name(s); }
+static const int shim_HAS_SSL_get0_group_name = 1;
+#else
+static inline const char *shim_SSL_get0_group_name(SSL *s) { (void)s; return NULL; }
+static const int shim_HAS_SSL_get0_group_name = 0;
+#endif
+
 // SSL_OP_* are built with SSL_OP_BIT(n), which the importer cannot evaluate.
 static const uint64_t shim_SSL_OP_NO_TICKET = SSL_OP_NO_TICKET;
 static const uint64_t shim_SSL_OP_NO_RENEGOTIATION = SSL_OP_NO_RENEGOTIATION;

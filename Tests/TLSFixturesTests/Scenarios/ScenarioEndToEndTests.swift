@@ -5,7 +5,7 @@ import Testing
 /// Every catalog scenario, started for real and judged from the client side: by the package's own `TLSProbe` and by
 /// clients we did not write (openssl s_client / verify / x509, curl, Python's ssl), against the hand-written table in
 /// `ScenarioExpectations.swift`.
-@Suite("ScenarioEndToEnd: every scenario from the client side")
+@Suite("ScenarioEndToEnd: every scenario from the client side", .requires(Tools.openssl))
 struct ScenarioEndToEndTests {
     static var store: CertificateStore { TestEnvironment.sharedStore }
 
@@ -31,19 +31,21 @@ struct ScenarioEndToEndTests {
 
     // MARK: - Every scenario
 
-    @Test("presents what the table says, to our probe and to openssl", arguments: ScenarioExpectations.all)
+    @Test("presents what the table says, to our probe and to openssl", arguments: ScenarioExpectations.all.filter { $0.handshake != nil })
     func presents(_ row: ScenarioExpectation) async throws {
         if let feature = row.requires, try await !OpenSSLFeatures.has(feature) {
             // Not servable here: `optionalFeatures` proves it is refused, and refused honestly.
             return
         }
         try await Self.withFixture(row.name) { fixture in
-            if let expected = row.handshake {
-                try await checkHandshake(row, expected, fixture)
-            } else {
-                try await checkCleartext(fixture)
-            }
+            try await checkHandshake(row, try #require(row.handshake), fixture)
         }
+    }
+
+    @Test("http: plain HTTP answers every client, and a TLS client gets no TLS", .requires(Tools.curl, Tools.pythonSSL))
+    func cleartext() async throws {
+        #expect(ScenarioExpectations.all.filter { $0.handshake == nil }.map(\.name) == ["http"], "the cleartext rows")
+        try await Self.withFixture("http") { fixture in try await checkCleartext(fixture) }
     }
 
     private func checkHandshake(_ row: ScenarioExpectation, _ expected: HandshakeExpectation, _ fixture: FixtureServer) async throws {
