@@ -492,13 +492,13 @@ enum BuiltinScenarioFiles {
   "name": "md5-leaf",
   "group": "certificate",
   "port": 9823,
-  "summary": "Leaf signed with MD5 (by the CA's RSA intermediate: there is no ECDSA-with-MD5)",
+  "summary": "Leaf signed with MD5 by the RSA intermediate (there is no ECDSA-with-MD5)",
   "tls": {
     "securityLevel": 0
   },
   "certificate": {
     "digest": "md5",
-    "issuer": "rsa-intermediate"
+    "issuer": "intermediate"
   },
   "expect": {
     "verify": "CA signature digest algorithm too weak",
@@ -1016,6 +1016,49 @@ enum BuiltinScenarioFiles {
       "kind": "arbitrary-loads",
       "alsoRequires": "trust-override"
     }
+  }
+}
+"""#),
+        File(name: "intermediate.json", json: #"""
+{
+  "name": "intermediate",
+  "group": "certificate",
+  "port": 9845,
+  "summary": "Root \u2192 SHA-256 intermediate \u2192 leaf, intermediate sent (the control for the two-level scenarios)",
+  "tls": {},
+  "certificate": {
+    "issuer": "intermediate"
+  },
+  "expect": {
+    "verify": "ok",
+    "ats": "allow",
+    "atsFix": {
+      "kind": "not-needed"
+    },
+    "note": "incomplete-chain, sha1-intermediate and md5-leaf each change one thing of this chain: the intermediate not sent, signed with SHA-1, or signing the leaf with MD5."
+  }
+}
+"""#),
+        File(name: "ip-san.json", json: #"""
+{
+  "name": "ip-san",
+  "group": "certificate",
+  "port": 9846,
+  "summary": "Leaf also names 127.0.0.1 and ::1: IP subjectAltNames under the CA's iPAddress constraints",
+  "tls": {},
+  "certificate": {
+    "extraHosts": [
+      "127.0.0.1",
+      "::1"
+    ]
+  },
+  "expect": {
+    "verify": "ok",
+    "ats": "allow",
+    "atsFix": {
+      "kind": "not-needed"
+    },
+    "note": "The built-in CA permits 127.0.0.0/8 and ::1 so it can never vouch for a real address; BoringSSL cannot evaluate iPAddress constraints and refuses any chain whose leaf names an address under them. That is why no other leaf names an IP address."
   }
 }
 """#),

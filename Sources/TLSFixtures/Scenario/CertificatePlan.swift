@@ -8,7 +8,7 @@ public struct CertificatePlan: Codable, Sendable, Hashable {
     /// `root` (the built-in CA), `self`, or another built-in authority.
     public var issuer: String = "root"
     public var digest: SignatureDigest = .sha256
-    /// Replaces the baseline hosts (`localhost`, `127.0.0.1`, `::1`, `NAME.fixtures.test`).
+    /// Replaces the baseline hosts (`localhost` and `NAME.fixtures.test`).
     public var hosts: [String]? = nil
     /// Added to the hosts.
     public var extraHosts: [String] = []
@@ -95,10 +95,17 @@ public struct CertificatePlan: Codable, Sendable, Hashable {
         issuer == "self" ? .selfSigned : .authority(BuiltinAuthority(rawValue: issuer) ?? .root)
     }
 
+    /// The baseline leaf's names: DNS names only. An IP address in a leaf fails every chain in BoringSSL (swift-nio-ssl,
+    /// AsyncHTTPClient, Chrome), which cannot evaluate the CA's iPAddress constraints; `ip-san` is the scenario that
+    /// names addresses, and says which clients refuse it.
+    public static func baselineHosts(scenarioName name: String) -> [String] {
+        ["localhost", "\(name).\(Scenario.fixturesDomain)"]
+    }
+
     /// The profile for scenario `name`, with the baseline filled in.
     public func profile(scenarioName name: String) throws -> CertificateProfile {
         let qualified = "\(name).\(Scenario.fixturesDomain)"
-        var allHosts = hosts ?? ["localhost", "127.0.0.1", "::1", qualified]
+        var allHosts = hosts ?? CertificatePlan.baselineHosts(scenarioName: name)
         allHosts += extraHosts
         if generatedHosts > 0 { allHosts += (1...generatedHosts).map { "n\($0).\(qualified)" } }
         let names = try allHosts.map(SubjectAltName.init(host:))
