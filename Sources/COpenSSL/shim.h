@@ -100,6 +100,14 @@ static inline const GENERAL_NAME *shim_GENERAL_SUBTREE_base(const STACK_OF(GENER
 }
 static inline void shim_NAME_CONSTRAINTS_free(NAME_CONSTRAINTS *nc) { NAME_CONSTRAINTS_free(nc); }
 
+// MARK: - Security callback operations
+// SSL_SECOP_* are macros built from other macros; Swift imports none of them.
+
+/// The category bits of a security operation (`SSL_SECOP_OTHER_TYPE`).
+static inline int shim_SSL_SECOP_OTHER_TYPE(void) { return SSL_SECOP_OTHER_TYPE; }
+/// The category of the four signature-algorithm operations (supported, shared, check, mask).
+static inline int shim_SSL_SECOP_OTHER_SIGALG(void) { return SSL_SECOP_OTHER_SIGALG; }
+
 // MARK: - Parameter names
 // OSSL_PARAM_BLD keeps the key *pointer* until OSSL_PARAM_BLD_to_param; a Swift String bridged to char* lives only
 // for the duration of one call, so keys must come from static storage.

@@ -77,8 +77,22 @@ final class OpenSSLConnection {
     func handshake() -> Step {
         OpenSSLError.clearQueue()
         let rc = SSL_do_handshake(ssl)
+        rememberEphemeralKey()
         if rc == 1 { return .complete }
         return step(for: rc, operation: "complete the TLS handshake")
+    }
+
+    /// The server's ephemeral key as it was while the handshake waited for the client's key exchange: a TLS 1.2 server
+    /// frees it once the shared secret is derived, and with automatic DH parameters nothing else records its size.
+    private var ephemeralKey: String?
+
+    private func rememberEphemeralKey() {
+        guard ephemeralKey == nil else { return }
+        var key: OpaquePointer? = nil
+        if shim_SSL_get_tmp_key(ssl, &key) == 1, let key {
+            ephemeralKey = KeyExchangeName.describe(key)
+            EVP_PKEY_free(key)
+        }
     }
 
     /// Decrypts whatever complete records are buffered, appending plaintext to `buffer`.
@@ -160,14 +174,16 @@ final class OpenSSLConnection {
             clientCertificate: clientSubject)
     }
 
-    /// The key exchange: `X25519`, `ECDH prime256v1`, `DH 1024`, or `RSA` (no ephemeral key at all). The server's
-    /// ephemeral key is freed once a TLS 1.2 handshake is done, so the negotiated group, then the suite, answer then.
+    /// The key exchange: `X25519`, `ECDH prime256v1`, `DH 2048`, or `RSA` (no ephemeral key at all). The server's
+    /// ephemeral key is freed once a TLS 1.2 handshake is done, so the key remembered during the handshake, the
+    /// negotiated group, then the suite, answer then.
     private var keyExchange: String? {
         var key: OpaquePointer? = nil
         if shim_SSL_get_tmp_key(ssl, &key) == 1, let key {
             defer { EVP_PKEY_free(key) }
             return KeyExchangeName.describe(key)
         }
+        if let ephemeralKey { return ephemeralKey }
         let group = shim_SSL_get_negotiated_group(ssl)
         if group > 0, let shortName = OBJ_nid2sn(group) {
             let name = String(cString: shortName)
