@@ -3,6 +3,8 @@
 #   scripts/ensure-deps.sh core     — build and test: OpenSSL headers (pkg-config openssl), openssl, curl, python3, ss
 #   scripts/ensure-deps.sh browser  — the dashboard check: chromium and NSS tools (certutil)
 #   scripts/ensure-deps.sh bench    — make bench: nginx, wrk (plus openssl, curl, taskset, python3)
+#   scripts/ensure-deps.sh matrix-test — make test's reduced client matrix: gnutls-cli (plus python3-venv, see matrix-python.sh)
+#   scripts/ensure-deps.sh matrix   — make matrix: every client stack (Java, Go, Node, GnuTLS, NSS tools, unshare)
 set -euo pipefail
 group=${1:-core}
 # nginx and ss live in /usr/sbin, which a normal user's PATH may lack.
@@ -33,6 +35,20 @@ case "$group" in
     need_cmd curl curl
     need_cmd taskset util-linux
     need_cmd python3 python3
+    ;;
+  matrix-test|matrix)
+    need_cmd gnutls-cli gnutls-bin
+    # pyca/cryptography comes from PyPI into a venv (scripts/matrix-python.sh) when python3 lacks it.
+    python3 -c 'import cryptography.x509.verification' 2>/dev/null || python3 -c 'import ensurepip' 2>/dev/null \
+      || missing+=(python3-venv)
+    if [ "$group" = matrix ]; then
+      need_cmd tstclnt libnss3-tools
+      need_cmd javac default-jdk-headless   # `java File.java` compiles in memory: it needs the JDK, not just a JRE
+      need_cmd go golang-go
+      need_cmd node nodejs
+      need_cmd unshare util-linux           # URLSession's private mount namespace (scripts/matrix.py)
+      [ -f /etc/ssl/certs/ca-certificates.crt ] || missing+=(ca-certificates)
+    fi
     ;;
   *) echo "unknown dependency group: $group" >&2; exit 2 ;;
 esac

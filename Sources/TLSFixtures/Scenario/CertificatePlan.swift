@@ -132,14 +132,17 @@ public struct Expectations: Codable, Sendable, Hashable {
     public var pins: PinExpectation?
     /// Anything a user must know to read the verdicts right.
     public var note: String?
+    /// Clients of the client matrix whose verdict differs from `verify`'s (docs/CLIENTS.md); every client not listed
+    /// accepts when `verify` is `ok` and rejects otherwise. A test holds these to what the clients really do.
+    public var clients: [ClientDifference]?
 
     public init(verify: String?, ats: ATSExpectation, atsFix: ATSFix? = nil, trustedRoots: [String]? = nil,
-                pins: PinExpectation? = nil, note: String? = nil) {
+                pins: PinExpectation? = nil, note: String? = nil, clients: [ClientDifference]? = nil) {
         self.verify = verify; self.ats = ats; self.atsFix = atsFix; self.trustedRoots = trustedRoots
-        self.pins = pins; self.note = note
+        self.pins = pins; self.note = note; self.clients = clients
     }
 
-    enum CodingKeys: String, CodingKey, CaseIterable { case verify, ats, atsFix, trustedRoots, pins, note }
+    enum CodingKeys: String, CodingKey, CaseIterable { case verify, ats, atsFix, trustedRoots, pins, note, clients }
 
     public init(from decoder: Decoder) throws {
         try decoder.rejectUnknownKeys(CodingKeys.self)
@@ -153,6 +156,8 @@ public struct Expectations: Codable, Sendable, Hashable {
         }
         pins = try c.decodeIfPresent(PinExpectation.self, forKey: .pins)
         note = try c.decodeIfPresent(String.self, forKey: .note)
+        clients = try c.decodeIfPresent([ClientDifference].self, forKey: .clients)
+        try validateClients(codingPath: decoder.codingPath)
     }
 }
 
