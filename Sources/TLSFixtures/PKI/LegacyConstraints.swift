@@ -19,16 +19,23 @@ public struct LegacyNameConstraints: Sendable, Equatable {
         leadingDotEntries = found
     }
 
-    /// One paragraph for `ca show`: what is wrong, who it affects, and how to replace the CA.
-    public var explanation: String {
+    /// One paragraph for `ca show`: what is wrong, who it affects, and how to replace the authority.
+    public func explanation(for authority: BuiltinAuthority = .root) -> String {
         let listed = leadingDotEntries.map { "DNS:\($0)" }.joined(separator: ", ")
-        return """
-            warning: this CA was made by an earlier swift-tls-fixtures. Its name constraints use the leading-dot form \
-            (\(listed)), which strict RFC 5280 verifiers (pyca/cryptography, sslyze, zlint) refuse, so every fixture \
-            fails in them; OpenSSL, BoringSSL, GnuTLS, NSS, Go and Java still accept it. To make a new CA with bare \
-            DNS constraints: `tls-fixtures ca init --force` (the old one is moved to ca/replaced-DATE/, not deleted). \
-            Devices and simulators that trust the old CA keep trusting it until you remove it, and must be given the \
-            new one; apps that pin the old CA's key must pin the new one.
+        let problem = """
+            warning: this \(authority == .root ? "CA" : authority.rawValue) was made by an earlier swift-tls-fixtures. Its \
+            name constraints use the leading-dot form (\(listed)), which strict RFC 5280 verifiers (pyca/cryptography, \
+            sslyze, zlint) refuse, so every certificate it signed fails in them; OpenSSL, BoringSSL, GnuTLS, NSS, Go and \
+            Java still accept it.
+            """
+        guard authority == .root else {
+            return problem + " To have a new one made on next use, move ca/\(authority.rawValue).pem and ca/\(authority.rawValue).key "
+                + "out of the store (a device that trusts the old one keeps trusting it until you remove it)."
+        }
+        return problem + """
+             To make a new CA with bare DNS constraints: `tls-fixtures ca init --force` (the old one is moved to \
+            ca/replaced-DATE/, not deleted). Devices and simulators that trust the old CA keep trusting it until you \
+            remove it, and must be given the new one; apps that pin the old CA's key must pin the new one.
             """
     }
 }

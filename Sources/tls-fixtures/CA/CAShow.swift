@@ -30,12 +30,12 @@ struct CAShow: AsyncParsableCommand {
         let legacy = LegacyNameConstraints(ca.certificate)
         if output.json {
             try Output.json(CAReport(created: false, store: store.directory.path, certificate: store.certificatePath(id).path,
-                                     summary: CertificateSummary(ca.certificate), warnings: legacy.map { [$0.explanation] }))
+                                     summary: CertificateSummary(ca.certificate), warnings: legacy.map { [$0.explanation(for: id)] }))
             return
         }
         print("\(id.rawValue): \(store.certificatePath(id).path)")
         print(CertificateSummary(ca.certificate).text)
-        if let legacy { Output.error(legacy.explanation) }
+        if let legacy { Output.error(legacy.explanation(for: id)) }
         if id == .root {
             print("")
             print(TrustInstructions.text(rootPEM: store.certificatePath(id).path))
