@@ -53,7 +53,8 @@ clean:
 # --- Client matrix ------------------------------------------------------------------------------------------------
 # Every served scenario against every client stack (scripts/matrix.py; docs/CLIENTS.md says what each client is). The
 # Swift clients live in Matrix/, a package of its own built into .build-matrix, so neither the library nor its users
-# depend on swift-nio-ssl or AsyncHTTPClient. `make test` builds only the swift-nio-ssl client (BoringSSL) and runs the
+# depend on swift-nio-ssl or AsyncHTTPClient. Products are named because a plain `swift build` there also builds the
+# dependencies' example executables. `make test` builds only the swift-nio-ssl client (BoringSSL) and runs the
 # reduced matrix with GnuTLS and pyca/cryptography; `make matrix` builds all three Swift clients, installs the other
 # stacks (Java, Go, Node, NSS, Chromium) and writes the report. Linux only (URLSession needs a private mount namespace).
 # Not part of .ci/run: it takes minutes and its verdicts are the clients', not ours.
@@ -69,7 +70,7 @@ matrix: deps
 	@scripts/ensure-deps.sh browser
 	@scripts/matrix-python.sh
 	swift build --product tls-fixtures
-	$(MATRIX_BUILD)
+	$(MATRIX_BUILD) --product matrix-nio-ssl && $(MATRIX_BUILD) --product matrix-ahc && $(MATRIX_BUILD) --product matrix-urlsession
 	python3 scripts/matrix.py --json docs/clients.json --markdown docs/CLIENTS.md $(ARGS)
 
 # Scenarios/*.json is the catalog; the library embeds it through generated code (checked by a test).
