@@ -62,10 +62,12 @@ enum ATSFactsKit {
         .tls1_3: ["TLS_AES_256_GCM_SHA384", "TLS_AES_128_GCM_SHA256", "TLS_CHACHA20_POLY1305_SHA256"],
     ]
 
-    /// The catalog's baseline leaf for a host: RSA-2048, SHA-256, from the built-in CA, SANs `localhost` and the host
-    /// (no IP addresses: see the ip-san row), EKU serverAuth, 397 days from one day ago.
+    /// A compliant leaf for a host: RSA-2048, SHA-256, from the built-in CA, SANs `localhost`, the host, `127.0.0.1`
+    /// and `::1`, EKU serverAuth, 397 days from one day ago. The product's leaves name DNS names only (the ip-san
+    /// scenario names the addresses); these facts keep the addresses so the reference cases for IP-literal URLs have a
+    /// certificate that matches them, and ATS's verdicts on qualified names do not depend on them.
     static func leaf(_ host: String, issuer: String = builtInIssuer, key: String? = nil) -> CertificateFacts {
-        cert(host, issuer: issuer, dns: ["localhost", host], key: key)
+        cert(host, issuer: issuer, dns: ["localhost", host], ips: ["127.0.0.1", "::1"], key: key)
     }
 
     static func facts(leaf: CertificateFacts, accepted: AcceptedSuites = modernSuites,
