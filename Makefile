@@ -17,7 +17,7 @@ ifneq ($(LOW_FD_LIMIT),)
 export SWT_EXPERIMENTAL_MAXIMUM_PARALLELIZATION_WIDTH ?= 8
 endif
 
-.PHONY: help deps build test run bench bench-quick test-asan test-tsan fuzz fuzz-build clean scenarios lint
+.PHONY: help deps build test run bench bench-quick test-asan test-tsan fuzz fuzz-build clean scenarios lint matrix matrix-test-clients
 
 help:
 	@echo "make run         build (release) and serve every scenario plus the dashboard"
@@ -28,6 +28,7 @@ help:
 	@echo "make test-asan   the test suite under AddressSanitizer;  make test-tsan: ThreadSanitizer"
 	@echo "make fuzz        run the libFuzzer targets for a bounded time (Linux only: the toolchain's libFuzzer)"
 	@echo "On macOS: brew install openssl@3 pkg-config (plus curl python3 for every test); see README, On macOS"
+	@echo "make matrix      every scenario against every client TLS stack (Linux; writes docs/CLIENTS.md, docs/clients.json)"
 
 deps:
 	@scripts/ensure-deps.sh core
@@ -42,10 +43,11 @@ run: deps
 
 # Two processes: ReliabilitySuite measures this process's descriptors, threads and memory and churns through
 # thousands of ephemeral ports, so it runs alone, after everything else (which runs in parallel).
-test: deps lint
+# TLS_FIXTURES_MATRIX_REQUIRED: the reduced client matrix (ClientMatrixTests) must run; a missing client fails it.
+test: deps lint matrix-test-clients
 	@scripts/ensure-deps.sh test
 	swift build --build-tests
-	swift test --skip-build --skip ReliabilitySuite
+	TLS_FIXTURES_MATRIX_REQUIRED=1 swift test --skip-build --skip ReliabilitySuite
 	swift test --skip-build --filter ReliabilitySuite
 
 # Release build of the CLI and the in-process benchmark, then scripts/bench/run.py drives them, nginx, openssl s_server
@@ -64,7 +66,30 @@ lint:
 	@python3 scripts/lint-darwin.py
 
 clean:
-	rm -rf .build .build-asan .build-tsan .build-fuzz fuzz-out
+	rm -rf .build .build-asan .build-tsan .build-fuzz .build-matrix fuzz-out
+
+# --- Client matrix ------------------------------------------------------------------------------------------------
+# Every served scenario against every client stack (scripts/matrix.py; docs/CLIENTS.md says what each client is). The
+# Swift clients live in Matrix/, a package of its own built into .build-matrix, so neither the library nor its users
+# depend on swift-nio-ssl or AsyncHTTPClient. Products are named because a plain `swift build` there also builds the
+# dependencies' example executables. `make test` builds only the swift-nio-ssl client (BoringSSL) and runs the
+# reduced matrix with GnuTLS and pyca/cryptography; `make matrix` builds all three Swift clients, installs the other
+# stacks (Java, Go, Node, NSS, Chromium) and writes the report. Linux only (URLSession needs a private mount namespace).
+# Not part of .ci/run: it takes minutes and its verdicts are the clients', not ours.
+MATRIX_BUILD = swift build --package-path Matrix --scratch-path .build-matrix
+
+matrix-test-clients: deps
+	@scripts/ensure-deps.sh matrix-test
+	@scripts/matrix-python.sh
+	$(MATRIX_BUILD) --product matrix-nio-ssl
+
+matrix: deps
+	@scripts/ensure-deps.sh matrix
+	@scripts/ensure-deps.sh browser
+	@scripts/matrix-python.sh
+	swift build --product tls-fixtures
+	$(MATRIX_BUILD) --product matrix-nio-ssl && $(MATRIX_BUILD) --product matrix-ahc && $(MATRIX_BUILD) --product matrix-urlsession
+	python3 scripts/matrix.py --json docs/clients.json --markdown docs/CLIENTS.md $(ARGS)
 
 # Scenarios/*.json is the catalog; the library embeds it through generated code (checked by a test).
 scenarios:
@@ -93,15 +118,15 @@ define sanitized_test
 	@scripts/ensure-deps.sh test
 	swift build --build-tests --sanitize=$(1) --scratch-path $(2)
 	@rm -rf $(2)/sanitizer-reports && mkdir -p $(2)/sanitizer-reports
-	$(3)=$(4) swift test --skip-build --sanitize=$(1) --scratch-path $(2) --skip ReliabilitySuite \
+	$(3)=$(4) TLS_FIXTURES_MATRIX_REQUIRED=1 swift test --skip-build --sanitize=$(1) --scratch-path $(2) --skip ReliabilitySuite \
 	  && $(3)=$(4) swift test --skip-build --sanitize=$(1) --scratch-path $(2) --filter ReliabilitySuite; \
 	  status=$$?; scripts/sanitizer-reports.sh $(2)/sanitizer-reports || status=1; exit $$status
 endef
 
-test-asan: deps
+test-asan: deps matrix-test-clients
 	$(call sanitized_test,address,.build-asan,ASAN_OPTIONS,$(ASAN_TEST_OPTIONS))
 
-test-tsan: deps
+test-tsan: deps matrix-test-clients
 	$(call sanitized_test,thread,.build-tsan,TSAN_OPTIONS,$(TSAN_TEST_OPTIONS))
 
 # --- Fuzzing ----------------------------------------------------------------------------------------------------

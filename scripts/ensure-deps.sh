@@ -5,6 +5,9 @@
 #                                   ss and setpriv (Linux), and the dashboard browser check (Chromium, NSS certutil)
 #   scripts/ensure-deps.sh browser  the browser check alone
 #   scripts/ensure-deps.sh bench    make bench (Linux): nginx, wrk, taskset, openssl, curl, python3
+#   scripts/ensure-deps.sh matrix-test  make test's reduced client matrix: gnutls-cli, and pyca/cryptography's verifier
+#                                   (from PyPI into a venv by scripts/matrix-python.sh when python3 lacks it)
+#   scripts/ensure-deps.sh matrix   make matrix (Linux): every client stack (Java, Go, Node, GnuTLS, NSS tools, unshare)
 #
 # Each requirement is "required" (the target cannot work without it: a missing one fails it) or "optional" (only
 # some tests use it: they are skipped, each saying what is missing, and the target goes on). On Debian/Ubuntu as
@@ -58,6 +61,9 @@ satisfied() {
     keg:*) [ -n "$brew_prefix" ] && [ -x "$brew_prefix/opt/${1#keg:}" ] ;;
     brew-bin:*) [ -n "$brew_prefix" ] && [ -x "$brew_prefix/bin/${1#brew-bin:}" ] ;;
     py3) command -v python3 >/dev/null 2>&1 && python3 -c 'import sys; sys.exit(sys.version_info < (3, 8))' 2>/dev/null ;;
+    py-pyca-or-venv) command -v python3 >/dev/null 2>&1 && { python3 -c 'import cryptography.x509.verification' 2>/dev/null \
+                   || python3 -c 'import ensurepip' 2>/dev/null; } ;;
+    ca-bundle) [ -f /etc/ssl/certs/ca-certificates.crt ] ;;
     py-openssl3) command -v python3 >/dev/null 2>&1 \
                    && python3 -c 'import ssl, sys; sys.exit(not ssl.OPENSSL_VERSION.startswith("OpenSSL 3"))' 2>/dev/null ;;
     *) command -v "$1" >/dev/null 2>&1 ;;
@@ -107,6 +113,29 @@ group_bench() {
   need required python3               python3     -
 }
 
+# The reduced matrix judges the built-in CA with two stacks OpenSSL does not share (BoringSSL is built from the
+# Matrix/ package): a missing one fails `make test` rather than skipping the check that catches a CA regression.
+group_matrix_test() {
+  need required gnutls-cli            gnutls-bin  gnutls
+  # pyca/cryptography's verifier: python3 has it, or a venv can be made to install it from PyPI.
+  need required py-pyca-or-venv       python3-venv python3
+}
+
+group_matrix() {
+  if [ "$os" = Darwin ]; then
+    echo "make matrix is Linux only (URLSession's column needs a private mount namespace); run it on a Linux machine" >&2
+    exit 1
+  fi
+  group_matrix_test
+  need required tstclnt               libnss3-tools -
+  need required javac                 default-jdk-headless -   # `java File.java` compiles in memory: the JDK, not a JRE
+  need required go                    golang-go   -
+  need required node                  nodejs      -
+  need required unshare               util-linux  -            # URLSession's private mount namespace (scripts/matrix.py)
+  need required ca-bundle             ca-certificates -
+}
+
+group=${group//-/_}
 if ! declare -F "group_$group" >/dev/null; then
   groups=$(declare -F | sed -n 's/^declare -f group_//p' | tr '\n' ' ')
   echo "unknown dependency group: $group (use one of: ${groups% })" >&2

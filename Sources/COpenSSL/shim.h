@@ -99,6 +99,27 @@ static inline const ASN1_STRING *shim_GENERAL_NAME_string(const GENERAL_NAME *gn
     }
 }
 
+// MARK: - NAME_CONSTRAINTS (two stacks of GENERAL_SUBTREE)
+
+static inline STACK_OF(GENERAL_SUBTREE) *shim_NAME_CONSTRAINTS_subtrees(const NAME_CONSTRAINTS *nc, int excluded) {
+    return excluded ? nc->excludedSubtrees : nc->permittedSubtrees;
+}
+static inline int shim_sk_GENERAL_SUBTREE_num(const STACK_OF(GENERAL_SUBTREE) *sk) { return sk_GENERAL_SUBTREE_num(sk); }
+/// The base name of the subtree at `i` (minimum and maximum are never used in the web PKI).
+static inline const GENERAL_NAME *shim_GENERAL_SUBTREE_base(const STACK_OF(GENERAL_SUBTREE) *sk, int i) {
+    const GENERAL_SUBTREE *subtree = sk_GENERAL_SUBTREE_value(sk, i);
+    return subtree ? subtree->base : NULL;
+}
+static inline void shim_NAME_CONSTRAINTS_free(NAME_CONSTRAINTS *nc) { NAME_CONSTRAINTS_free(nc); }
+
+// MARK: - Security callback operations
+// SSL_SECOP_* are macros built from other macros; Swift imports none of them.
+
+/// The category bits of a security operation (`SSL_SECOP_OTHER_TYPE`).
+static inline int shim_SSL_SECOP_OTHER_TYPE(void) { return SSL_SECOP_OTHER_TYPE; }
+/// The category of the four signature-algorithm operations (supported, shared, check, mask).
+static inline int shim_SSL_SECOP_OTHER_SIGALG(void) { return SSL_SECOP_OTHER_SIGALG; }
+
 // MARK: - Parameter names
 // OSSL_PARAM_BLD keeps the key *pointer* until OSSL_PARAM_BLD_to_param; a Swift String bridged to char* lives only
 // for the duration of one call, so keys must come from static storage.

@@ -21,6 +21,9 @@ public struct CatalogEntry: Codable, Sendable, Equatable {
     public var pins: FixturePins?
     public var tls: TLSPlan?
     public var certificate: CertificatePlan?
+    /// What each client of the client matrix is expected to make of it for host `localhost`: `expect.clients` where
+    /// it names the client, else `expect.verify`'s verdict. Nil without TLS.
+    public var clientOutcomes: [String: ClientOutcome]?
 
     public init(scenario: Scenario, port: Int?, host: String = "localhost", status: Status, reason: String? = nil, pins: FixturePins? = nil) {
         name = scenario.name
@@ -36,7 +39,21 @@ public struct CatalogEntry: Codable, Sendable, Equatable {
         self.pins = pins
         tls = scenario.tls
         certificate = scenario.certificate
+        if scenario.expect.defaultClientOutcome != nil {
+            clientOutcomes = Dictionary(uniqueKeysWithValues: MatrixClient.allCases.compactMap { client in
+                scenario.expect.outcome(for: client).map { (client.rawValue, $0.outcome) }
+            })
+        }
     }
+}
+
+/// A client of the client matrix, as `/scenarios.json` lists them (docs/CLIENTS.md has what each one did).
+public struct MatrixClientEntry: Codable, Sendable, Equatable {
+    public var id: String
+    public var stack: String
+    public var summary: String
+
+    public init(_ client: MatrixClient) { id = client.rawValue; stack = client.stack; summary = client.summary }
 }
 
 /// The whole catalog with where each scenario lives.
@@ -46,6 +63,8 @@ public struct CatalogDocument: Codable, Sendable, Equatable {
     public var dashboard: String?
     /// Said once, where every reader of this document sees it.
     public var atsNote = ATSTrap.note
+    /// The clients `expect.clients` and `clientOutcomes` name, in the client matrix's order.
+    public var clients = MatrixClient.allCases.map(MatrixClientEntry.init)
     public var scenarios: [CatalogEntry]
 
     public init(dashboard: String?, scenarios: [CatalogEntry]) {

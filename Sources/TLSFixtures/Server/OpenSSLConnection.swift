@@ -77,8 +77,22 @@ final class OpenSSLConnection {
     func handshake() -> Step {
         OpenSSLError.clearQueue()
         let rc = SSL_do_handshake(ssl)
+        rememberEphemeralKey()
         if rc == 1 { return .complete }
         return step(for: rc, operation: "complete the TLS handshake")
+    }
+
+    /// The server's ephemeral key as it was while the handshake waited for the client's key exchange: a TLS 1.2 server
+    /// frees it once the shared secret is derived, and with automatic DH parameters nothing else records its size.
+    private var ephemeralKey: String?
+
+    private func rememberEphemeralKey() {
+        guard ephemeralKey == nil else { return }
+        var key: OpaquePointer? = nil
+        if shim_SSL_get_tmp_key(ssl, &key) == 1, let key {
+            ephemeralKey = KeyExchangeName.describe(key)
+            EVP_PKEY_free(key)
+        }
     }
 
     /// Decrypts whatever complete records are buffered, appending plaintext to `buffer`.
@@ -161,15 +175,16 @@ final class OpenSSLConnection {
             clientCertificate: clientSubject)
     }
 
-    /// The key exchange: `X25519`, `ECDH prime256v1`, `DH 1024`, `X25519MLKEM768`, or `RSA` (no ephemeral key at all).
+    /// The key exchange: `X25519`, `ECDH prime256v1`, `DH 2048`, `X25519MLKEM768`, or `RSA` (no ephemeral key at all).
     /// The server's ephemeral key is freed once a TLS 1.2 handshake is done, and a KEM group (OpenSSL 3.5's default
-    /// hybrid) never has one, so the negotiated group, then the suite, answer then.
+    /// hybrid) never has one, so the key remembered during the handshake, the negotiated group, then the suite, answer then.
     private var keyExchange: String? {
         var key: OpaquePointer? = nil
         if shim_SSL_get_tmp_key(ssl, &key) == 1, let key {
             defer { EVP_PKEY_free(key) }
             return KeyExchangeName.describe(key)
         }
+        if let ephemeralKey { return ephemeralKey }
         if let group = KeyExchangeName.negotiatedGroup(ssl) { return KeyExchangeName.display(group: group) }
         guard let cipher = SSL_get_current_cipher(ssl) else { return nil }
         switch SSL_CIPHER_get_kx_nid(cipher) {

@@ -165,6 +165,8 @@ enum ScenarioExpectations {
             $0.leafSignature = sha256ByUnspecifiedIssuer; $0.certificateCount = 2
             $0.verify = "CA signature digest algorithm too weak"
         },
+        // The control for the two-level chains: root → SHA-256 intermediate → leaf, the intermediate sent.
+        row("intermediate") { $0.leafSignature = sha256ByUnspecifiedIssuer; $0.certificateCount = 2 },
         // ECDSA cannot be combined with MD5, so the MD5 leaf comes from an RSA intermediate, which is sent.
         row("md5-leaf") {
             $0.leafSignature = ["md5WithRSAEncryption"]; $0.certificateCount = 2
@@ -198,6 +200,8 @@ enum ScenarioExpectations {
         // The leaf still names localhost (one change: an extra name outside the permitted subtrees).
         row("name-constraint-violation") { $0.verify = "permitted subtree violation" },
         row("1000-sans"),
+        // Not in the spec: the baseline leaf plus IP addresses (OpenSSL checks iPAddress constraints and accepts it).
+        row("ip-san"),
 
         // MARK: pinning
         row("pinned"),
@@ -238,8 +242,8 @@ struct ScenarioEndToEndTableTests {
         let extra = Set(table).subtracting(catalog).sorted()
         #expect(missing.isEmpty, "catalog scenarios with no expectation row (write one by hand): \(missing)")
         #expect(extra.isEmpty, "rows for scenarios the catalog does not have: \(extra)")
-        // The spec (scenarios.md) lists 44 scenarios.
-        #expect(table.count == 44)
+        // The spec (scenarios.md) lists 45 scenarios; ip-san is ours (the one leaf that names IP addresses).
+        #expect(table.count == 46)
     }
 
     /// The scenario files state OpenSSL's verify text as data (against the built-in CA alone) for users to read; it
