@@ -170,6 +170,33 @@ public final class Certificate: @unchecked Sendable, Equatable, CustomStringConv
         return result
     }
 
+    /// The name constraints extension's subtrees, written as `NameConstraints` entries are: a DNS name as stored
+    /// (`localhost`, or `.test` in the leading-dot form older CAs used), an address block as `ADDRESS/PREFIX`
+    /// (`127.0.0.0/8`, `::1/128`), anything else as `type N`. `nil` when the certificate has no such extension.
+    public var nameConstraintEntries: (permitted: [String], excluded: [String])? {
+        guard let raw = X509_get_ext_d2i(pointer, NID_name_constraints, nil, nil) else { return nil }
+        let constraints = raw.assumingMemoryBound(to: NAME_CONSTRAINTS.self)
+        defer { shim_NAME_CONSTRAINTS_free(constraints) }
+        func entries(excluded: Bool) -> [String] {
+            guard let subtrees = shim_NAME_CONSTRAINTS_subtrees(constraints, excluded ? 1 : 0) else { return [] }
+            return (0..<shim_sk_GENERAL_SUBTREE_num(subtrees)).compactMap { index in
+                guard let base = shim_GENERAL_SUBTREE_base(subtrees, index) else { return nil }
+                let type = shim_GENERAL_NAME_type(base)
+                let bytes = Certificate.bytes(shim_GENERAL_NAME_string(base)) ?? []
+                switch type {
+                case GEN_DNS: return String(decoding: bytes, as: UTF8.self)
+                case GEN_IPADD where bytes.count == 8 || bytes.count == 32:
+                    // Address then mask, RFC 5280 4.2.1.10; the mask's leading one bits are the prefix.
+                    let half = bytes.count / 2
+                    let prefix = bytes[half...].reduce(0) { $0 + $1.nonzeroBitCount }
+                    return "\(Certificate.ipText(Array(bytes[..<half])))/\(prefix)"
+                default: return "type \(type)"
+                }
+            }
+        }
+        return (entries(excluded: false), entries(excluded: true))
+    }
+
     /// Extended key usages by OpenSSL short name (`serverAuth`, `clientAuth`); `nil` when absent.
     public var extendedKeyUsage: [String]? {
         guard let raw = X509_get_ext_d2i(pointer, NID_ext_key_usage, nil, nil) else { return nil }

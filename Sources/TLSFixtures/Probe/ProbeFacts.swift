@@ -87,7 +87,8 @@ public struct TrustFacts: Codable, Sendable, Equatable {
 }
 
 /// An OpenSSL `X509_V_ERR_*` result: its number and OpenSSL's own text
-/// (`X509_verify_cert_error_string`), e.g. `10` / `certificate has expired`.
+/// (`X509_verify_cert_error_string`), e.g. `10` / `certificate has expired`. When the platform judged (SecTrust on
+/// macOS), the number is the nearest OpenSSL one and the text is the platform's own (`PlatformTrust`).
 public struct VerifyError: Codable, Sendable, Equatable, CustomStringConvertible, Error {
     public var code: Int32
     public var text: String

@@ -28,6 +28,9 @@ public struct CatalogEntry: Codable, Sendable, Equatable {
     /// Suites the scenario names that the linked OpenSSL does not have, so they are not served (e.g. mozilla-old's
     /// DES-CBC3-SHA on Debian's and Homebrew's OpenSSL 3); nil when none.
     public var unavailableCiphers: [String]?
+    /// What each client of the client matrix is expected to make of it for host `localhost`: `expect.clients` where
+    /// it names the client, else `expect.verify`'s verdict. Nil without TLS.
+    public var clientOutcomes: [String: ClientOutcome]?
 
     public init(scenario: Scenario, port: Int?, host: String = "localhost", status: Status, reason: String? = nil, pins: FixturePins? = nil) {
         name = scenario.name
@@ -43,7 +46,21 @@ public struct CatalogEntry: Codable, Sendable, Equatable {
         self.pins = pins
         tls = scenario.tls
         certificate = scenario.certificate
+        if scenario.expect.defaultClientOutcome != nil {
+            clientOutcomes = Dictionary(uniqueKeysWithValues: MatrixClient.allCases.compactMap { client in
+                scenario.expect.outcome(for: client).map { (client.rawValue, $0.outcome) }
+            })
+        }
     }
+}
+
+/// A client of the client matrix, as `/scenarios.json` lists them (docs/CLIENTS.md has what each one did).
+public struct MatrixClientEntry: Codable, Sendable, Equatable {
+    public var id: String
+    public var stack: String
+    public var summary: String
+
+    public init(_ client: MatrixClient) { id = client.rawValue; stack = client.stack; summary = client.summary }
 }
 
 /// The whole catalog with where each scenario lives.
@@ -57,6 +74,8 @@ public struct CatalogDocument: Codable, Sendable, Equatable {
     public var revocationResponder: String?
     /// What Apple does about revocation, said once (each revocation scenario says what it means in `expect.revocation`).
     public var revocationNote = RevocationNote.apple
+    /// The clients `expect.clients` and `clientOutcomes` name, in the client matrix's order.
+    public var clients = MatrixClient.allCases.map(MatrixClientEntry.init)
     public var scenarios: [CatalogEntry]
 
     public init(dashboard: String?, scenarios: [CatalogEntry]) {

@@ -26,7 +26,7 @@ struct ATSClientOptions: ParsableArguments {
     @Option(help: ArgumentHelp("Load kind: data (URLSession), media (AVFoundation), web (WKWebView).", valueName: "kind"))
     var loadKind = "data"
 
-    @Option(help: ArgumentHelp("A root the device trusts (PEM or DER, repeatable). Default: the system's roots.", valueName: "file"))
+    @Option(help: ArgumentHelp("A root the device trusts (PEM or DER, repeatable). Default: the system's roots (on macOS the Security framework's, Keychain included, as nscurl).", valueName: "file"))
     var trustCA: [String] = []
 
     @Option(help: ArgumentHelp("Which kind of anchor --trust-ca stands for: user (installed by the user), app (SecTrustSetAnchorCertificates), system.", valueName: "kind"))

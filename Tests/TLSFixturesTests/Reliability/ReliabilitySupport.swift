@@ -13,6 +13,7 @@ import Darwin
 // Shared machinery of the reliability and security suites: what this process holds (descriptors, threads, memory),
 // clients that misbehave on purpose (raw POSIX sockets, a TLS client that keeps its connection), and the check every
 // hostile-input test ends with: a normal client is served at once and nothing was left behind.
+// darwin-lint: file allows proc — every suite that reads /proc here is enabled only when Platform.isLinux
 
 enum Platform {
     #if os(Linux)
