@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Installs what a fresh machine lacks for a group of make targets, or prints the exact command when it cannot.
 #   scripts/ensure-deps.sh core     build and run: pkg-config and OpenSSL 3's headers; python3 for the scripts
-#   scripts/ensure-deps.sh test     make test: the clients that judge the servers (openssl, curl, Python's ssl,
-#                                   gnutls-cli), ss and setpriv (Linux), and the dashboard browser check (Chromium, NSS certutil)
+#   scripts/ensure-deps.sh test     make test: the clients that judge the servers (openssl, curl, Python's ssl),
+#                                   ss and setpriv (Linux), and the dashboard browser check (Chromium, NSS certutil)
 #   scripts/ensure-deps.sh browser  the browser check alone
 #   scripts/ensure-deps.sh bench    make bench (Linux): nginx, wrk, taskset, openssl, curl, python3
 #   scripts/ensure-deps.sh matrix-test  make test's reduced client matrix: gnutls-cli, and pyca/cryptography's verifier
@@ -97,8 +97,6 @@ group_test() {
     need optional ss                  iproute2    -  "the listening-socket checks are skipped"
     need optional setpriv             util-linux  -  "store-permission tests run as root are skipped"
   fi
-  # A second TLS stack for the revocation and shape tests: OCSP stapling, must-staple, chain order, size limits.
-  need optional gnutls-cli            gnutls-bin  gnutls  "tests judging with GnuTLS (stapling, must-staple, message limits) are skipped"
   group_browser
 }
 

@@ -1719,7 +1719,7 @@ enum BuiltinScenarioFiles {
   },
   "certificate": {
     "key": "ec:p256",
-    "issuer": "intermediate",
+    "issuer": "root",
     "validity": {
       "notBefore": -1,
       "notAfter": 89
@@ -1735,7 +1735,7 @@ enum BuiltinScenarioFiles {
     "atsFix": {
       "kind": "not-needed"
     },
-    "note": "Mozilla server-side TLS guidelines 5.8 (https://ssl-config.mozilla.org/guidelines/5.8.json): TLS 1.3 with its three suites, curves X25519/P-256/P-384, client's order, ECDSA certificate signed with ecdsa-with-SHA256, 90-day lifetime, OCSP stapling. Not reproduced: the HSTS header (the fixture answers every request alike). Guidelines 6.0 add the X25519MLKEM768 group, which needs OpenSSL 3.5; the linked OpenSSL 3.0 has none."
+    "note": "Mozilla server-side TLS guidelines 5.8 (https://ssl-config.mozilla.org/guidelines/5.8.json): TLS 1.3 with its three suites, curves X25519/P-256/P-384, client's order, ECDSA certificate signed with ecdsa-with-SHA256 (so straight from the built-in root, which is EC: every built-in intermediate is RSA), 90-day lifetime, OCSP stapling. Not reproduced: the HSTS header (the fixture answers every request alike). Guidelines 6.0 add the X25519MLKEM768 group, which needs OpenSSL 3.5; the linked OpenSSL 3.0 has none."
   }
 }
 """#),
@@ -1772,7 +1772,7 @@ enum BuiltinScenarioFiles {
     "atsFix": {
       "kind": "not-needed"
     },
-    "note": "Mozilla server-side TLS guidelines 5.8 (https://ssl-config.mozilla.org/guidelines/5.8.json): its nine TLS 1.2 suites and three TLS 1.3 suites, curves X25519/P-256/P-384, the ffdhe2048 DH group, client's order, RSA-2048 certificate, 90-day lifetime, OCSP stapling. Not reproduced: the HSTS header. Guidelines 6.0 drop the DHE suites and add X25519MLKEM768 (OpenSSL 3.5)."
+    "note": "Mozilla server-side TLS guidelines 5.8 (https://ssl-config.mozilla.org/guidelines/5.8.json): its nine TLS 1.2 suites and three TLS 1.3 suites, curves X25519/P-256/P-384, the ffdhe2048 DH group, client's order, RSA-2048 certificate signed with sha256WithRSAEncryption (by the RSA intermediate, sent), 90-day lifetime, OCSP stapling. Not reproduced: the HSTS header. Guidelines 6.0 drop the DHE suites and add X25519MLKEM768 (OpenSSL 3.5)."
   }
 }
 """#),

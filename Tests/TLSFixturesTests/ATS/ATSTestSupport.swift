@@ -342,14 +342,15 @@ enum ATSCatalog {
         // Mozilla's configurations (guidelines 5.8): each speaks TLS 1.3 with forward-secret suites, so ATS allows all three.
         do {
             let tls13: [String] = ["TLS_AES_128_GCM_SHA256", "TLS_AES_256_GCM_SHA384", "TLS_CHACHA20_POLY1305_SHA256"]
-            let intermediate = F.cert("Fixtures Intermediate", issuer: F.builtInIssuer, keyType: "EC", bits: 256, curve: "prime256v1",
-                                      notBefore: F.now - 100 * F.day, days: 1000, isCA: true, eku: nil)
-            var modernLeaf = F.leaf(h("mozilla-modern"), issuer: intermediate.subject)
+            // Every built-in intermediate is RSA; modern's ECDSA signature comes straight from the (EC) root.
+            let intermediate = F.cert("Fixtures Intermediate", issuer: F.builtInIssuer, notBefore: F.now - 100 * F.day, days: 1000,
+                                      isCA: true, eku: nil)
+            var modernLeaf = F.leaf(h("mozilla-modern"), issuer: F.builtInIssuer)
             modernLeaf.keyType = "EC"; modernLeaf.keyBits = 256; modernLeaf.curve = "prime256v1"
             modernLeaf.notAfter = modernLeaf.notBefore + 90 * F.day
             rows.append(ATSCatalogRow(name: "mozilla-modern", facts: F.facts(leaf: modernLeaf, accepted: [.tls1_3: tls13],
-                                                                            presented: [modernLeaf, intermediate],
-                                                                            verified: [modernLeaf, intermediate, F.builtInCA]),
+                                                                            presented: [modernLeaf],
+                                                                            verified: [modernLeaf, F.builtInCA]),
                                       atsDefaultAllows: true, finder: .notNeeded))
             var intermediateLeaf = F.leaf(h("mozilla-intermediate"), issuer: intermediate.subject)
             intermediateLeaf.notAfter = intermediateLeaf.notBefore + 90 * F.day

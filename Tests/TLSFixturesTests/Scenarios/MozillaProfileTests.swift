@@ -95,7 +95,7 @@ struct MozillaProfileTests {
                                                         cipher: "ECDHE-RSA-CHACHA20-POLY1305:ECDHE-RSA-AES128-GCM-SHA256")
             #expect(clientOrder.cipher == "ECDHE-RSA-CHACHA20-POLY1305", "the server overrode the client's order")
             #expect(fixture.prepared.unavailableCiphers.isEmpty)
-            try await checkLeafAndStaple(fixture, keyText: "Public-Key: (2048 bit)", signature: "ecdsa-with-SHA256")
+            try await checkLeafAndStaple(fixture, keyText: "Public-Key: (2048 bit)", signature: "sha256WithRSAEncryption")
         }
     }
 

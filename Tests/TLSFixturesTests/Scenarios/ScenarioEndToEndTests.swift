@@ -263,7 +263,7 @@ struct ScenarioEndToEndTests {
             #expect(intermediate?.signatureDigest == (name == "sha1-intermediate" ? "sha1" : "sha256"),
                     "\(name): intermediate signed with \(intermediate?.signatureDigest ?? "?")")
         case "revoked", "revoked-stapled", "ocsp-good-stapled", "must-staple-missing", "ocsp-unreachable", "crl-revoked",
-             "mozilla-modern", "mozilla-intermediate", "mozilla-old":
+             "mozilla-intermediate", "mozilla-old":
             // Issued by an intermediate the built-in CA signed, and the intermediate is sent after the leaf.
             let intermediate = chain.count > 1 ? chain[1] : nil
             #expect(intermediate?.isCA == true && intermediate?.subject == leaf.issuer && intermediate?.issuer == ca.subject,

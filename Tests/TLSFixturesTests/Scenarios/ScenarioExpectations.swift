@@ -219,16 +219,16 @@ enum ScenarioExpectations {
         // MARK: revocation (scenarios.md, second round)
         // Every revocation leaf comes from the built-in intermediate (EC P-256), which is sent: its OCSP answers and CRL are
         // signed by that intermediate, and curl --cert-status computes the OCSP request from the chain it was sent.
-        row("revoked") { $0.certificateCount = 2 },
-        row("revoked-stapled") { $0.certificateCount = 2 },
-        row("ocsp-good-stapled") { $0.certificateCount = 2 },
-        row("must-staple-missing") { $0.certificateCount = 2 },
-        row("ocsp-unreachable") { $0.certificateCount = 2 },
-        row("crl-revoked") { $0.certificateCount = 2 },
+        row("revoked") { $0.leafSignature = ["sha256WithRSAEncryption"]; $0.certificateCount = 2 },
+        row("revoked-stapled") { $0.leafSignature = ["sha256WithRSAEncryption"]; $0.certificateCount = 2 },
+        row("ocsp-good-stapled") { $0.leafSignature = ["sha256WithRSAEncryption"]; $0.certificateCount = 2 },
+        row("must-staple-missing") { $0.leafSignature = ["sha256WithRSAEncryption"]; $0.certificateCount = 2 },
+        row("ocsp-unreachable") { $0.leafSignature = ["sha256WithRSAEncryption"]; $0.certificateCount = 2 },
+        row("crl-revoked") { $0.leafSignature = ["sha256WithRSAEncryption"]; $0.certificateCount = 2 },
 
         // MARK: missing shapes (second round)
         // The leaf, then the root, then the intermediate: three certificates, still a path OpenSSL can build.
-        row("reversed-chain") { $0.certificateCount = 3 },
+        row("reversed-chain") { $0.leafSignature = ["sha256WithRSAEncryption"]; $0.certificateCount = 3 },
         row("no-subject"),
         // 10,000 names make a certificate of ~320 KB; OpenSSL's default peer chain limit is 100 KiB.
         row("10000-sans") { $0.stockOpenSSLRefuses = "excessive message size" },
@@ -236,8 +236,8 @@ enum ScenarioExpectations {
         // Mozilla guidelines 5.8: a TLS 1.3 client gets TLS 1.3 from all three; modern has an ECDSA P-256 leaf, old an RSA
         // leaf signed by the RSA intermediate (sha256WithRSAEncryption), intermediate the baseline RSA leaf; all are issued by
         // an intermediate, which is sent.
-        row("mozilla-modern") { $0.keyType = "EC"; $0.keyBits = 256; $0.certificateCount = 2 },
-        row("mozilla-intermediate") { $0.certificateCount = 2 },
+        row("mozilla-modern") { $0.keyType = "EC"; $0.keyBits = 256 },
+        row("mozilla-intermediate") { $0.leafSignature = ["sha256WithRSAEncryption"]; $0.certificateCount = 2 },
         row("mozilla-old") { $0.leafSignature = ["sha256WithRSAEncryption"]; $0.certificateCount = 2 },
         row("long-subdomain"),
 
