@@ -48,6 +48,8 @@ public final class RevocationServices: Sendable {
 
     public var responderPort: Int? { responder?.port }
     public var refusingPort: Int? { refusing?.port }
+    /// Whether the responder still listens or the refusing port is still held (what a stopped fixture must not leave).
+    var isRunning: Bool { (responder?.isListening ?? false) || (refusing?.isHeld ?? false) }
 
     public func stop() async {
         await responder?.stop()
@@ -96,6 +98,8 @@ final class RevocationResponder: Sendable {
         }
         return RevocationResponder(port: channels.first?.localAddress?.port ?? port, channels: channels, connections: connections)
     }
+
+    var isListening: Bool { channels.contains { $0.isActive } }
 
     func stop() async {
         for channel in channels { try? await channel.close() }
@@ -209,6 +213,8 @@ final class RefusingPort: Sendable {
         self.port = port
         self.descriptors = NIOLockedValueBox(held)
     }
+
+    var isHeld: Bool { !descriptors.withLockedValue { $0.isEmpty } }
 
     func close() {
         let held = descriptors.withLockedValue { held -> [Int32] in defer { held = [] }; return held }

@@ -219,21 +219,28 @@ struct RevocationEndToEndTests {
         let refusing = try #require(services.refusingPort)
         #expect(Ports.accepts(responder) && !Ports.accepts(refusing))
         #expect(!Ports.canListen(refusing), "the refusing port \(refusing) is not held")
+        #expect(services.isRunning)
         await fixture.stop()
-        #expect(!Ports.accepts(responder), "the responder still listens on \(responder)")
-        // That the refusing port is given back is the next test's: this one's came from the ephemeral range, where another
-        // test's outgoing connection may take it the moment it is free.
+        // From the client side this is the next test's: these ports came from the ephemeral range, where another test's
+        // fixture or connection may take them the moment they are free.
+        #expect(!services.isRunning, "stop() left the responder listening or the refusing port held")
     }
 
-    @Test("stopping the services gives the refusing port back")
-    func refusingPortIsFreed() async throws {
-        // Below the ephemeral range (32768 and up on Linux, 49152 on macOS), so no connection elsewhere can take it once free.
-        let port = try #require((0..<50).lazy.map { _ in Int.random(in: 20_000..<32_000) }.first { Ports.canListen($0) },
-                                "no free port below the ephemeral range")
-        let services = try await RevocationServices.start(bindAddresses: nil, responderPort: 0, refusingPort: port, responder: false)
-        #expect(services.refusingPort == port)
-        #expect(!Ports.accepts(port) && !Ports.canListen(port), "the refusing port \(port) is not held")
+    @Test("stopping the services closes the responder and gives the refusing port back")
+    func servicesFreeTheirPorts() async throws {
+        // Below the ephemeral range (32768 and up on Linux, 49152 on macOS), so nothing elsewhere takes them once free.
+        func freePort() throws -> Int {
+            try #require((0..<50).lazy.map { _ in Int.random(in: 20_000..<32_000) }.first { Ports.canListen($0) },
+                         "no free port below the ephemeral range")
+        }
+        let responder = try freePort()
+        let refusing = try freePort()
+        let services = try await RevocationServices.start(bindAddresses: nil, responderPort: responder, refusingPort: refusing)
+        #expect(services.responderPort == responder && services.refusingPort == refusing)
+        #expect(Ports.accepts(responder), "the responder does not listen on \(responder)")
+        #expect(!Ports.accepts(refusing) && !Ports.canListen(refusing), "the refusing port \(refusing) is not held")
         await services.stop()
-        #expect(Ports.canListen(port), "the refusing port \(port) is still held after stop()")
+        #expect(!Ports.accepts(responder), "the responder still listens on \(responder)")
+        #expect(Ports.canListen(refusing), "the refusing port \(refusing) is still held after stop()")
     }
 }
