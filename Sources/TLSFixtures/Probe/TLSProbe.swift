@@ -83,6 +83,10 @@ public struct ProbeOptions: Sendable {
     public var clientCredential: Credential? = nil
     /// Send `GET /` after the handshake and keep the response.
     public var sendHTTPRequest = true
+    /// Asked after the handshake and verification, before the HTTP request: a reason to stop there (a pin that did not
+    /// match: a pinning client never sends its request over such a connection), or nil to go on. The reason is kept
+    /// in `ProbeResult.httpNotSent`.
+    public var beforeHTTPRequest: (@Sendable (ProbeResult) -> String?)? = nil
     public var timeout: TimeInterval = 10
 
     public init() {}
@@ -131,6 +135,8 @@ public struct ProbeResult: Codable, Sendable, Equatable {
     /// Chain building, signatures and dates only, for the ATS model.
     public var trust: TrustFacts?
     public var http: ProbeHTTPResponse?
+    /// Why no HTTP request was sent although one was asked for (`ProbeOptions.beforeHTTPRequest` stopped it).
+    public var httpNotSent: String?
 
     public var succeeded: Bool { failure == nil }
 }
@@ -217,7 +223,9 @@ public struct TLSProbe: Sendable {
                 result.trust = Verifier.trust(chain: chain, roots: options.trustRoots, anchor: options.anchorKind)
             }
         }
-        if rc == 1 && options.sendHTTPRequest {
+        if rc == 1 && options.sendHTTPRequest, let stop = options.beforeHTTPRequest?(result) {
+            result.httpNotSent = stop
+        } else if rc == 1 && options.sendHTTPRequest {
             switch HTTPExchange.tls(ssl: ssl, host: target.host, timeout: options.timeout) {
             case .success(let response):
                 result.http = response
