@@ -1,7 +1,7 @@
 import COpenSSL
 import NIOCore
 
-/// One server-side OpenSSL `SSL` driven through two memory BIOs: ciphertext from the network is written into
+/// One OpenSSL `SSL` (server-side unless told otherwise) driven through two memory BIOs: ciphertext from the network is written into
 /// `networkIn`, ciphertext OpenSSL wants to send accumulates in `networkOut`. It does no I/O of its own; the
 /// channel handler moves bytes. Used on one event loop only (not `Sendable`).
 final class OpenSSLConnection {
@@ -30,7 +30,11 @@ final class OpenSSLConnection {
     /// The size of explicitly configured DH parameters, for reporting.
     private let dhBits: Int?
 
-    init(context: TLSContext) throws {
+    /// Which end of the handshake this connection plays. Fixtures are servers; the client end lets tests drive
+    /// `TLSServerHandler` from an `EmbeddedChannel` with a real OpenSSL peer and no sockets.
+    enum Role { case server, client }
+
+    init(context: TLSContext, role: Role = .server) throws {
         dhBits = context.dhBits
         OpenSSLError.clearQueue()
         let ssl = try checkNotNull(SSL_new(context.pointer), "create a TLS connection")
@@ -41,7 +45,10 @@ final class OpenSSLConnection {
         // An empty input BIO means "retry later", not end of file.
         _ = shim_BIO_set_mem_eof_return(input, -1)
         SSL_set_bio(ssl, input, output)   // The SSL owns both BIOs from here on.
-        SSL_set_accept_state(ssl)
+        switch role {
+        case .server: SSL_set_accept_state(ssl)
+        case .client: SSL_set_connect_state(ssl)
+        }
         self.ssl = ssl
         self.networkIn = input
         self.networkOut = output
