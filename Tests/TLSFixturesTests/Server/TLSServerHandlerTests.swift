@@ -1,5 +1,6 @@
 import Foundation
 import Logging
+import NIOConcurrencyHelpers
 import NIOCore
 import NIOEmbedded
 import Testing
@@ -58,7 +59,7 @@ struct TLSServerHandlerTests {
         let recorder = Recorder()
         let client: OpenSSLConnection
 
-        init(extra: [ChannelHandler] = [], maxVersion: TLSVersion = .tls1_3) throws {
+        init(extra: [ChannelHandler] = [], maxVersion: TLSVersion = .tls1_3, alpn: [String] = []) throws {
             let ca = try CertificateAuthority.ephemeral()
             let leaf = try ca.issueServerCertificate()
             let server = try TLSContext.server(settings: TLSSettings(), certificate: leaf.certificate, key: leaf.privateKey, chain: [])
@@ -66,7 +67,7 @@ struct TLSServerHandlerTests {
                                                logger: Logger(label: "test"))
             channel = EmbeddedChannel()
             try channel.pipeline.syncOperations.addHandlers([handler, recorder] + extra)
-            client = try OpenSSLConnection(context: try TLSContext.client(settings: TLSSettings(maxVersion: maxVersion)), role: .client)
+            client = try OpenSSLConnection(context: try TLSContext.client(settings: TLSSettings(maxVersion: maxVersion), alpn: alpn), role: .client)
         }
 
         func activate() throws {
@@ -161,13 +162,13 @@ struct TLSServerHandlerTests {
         try pair.activate()
         let written = try #require(greeter.written)
         // Only the handshake may leave before it completes: no application record is queued behind the ServerHello.
-        var settled = false
-        written.whenComplete { _ in settled = true }
+        let settled = NIOLockedValueBox(false)
+        written.whenComplete { _ in settled.withLockedValue { $0 = true } }
         _ = pair.client.handshake()
         try pair.deliverToServer()
-        #expect(!settled, "the greeting's promise completed before the handshake did")
+        #expect(!settled.withLockedValue { $0 }, "the greeting's promise completed before the handshake did")
         try pair.handshake()
-        #expect(settled)
+        #expect(settled.withLockedValue { $0 })
         try written.wait()
         #expect(pair.clientReads().0 == "220 hello\r\n")
     }
