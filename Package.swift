@@ -59,6 +59,7 @@ let package = Package(
                 // TLSServerHandlerTests drive the handler through an EmbeddedChannel, as swift-nio-ssl tests NIOSSLHandler.
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOEmbedded", package: "swift-nio"),
+                .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
             ],
             // Saved fuzzer inputs, read from the checkout by FuzzRegressionTests (not resources of the bundle).
             exclude: ["Fuzz/Inputs"]

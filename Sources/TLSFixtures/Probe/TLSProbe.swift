@@ -187,12 +187,11 @@ public struct TLSProbe: Sendable {
             if options.minVersion >= .tls1_3 { settings.ciphers = nil }
             context = try TLSContext.client(settings: settings, clientCertificate: options.clientCredential.map {
                 ($0.certificate, $0.privateKey, $0.intermediates)
-            })
+            }, alpn: ["http/1.1"])
         } catch {
             result.failure = "client configuration: \(error)"
             return result
         }
-        context.setClientALPN(["http/1.1"])
         guard let ssl = SSL_new(context.pointer) else {
             result.failure = OpenSSLError.drain("create a client connection").description
             return result
@@ -247,7 +246,7 @@ public struct TLSProbe: Sendable {
     private func peerChain(_ ssl: OpaquePointer) -> [Certificate] {
         guard let stack = SSL_get_peer_cert_chain(ssl) else { return [] }
         return (0..<shim_sk_X509_num(stack)).compactMap { index in
-            shim_sk_X509_value(stack, index).map { Certificate(retaining: $0) }
+            shim_sk_X509_value(stack, index).flatMap { try? Certificate(retaining: $0) }
         }
     }
 
@@ -320,7 +319,7 @@ enum Verifier {
         let ok = X509_verify_cert(context) == 1
         var verified: [Certificate] = []
         if let built = X509_STORE_CTX_get0_chain(context) {
-            verified = (0..<shim_sk_X509_num(built)).compactMap { shim_sk_X509_value(built, $0).map { Certificate(retaining: $0) } }
+            verified = (0..<shim_sk_X509_num(built)).compactMap { shim_sk_X509_value(built, $0).flatMap { try? Certificate(retaining: $0) } }
         }
         OpenSSLError.clearQueue()
         if ok { return (nil, verified) }

@@ -34,11 +34,23 @@ final class OpenSSLConnection {
     /// `TLSServerHandler` from an `EmbeddedChannel` with a real OpenSSL peer and no sockets.
     enum Role { case server, client }
 
-    init(context: TLSContext, role: Role = .server) throws {
+    /// Allocating and freeing the memory BIOs, replaceable so a test can make the second allocation fail.
+    struct BIOAllocator {
+        var make: () -> OpaquePointer? = { BIO_new(BIO_s_mem()) }
+        var free: (OpaquePointer) -> Void = { BIO_free($0) }
+    }
+
+    init(context: TLSContext, role: Role = .server, allocator: BIOAllocator = BIOAllocator()) throws {
         dhBits = context.dhBits
         OpenSSLError.clearQueue()
         let ssl = try checkNotNull(SSL_new(context.pointer), "create a TLS connection")
-        guard let input = BIO_new(BIO_s_mem()), let output = BIO_new(BIO_s_mem()) else {
+        guard let input = allocator.make() else {
+            SSL_free(ssl)
+            throw OpenSSLError.drain("allocate connection buffers")
+        }
+        guard let output = allocator.make() else {
+            // Not yet handed to the SSL, so not freed with it.
+            allocator.free(input)
             SSL_free(ssl)
             throw OpenSSLError.drain("allocate connection buffers")
         }
@@ -168,7 +180,7 @@ final class OpenSSLConnection {
         let alpn = alpnData.map { String(decoding: UnsafeBufferPointer(start: $0, count: Int(alpnLength)), as: UTF8.self) }
         var clientSubject: String? = nil
         if let peer = SSL_get1_peer_certificate(ssl) {
-            clientSubject = Certificate(taking: peer).subject
+            clientSubject = (try? Certificate(taking: peer))?.subject
         }
         return HandshakeDetails(
             protocol: String(cString: SSL_get_version(ssl)),
