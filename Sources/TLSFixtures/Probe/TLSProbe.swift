@@ -86,6 +86,10 @@ public struct ProbeOptions: Sendable {
     /// The largest certificate chain accepted, in bytes. OpenSSL's default is 100 KiB; the probe reads 1 MiB so it can
     /// show a 10,000-name certificate that stock OpenSSL clients refuse as "excessive message size".
     public var maximumCertificateListBytes = 1 << 20
+    /// Asked after the handshake and verification, before the HTTP request: a reason to stop there (a pin that did not
+    /// match: a pinning client never sends its request over such a connection), or nil to go on. The reason is kept
+    /// in `ProbeResult.httpNotSent`.
+    public var beforeHTTPRequest: (@Sendable (ProbeResult) -> String?)? = nil
     public var timeout: TimeInterval = 10
 
     public init() {}
@@ -136,6 +140,8 @@ public struct ProbeResult: Codable, Sendable, Equatable {
     /// The OCSP response the server stapled (the probe always asks for one); nil when it sent none.
     public var stapledOCSP: OCSPResponseFacts?
     public var http: ProbeHTTPResponse?
+    /// Why no HTTP request was sent although one was asked for (`ProbeOptions.beforeHTTPRequest` stopped it).
+    public var httpNotSent: String?
 
     public var succeeded: Bool { failure == nil }
 }
@@ -186,12 +192,11 @@ public struct TLSProbe: Sendable {
             if options.minVersion >= .tls1_3 { settings.ciphers = nil }
             context = try TLSContext.client(settings: settings, clientCertificate: options.clientCredential.map {
                 ($0.certificate, $0.privateKey, $0.intermediates)
-            }, maximumCertificateListBytes: options.maximumCertificateListBytes)
+            }, maximumCertificateListBytes: options.maximumCertificateListBytes, alpn: ["http/1.1"])
         } catch {
             result.failure = "client configuration: \(error)"
             return result
         }
-        context.setClientALPN(["http/1.1"])
         guard let ssl = SSL_new(context.pointer) else {
             result.failure = OpenSSLError.drain("create a client connection").description
             return result
@@ -230,7 +235,9 @@ public struct TLSProbe: Sendable {
                 result.stapledOCSP = OCSPResponseReader.facts(der: staple, certificate: leaf, issuer: issuer)
             }
         }
-        if rc == 1 && options.sendHTTPRequest {
+        if rc == 1 && options.sendHTTPRequest, let stop = options.beforeHTTPRequest?(result) {
+            result.httpNotSent = stop
+        } else if rc == 1 && options.sendHTTPRequest {
             switch HTTPExchange.tls(ssl: ssl, host: target.host, timeout: options.timeout) {
             case .success(let response):
                 result.http = response
@@ -252,7 +259,7 @@ public struct TLSProbe: Sendable {
     private func peerChain(_ ssl: OpaquePointer) -> [Certificate] {
         guard let stack = SSL_get_peer_cert_chain(ssl) else { return [] }
         return (0..<shim_sk_X509_num(stack)).compactMap { index in
-            shim_sk_X509_value(stack, index).map { Certificate(retaining: $0) }
+            shim_sk_X509_value(stack, index).flatMap { try? Certificate(retaining: $0) }
         }
     }
 
@@ -330,7 +337,7 @@ enum Verifier {
         let ok = X509_verify_cert(context) == 1
         var verified: [Certificate] = []
         if let built = X509_STORE_CTX_get0_chain(context) {
-            verified = (0..<shim_sk_X509_num(built)).compactMap { shim_sk_X509_value(built, $0).map { Certificate(retaining: $0) } }
+            verified = (0..<shim_sk_X509_num(built)).compactMap { shim_sk_X509_value(built, $0).flatMap { try? Certificate(retaining: $0) } }
         }
         OpenSSLError.clearQueue()
         if ok { return (nil, verified) }
