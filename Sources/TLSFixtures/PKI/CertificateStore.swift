@@ -245,8 +245,9 @@ public final class CertificateStore: Sendable {
         case refuse
         /// Return the existing CA unchanged (`ca init --if-missing`).
         case keep
-        /// Move the old CA to `ca/replaced-DATE/` (never deleted) and make a new one; everything it signed is
-        /// re-issued on next use (`ca init --force`).
+        /// Move the old CA to a new `ca/replaced-DATE/` (`replaced-DATE-2/`, … when one was retired in the same
+        /// second; never deleted or overwritten) and make a new one; everything it signed is re-issued on next use
+        /// (`ca init --force`).
         case replace
     }
 
@@ -264,7 +265,7 @@ public final class CertificateStore: Sendable {
                 case .replace: break
                 }
             }
-            if policy == .replace { retireAuthorities() }
+            if policy == .replace { try retireAuthorities() }
             return (try createRoot(.root, options: options), true)
         }
         cache.withLockedValue { cache in
@@ -292,14 +293,16 @@ public final class CertificateStore: Sendable {
         return made
     }
 
-    private func retireAuthorities() {
+    /// Moves the root and everything derived from it into a folder of its own, `ca/replaced-DATE[-N]/`. The folder is
+    /// new (made with `mkdir`, so a second retirement in the same second gets `-2`), so nothing in it can be
+    /// overwritten; and any file that cannot be moved stops the replacement before a new CA is written over it.
+    private func retireAuthorities() throws {
         let stamp = ISO8601DateFormatter().string(from: Date()).replacingOccurrences(of: ":", with: "")
-        let retired = caDirectory.appendingPathComponent("replaced-\(stamp)")
-        try? FileSystem.ensureDirectory(retired, mode: 0o700)
+        let retired = try FileSystem.makeNewDirectory(in: caDirectory, named: "replaced-\(stamp)", mode: 0o700)
         // The root and everything derived from it; the other roots are independent and stay.
         for id in BuiltinAuthority.allCases where id == .root || id.parent == .root {
             for file in [certificatePath(id), keyPath(id)] where FileSystem.exists(file) {
-                _ = rename(file.path, retired.appendingPathComponent(file.lastPathComponent).path)
+                try FileSystem.move(file, to: retired.appendingPathComponent(file.lastPathComponent))
             }
         }
     }

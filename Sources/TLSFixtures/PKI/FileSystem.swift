@@ -99,12 +99,59 @@ enum FileSystem {
         return data
     }
 
-    /// Moves a damaged or replaced file aside instead of deleting it: the house rule is never to lose a key.
+    /// Moves a damaged or replaced file aside instead of deleting it: the house rule is never to lose a key. The new
+    /// name is one nothing has (`-2`, `-3`, … after the stamp when needed), so an earlier file moved aside in the same
+    /// second is never overwritten.
     @discardableResult
     static func moveAside(_ url: URL, reason: String) -> URL? {
         let stamp = ISO8601DateFormatter().string(from: Date()).replacingOccurrences(of: ":", with: "")
-        let target = url.deletingLastPathComponent().appendingPathComponent("\(url.lastPathComponent).\(reason)-\(stamp)-\(getpid())")
-        return rename(url.path, target.path) == 0 ? target : nil
+        let base = "\(url.lastPathComponent).\(reason)-\(stamp)-\(getpid())"
+        for attempt in 1...1_000 {
+            let target = url.deletingLastPathComponent().appendingPathComponent(attempt == 1 ? base : "\(base)-\(attempt)")
+            switch renameWithoutReplacing(url, to: target) {
+            case 0: return target
+            case EEXIST: continue
+            default: return nil
+            }
+        }
+        return nil
+    }
+
+    /// Renames `source` to `target`, which must not exist; throws with both paths otherwise.
+    static func move(_ source: URL, to target: URL) throws {
+        let code = renameWithoutReplacing(source, to: target)
+        guard code == 0 else {
+            throw PKIError.storeUnavailable(path: source.deletingLastPathComponent().path,
+                                            problem: "cannot move \(source.lastPathComponent) to \(target.path): \(errnoText(code))")
+        }
+    }
+
+    /// `rename` that refuses to replace an existing target: a hard link (which fails with EEXIST when the name is
+    /// taken), then the old name removed. Returns 0 or the errno. File systems without hard links fall back to a
+    /// check and a rename, which callers make safe by holding the store's lock.
+    private static func renameWithoutReplacing(_ source: URL, to target: URL) -> Int32 {
+        if link(source.path, target.path) == 0 {
+            unlink(source.path)
+            return 0
+        }
+        let code = errno
+        guard code == EPERM || code == EXDEV || code == ENOTSUP || code == EOPNOTSUPP || code == EMLINK else { return code }
+        if exists(target) { return EEXIST }
+        return rename(source.path, target.path) == 0 ? 0 : errno
+    }
+
+    /// Creates a directory that did not exist before: `name`, else `name-2`, `name-3`, … (`mkdir` fails on an existing
+    /// name, so two processes, or two calls in the same second, never share one).
+    static func makeNewDirectory(in parent: URL, named name: String, mode: mode_t) throws -> URL {
+        for attempt in 1...1_000 {
+            let candidate = parent.appendingPathComponent(attempt == 1 ? name : "\(name)-\(attempt)")
+            if mkdir(candidate.path, mode) == 0 {
+                chmod(candidate.path, mode)   // mkdir's mode passes through the umask
+                return candidate
+            }
+            if errno != EEXIST { throw PKIError.storeUnavailable(path: candidate.path, problem: "cannot create it: \(errnoText())") }
+        }
+        throw PKIError.storeUnavailable(path: parent.path, problem: "1,000 folders named \(name) already exist")
     }
 
     static func mode(of url: URL) -> mode_t? {
