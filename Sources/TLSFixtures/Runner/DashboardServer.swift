@@ -42,11 +42,14 @@ public final class DashboardServer: Sendable {
         let bootstrap = ServerBootstrap(group: MultiThreadedEventLoopGroup.singleton)
             .serverChannelOption(.backlog, value: 256)
             .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
+            .childChannelOption(.writeBufferWaterMark, value: FixtureServer.writeBufferWaterMark)
             .childChannelInitializer { channel in
                 // Browsers keep dashboard connections alive; tracking them lets stop() close them.
                 guard connections.admit(channel) else { return channel.close() }
                 return channel.eventLoop.makeCompletedFuture {
                     try channel.pipeline.syncOperations.configureHTTPServerPipeline(withErrorHandling: true)
+                    // Each small request can ask for the whole catalog: answers wait while the client is not reading.
+                    try channel.pipeline.syncOperations.addHandler(HTTPBackPressureHandler())
                     try channel.pipeline.syncOperations.addHandler(DashboardResponder(content: content))
                 }
             }

@@ -193,6 +193,9 @@ public final class FixtureServer: Sendable {
             // A stopped fixture's port can be bound again at once.
             .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
             .childChannelOption(.socketOption(.tcp_nodelay), value: 1)
+            // What a client that stops reading can make a connection queue: HTTPBackPressureHandler stops answering
+            // (and reading) above the high mark. NIO's defaults, stated because the bound depends on them.
+            .childChannelOption(.writeBufferWaterMark, value: FixtureServer.writeBufferWaterMark)
             .childChannelInitializer { channel in
                 guard connections.admit(channel) else { return channel.close() }
                 return channel.eventLoop.makeCompletedFuture {
@@ -206,10 +209,15 @@ public final class FixtureServer: Sendable {
                     // pipelining assistant nor the response encoder would do anything but add a hop to every read,
                     // write and flush. Malformed HTTP gets a 400 from the responder's error path, then a close.
                     try pipeline.addHandler(ByteToMessageHandler(HTTPRequestDecoder(leftOverBytesStrategy: .dropBytes)))
+                    // Requests wait here, and reading stops, while the client does not read its answers.
+                    try pipeline.addHandler(HTTPBackPressureHandler())
                     try pipeline.addHandler(FixtureResponder(scenarioName: name, cache: answers))
                 }
             }
     }
+
+    /// Answers a connection may have queued before it stops answering and reading (NIO's defaults: 32 KiB / 64 KiB).
+    static let writeBufferWaterMark = ChannelOptions.Types.WriteBufferWaterMark(low: 32 * 1024, high: 64 * 1024)
 
     // MARK: Stopping
 

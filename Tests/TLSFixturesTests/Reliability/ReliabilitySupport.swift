@@ -157,7 +157,8 @@ enum ReliabilityFixtures {
         var options = ProbeOptions()
         options.trustRoots = [fixture.caCertificate]
         options.timeout = timeout
-        return try await TLSProbe(options: options).probe(ProbeTarget(host: "localhost", port: fixture.port, connectAddress: "127.0.0.1"))
+        return try await TLSProbe(options: options).probe(ProbeTarget(host: "localhost", port: fixture.port, connectAddress: "127.0.0.1",
+                                                                      scheme: fixture.scheme))
     }
 
     /// The protocol `SSL_get_version` names for each scenario these suites use.
