@@ -42,6 +42,8 @@ public final class ScenarioRunner: Sendable {
     /// and throws, so nothing is left listening.
     public static func start(_ scenarios: [Scenario], catalog: ScenarioCatalog, store: CertificateStore, options: Options = Options(),
                              progress: @escaping @Sendable (Progress) -> Void = { _ in }) async throws -> ScenarioRunner {
+        // Bad timeouts are refused before minutes of key generation, not after.
+        try FixtureConfiguration(handshakeTimeout: options.handshakeTimeout, idleTimeout: options.idleTimeout).validate()
         let prepared = try await prepare(scenarios, store: store, progress: progress)
         var started: [Started] = []
         var unsupported: [(Scenario, String)] = []

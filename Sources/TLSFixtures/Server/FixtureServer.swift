@@ -18,7 +18,7 @@ public struct FixtureConfiguration: Sendable {
     /// 0 picks a free port.
     public var port: Int
     /// A client must finish the TLS handshake within this (default 10 s): a silent or byte-a-second client cannot
-    /// hold a connection open.
+    /// hold a connection open. Like every timeout here, 1 ms to a day (`Timeout`); `start` refuses anything else.
     public var handshakeTimeout: TimeAmount
     /// A connection with no traffic either way for this long is closed (default 60 s).
     public var idleTimeout: TimeAmount
@@ -36,6 +36,15 @@ public struct FixtureConfiguration: Sendable {
             logger.logLevel = .notice
             return logger
         }()
+    }
+}
+
+extension FixtureConfiguration {
+    /// Every timeout within `Timeout`'s range (a zero or negative one would close every connection at once, a huge
+    /// one keep them forever).
+    func validate() throws {
+        _ = try Timeout(handshakeTimeout, name: "handshakeTimeout")
+        _ = try Timeout(idleTimeout, name: "idleTimeout")
     }
 }
 
@@ -129,6 +138,7 @@ public final class FixtureServer: Sendable {
 
     /// Starts an already prepared scenario (what `serve` uses after preparing everything up front).
     public static func start(_ prepared: PreparedScenario, configuration: FixtureConfiguration = FixtureConfiguration()) async throws -> FixtureServer {
+        try configuration.validate()
         FileDescriptorLimit.raiseOnce()
         let connections = ConnectionTracker()
         let bootstrap = makeBootstrap(prepared: prepared, configuration: configuration, connections: connections)

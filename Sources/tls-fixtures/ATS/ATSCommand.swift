@@ -35,6 +35,14 @@ struct ATSClientOptions: ParsableArguments {
     @Option(help: ArgumentHelp("NSIncludesSubdomains reading: all (as Apple's source behaves) or one-label (as the current docs read).", valueName: "reading"))
     var subdomains = "all"
 
+    @Option(help: ArgumentHelp("Seconds all the command's handshakes may take together, however slowly the server answers.", valueName: "seconds"))
+    var timeout: Double = 30
+
+    /// Checks what parsing alone cannot: the time limit's range.
+    func validate() throws {
+        _ = try SecondsOption.check(timeout, "--timeout")
+    }
+
     func evaluationOptions(trustOverride: Bool = false) throws -> ATSEvaluationOptions {
         guard let profile = ATSOSProfile(parsing: os) else { throw CLIError("unknown --os \"\(os)\": use ios9, ios10, ios13, ios14, ios17 or a version such as 15.4") }
         guard let kind = ATSLoadKind(parsing: loadKind) else { throw CLIError("unknown --load-kind \"\(loadKind)\": use data, media or web") }
@@ -57,6 +65,10 @@ struct ATSClientOptions: ParsableArguments {
         }
         guard let kind = TrustAnchorKind(rawValue: anchor) else { throw CLIError("--anchor is user, app or system") }
         options.anchorKind = trustCA.isEmpty ? .system : kind
+        // One deadline for every handshake the command makes, starting now.
+        let limit = try SecondsOption.check(timeout, "--timeout")
+        options.timeout = limit.seconds
+        options.deadline = ProbeDeadline(limit)
         return options
     }
 

@@ -66,7 +66,7 @@ struct ProbeCommand: AsyncParsableCommand {
     @Flag(help: "Do not send an HTTP request after the handshake.")
     var noHttp = false
 
-    @Option(help: ArgumentHelp("Seconds to wait for the server.", valueName: "seconds"))
+    @Option(help: ArgumentHelp("Seconds the whole probe may take (connect, handshake, HTTP answer), however slowly the server sends.", valueName: "seconds"))
     var timeout: Double = 10
 
     @OptionGroup var output: OutputOptions
@@ -82,6 +82,7 @@ struct ProbeCommand: AsyncParsableCommand {
         if ca != nil && builtinCA { throw CLIError("--ca and --builtin-ca each choose the trusted roots; give one") }
         _ = try pin.map(SPKIPin.parse)
         guard PinMode(rawValue: pinMode) != nil else { throw CLIError("--pin-mode is trustkit, leaf or ca") }
+        _ = try SecondsOption.check(timeout, "--timeout")
     }
 
     func run() async throws {

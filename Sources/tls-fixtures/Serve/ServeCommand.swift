@@ -38,7 +38,8 @@ struct ServeCommand: AsyncParsableCommand {
 
     func validate() throws {
         guard (1...65_535).contains(portBase) else { throw CLIError("--port-base must be a TCP port (1–65535)") }
-        guard handshakeTimeout > 0, idleTimeout > 0 else { throw CLIError("timeouts must be positive") }
+        _ = try SecondsOption.check(handshakeTimeout, "--handshake-timeout")
+        _ = try SecondsOption.check(idleTimeout, "--idle-timeout")
         let catalog = try source.catalog()
         _ = try catalog.scenarios(named: names)
         if let highest = catalog.scenarios.compactMap({ catalog.port(of: $0, portBase: portBase) }).max(), highest > 65_535 {
@@ -56,8 +57,8 @@ struct ServeCommand: AsyncParsableCommand {
         var options = ScenarioRunner.Options()
         options.portBase = portBase
         options.bindAddresses = bindAddresses.isEmpty ? nil : bindAddresses
-        options.handshakeTimeout = .nanoseconds(Int64(handshakeTimeout * 1e9))
-        options.idleTimeout = .nanoseconds(Int64(idleTimeout * 1e9))
+        options.handshakeTimeout = try SecondsOption.check(handshakeTimeout, "--handshake-timeout").timeAmount
+        options.idleTimeout = try SecondsOption.check(idleTimeout, "--idle-timeout").timeAmount
 
         let runner = try await ScenarioRunner.start(scenarios, catalog: catalog, store: store, options: options) { progress in
             if case .generating(let name, let key) = progress {
