@@ -36,10 +36,18 @@ struct ServeCommand: AsyncParsableCommand {
     @Option(help: ArgumentHelp("Seconds of silence before a connection is closed.", valueName: "seconds"))
     var idleTimeout: Double = 60
 
+    @Option(help: ArgumentHelp("Seconds each request has to arrive whole, from the connection's start (after TLS, the handshake's end) or the previous request's end.", valueName: "seconds"))
+    var headerTimeout: Double = 20
+
+    @Option(help: ArgumentHelp("Most connections one fixture holds at once (default: a quarter of the descriptors this process may open; the dashboard holds at most 256).", valueName: "count"))
+    var maxConnections: Int?
+
     func validate() throws {
         guard (1...65_535).contains(portBase) else { throw CLIError("--port-base must be a TCP port (1–65535)") }
         _ = try SecondsOption.check(handshakeTimeout, "--handshake-timeout")
         _ = try SecondsOption.check(idleTimeout, "--idle-timeout")
+        _ = try SecondsOption.check(headerTimeout, "--header-timeout")
+        if let maxConnections, maxConnections < 1 { throw CLIError("--max-connections must be at least 1") }
         let catalog = try source.catalog()
         _ = try catalog.scenarios(named: names)
         if let highest = catalog.scenarios.compactMap({ catalog.port(of: $0, portBase: portBase) }).max(), highest > 65_535 {
@@ -59,6 +67,8 @@ struct ServeCommand: AsyncParsableCommand {
         options.bindAddresses = bindAddresses.isEmpty ? nil : bindAddresses
         options.handshakeTimeout = try SecondsOption.check(handshakeTimeout, "--handshake-timeout").timeAmount
         options.idleTimeout = try SecondsOption.check(idleTimeout, "--idle-timeout").timeAmount
+        options.headerTimeout = try SecondsOption.check(headerTimeout, "--header-timeout").timeAmount
+        options.maximumConnections = maxConnections
 
         let runner = try await ScenarioRunner.start(scenarios, catalog: catalog, store: store, options: options) { progress in
             if case .generating(let name, let key) = progress {

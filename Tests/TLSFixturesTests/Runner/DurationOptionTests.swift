@@ -21,6 +21,7 @@ struct DurationOptionTests {
         ("--timeout", ["ats", "exception", "https://x.fixtures.test/"]),
         ("--handshake-timeout", ["serve", "ats-compliant"]),
         ("--idle-timeout", ["serve", "ats-compliant"]),
+        ("--header-timeout", ["serve", "ats-compliant"]),
     ]
 
     @Test("every seconds option refuses non-finite, zero, negative and huge values with one exact line",
@@ -51,6 +52,7 @@ struct DurationOptionTests {
             ("handshakeTimeout", FixtureConfiguration(handshakeTimeout: .zero)),
             ("handshakeTimeout", FixtureConfiguration(handshakeTimeout: .seconds(-5))),
             ("idleTimeout", FixtureConfiguration(idleTimeout: .hours(25))),
+            ("headerTimeout", FixtureConfiguration(headerTimeout: .nanoseconds(1))),
         ] {
             do {
                 let fixture = try await FixtureServer.start("ats-compliant", store: TestEnvironment.sharedStore, configuration: configuration)
