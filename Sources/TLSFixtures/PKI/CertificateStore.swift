@@ -191,10 +191,26 @@ public final class CertificateStore: Sendable {
     public func leafPath(_ name: String) -> URL { certsDirectory.appendingPathComponent("\(name).pem") }
     func leafRecordPath(_ name: String) -> URL { certsDirectory.appendingPathComponent("\(name).json") }
 
+    /// Checks the store (`StoreTrust`) and makes what is missing of it: the root, `subdirectory` and `locks/`.
     private func prepare(_ subdirectory: URL) throws {
-        try FileSystem.ensureDirectory(directory, mode: 0o700)
-        try FileSystem.ensureDirectory(subdirectory, mode: 0o700)
-        try FileSystem.ensureDirectory(locksDirectory, mode: 0o700)
+        try FileSystem.ensureStoreRoot(directory, mode: 0o700)
+        try FileSystem.ensureStoreSubdirectory(subdirectory, mode: 0o700)
+        try FileSystem.ensureStoreSubdirectory(locksDirectory, mode: 0o700)
+    }
+
+    /// Reads one of the store's files after checking the store and the folder it is in (`StoreTrust`): reads happen
+    /// without a lock too (`existingCA`, a read-only store), so they check for themselves. nil when missing.
+    func read(_ file: URL, privateKey: Bool = false) throws -> Data? {
+        try StoreTrust.checkRoot(directory)
+        let folder = file.deletingLastPathComponent()
+        if folder.standardizedFileURL.path != directory.path { try StoreTrust.checkInside(folder) }
+        return try FileSystem.readStoreFile(file, privateKey: privateKey, warn: warnOnce)
+    }
+
+    /// `warn`, once per message: the checks of a file run every time it is read.
+    private func warnOnce(_ message: String) {
+        guard !cache.withLockedValue({ $0.warnings.contains(message) }) else { return }
+        warn(message)
     }
 
     private func locked<T>(_ item: String, in subdirectory: URL, _ body: () throws -> T) throws -> T {
@@ -205,7 +221,7 @@ public final class CertificateStore: Sendable {
                 bodyStarted = true
                 return try body()
             }
-        } catch let lockError as PKIError where !bodyStarted && isReadOnly {
+        } catch let lockError as PKIError where !bodyStarted && isReadOnly && !lockError.refusesTheStore {
             // A store nobody can write (a prepared store baked into a CI image, a read-only mount) cannot change
             // under us, so reading it needs no lock. If something would have to be written, the reason it cannot
             // be (read-only, permission denied) is the error worth reporting.
@@ -311,8 +327,8 @@ public final class CertificateStore: Sendable {
     private func loadRoot(_ id: BuiltinAuthority, repairingOrphanKey: Bool = true) throws -> CertificateAuthority? {
         let certificateFile = certificatePath(id)
         let keyFile = keyPath(id)
-        let certificateData = try FileSystem.read(certificateFile)
-        let keyData = try FileSystem.read(keyFile)
+        let certificateData = try read(certificateFile)
+        let keyData = try read(keyFile, privateKey: true)
         let fix = id == .root
             ? "restore it from a backup, or replace the CA with `tls-fixtures ca init --force` (devices that trust the old one must then trust the new one)"
             : "restore it from a backup, or move it away to have a new \(id.rawValue) made"
@@ -361,11 +377,11 @@ public final class CertificateStore: Sendable {
             let certificateFile = certificatePath(id)
             let keyFile = keyPath(id)
             var key: PrivateKey? = nil
-            if let keyData = try FileSystem.read(keyFile) {
+            if let keyData = try read(keyFile, privateKey: true) {
                 key = try? PrivateKey(pem: keyData)
                 if key == nil { warn("\(keyFile.path) is damaged; it was moved aside and a new \(id.rawValue) key made"); FileSystem.moveAside(keyFile, reason: "damaged") }
             }
-            if let key, let data = try FileSystem.read(certificateFile) {
+            if let key, let data = try read(certificateFile) {
                 let stored = try? Certificate(pem: data)
                 if stored == nil {
                     warn("\(certificateFile.path) is damaged; a new \(id.rawValue) is issued (it is not a root, so nothing pins it)")
@@ -402,7 +418,7 @@ public final class CertificateStore: Sendable {
         if let cached = cache.withLockedValue({ $0.keys[cacheKey] }) { return cached }
         let path = keyPath(name: name, spec: spec)
         let key = try locked("key-\(cacheKey)", in: keysDirectory) { () throws -> PrivateKey in
-            if let data = try FileSystem.read(path) {
+            if let data = try read(path, privateKey: true) {
                 if let key = try? PrivateKey(pem: data), spec.matches(key) { return key }
                 let aside = FileSystem.moveAside(path, reason: "damaged")
                 warn("\(path.path) is not a readable \(spec) key; moved it to \(aside?.lastPathComponent ?? "?") and generated a new one")
@@ -473,7 +489,7 @@ public final class CertificateStore: Sendable {
 
     private func reusableLeaf(name: String, fingerprint: String, key: PrivateKey, signer: CertificateAuthority?,
                               profile: CertificateProfile, now: Date) throws -> Credential? {
-        guard let recordData = try FileSystem.read(leafRecordPath(name)) else { return nil }
+        guard let recordData = try read(leafRecordPath(name)) else { return nil }
         let decoder = JSONDecoder()
         decoder.dateDecodingStrategy = .iso8601
         guard let record = try? decoder.decode(LeafRecord.self, from: recordData) else {
@@ -481,7 +497,7 @@ public final class CertificateStore: Sendable {
             return nil
         }
         guard record.fingerprint == fingerprint else { return nil }
-        guard let pem = try FileSystem.read(leafPath(name)) else { return nil }
+        guard let pem = try read(leafPath(name)) else { return nil }
         guard let chain = try? Certificate.all(pem: pem), let leaf = chain.first, key.matches(leaf) else {
             warn("\(leafPath(name).path) is damaged or does not match its key; re-issuing \(name)")
             return nil
@@ -521,7 +537,7 @@ public final class CertificateStore: Sendable {
         } else {
             let path = paramsDirectory.appendingPathComponent("dh-\(bits).pem")
             parameters = try locked("dh-\(bits)", in: paramsDirectory) {
-                if let data = try FileSystem.read(path), let existing = try? DHParameters(pem: data), existing.bits == bits {
+                if let data = try read(path), let existing = try? DHParameters(pem: data), existing.bits == bits {
                     return existing
                 }
                 let fresh = try DHParameters.generate(bits: bits)

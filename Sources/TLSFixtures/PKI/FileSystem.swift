@@ -11,10 +11,16 @@ import Darwin
 enum FileSystem {
     /// Runs `body` holding an exclusive `flock` on `lockFile`. `flock` locks belong to the open file description,
     /// so they exclude other processes *and* other threads of this process (each call opens its own descriptor).
+    /// The lock file is never followed if it is a symbolic link (`O_NOFOLLOW`): `O_CREAT` through a link would create
+    /// a file wherever it points.
     static func withExclusiveLock<T>(_ lockFile: URL, _ body: () throws -> T) throws -> T {
-        let fd = open(lockFile.path, O_CREAT | O_RDWR | O_CLOEXEC, 0o600)
-        guard fd >= 0 else { throw PKIError.storeUnavailable(path: lockFile.deletingLastPathComponent().path, problem: errnoText()) }
+        let fd = open(lockFile.path, O_CREAT | O_RDWR | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK, 0o600)
+        guard fd >= 0 else {
+            if errno == ELOOP { throw StoreTrust.symbolicLink(lockFile) }
+            throw PKIError.storeUnavailable(path: lockFile.deletingLastPathComponent().path, problem: errnoText())
+        }
         defer { close(fd) }
+        try StoreTrust.checkFile(fd, lockFile, privateKey: false, warn: { _ in })
         while flock(fd, LOCK_EX) != 0 {
             if errno != EINTR { throw PKIError.storeUnavailable(path: lockFile.path, problem: "cannot lock: \(errnoText())") }
         }
@@ -48,15 +54,26 @@ enum FileSystem {
         }
     }
 
-    /// For the store's own directories: creates `url` (and parents) when missing, and tightens an existing one we own
-    /// to `mode` (a key directory left 0755 by an older tool becomes 0700).
-    static func ensureDirectory(_ url: URL, mode: mode_t) throws {
-        var info = stat()
-        if stat(url.path, &info) == 0 {
-            guard (info.st_mode & S_IFMT) == S_IFDIR else {
-                throw PKIError.storeUnavailable(path: url.path, problem: "it exists and is not a directory")
+    /// The store's own folder: checked (`StoreTrust.checkRoot`: ours or root's, writable by nobody else), created with
+    /// its parents when missing, and tightened to `mode` when it is ours (a store left 0755 by an older tool).
+    static func ensureStoreRoot(_ url: URL, mode: mode_t) throws {
+        try StoreTrust.checkRoot(url)
+        try ensure(url, mode: mode, exists: FileManager.default.fileExists(atPath: url.path))
+    }
+
+    /// A folder inside the store (`ca/`, `keys/`, …): never a symbolic link (`StoreTrust.checkInside`), so it is never
+    /// followed nor its target re-permissioned; created when missing, tightened to `mode` when ours.
+    static func ensureStoreSubdirectory(_ url: URL, mode: mode_t) throws {
+        try ensure(url, mode: mode, exists: try StoreTrust.checkInside(url))
+    }
+
+    private static func ensure(_ url: URL, mode: mode_t, exists: Bool) throws {
+        if exists {
+            var info = stat()
+            if lstat(url.path, &info) == 0 && (info.st_mode & S_IFMT) == S_IFDIR && (info.st_mode & 0o777) != mode
+                && info.st_uid == geteuid() {
+                chmod(url.path, mode)
             }
-            if (info.st_mode & 0o777) != mode && info.st_uid == geteuid() { chmod(url.path, mode) }
             return
         }
         try createMissingDirectory(url, mode: mode)
@@ -77,6 +94,20 @@ enum FileSystem {
 
     static func exists(_ url: URL) -> Bool { access(url.path, F_OK) == 0 }
 
+    /// Reads a file of the store: never through a symbolic link (`O_NOFOLLOW`), only a regular file, and a private key
+    /// only when others cannot read it (see `StoreTrust.checkFile`). nil when missing.
+    static func readStoreFile(_ url: URL, privateKey: Bool, warn: (String) -> Void) throws -> Data? {
+        let fd = open(url.path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK)
+        if fd < 0 {
+            if errno == ENOENT { return nil }
+            if errno == ELOOP { throw StoreTrust.symbolicLink(url) }
+            throw PKIError.storeUnavailable(path: url.path, problem: "cannot read it: \(errnoText())")
+        }
+        defer { close(fd) }
+        try StoreTrust.checkFile(fd, url, privateKey: privateKey, warn: warn)
+        return try readAll(fd, url)
+    }
+
     /// Reads a whole file, turning "missing" into nil and anything else into a one-line error naming the path.
     static func read(_ url: URL) throws -> Data? {
         let fd = open(url.path, O_RDONLY | O_CLOEXEC)
@@ -85,6 +116,10 @@ enum FileSystem {
             throw PKIError.storeUnavailable(path: url.path, problem: "cannot read it: \(errnoText())")
         }
         defer { close(fd) }
+        return try readAll(fd, url)
+    }
+
+    private static func readAll(_ fd: Int32, _ url: URL) throws -> Data {
         var data = Data()
         var buffer = [UInt8](repeating: 0, count: 65_536)
         while true {

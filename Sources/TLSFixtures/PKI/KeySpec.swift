@@ -138,6 +138,14 @@ public enum PKIError: Error, CustomStringConvertible, Sendable, Equatable {
     case noCA(path: String)
     case storeUnavailable(path: String, problem: String)
     case keyMismatch(path: String)
+    /// The store (or something in it) is not one this user can trust (`StoreTrust`): refused, never repaired.
+    case untrustedStore(path: String, problem: String, fix: String)
+
+    /// Whether this is a refusal of the store itself, which no fallback may get around.
+    public var refusesTheStore: Bool {
+        if case .untrustedStore = self { return true }
+        return false
+    }
 
     public var description: String {
         switch self {
@@ -154,6 +162,7 @@ public enum PKIError: Error, CustomStringConvertible, Sendable, Equatable {
         case .storeUnavailable(let path, let problem):
             return "cannot use the certificate store \(path): \(problem). Choose another with --dir or TLS_FIXTURES_CERTS"
         case .keyMismatch(let path): return "\(path) does not hold the private key of its certificate; restore the pair or re-create it"
+        case .untrustedStore(let path, let problem, let fix): return "refusing \(path): \(problem); \(fix)"
         }
     }
 }
