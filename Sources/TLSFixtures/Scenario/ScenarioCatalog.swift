@@ -53,7 +53,8 @@ public struct ScenarioCatalog: Sendable {
         }
         return try files.map { file in
             let url = directory.appendingPathComponent(file)
-            guard let data = FileManager.default.contents(atPath: url.path) else { throw ScenarioError.unreadable(url.path, "cannot read it") }
+            let data: Data
+            do { data = try UserFile.read(url.path) } catch let error as UserFileError { throw ScenarioError.unreadable(url.path, error.problem) }
             let scenario = try decode(data, source: url.path)
             let expected = String(file.dropLast(".json".count))
             guard scenario.name == expected else { throw ScenarioError.misnamed(url.path, scenario.name) }

@@ -14,3 +14,4 @@ extension UnsupportedByOpenSSL: LocalizedError { public var errorDescription: St
 extension ScenarioUnsupported: LocalizedError { public var errorDescription: String? { description } }
 extension ScenarioError: LocalizedError { public var errorDescription: String? { description } }
 extension InvalidTimeout: LocalizedError { public var errorDescription: String? { description } }
+extension UserFileError: LocalizedError { public var errorDescription: String? { description } }

@@ -59,7 +59,7 @@ struct ATSClientOptions: ParsableArguments {
         var options = ProbeOptions()
         if !trustCA.isEmpty {
             options.trustRoots = try trustCA.flatMap { path -> [Certificate] in
-                guard let data = FileManager.default.contents(atPath: path) else { throw CLIError("cannot read --trust-ca \(path)") }
+                let data = try UserFile.read(path)
                 do { return try Certificate.read(data) } catch { throw CLIError("\(path) is not a PEM or DER certificate (\(error))") }
             }
         }

@@ -105,7 +105,7 @@ struct ProbeCommand: AsyncParsableCommand {
         }
         if let clientCert, let clientKey {
             let chain = try readCertificates(clientCert)
-            guard let keyData = FileManager.default.contents(atPath: clientKey) else { throw CLIError("cannot read \(clientKey)") }
+            let keyData = try UserFile.read(clientKey)
             let key = try PrivateKey(pem: keyData)
             options.clientCredential = Credential(certificate: chain[0], privateKey: key, intermediates: Array(chain.dropFirst()), root: chain.last!)
         }
@@ -127,9 +127,7 @@ struct ProbeCommand: AsyncParsableCommand {
     }
 
     private func readCertificates(_ path: String) throws -> [Certificate] {
-        guard let data = FileManager.default.contents(atPath: path) else {
-            throw CLIError(FileManager.default.fileExists(atPath: path) ? "cannot read \(path): permission denied" : "no such file: \(path)")
-        }
+        let data = try UserFile.read(path)
         let certificates: [Certificate]
         do { certificates = try Certificate.read(data) } catch { throw CLIError("\(path) is not a PEM or DER certificate (\(error))") }
         guard !certificates.isEmpty else { throw CLIError("\(path) contains no certificate") }
