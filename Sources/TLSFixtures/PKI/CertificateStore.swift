@@ -234,6 +234,16 @@ public final class CertificateStore: Sendable {
         FileSystem.exists(directory) && access(directory.path, W_OK) != 0
     }
 
+    /// Refuses an output path (an export, `cert issue --out-dir`) inside the store, through symbolic links too: its files
+    /// are the kit's own, and `ca export --out STORE/ca/root.key --force` wrote the CA's certificate over its key.
+    public func requireOutside(_ destination: URL) throws {
+        let target = FileSystem.resolved(destination.standardizedFileURL).path
+        let store = FileSystem.resolved(directory).path
+        if target == store || target.hasPrefix(store.hasSuffix("/") ? store : store + "/") {
+            throw PKIError.insideStore(path: destination.path, store: directory.path)
+        }
+    }
+
     /// Names become file names, so they are held to a safe alphabet (no `/`, no `..`).
     static func validate(name: String) throws {
         let allowed = CharacterSet(charactersIn: "abcdefghijklmnopqrstuvwxyz0123456789-_.")

@@ -94,6 +94,20 @@ enum FileSystem {
 
     static func exists(_ url: URL) -> Bool { access(url.path, F_OK) == 0 }
 
+    /// `url` with every symbolic link in its existing part resolved (`realpath` of the deepest existing folder, then
+    /// the rest as written): where a write to it would really land.
+    static func resolved(_ url: URL) -> URL {
+        var existing = url
+        var rest: [String] = []
+        while existing.path != "/" && !exists(existing) {
+            rest.insert(existing.lastPathComponent, at: 0)
+            existing.deleteLastPathComponent()
+        }
+        guard let real = realpath(existing.path, nil) else { return url }
+        defer { free(real) }
+        return rest.reduce(URL(fileURLWithPath: String(cString: real))) { $0.appendingPathComponent($1) }
+    }
+
     /// Reads a file of the store: never through a symbolic link (`O_NOFOLLOW`), only a regular file, and a private key
     /// only when others cannot read it (see `StoreTrust.checkFile`). nil when missing.
     static func readStoreFile(_ url: URL, privateKey: Bool, warn: (String) -> Void) throws -> Data? {

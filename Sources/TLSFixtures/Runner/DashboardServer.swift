@@ -38,7 +38,7 @@ public final class DashboardServer: Sendable {
         let content = Content(routes: [
             "/": ("text/html; charset=utf-8", Data(html.utf8), nil),
             "/scenarios.json": ("application/json", try document.json(), nil),
-            "/hosts": ("text/plain; charset=utf-8", Data(HostsFile.lines(for: scenarios).utf8), nil),
+            "/hosts": ("text/plain; charset=utf-8", Data(try HostsFile.lines(for: scenarios).utf8), nil),
             "/ca.pem": ("application/x-pem-file", ca.pem, "tls-fixtures-ca.pem"),
             // Safari on iOS offers to install a profile for exactly this type.
             "/ca.cer": ("application/x-x509-ca-cert", ca.der, "tls-fixtures-ca.cer"),

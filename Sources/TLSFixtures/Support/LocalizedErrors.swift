@@ -15,3 +15,4 @@ extension ScenarioUnsupported: LocalizedError { public var errorDescription: Str
 extension ScenarioError: LocalizedError { public var errorDescription: String? { description } }
 extension InvalidTimeout: LocalizedError { public var errorDescription: String? { description } }
 extension UserFileError: LocalizedError { public var errorDescription: String? { description } }
+extension InvalidHostsAddress: LocalizedError { public var errorDescription: String? { description } }

@@ -126,6 +126,9 @@ struct CertIssue: AsyncParsableCommand {
 
     func run() async throws {
         let store = storeOptions.store
+        if let outDir {
+            do { try store.requireOutside(URL(fileURLWithPath: outDir)) } catch let error as PKIError { throw CLIError("--out-dir \(error)") }
+        }
         let keysBefore = PrivateKey.generatedCount
         let issuedBefore = CertificateStore.issuedCount
         let credential = try store.issue(try request())

@@ -61,4 +61,43 @@ struct ValidationGapTests {
         Self.expectLine(try TestEnvironment.tlsFixtures(["ats", "check", "--plist", plist, "https://x.fixtures.test/"]),
                         "malformed property list (the binary plist nests arrays or dictionaries more than 64 levels deep; an Info.plist needs a handful); fix the file, e.g. check it with `plutil -lint Info.plist`")
     }
+
+    @Test("hosts --address takes an IP address only: nothing else reaches a file users pipe to sudo tee")
+    func hostsAddress() throws {
+        for address in ["127.0.0.1 www.google.com\n6.6.6.6", "localhost", "127.0.0.1\tevil.test", "1.2.3.4.5", ""] {
+            let escaped = address.replacingOccurrences(of: "\n", with: "\\n").replacingOccurrences(of: "\t", with: "\\t")
+            let result = try TestEnvironment.tlsFixtures(["hosts", "--address", address])
+            Self.expectLine(result, "--address: \"\(escaped)\" is not an IP address; the hosts file maps the names to one, such as 127.0.0.1 or ::1")
+            #expect(result.stdout.isEmpty)
+        }
+        let v6 = try TestEnvironment.tlsFixtures(["hosts", "--address", "::1"])
+        #expect(v6.status == 0 && v6.stdout.contains("::1\tats-compliant.fixtures.test\n"))
+        #expect(throws: InvalidHostsAddress.self) { try HostsFile.lines(for: [], address: "6.6.6.6\n") }
+    }
+
+    @Test("ca export --out and cert issue --out-dir refuse any path inside the store, through links too")
+    func exportIntoTheStore() throws {
+        let store = TestEnvironment.temporaryDirectory("exportin").appendingPathComponent("store")
+        #expect(try TestEnvironment.tlsFixtures(["ca", "init", "--dir", store.path]).status == 0)
+        let key = store.appendingPathComponent("ca/root.key")
+        let keyBefore = try Data(contentsOf: key)
+        let link = TestEnvironment.temporaryDirectory("linkintostore").appendingPathComponent("ca")
+        try FileManager.default.createSymbolicLink(at: link, withDestinationURL: store.appendingPathComponent("ca"))
+        for out in [key.path, "\(store.path)/../store/ca/root.pem", store.appendingPathComponent("exports/x.cer").path,
+                    link.appendingPathComponent("root.key").path] {
+            for format in ["pem", "der"] {
+                Self.expectLine(try TestEnvironment.tlsFixtures(["ca", "export", "--dir", store.path, "--format", format, "--out", out, "--force"]),
+                                "--out \(out) is inside the certificate store \(store.path), whose files are the kit's own (writing there could replace the CA's key); write it elsewhere")
+            }
+        }
+        #expect(try Data(contentsOf: key) == keyBefore, "the CA's key was overwritten")
+        let outDir = store.appendingPathComponent("ca").path
+        Self.expectLine(try TestEnvironment.tlsFixtures(["cert", "issue", "--dir", store.path, "--name", "root", "--host", "localhost",
+                                                         "--out-dir", outDir, "--force"]),
+                        "--out-dir \(outDir) is inside the certificate store \(store.path), whose files are the kit's own (writing there could replace the CA's key); write it elsewhere")
+        #expect(try Data(contentsOf: key) == keyBefore)
+        // Outside the store, export works as before.
+        let outside = TestEnvironment.temporaryDirectory("exportout").appendingPathComponent("ca.pem").path
+        #expect(try TestEnvironment.tlsFixtures(["ca", "export", "--dir", store.path, "--out", outside]).status == 0)
+    }
 }
