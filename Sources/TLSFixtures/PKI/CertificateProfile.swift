@@ -32,6 +32,16 @@ public struct CertificateProfile: Hashable, Sendable, Codable {
         self.basicConstraints = basicConstraints; self.nameConstraints = nameConstraints
     }
 
+    /// One limit for every certificate the kit makes, whatever the names come from (`cert issue --host`, a scenario's
+    /// hosts, extraHosts and generatedHosts): 10,000 names make a certificate of about 250 KB, which OpenSSL-family
+    /// clients still accept; 100,000 made one of 2.4 MB that no client accepts.
+    public static let maximumSubjectAltNames = 10_000
+
+    /// Throws `PKIError.tooManyNames` past `maximumSubjectAltNames`: called before any key is generated for them.
+    public static func checkNameCount(_ count: Int) throws {
+        if count > maximumSubjectAltNames { throw PKIError.tooManyNames(count) }
+    }
+
     // MARK: Presets
 
     /// A TLS server certificate for `hosts` (DNS names or IP addresses), valid 397 days from one day ago —
@@ -65,6 +75,7 @@ public struct CertificateProfile: Hashable, Sendable, Codable {
 
     /// Signs a certificate for `subjectKey`; self-signed when `issuer` is nil.
     func sign(subjectKey: PrivateKey, issuer: (certificate: Certificate, key: PrivateKey)?, now: Date = Date()) throws -> Certificate {
+        try Self.checkNameCount(subjectAltNames?.count ?? 0)
         let signer = issuer?.key ?? subjectKey
         let signerType = signer.description.type
         var digestName: String? = digest.openSSLName

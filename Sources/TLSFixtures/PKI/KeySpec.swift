@@ -138,6 +138,8 @@ public enum PKIError: Error, CustomStringConvertible, Sendable, Equatable {
     case noCA(path: String)
     case storeUnavailable(path: String, problem: String)
     case keyMismatch(path: String)
+    /// More subject alternative names than `CertificateProfile.maximumSubjectAltNames`.
+    case tooManyNames(Int)
     /// An export or output path inside the store (`CertificateStore.requireOutside`).
     case insideStore(path: String, store: String)
     /// The store (or something in it) is not one this user can trust (`StoreTrust`): refused, never repaired.
@@ -167,6 +169,8 @@ public enum PKIError: Error, CustomStringConvertible, Sendable, Equatable {
         case .untrustedStore(let path, let problem, let fix): return "refusing \(path): \(problem); \(fix)"
         case .insideStore(let path, let store):
             return "\(path) is inside the certificate store \(store), whose files are the kit's own (writing there could replace the CA's key); write it elsewhere"
+        case .tooManyNames(let count):
+            return "\(count) subject alternative names, but at most \(CertificateProfile.maximumSubjectAltNames) go in one certificate: far more make it megabytes long, and clients refuse it"
         }
     }
 }

@@ -27,6 +27,65 @@ struct ValidationGapTests {
 
     static let rest = #""group": "custom", "summary": "x", "expect": {"ats": "allow"}"#
 
+    @Test("a user scenario on the dashboard's port is refused when the catalog loads, not by serve's bind")
+    func dashboardPort() throws {
+        let folder = try Self.scenarioFolder(#"{"name": "a", "port": 9800, \#(Self.rest)}"#)
+        let line = "\(folder.path)/a.json: port 9800 is the dashboard's (serve puts it on --port-base, 9800 by default); choose another port, or leave \"port\" out to get the next free one"
+        Self.expectLine(try TestEnvironment.tlsFixtures(["scenarios", "list", "--scenarios", folder.path]), line)
+        // serve fails in validation, before anything listens or is prepared; with --port-base the slot moves along.
+        Self.expectLine(try TestEnvironment.tlsFixtures(["serve", "--scenarios", folder.path, "--port-base", "\(try Ports.unused())"]), line)
+    }
+
+    @Test("JSON numbers, duplicate keys and wrong shapes are named by key", arguments: [
+        (#"{"name": "a", "port": 9900.5, \#(rest)}"#, "at port: 9900.5 is not a whole number"),
+        (#"{"name": "a", "port": 12345678901234567890123, \#(rest)}"#, "at port: 12345678901234567890123 is too large a number"),
+        (#"{"name": "a", "tls": {"securityLevel": 1e400}, \#(rest)}"#, "at tls.securityLevel: 1e400 is too large a number"),
+        (#"[{"name": "a"}]"#, "a scenario file holds one JSON object ({…}), not an array"),
+        (#"{"name": "a", "tls": [], \#(rest)}"#, "at tls: expected an object ({…}), found an array"),
+        (#"{"name": "a", "name": "b", \#(rest)}"#, "the key \"name\" appears twice; keep one"),
+        (#"{"name": "a", "tls": {"minVersion": "TLSv1.2", "minVersion": "TLSv1.3"}, \#(rest)}"#, "at tls: the key \"minVersion\" appears twice; keep one"),
+        (#"{"name": "a", "certificate": {"hosts": ["a.test", "b.test", "a.test"], "hosts": []}, \#(rest)}"#, "at certificate: the key \"hosts\" appears twice; keep one"),
+    ])
+    func jsonShapes(json: String, problem: String) throws {
+        let folder = try Self.scenarioFolder(json)
+        Self.expectLine(try TestEnvironment.tlsFixtures(["scenarios", "list", "--scenarios", folder.path]), "\(folder.path)/a.json: \(problem)")
+        // The library says the same.
+        #expect(throws: ScenarioError.malformed("a.json", problem)) { try ScenarioCatalog.decode(Data(json.utf8), source: "a.json") }
+    }
+
+    /// The pre-pass reads any bytes: what is not JSON it leaves to the decoder (which says where), and it never
+    /// nests deeper than a scenario file needs.
+    @Test("the JSON pre-pass: deep nesting, lone surrogates, raw control bytes and garbage")
+    func precheckEdges() {
+        let deep = String(repeating: "[", count: 10_000) + String(repeating: "]", count: 10_000)
+        #expect(ScenarioJSONPrecheck.problem(in: Array(("{\"a\": " + deep + "}").utf8))
+                == "at a[0][0][0][0][0][0][0][0][0][0][0][0][0][0][0][0][0][0][0][0][0][0][0][0][0][0][0][0][0][0][0]: nested more than 32 levels deep; a scenario file needs four")
+        #expect(ScenarioJSONPrecheck.problem(in: Array(#"{"a": "\ud800 lone"}"#.utf8)) == nil)
+        #expect(ScenarioJSONPrecheck.problem(in: Array("{\"a\": \"raw\u{07}bell\"}".utf8))
+                == "at a: control character U+0007 in a string; scenario text is printed to terminals, so write it without escape sequences")
+        #expect(ScenarioJSONPrecheck.problem(in: Array(#"{"a": "tab\tinside"}"#.utf8))
+                == "at a: control character U+0009 in a string; scenario text is printed to terminals, so write it without escape sequences")
+        for garbage in ["", "{", "{\"a\"", "{\"a\": }", "{\"a\": 1,}", "{\"a\": tru}", "\u{0}\u{ff}", "{\"a\": \"\\u12\"}", "{\"a\": 1e}"] {
+            #expect(ScenarioJSONPrecheck.problem(in: Array(garbage.utf8)) == nil, "\(garbage)")
+        }
+        #expect(ScenarioJSONPrecheck.problem(in: Array(#"{"a": [1, -2, 3e2, 4.0], "b": {"c": null, "d": true}}"#.utf8)) == nil)
+    }
+
+    @Test("escape sequences in a scenario's text never reach the terminal: scenarios list and serve refuse the file")
+    func controlCharacters() throws {
+        for (json, code) in [(#"{"name": "a", "summary": "\u001b]0;pwned\u0007 ok", "group": "custom", "expect": {"ats": "allow"}}"#, "U+001B"),
+                             (#"{"name": "a", "summary": "fine", "group": "custom", "expect": {"ats": "allow", "note": "\u009b31m"}}"#, "U+009B")] {
+            let folder = try Self.scenarioFolder(json)
+            let key = code == "U+001B" ? "summary" : "expect.note"
+            let line = "\(folder.path)/a.json: at \(key): control character \(code) in a string; scenario text is printed to terminals, so write it without escape sequences"
+            for command in [["scenarios", "list"], ["serve", "--port-base", "\(try Ports.unused())"]] {
+                let result = try TestEnvironment.tlsFixtures(command + ["--scenarios", folder.path])
+                Self.expectLine(result, line)
+                #expect(!result.combined.contains("\u{1b}") && !result.combined.contains("\u{9b}"))
+            }
+        }
+    }
+
     @Test("a directory, a named pipe or /dev/zero given as a file gets the real reason, and a pipe never blocks")
     func notRegularFiles() throws {
         let folder = TestEnvironment.temporaryDirectory("notafile")
@@ -73,6 +132,35 @@ struct ValidationGapTests {
         let v6 = try TestEnvironment.tlsFixtures(["hosts", "--address", "::1"])
         #expect(v6.status == 0 && v6.stdout.contains("::1\tats-compliant.fixtures.test\n"))
         #expect(throws: InvalidHostsAddress.self) { try HostsFile.lines(for: [], address: "6.6.6.6\n") }
+    }
+
+    @Test("one limit of 10,000 subject alternative names, for listed and generated hosts and cert issue alike")
+    func sanLimit() throws {
+        let tooMany = "subject alternative names, but at most 10000 go in one certificate: far more make it megabytes long, and clients refuse it"
+        let listed = (0..<10_001).map { "\"h\($0).test\"" }.joined(separator: ",")
+        for (certificate, count, key) in [("\"generatedHosts\": 100000", 100_004, "generatedHosts"),
+                                          ("\"hosts\": [\(listed)]", 10_001, "hosts"),
+                                          ("\"extraHosts\": [\(listed)]", 10_005, "extraHosts"),
+                                          ("\"hosts\": [\"a.test\"], \"generatedHosts\": 10000", 10_001, "generatedHosts")] {
+            let folder = try Self.scenarioFolder(#"{"name": "a", "certificate": {\#(certificate)}, \#(Self.rest)}"#)
+            Self.expectLine(try TestEnvironment.tlsFixtures(["scenarios", "list", "--scenarios", folder.path]),
+                            "\(folder.path)/a.json: at certificate.\(key): \(count) \(tooMany); hosts, extraHosts and generatedHosts count together")
+        }
+        // Exactly 10,000 (the four baseline hosts and 9,996 generated) is accepted.
+        let fits = try Self.scenarioFolder(#"{"name": "a", "certificate": {"generatedHosts": 9996}, \#(Self.rest)}"#)
+        #expect(try TestEnvironment.tlsFixtures(["scenarios", "list", "--scenarios", fits.path]).status == 0)
+        // cert issue: the same limit, before any key is generated. (Through the library: ArgumentParser takes minutes
+        // to parse 10,001 repeated --host options, so the CLI cannot be the way to test this limit.)
+        let store = TestEnvironment.temporaryDirectory("sans").appendingPathComponent("store")
+        var request = CertificateRequest(name: "many")
+        request.hosts = (0..<10_001).map { "h\($0).test" }
+        #expect(throws: PKIError.tooManyNames(10_001)) { try CertificateStore(directory: store).issue(request) }
+        #expect("\(PKIError.tooManyNames(10_001))" == "10001 \(tooMany)")
+        #expect(!FileManager.default.fileExists(atPath: store.appendingPathComponent("keys").path), "a key was generated first")
+        // Under the limit, the CLI issues as before (a few hundred names: parsing repeated options is slow).
+        let hosts = (0..<300).flatMap { ["--host", "h\($0).test"] }
+        let issued = try TestEnvironment.tlsFixtures(["cert", "issue", "--dir", store.path, "--name", "many", "--key", "ec:p256"] + hosts)
+        #expect(issued.status == 0, "\(issued.stderr)")
     }
 
     @Test("ca export --out and cert issue --out-dir refuse any path inside the store, through links too")
