@@ -65,24 +65,24 @@ extension ReliabilitySuite {
             #expect(chmod(target.path, mode_t(mode)) == 0)
             let line = "refusing \(target.path): it is writable by \(who) (mode 0\(String(mode, radix: 8))), so anyone could have replaced the CA in it; run chmod go-w \(target.path) if everything in it is yours, or use another store (--dir)"
             Self.expectRefused(try TestEnvironment.tlsFixtures(["ca", "show", "--dir", store.path]), line)
-            Self.expectRefused(try TestEnvironment.tlsFixtures(["prepare", "tls-v1-2", "--dir", store.path]), line)
+            Self.expectRefused(try TestEnvironment.tlsFixtures(["prepare", "ecc256", "--dir", store.path]), line)
             #expect(Self.mode(target) == mode_t(mode), "a refused folder was re-permissioned")
         }
 
         @Test("a private key readable by others in your own store is made 0600 with one warning line", arguments: ["ca/root.key", "keys"])
         func readableKey(which: String) throws {
             let store = try Self.madeStore("readablekey")
-            #expect(try TestEnvironment.tlsFixtures(["prepare", "tls-v1-2", "--dir", store.path]).status == 0)
+            #expect(try TestEnvironment.tlsFixtures(["prepare", "ecc256", "--dir", store.path]).status == 0)
             let key = which == "keys"
-                ? try #require(StoreAudit.files(store.appendingPathComponent("keys"), suffix: ".key").first { $0.lastPathComponent.hasPrefix("tls-v1-2.") })
+                ? try #require(StoreAudit.files(store.appendingPathComponent("keys"), suffix: ".key").first { $0.lastPathComponent.hasPrefix("ecc256.") })
                 : store.appendingPathComponent(which)
             #expect(chmod(key.path, 0o644) == 0)
-            let result = try TestEnvironment.tlsFixtures(["prepare", "tls-v1-2", "--dir", store.path])
+            let result = try TestEnvironment.tlsFixtures(["prepare", "ecc256", "--dir", store.path])
             #expect(result.status == 0, "\(result.combined)")
             #expect(result.stderr == "warning: \(key.path) was readable by others (mode 0644); made it 0600, as a private key must be. If others could read it, replace it\n")
             #expect(Self.mode(key) == 0o600)
             // Fixed once: the next run says nothing.
-            #expect(try TestEnvironment.tlsFixtures(["prepare", "tls-v1-2", "--dir", store.path]).stderr.isEmpty)
+            #expect(try TestEnvironment.tlsFixtures(["prepare", "ecc256", "--dir", store.path]).stderr.isEmpty)
         }
 
         @Test("a symbolic link inside the store is never followed: lock file, ca/, keys/, a certificate")
@@ -93,20 +93,20 @@ extension ReliabilitySuite {
             let lock = lockStore.appendingPathComponent("locks/ca-root.lock")
             try? FileManager.default.removeItem(at: lock)
             try FileManager.default.createSymbolicLink(at: lock, withDestinationURL: outside)
-            Self.expectRefused(try TestEnvironment.tlsFixtures(["prepare", "tls-v1-2", "--dir", lockStore.path]),
+            Self.expectRefused(try TestEnvironment.tlsFixtures(["prepare", "ecc256", "--dir", lockStore.path]),
                                "refusing \(lock.path): it is a symbolic link, and the store follows none inside it; put the file or folder itself there, or point --dir at the folder the link leads to")
             #expect(!FileManager.default.fileExists(atPath: outside.path), "a file was created outside the store through the lock's link")
 
             // ca/ and keys/ moved elsewhere (0755) and linked back: refused, and the target keeps its mode.
             for folder in ["ca", "keys"] {
                 let store = try Self.madeStore("dirlink")
-                #expect(try TestEnvironment.tlsFixtures(["prepare", "tls-v1-2", "--dir", store.path]).status == 0)
+                #expect(try TestEnvironment.tlsFixtures(["prepare", "ecc256", "--dir", store.path]).status == 0)
                 let real = TestEnvironment.temporaryDirectory("elsewhere").appendingPathComponent(folder)
                 try FileManager.default.moveItem(at: store.appendingPathComponent(folder), to: real)
                 #expect(chmod(real.path, 0o755) == 0)
                 try FileManager.default.createSymbolicLink(at: store.appendingPathComponent(folder), withDestinationURL: real)
                 let line = "refusing \(store.appendingPathComponent(folder).path): it is a symbolic link, and the store follows none inside it; put the file or folder itself there, or point --dir at the folder the link leads to"
-                Self.expectRefused(try TestEnvironment.tlsFixtures(["prepare", "tls-v1-2", "--dir", store.path]), line)
+                Self.expectRefused(try TestEnvironment.tlsFixtures(["prepare", "ecc256", "--dir", store.path]), line)
                 if folder == "ca" { Self.expectRefused(try TestEnvironment.tlsFixtures(["ca", "show", "--dir", store.path]), line) }
                 #expect(Self.mode(real) == 0o755, "the link's target \(real.path) was re-permissioned")
             }
