@@ -152,8 +152,9 @@ enum ReliabilityFixtures {
                                       configuration: FixtureConfiguration(port: port, handshakeTimeout: handshakeTimeout, idleTimeout: idleTimeout))
     }
 
-    /// A normal client: a full handshake trusting the built-in CA, then `GET /`.
-    static func probe(_ fixture: FixtureServer, timeout: TimeInterval = 5) async throws -> ProbeResult {
+    /// A normal client: a full handshake trusting the built-in CA, then `GET /`, within `timeout` in all (the probe's
+    /// timeout is an overall deadline; it was 5 s per read).
+    static func probe(_ fixture: FixtureServer, timeout: TimeInterval = 10) async throws -> ProbeResult {
         var options = ProbeOptions()
         options.trustRoots = [fixture.caCertificate]
         options.timeout = timeout
