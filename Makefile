@@ -7,15 +7,28 @@ ifeq ($(shell uname -s),Darwin)
 export PKG_CONFIG_PATH := $(shell brew --prefix openssl@3 2>/dev/null)/lib/pkgconfig:$(PKG_CONFIG_PATH)
 endif
 
-.PHONY: help deps build test run bench bench-quick test-asan test-tsan fuzz fuzz-build clean scenarios
+# The open-file limit. Every test process raises its own as far as the hard limit allows (macOS's default soft limit is
+# 256, its hard limit unlimited up to kern.maxfilesperproc). Under a low hard limit (`ulimit -n 256` in bash) all the
+# tests' fixtures and clients at once do not fit: Swift Testing then runs 8 tests at a time (its
+# SWT_EXPERIMENTAL_MAXIMUM_PARALLELIZATION_WIDTH; a version without it ignores it), and the load tests that hold 1,000
+# connections are skipped, saying why.
+LOW_FD_LIMIT := $(shell l=$$(ulimit -Hn); [ "$$l" != unlimited ] && [ "$$l" -lt 4096 ] && echo yes)
+ifneq ($(LOW_FD_LIMIT),)
+export SWT_EXPERIMENTAL_MAXIMUM_PARALLELIZATION_WIDTH ?= 8
+endif
+
+.PHONY: help deps build test run bench bench-quick test-asan test-tsan fuzz fuzz-build clean scenarios lint matrix matrix-test-clients
 
 help:
 	@echo "make run         build (release) and serve every scenario plus the dashboard"
 	@echo "make test        install missing dependencies, build, run the whole test suite"
-	@echo "make bench       performance comparison with nginx and openssl s_server (BENCHMARKS.md)"
-	@echo "make bench-quick the same in short runs (< 2 min after the build), for CI: checks that it runs"
+	@echo "make lint        the Darwin source lint alone (make test runs it first)"
+	@echo "make bench       performance comparison with nginx and openssl s_server (BENCHMARKS.md; Linux only)"
+	@echo "make bench-quick the same in short runs (< 2 min after the build), for CI: checks that it runs (Linux only)"
 	@echo "make test-asan   the test suite under AddressSanitizer;  make test-tsan: ThreadSanitizer"
-	@echo "make fuzz        run the libFuzzer targets for a bounded time"
+	@echo "make fuzz        run the libFuzzer targets for a bounded time (Linux only: the toolchain's libFuzzer)"
+	@echo "On macOS: brew install openssl@3 pkg-config (plus curl python3 for every test); see README, On macOS"
+	@echo "make matrix      every scenario against every client TLS stack (Linux; writes docs/CLIENTS.md, docs/clients.json)"
 
 deps:
 	@scripts/ensure-deps.sh core
@@ -30,10 +43,11 @@ run: deps
 
 # Two processes: ReliabilitySuite measures this process's descriptors, threads and memory and churns through
 # thousands of ephemeral ports, so it runs alone, after everything else (which runs in parallel).
-test: deps
-	@scripts/ensure-deps.sh browser
+# TLS_FIXTURES_MATRIX_REQUIRED: the reduced client matrix (ClientMatrixTests) must run; a missing client fails it.
+test: deps lint matrix-test-clients
+	@scripts/ensure-deps.sh test
 	swift build --build-tests
-	swift test --skip-build --skip ReliabilitySuite
+	TLS_FIXTURES_MATRIX_REQUIRED=1 swift test --skip-build --skip ReliabilitySuite
 	swift test --skip-build --filter ReliabilitySuite
 
 # Release build of the CLI and the in-process benchmark, then scripts/bench/run.py drives them, nginx, openssl s_server
@@ -45,8 +59,37 @@ bench bench-quick: deps
 	$(BENCH_BUILD)
 	PATH="$$PATH:/usr/sbin" python3 scripts/bench/run.py $(if $(filter bench-quick,$@),--quick) $(ARGS)
 
+# No Mac builds this project's CI here: scripts/lint-darwin.py finds Linux-only Swift (Glibc spellings, /proc,
+# posix_spawn initialisers, …) outside branches Darwin never compiles, before the build. Its rules are tested by
+# Tests/TLSFixturesTests/Portability/DarwinLintTests.swift.
+lint:
+	@python3 scripts/lint-darwin.py
+
 clean:
-	rm -rf .build .build-asan .build-tsan .build-fuzz fuzz-out
+	rm -rf .build .build-asan .build-tsan .build-fuzz .build-matrix fuzz-out
+
+# --- Client matrix ------------------------------------------------------------------------------------------------
+# Every served scenario against every client stack (scripts/matrix.py; docs/CLIENTS.md says what each client is). The
+# Swift clients live in Matrix/, a package of its own built into .build-matrix, so neither the library nor its users
+# depend on swift-nio-ssl or AsyncHTTPClient. Products are named because a plain `swift build` there also builds the
+# dependencies' example executables. `make test` builds only the swift-nio-ssl client (BoringSSL) and runs the
+# reduced matrix with GnuTLS and pyca/cryptography; `make matrix` builds all three Swift clients, installs the other
+# stacks (Java, Go, Node, NSS, Chromium) and writes the report. Linux only (URLSession needs a private mount namespace).
+# Not part of .ci/run: it takes minutes and its verdicts are the clients', not ours.
+MATRIX_BUILD = swift build --package-path Matrix --scratch-path .build-matrix
+
+matrix-test-clients: deps
+	@scripts/ensure-deps.sh matrix-test
+	@scripts/matrix-python.sh
+	$(MATRIX_BUILD) --product matrix-nio-ssl
+
+matrix: deps
+	@scripts/ensure-deps.sh matrix
+	@scripts/ensure-deps.sh browser
+	@scripts/matrix-python.sh
+	swift build --product tls-fixtures
+	$(MATRIX_BUILD) --product matrix-nio-ssl && $(MATRIX_BUILD) --product matrix-ahc && $(MATRIX_BUILD) --product matrix-urlsession
+	python3 scripts/matrix.py --json docs/clients.json --markdown docs/CLIENTS.md $(ARGS)
 
 # Scenarios/*.json is the catalog; the library embeds it through generated code (checked by a test).
 scenarios:
@@ -72,18 +115,18 @@ TSAN_TEST_OPTIONS := log_path=$(CURDIR)/.build-tsan/sanitizer-reports/tsan
 # $(call sanitized_test,SANITIZER,SCRATCH,OPTIONS_VARIABLE,OPTIONS): the suite under one sanitizer, in its own build
 # folder, the reliability suite in a process of its own as in `make test`; any report from any process fails it.
 define sanitized_test
-	@scripts/ensure-deps.sh browser
+	@scripts/ensure-deps.sh test
 	swift build --build-tests --sanitize=$(1) --scratch-path $(2)
 	@rm -rf $(2)/sanitizer-reports && mkdir -p $(2)/sanitizer-reports
-	$(3)=$(4) swift test --skip-build --sanitize=$(1) --scratch-path $(2) --skip ReliabilitySuite \
+	$(3)=$(4) TLS_FIXTURES_MATRIX_REQUIRED=1 swift test --skip-build --sanitize=$(1) --scratch-path $(2) --skip ReliabilitySuite \
 	  && $(3)=$(4) swift test --skip-build --sanitize=$(1) --scratch-path $(2) --filter ReliabilitySuite; \
 	  status=$$?; scripts/sanitizer-reports.sh $(2)/sanitizer-reports || status=1; exit $$status
 endef
 
-test-asan: deps
+test-asan: deps matrix-test-clients
 	$(call sanitized_test,address,.build-asan,ASAN_OPTIONS,$(ASAN_TEST_OPTIONS))
 
-test-tsan: deps
+test-tsan: deps matrix-test-clients
 	$(call sanitized_test,thread,.build-tsan,TSAN_OPTIONS,$(TSAN_TEST_OPTIONS))
 
 # --- Fuzzing ----------------------------------------------------------------------------------------------------
@@ -110,6 +153,7 @@ FUZZ_ENV := SWIFT_BACKTRACE=enable=no LSAN_OPTIONS=suppressions=$(CURDIR)/Fuzz/l
 FUZZ_COMMON := -timeout=10 -rss_limit_mb=4096 -max_len=16384 -print_final_stats=1 -max_total_time=$(FUZZ_SECONDS)
 
 fuzz-build: deps
+	@if [ "$$(uname -s)" = Darwin ]; then echo "make fuzz is Linux only: Xcode's Swift has no libFuzzer (-sanitize=fuzzer)" >&2; exit 1; fi
 	swift build --package-path Fuzz -c debug --sanitize=fuzzer --sanitize=address -Xswiftc -sanitize=fuzzer,address \
 	  --scratch-path .build-fuzz
 

@@ -3,7 +3,10 @@ import PackageDescription
 
 let package = Package(
     name: "swift-tls-fixtures",
-    platforms: [.macOS(.v13)],
+    // macOS 14: Homebrew's openssl@3 bottles (the OpenSSL this package links there) and the Xcode versions that build
+    // Swift 6 (Xcode 16 runs on macOS 14.5 and later) both start there. The library links OpenSSL, so it is for macOS
+    // test targets and tools; iOS tests reach the same servers through `tls-fixtures serve` on the Mac.
+    platforms: [.macOS(.v14)],
     products: [
         .library(name: "TLSFixtures", targets: ["TLSFixtures"]),
         .library(name: "TLSFixturesXCTest", targets: ["TLSFixturesXCTest"]),

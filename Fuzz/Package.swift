@@ -5,7 +5,7 @@ import PackageDescription
 
 let package = Package(
     name: "swift-tls-fixtures-fuzz",
-    platforms: [.macOS(.v13)],
+    platforms: [.macOS(.v14)],   // as the package it fuzzes (../Package.swift)
     dependencies: [
         .package(name: "swift-tls-fixtures", path: ".."),
     ],

@@ -39,6 +39,18 @@ static inline int shim_SSL_get_peer_tmp_key(SSL *s, EVP_PKEY **pk) { return (int
 static inline int shim_SSL_get_tmp_key(SSL *s, EVP_PKEY **pk) { return (int)SSL_get_tmp_key(s, pk); }
 static inline int shim_SSL_get_negotiated_group(SSL *s) { return (int)SSL_get_negotiated_group(s); }
 
+// MARK: - The negotiated key-exchange group, by name
+// OpenSSL 3.5+ negotiates the hybrid X25519MLKEM768 by default in TLS 1.3; a KEM group leaves no peer temporary key,
+// so only its name says what was agreed. SSL_get0_group_name exists from OpenSSL 3.2; before that the wrapper answers
+// NULL and Swift asks SSL_group_to_name(SSL_get_negotiated_group) instead (KeyExchangeName.negotiatedGroup).
+#if OPENSSL_VERSION_NUMBER >= 0x30200000L
+static inline const char *shim_SSL_get0_group_name(SSL *s) { return SSL_get0_group_name(s); }
+static const int shim_HAS_SSL_get0_group_name = 1;
+#else
+static inline const char *shim_SSL_get0_group_name(SSL *s) { (void)s; return NULL; }
+static const int shim_HAS_SSL_get0_group_name = 0;
+#endif
+
 // SSL_OP_* are built with SSL_OP_BIT(n), which the importer cannot evaluate.
 static const uint64_t shim_SSL_OP_NO_TICKET = SSL_OP_NO_TICKET;
 static const uint64_t shim_SSL_OP_NO_RENEGOTIATION = SSL_OP_NO_RENEGOTIATION;
@@ -86,6 +98,27 @@ static inline const ASN1_STRING *shim_GENERAL_NAME_string(const GENERAL_NAME *gn
     default: return NULL;
     }
 }
+
+// MARK: - NAME_CONSTRAINTS (two stacks of GENERAL_SUBTREE)
+
+static inline STACK_OF(GENERAL_SUBTREE) *shim_NAME_CONSTRAINTS_subtrees(const NAME_CONSTRAINTS *nc, int excluded) {
+    return excluded ? nc->excludedSubtrees : nc->permittedSubtrees;
+}
+static inline int shim_sk_GENERAL_SUBTREE_num(const STACK_OF(GENERAL_SUBTREE) *sk) { return sk_GENERAL_SUBTREE_num(sk); }
+/// The base name of the subtree at `i` (minimum and maximum are never used in the web PKI).
+static inline const GENERAL_NAME *shim_GENERAL_SUBTREE_base(const STACK_OF(GENERAL_SUBTREE) *sk, int i) {
+    const GENERAL_SUBTREE *subtree = sk_GENERAL_SUBTREE_value(sk, i);
+    return subtree ? subtree->base : NULL;
+}
+static inline void shim_NAME_CONSTRAINTS_free(NAME_CONSTRAINTS *nc) { NAME_CONSTRAINTS_free(nc); }
+
+// MARK: - Security callback operations
+// SSL_SECOP_* are macros built from other macros; Swift imports none of them.
+
+/// The category bits of a security operation (`SSL_SECOP_OTHER_TYPE`).
+static inline int shim_SSL_SECOP_OTHER_TYPE(void) { return SSL_SECOP_OTHER_TYPE; }
+/// The category of the four signature-algorithm operations (supported, shared, check, mask).
+static inline int shim_SSL_SECOP_OTHER_SIGALG(void) { return SSL_SECOP_OTHER_SIGALG; }
 
 // MARK: - Parameter names
 // OSSL_PARAM_BLD keeps the key *pointer* until OSSL_PARAM_BLD_to_param; a Swift String bridged to char* lives only

@@ -169,10 +169,12 @@ func monotonicNanos() -> UInt64 {
 
 /// Resident set size of this process, from /proc (Linux) — nil elsewhere.
 func residentKiB(field: String = "VmRSS") -> Int? {
+    #if os(Linux)
     guard let status = try? String(contentsOfFile: "/proc/self/status", encoding: .utf8) else { return nil }
     for line in status.split(separator: "\n") where line.hasPrefix(field + ":") {
         return Int(line.split(separator: " ", omittingEmptySubsequences: true).dropFirst().first ?? "")
     }
+    #endif
     return nil
 }
 

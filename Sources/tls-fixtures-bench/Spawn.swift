@@ -9,7 +9,12 @@ import Darwin
 /// posix_spawn with stdin from /dev/null and stdout/stderr to `log` (or /dev/null): the cheapest way to start a peer,
 /// so the measured start latency is the peer's own.
 func spawnProcess(_ argv: [String], log: String = "/dev/null") throws -> pid_t {
+    // An opaque pointer on Darwin (so `T()` does not compile there), a struct in Glibc.
+    #if canImport(Darwin)
+    var actions: posix_spawn_file_actions_t? = nil
+    #else
     var actions = posix_spawn_file_actions_t()
+    #endif
     posix_spawn_file_actions_init(&actions)
     defer { posix_spawn_file_actions_destroy(&actions) }
     posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
@@ -19,7 +24,11 @@ func spawnProcess(_ argv: [String], log: String = "/dev/null") throws -> pid_t {
     defer { for arg in cArgs { free(arg) } }
     // The spawning thread may be a libdispatch worker, which blocks every signal: without resetting the mask the
     // peer would inherit it and ignore our SIGTERM.
+    #if canImport(Darwin)
+    var attributes: posix_spawnattr_t? = nil
+    #else
     var attributes = posix_spawnattr_t()
+    #endif
     posix_spawnattr_init(&attributes)
     defer { posix_spawnattr_destroy(&attributes) }
     var noSignals = sigset_t()

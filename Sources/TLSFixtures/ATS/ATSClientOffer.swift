@@ -34,11 +34,13 @@ public enum ATSCipherSuites {
         "TLS_RSA_WITH_AES_128_CBC_SHA256", "TLS_RSA_WITH_AES_128_CBC_SHA",
     ]
 
-    /// Finite-field DHE with RSA. Not ATS suites; offered only when ATS does not apply.
+    /// Finite-field DHE with RSA. Not ATS suites; offered only when ATS does not apply, and only under the default
+    /// reading `ATSReadings.DHE.offeredWithoutATS`.
     ///
-    /// Why they are here at all: scenarios.md says `dhe-only`, `dh1024` and `dh512` are admitted by
-    /// arbitrary loads, and the model follows the catalog. (Recent Apple clients may have dropped DHE;
-    /// and a real client would refuse a 512-bit group, which `ServerFacts` does not record.)
+    /// Why they are here at all: scenarios.md says `dhe-only`, `dh1024` and `dh512` are admitted by arbitrary loads,
+    /// and the model follows the catalog. Whether Apple's client offers them is uncertain (model rule dhe-without-ats):
+    /// Security/protocol/SecProtocolHelper.m puts DHE only in its "legacy" group. A real client would also refuse a
+    /// 512-bit group, which `ServerFacts` does not record.
     public static let dheRSA: [String] = [
         "TLS_DHE_RSA_WITH_AES_256_GCM_SHA384", "TLS_DHE_RSA_WITH_AES_128_GCM_SHA256",
         "TLS_DHE_RSA_WITH_AES_256_CBC_SHA256", "TLS_DHE_RSA_WITH_AES_128_CBC_SHA256",
@@ -53,14 +55,20 @@ public enum ATSCipherSuites {
     /// Everything Apple's TLS client offers with ATS out of the way: both ATS lists, RSA key exchange and
     /// DHE. RC4, 3DES and NULL are deliberately absent — Apple's client no longer offers them, and the
     /// catalog says no ATS key admits `rc4`, `3des` or `null`.
-    public static let clientSupported: [String] = {
+    public static let clientSupported: [String] = clientSupported(includingDHE: true)
+
+    /// The same, with or without the DHE_RSA suites (`ATSReadings.DHE`).
+    public static func clientSupported(includingDHE: Bool) -> [String] {
         var all: [String] = []
-        for suite in forwardSecretCurrentSource + forwardSecretDocumented2015 + nonForwardSecret + dheRSA
+        for suite in forwardSecretCurrentSource + forwardSecretDocumented2015 + nonForwardSecret + (includingDHE ? dheRSA : [])
         where !all.contains(suite) {
             all.append(suite)
         }
         return all
-    }()
+    }
+
+    /// Whether an IANA suite name is a finite-field DHE suite.
+    static func isDHE(_ suite: String) -> Bool { suite.hasPrefix("TLS_DHE_") }
 }
 
 /// What Apple's TLS client would put in its ClientHello for one connection: the protocol range and the
@@ -81,17 +89,20 @@ public struct ATSClientOffer: Sendable, Codable, Equatable, CustomStringConverti
         self.tls13Suites = tls13Suites
     }
 
-    /// The offer for resolved requirements.
+    /// The offer for resolved requirements. The profile's floor (TLS 1.2 on iOS 26, as reported) holds whatever
+    /// the requirements allow.
     public init(requirements: ATSRequirements, options: ATSEvaluationOptions) {
         let maxVersion = options.profile.maxTLSVersion
+        let floor = options.profile.minimumTLSVersionFloor
         if requirements.atsApplies {
             var suites = ATSCipherSuites.forwardSecret(options.readings.cipherSuites)
             if !requirements.requiresForwardSecrecy { suites += ATSCipherSuites.nonForwardSecret }
-            self.init(minVersion: requirements.minimumTLSVersion, maxVersion: maxVersion, tls12Suites: suites,
+            self.init(minVersion: max(requirements.minimumTLSVersion, floor), maxVersion: maxVersion, tls12Suites: suites,
                       tls13Suites: maxVersion >= .tls1_3 ? ATSCipherSuites.tls13 : [])
         } else {
             // ATS out of the way: what the client supports at all. It has never offered SSLv3 here.
-            self.init(minVersion: .tls1_0, maxVersion: maxVersion, tls12Suites: ATSCipherSuites.clientSupported,
+            let suites = ATSCipherSuites.clientSupported(includingDHE: options.readings.dhe == .offeredWithoutATS)
+            self.init(minVersion: max(.tls1_0, floor), maxVersion: maxVersion, tls12Suites: suites,
                       tls13Suites: maxVersion >= .tls1_3 ? ATSCipherSuites.tls13 : [])
         }
     }
@@ -101,6 +112,9 @@ public struct ATSClientOffer: Sendable, Codable, Equatable, CustomStringConverti
         guard version >= minVersion, version <= maxVersion else { return false }
         return version == .tls1_3 ? tls13Suites.contains(suite) : tls12Suites.contains(suite)
     }
+
+    /// `TLSv1.2–TLSv1.3`, or `TLSv1.3 only`.
+    public var versionRange: String { minVersion == maxVersion ? "\(minVersion) only" : "\(minVersion)–\(maxVersion)" }
 
     /// Versions in range, oldest first.
     public var versions: [TLSVersion] { TLSVersion.allCases.filter { $0 >= minVersion && $0 <= maxVersion } }

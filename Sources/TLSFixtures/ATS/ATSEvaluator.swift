@@ -29,7 +29,7 @@ public struct ATSEvaluator: Sendable {
                                  matchedExceptionDomain: requirements.matchedExceptionDomain,
                                  matchedPinnedDomain: requirements.matchedPinnedDomain, notes: requirements.notes,
                                  likelyError: nil, negotiatedVersion: nil, negotiatedSuite: nil,
-                                 requirements: requirements)
+                                 requirements: requirements, rules: requirements.rules)
         guard let host = ATSHost(url: url) else {
             verdict.violations = [ATSViolation(rule: .invalidURL, message: "invalid URL: \(url.absoluteString) has no host",
                                                likelyError: .badURL)]
@@ -40,6 +40,7 @@ public struct ATSEvaluator: Sendable {
             verdict.notes.append("the URL's scheme is \(scheme) but the facts were gathered over \(facts.scheme)")
         }
         if scheme == "http" || scheme == "ws" {
+            if requirements.atsApplies { verdict.rules.append(ATSAppliedRule(.httpBlocked)) }
             if !requirements.allowsInsecureHTTPLoads {
                 verdict.violations.append(ATSViolation(
                     rule: .scheme,
@@ -58,9 +59,20 @@ public struct ATSEvaluator: Sendable {
         case .negotiated(let version, let suite):
             verdict.negotiatedVersion = version
             verdict.negotiatedSuite = suite
+            if ATSCipherSuites.isDHE(suite) {
+                verdict.rules.append(ATSAppliedRule(.dheWithoutATS, reading: options.readings.dhe.rawValue))
+                verdict.notes.append("uncertain: \(suite) is a DHE suite, which Apple's source lists only in its \"legacy\" "
+                                     + "group; whether URLSession offers DHE with ATS out of the way is not documented "
+                                     + "(the other reading refuses it)")
+            }
         case .failed(let violations):
             verdict.violations += violations
+            if !requirements.atsApplies, options.readings.dhe == .neverOffered,
+               facts.accepted.values.joined().contains(where: ATSCipherSuites.isDHE) {
+                verdict.rules.append(ATSAppliedRule(.dheWithoutATS, reading: options.readings.dhe.rawValue))
+            }
         }
+        if options.profile.minimumTLSVersionFloor > .tls1_0 { verdict.rules.append(ATSAppliedRule(.ios26TLS12Floor)) }
 
         if facts.trust == nil, facts.presentedChain.isEmpty, facts.accepted.values.allSatisfy(\.isEmpty) {
             // No handshake and no certificate: there is nothing more to judge.
@@ -69,9 +81,23 @@ public struct ATSEvaluator: Sendable {
 
         // Certificate rules: ATS's own (only where ATS applies), then default trust (always).
         var certificate: [ATSViolation] = []
+        verdict.rules.append(ATSAppliedRule(.defaultTrust))
+        if options.profile.hasIOS13CertificateRules { verdict.rules.append(ATSAppliedRule(.ios13CertificateRules)) }
+        if options.profile.hasPublicValidityRule, facts.trust?.anchor == .system {
+            verdict.rules.append(ATSAppliedRule(.publicValidity398Days))
+        }
         if requirements.atsApplies {
             certificate += ATSCertificateRules().violations(presentedChain: facts.presentedChain, trust: facts.trust,
                                                             requiresForwardSecrecy: requirements.requiresForwardSecrecy)
+            if requirements.requiresCertificateTransparency,
+               let leaf = facts.presentedChain.first ?? facts.trust?.verifiedChain.first, leaf.hasEmbeddedSCTs != true {
+                certificate.append(ATSViolation(
+                    rule: .certificateTransparency,
+                    message: "certificate transparency (\(options.profile)): the entry \"\(requirements.matchedExceptionDomain ?? "")\" sets "
+                        + "NSRequiresCertificateTransparency, and the leaf carries no embedded SCTs (SCTs sent in the "
+                        + "handshake or an OCSP response are not recorded)",
+                    likelyError: .untrusted()))
+            }
         } else {
             verdict.notes.append("ATS does not apply, but default trust (chain, dates, host name) still does "
                                  + "unless the app's delegate overrides it")
@@ -80,6 +106,7 @@ public struct ATSEvaluator: Sendable {
             .violations(host: host, presentedChain: facts.presentedChain, trust: facts.trust)
         certificate = trustFirst(certificate)
 
+        if options.trustOverride { verdict.rules.append(ATSAppliedRule(.trustOverride)) }
         if options.trustOverride, requirements.trustOverrideHonoured {
             verdict.waived = certificate
             if !certificate.isEmpty {
@@ -100,8 +127,9 @@ public struct ATSEvaluator: Sendable {
                                  + "which these facts do not record")
         }
 
-        if let key = requirements.matchedPinnedDomain, let entry = policy.pinnedDomains[key] {
-            verdict.violations += ATSPinnedDomainCheck(entry: entry)
+        let pinned = requirements.matchedPinnedDomains.compactMap { policy.pinnedDomains[$0] }
+        if !pinned.isEmpty {
+            verdict.violations += ATSPinnedDomainCheck(entries: pinned)
                 .violations(presentedChain: facts.presentedChain, trust: facts.trust)
         }
         return finish(verdict)
@@ -118,6 +146,10 @@ public struct ATSEvaluator: Sendable {
         var verdict = verdict
         verdict.allowed = verdict.violations.isEmpty
         verdict.likelyError = verdict.violations.first?.likelyError
+        // Once each, in the order used; the likely error code is itself a model rule (medium confidence).
+        var log = ATSRuleLog(verdict.rules)
+        if !verdict.allowed { log.add(.likelyErrorCodes) }
+        verdict.rules = log.rules
         return verdict
     }
 }
@@ -155,7 +187,12 @@ struct ATSHandshakeCheck {
         let who = requirements.atsApplies ? "ATS requires" : "Apple's TLS client supports"
         if inRange.isEmpty {
             let message: String
-            if let newest = versions.last, newest < offer.minVersion {
+            let floor = options.profile.minimumTLSVersionFloor
+            let allowedByKeys = requirements.atsApplies ? requirements.minimumTLSVersion : .tls1_0
+            if let newest = versions.last, newest < offer.minVersion, floor > allowedByKeys, newest < floor {
+                message = "minimum TLS version: server speaks at most \(newest); \(options.profile) refuses anything below "
+                    + "\(floor) whatever the exception (reported by OWASP MASTG, not documented by Apple)"
+            } else if let newest = versions.last, newest < offer.minVersion {
                 message = "minimum TLS version: server speaks at most \(newest), \(who) \(offer.minVersion)"
                     + (requirements.atsApplies ? "" : " and later")
             } else {
@@ -201,31 +238,48 @@ struct ATSHandshakeCheck {
     }
 }
 
-/// `NSPinnedDomains` for one entry: the leaf's SPKI must be in the leaf list; some CA's SPKI in the
-/// verified chain must be in the CA list; both when both are given. Pinning never waives anything.
+/// `NSPinnedDomains` for the entries that match a host: the leaf's SPKI must be in the leaf lists; some CA's SPKI in
+/// the verified chain must be in the CA lists; both when both are given. As in Security/OSX/sec/Security/SecPolicy.c
+/// (`parseNSPinnedDomains`), the identities of every matching entry are pooled per kind. Pinning never waives anything.
 struct ATSPinnedDomainCheck {
-    let entry: ATSPinnedDomain
+    let entries: [ATSPinnedDomain]
+
+    init(entries: [ATSPinnedDomain]) {
+        self.entries = entries
+    }
+
+    init(entry: ATSPinnedDomain) {
+        self.init(entries: [entry])
+    }
 
     func violations(presentedChain: [CertificateFacts], trust: TrustFacts?) -> [ATSViolation] {
         let chain = ATSChainView(presented: presentedChain, trust: trust).certificates
         let code = ATSLikelyError.secure(-9802, "errSSLFatalAlert")
         var found: [ATSViolation] = []
-        if let leafPins = entry.leafIdentities {
+        let leafEntries = entries.filter { $0.leafIdentities != nil }
+        if !leafEntries.isEmpty {
+            let leafPins = leafEntries.flatMap { $0.leafIdentities ?? [] }
             let leaf = presentedChain.first ?? chain.first
             if leaf.map({ leafPins.contains($0.spkiSHA256) }) != true {
                 found.append(ATSViolation(rule: .pinning,
                                           message: "pinning: the leaf's SPKI (\(leaf?.spkiSHA256 ?? "none")) is not in "
-                                            + "NSPinnedLeafIdentities of \"\(entry.key)\"", likelyError: code))
+                                            + "NSPinnedLeafIdentities of \(Self.names(leafEntries))", likelyError: code))
             }
         }
-        if let caPins = entry.caIdentities {
+        let caEntries = entries.filter { $0.caIdentities != nil }
+        if !caEntries.isEmpty {
+            let caPins = caEntries.flatMap { $0.caIdentities ?? [] }
             let cas = chain.dropFirst()
             if !cas.contains(where: { caPins.contains($0.spkiSHA256) }) {
                 found.append(ATSViolation(rule: .pinning,
                                           message: "pinning: no CA in the verified chain has an SPKI listed in "
-                                            + "NSPinnedCAIdentities of \"\(entry.key)\"", likelyError: code))
+                                            + "NSPinnedCAIdentities of \(Self.names(caEntries))", likelyError: code))
             }
         }
         return found
+    }
+
+    private static func names(_ entries: [ATSPinnedDomain]) -> String {
+        entries.map { "\"\($0.key)\"" }.joined(separator: " or ")
     }
 }

@@ -85,7 +85,8 @@ public struct ATSExceptionFinder: Sendable {
     }
 
     public func find(url: URL, facts: ServerFacts) -> ATSExceptionFinding {
-        let host = ATSHost(url: url)?.name ?? ""
+        // Exception keys are looked up as the URL spells the host, trailing dot included.
+        let host = ATSHost(url: url)?.exceptionLookupName ?? ""
         let candidates = self.candidates(host: host)
         for trustOverride in [false, true] {
             for candidate in candidates {
@@ -187,7 +188,9 @@ public struct ATSExceptionFinder: Sendable {
                 need = "a server the probe can complete a TLS handshake with (a scenario the linked OpenSSL "
                     + "cannot serve, such as SSLv3, RC4, 3DES or NULL, cannot be tested)"
             case .tlsVersion:
-                need = "a server that speaks TLS 1.0 or later (TLS 1.2 to need no exception)"
+                let floor = options.profile.minimumTLSVersionFloor
+                need = floor >= .tls1_2 ? "a server that speaks TLS 1.2 or later (\(options.profile) refuses older versions)"
+                    : "a server that speaks \(floor) or later (TLS 1.2 to need no exception)"
             case .cipherSuite, .forwardSecrecy:
                 need = "a server with an AES or ChaCha20 suite (ECDHE to need no exception)"
             case .pinning:

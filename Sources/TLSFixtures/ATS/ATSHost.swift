@@ -61,6 +61,41 @@ public struct ATSIPAddress: Sendable, Hashable, CustomStringConvertible {
         return head + [UInt8](repeating: 0, count: 16 - head.count - tail.count) + tail
     }
 
+    /// Where an address lives, for the iOS 17 rule that only *external* addresses fall under ATS.
+    public enum Scope: String, Sendable, Codable {
+        /// 127.0.0.0/8, ::1.
+        case loopback
+        /// 169.254.0.0/16, fe80::/10.
+        case linkLocal
+        /// 10/8, 172.16/12, 192.168/16, fc00::/7 (unique local). "Local" only when the device reaches the address
+        /// directly on its own network, which the model assumes (model rule private-ips-are-local, low confidence).
+        case privateNetwork
+        /// Everything else, carrier-grade NAT (100.64/10) included.
+        case external
+    }
+
+    public var scope: Scope {
+        if isIPv4 { return Self.scope(ipv4: bytes) }
+        if bytes[..<15].allSatisfy({ $0 == 0 }) && bytes[15] == 1 { return .loopback }
+        // IPv4-mapped (::ffff:a.b.c.d): the IPv4 address decides.
+        if bytes[..<10].allSatisfy({ $0 == 0 }) && bytes[10] == 0xff && bytes[11] == 0xff {
+            return Self.scope(ipv4: Array(bytes[12...]))
+        }
+        if bytes[0] == 0xfe && bytes[1] & 0xc0 == 0x80 { return .linkLocal }
+        if bytes[0] & 0xfe == 0xfc { return .privateNetwork }
+        return .external
+    }
+
+    private static func scope(ipv4 b: [UInt8]) -> Scope {
+        switch (b[0], b[1]) {
+        case (127, _): return .loopback
+        case (169, 254): return .linkLocal
+        case (10, _), (192, 168): return .privateNetwork
+        case (172, 16...31): return .privateNetwork
+        default: return .external
+        }
+    }
+
     public var description: String {
         if isIPv4 { return bytes.map(String.init).joined(separator: ".") }
         // Full form without compression: unambiguous and good enough for messages.
@@ -109,18 +144,22 @@ public struct ATSHost: Sendable, Hashable, CustomStringConvertible {
         case unqualified
         /// A multicast-DNS name ending in `.local`: exempt from ATS by default on iOS 10+.
         case local
-        /// An IPv4 or IPv6 literal: exempt on iOS 10–16, needs its own exception key on iOS 17+.
+        /// An IPv4 or IPv6 literal: exempt on iOS 10–16; from iOS 17 exempt only when loopback or local.
         case ipLiteral
     }
 
-    /// Lowercased, without brackets or a trailing dot: the form ATS compares with exception keys.
+    /// Lowercased, without brackets or a trailing dot: the form certificates and pinned-domain keys are compared with.
     public let name: String
+    /// Lowercased, without brackets, a trailing dot kept: the form looked up in `NSExceptionDomains`, where
+    /// `example.com.` and `example.com` are different keys (NSExceptionDomains page).
+    public let exceptionLookupName: String
     public let kind: Kind
     public let ip: ATSIPAddress?
 
     public init(_ rawHost: String) {
         var host = rawHost.lowercased()
         if host.hasPrefix("["), host.hasSuffix("]") { host = String(host.dropFirst().dropLast()) }
+        exceptionLookupName = host
         if host.hasSuffix("."), host.count > 1 { host.removeLast() }
         name = host
         if let ip = ATSIPAddress(host) {

@@ -179,21 +179,29 @@ public enum ATSPlistRendering {
         }
     }
 
-    /// The `{ key = value; }` text nscurl prints for "ATS Dictionary:" in verbose mode, with sorted
-    /// keys and four-space indentation so diagnostics output can be compared byte for byte.
-    public static func openStep(_ dictionary: [String: ATSPlistValue], indent: Int = 0) -> String {
-        let pad = String(repeating: " ", count: indent)
-        guard !dictionary.isEmpty else { return "{\n\(pad)}" }
-        var lines = ["{"]
+    /// The `{ key = value; }` text nscurl prints after "ATS Dictionary:" in verbose mode: NSDictionary's own
+    /// description, with sorted keys. A nested collection opens on its key's line after the indentation of its own
+    /// level (`NSExceptionDomains =     {`), its entries one level deeper, as in real nscurl transcripts.
+    public static func nsDictionaryDescription(_ dictionary: [String: ATSPlistValue]) -> String {
+        describe(dictionary, level: 0)
+    }
+
+    /// The same text under its earlier name.
+    public static func openStep(_ dictionary: [String: ATSPlistValue]) -> String {
+        nsDictionaryDescription(dictionary)
+    }
+
+    private static func describe(_ dictionary: [String: ATSPlistValue], level: Int) -> String {
+        let pad = String(repeating: "    ", count: level)
+        var lines = ["\(pad){"]
         for key in dictionary.keys.sorted() {
-            let value = dictionary[key]!
-            lines.append("\(pad)    \(quoted(key)) = \(openStep(value, indent: indent + 4));")
+            lines.append("\(pad)    \(quoted(key)) = \(describe(dictionary[key]!, level: level + 1));")
         }
         lines.append("\(pad)}")
         return lines.joined(separator: "\n")
     }
 
-    private static func openStep(_ value: ATSPlistValue, indent: Int) -> String {
+    private static func describe(_ value: ATSPlistValue, level: Int) -> String {
         switch value {
         case .bool(let flag): return flag ? "true" : "false"
         case .integer(let number): return String(number)
@@ -202,10 +210,14 @@ public enum ATSPlistRendering {
         case .date(let date): return quoted(ISO8601DateFormatter().string(from: date))
         case .data(let data): return "<\(data.map { String(format: "%02x", $0) }.joined())>"
         case .array(let values):
-            let pad = String(repeating: " ", count: indent)
-            let body = values.map { "\(pad)    \(openStep($0, indent: indent + 4))" }.joined(separator: ",\n")
-            return values.isEmpty ? "(\n\(pad))" : "(\n\(body)\n\(pad))"
-        case .dictionary(let values): return openStep(values, indent: indent)
+            let pad = String(repeating: "    ", count: level)
+            var lines = ["\(pad)("]
+            for (index, element) in values.enumerated() {
+                lines.append("\(pad)    \(describe(element, level: level + 1))\(index < values.count - 1 ? "," : "")")
+            }
+            lines.append("\(pad))")
+            return lines.joined(separator: "\n")
+        case .dictionary(let values): return describe(values, level: level)
         }
     }
 

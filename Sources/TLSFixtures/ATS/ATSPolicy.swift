@@ -7,7 +7,7 @@ import Foundation
 /// `NSAllowsArbitraryLoads` off merely by being present, so they are not collapsed to `Bool`.
 public struct ATSPolicy: Sendable, Equatable {
     public var allowsArbitraryLoads: Bool?
-    /// `NSAllowsArbitraryLoadsForMedia`, or its older spelling `NSAllowsArbitraryLoadsInMedia`.
+    /// `NSAllowsArbitraryLoadsForMedia` (`NSAllowsArbitraryLoadsInMedia` is not a key: a 2016 documentation typo).
     public var allowsArbitraryLoadsForMedia: Bool?
     public var allowsArbitraryLoadsInWebContent: Bool?
     public var allowsLocalNetworking: Bool?
@@ -17,6 +17,9 @@ public struct ATSPolicy: Sendable, Equatable {
     public var pinnedDomains: [String: ATSPinnedDomain]
     /// What Apple's loader would log about this dictionary: unknown keys, wrong types, unusable domain keys.
     public var warnings: [ATSPolicyWarning]
+    /// Model rules the parser applied while reading the dictionary (wrong types, numbers read as booleans, keys
+    /// that are not keys), so verdicts can name them with their confidence.
+    public var parserRules: [ATSModelRule]
     /// The `NSAppTransportSecurity` dictionary exactly as given, for display and round trips.
     public var dictionary: [String: ATSPlistValue]
 
@@ -65,7 +68,9 @@ public struct ATSPolicy: Sendable, Equatable {
     public static func parse(plist data: Data) throws -> ATSPolicy {
         let top = try topLevelDictionary(from: data)
         if top[ATSKey.root] != nil { return try ATSPolicy(infoPlistTopLevel: top) }
-        if !top.isEmpty, top.keys.allSatisfy(ATSKey.topLevel.contains) { return ATSPolicy(parsing: top) }
+        // The typo'd media key counts here: a bare dictionary holding it is still meant as an ATS dictionary.
+        let recognised = ATSKey.topLevel.union([ATSKey.allowsArbitraryLoadsInMedia])
+        if !top.isEmpty, top.keys.allSatisfy(recognised.contains) { return ATSPolicy(parsing: top) }
         throw ATSPolicyError.missingATSDictionary
     }
 
@@ -97,7 +102,8 @@ public struct ATSPolicy: Sendable, Equatable {
     /// Memberwise, used by the parser.
     init(allowsArbitraryLoads: Bool?, allowsArbitraryLoadsForMedia: Bool?, allowsArbitraryLoadsInWebContent: Bool?,
          allowsLocalNetworking: Bool?, exceptionDomains: [String: ATSExceptionDomain],
-         pinnedDomains: [String: ATSPinnedDomain], warnings: [ATSPolicyWarning], dictionary: [String: ATSPlistValue]) {
+         pinnedDomains: [String: ATSPinnedDomain], warnings: [ATSPolicyWarning], parserRules: [ATSModelRule],
+         dictionary: [String: ATSPlistValue]) {
         self.allowsArbitraryLoads = allowsArbitraryLoads
         self.allowsArbitraryLoadsForMedia = allowsArbitraryLoadsForMedia
         self.allowsArbitraryLoadsInWebContent = allowsArbitraryLoadsInWebContent
@@ -105,6 +111,7 @@ public struct ATSPolicy: Sendable, Equatable {
         self.exceptionDomains = exceptionDomains
         self.pinnedDomains = pinnedDomains
         self.warnings = warnings
+        self.parserRules = parserRules
         self.dictionary = dictionary
     }
 }
@@ -129,8 +136,25 @@ public struct ATSExceptionDomain: Sendable, Equatable {
     public var allowsInsecureHTTPLoads: Bool?
     public var minimumTLSVersion: TLSVersion?
     public var requiresForwardSecrecy: Bool?
-    /// Parsed only to be reported: CT is enforced for public certificates whatever this says.
+    /// Required CT for this domain on earlier systems (iOS 10–12); no effect later, where CT is enforced for public
+    /// certificates whatever this says.
     public var requiresCertificateTransparency: Bool?
+    /// The `NSThirdPartyException*` keys, parsed so the older reading (`ATSReadings.ThirdPartyKeys.asPlainKeys`) can
+    /// use them; Apple's current parser ignores them. `nil` when the entry has none.
+    public var thirdParty: ATSThirdPartyExceptionKeys?
+}
+
+/// The `NSThirdPartyException*` twins of the exception keys (removed from Apple's documentation in 2016).
+public struct ATSThirdPartyExceptionKeys: Sendable, Equatable {
+    public var allowsInsecureHTTPLoads: Bool?
+    public var minimumTLSVersion: TLSVersion?
+    public var requiresForwardSecrecy: Bool?
+
+    public init(allowsInsecureHTTPLoads: Bool?, minimumTLSVersion: TLSVersion?, requiresForwardSecrecy: Bool?) {
+        self.allowsInsecureHTTPLoads = allowsInsecureHTTPLoads
+        self.minimumTLSVersion = minimumTLSVersion
+        self.requiresForwardSecrecy = requiresForwardSecrecy
+    }
 }
 
 /// One `NSPinnedDomains` entry: base64 SHA-256 SPKI hashes (`SPKI-SHA256-BASE64`).
@@ -205,6 +229,7 @@ public enum ATSKey {
     public static let root = "NSAppTransportSecurity"
     public static let allowsArbitraryLoads = "NSAllowsArbitraryLoads"
     public static let allowsArbitraryLoadsForMedia = "NSAllowsArbitraryLoadsForMedia"
+    /// Not a key: a typo in Apple's documentation, corrected 2016-11-14. Kept to recognise it and say so.
     public static let allowsArbitraryLoadsInMedia = "NSAllowsArbitraryLoadsInMedia"
     public static let allowsArbitraryLoadsInWebContent = "NSAllowsArbitraryLoadsInWebContent"
     public static let allowsLocalNetworking = "NSAllowsLocalNetworking"
@@ -226,7 +251,7 @@ public enum ATSKey {
 
     /// The keys allowed directly inside `NSAppTransportSecurity`.
     public static let topLevel: Set<String> = [
-        allowsArbitraryLoads, allowsArbitraryLoadsForMedia, allowsArbitraryLoadsInMedia,
-        allowsArbitraryLoadsInWebContent, allowsLocalNetworking, exceptionDomains, pinnedDomains,
+        allowsArbitraryLoads, allowsArbitraryLoadsForMedia, allowsArbitraryLoadsInWebContent, allowsLocalNetworking,
+        exceptionDomains, pinnedDomains,
     ]
 }

@@ -2,34 +2,36 @@ import Foundation
 
 /// Turns an `NSAppTransportSecurity` dictionary into an `ATSPolicy`, collecting warnings on the way.
 ///
-/// The parser is lenient the way iOS is: a bad value never fails the whole policy, it is ignored
-/// (as iOS ignores it) and reported, so the evaluation that follows matches what the device does.
+/// The parser is lenient the way iOS is: a bad value never fails the whole policy, it is ignored (as iOS ignores
+/// it) and reported, so the evaluation that follows matches what the device does. Its value rules follow Apple's
+/// own parser (Security/protocol/SecProtocolConfiguration.m, `sec_protocol_configuration_set_ats_overrides`): a
+/// boolean key takes any number and compares it with YES; anything that is not a number is absent, in every
+/// respect — it does not even count as "present" for the keys that switch `NSAllowsArbitraryLoads` off.
 struct ATSPolicyParser {
     private var warnings: [ATSPolicyWarning] = []
+    private var rules: [ATSModelRule] = []
 
     mutating func parse(_ ats: [String: ATSPlistValue]) -> ATSPolicy {
-        var media = boolean(ats, ATSKey.allowsArbitraryLoadsForMedia, path: [])
-        if let older = boolean(ats, ATSKey.allowsArbitraryLoadsInMedia, path: []) {
-            // Both spellings reach the same setting; the newer one wins if both are there.
-            if media == nil { media = older } else {
-                warn([ATSKey.allowsArbitraryLoadsInMedia],
-                     "both spellings present; \(ATSKey.allowsArbitraryLoadsForMedia) wins")
-            }
-        }
         let policy = ATSPolicy(
             allowsArbitraryLoads: boolean(ats, ATSKey.allowsArbitraryLoads, path: []),
-            allowsArbitraryLoadsForMedia: media,
+            allowsArbitraryLoadsForMedia: boolean(ats, ATSKey.allowsArbitraryLoadsForMedia, path: []),
             allowsArbitraryLoadsInWebContent: boolean(ats, ATSKey.allowsArbitraryLoadsInWebContent, path: []),
             allowsLocalNetworking: boolean(ats, ATSKey.allowsLocalNetworking, path: []),
             exceptionDomains: exceptionDomains(ats[ATSKey.exceptionDomains]),
             pinnedDomains: pinnedDomains(ats[ATSKey.pinnedDomains]),
-            warnings: [],
-            dictionary: ats)
+            warnings: [], parserRules: [], dictionary: ats)
         for key in ats.keys.sorted() where !ATSKey.topLevel.contains(key) {
-            warn([key], unknownKeyMessage(key, known: ATSKey.topLevel))
+            if key == ATSKey.allowsArbitraryLoadsInMedia {
+                note(.inMediaIsNotAKey)
+                warn([key], "not a key (a typo in Apple's documentation, corrected in 2016): iOS ignores it, so it neither "
+                     + "exempts media loads nor switches \(ATSKey.allowsArbitraryLoads) off; write \(ATSKey.allowsArbitraryLoadsForMedia)")
+            } else {
+                warn([key], unknownKeyMessage(key, known: ATSKey.topLevel))
+            }
         }
         var result = policy
         result.warnings = warnings
+        result.parserRules = rules
         return result
     }
 
@@ -38,13 +40,17 @@ struct ATSPolicyParser {
     private static let exceptionKeys: Set<String> = [
         ATSKey.includesSubdomains, ATSKey.exceptionAllowsInsecureHTTPLoads, ATSKey.exceptionMinimumTLSVersion,
         ATSKey.exceptionRequiresForwardSecrecy, ATSKey.requiresCertificateTransparency,
-        ATSKey.thirdPartyAllowsInsecureHTTPLoads, ATSKey.thirdPartyMinimumTLSVersion,
-        ATSKey.thirdPartyRequiresForwardSecrecy,
+    ]
+    private static let thirdPartyKeys: [(thirdParty: String, plain: String)] = [
+        (ATSKey.thirdPartyAllowsInsecureHTTPLoads, ATSKey.exceptionAllowsInsecureHTTPLoads),
+        (ATSKey.thirdPartyMinimumTLSVersion, ATSKey.exceptionMinimumTLSVersion),
+        (ATSKey.thirdPartyRequiresForwardSecrecy, ATSKey.exceptionRequiresForwardSecrecy),
     ]
 
     private mutating func exceptionDomains(_ value: ATSPlistValue?) -> [String: ATSExceptionDomain] {
         guard let value else { return [:] }
         guard case .dictionary(let domains) = value else {
+            note(.wrongTypeIsAbsent)
             warn([ATSKey.exceptionDomains], "expected a dictionary, found \(value.typeName); ignored")
             return [:]
         }
@@ -52,6 +58,7 @@ struct ATSPolicyParser {
         for key in domains.keys.sorted() {
             let path = [ATSKey.exceptionDomains, key]
             guard case .dictionary(let entry) = domains[key]! else {
+                note(.wrongTypeIsAbsent)
                 warn(path, "expected a dictionary, found \(domains[key]!.typeName); entry ignored")
                 continue
             }
@@ -61,52 +68,39 @@ struct ATSPolicyParser {
     }
 
     private mutating func exceptionDomain(key: String, entry: [String: ATSPlistValue], path: [String]) -> ATSExceptionDomain {
-        let insecure = twin(plain: boolean(entry, ATSKey.exceptionAllowsInsecureHTTPLoads, path: path),
-                            thirdParty: boolean(entry, ATSKey.thirdPartyAllowsInsecureHTTPLoads, path: path),
-                            keys: (ATSKey.exceptionAllowsInsecureHTTPLoads, ATSKey.thirdPartyAllowsInsecureHTTPLoads),
-                            entry: entry, path: path)
-        let minimum = twin(plain: tlsVersion(entry, ATSKey.exceptionMinimumTLSVersion, path: path),
-                           thirdParty: tlsVersion(entry, ATSKey.thirdPartyMinimumTLSVersion, path: path),
-                           keys: (ATSKey.exceptionMinimumTLSVersion, ATSKey.thirdPartyMinimumTLSVersion),
-                           entry: entry, path: path)
-        let forwardSecrecy = twin(plain: boolean(entry, ATSKey.exceptionRequiresForwardSecrecy, path: path),
-                                  thirdParty: boolean(entry, ATSKey.thirdPartyRequiresForwardSecrecy, path: path),
-                                  keys: (ATSKey.exceptionRequiresForwardSecrecy, ATSKey.thirdPartyRequiresForwardSecrecy),
-                                  entry: entry, path: path)
         let transparency = boolean(entry, ATSKey.requiresCertificateTransparency, path: path)
-        if transparency != nil {
+        if transparency == true {
             warn(path + [ATSKey.requiresCertificateTransparency],
-                 "obsolete: iOS enforces Certificate Transparency for publicly trusted certificates regardless; no effect")
+                 "only earlier systems (iOS 10–12) read this key and required Certificate Transparency for the domain; "
+                    + "later ones enforce CT for publicly trusted certificates whatever it says")
         }
-        for entryKey in entry.keys.sorted() where !Self.exceptionKeys.contains(entryKey) {
+        var thirdParty: ATSThirdPartyExceptionKeys?
+        if Self.thirdPartyKeys.contains(where: { entry[$0.thirdParty] != nil }) {
+            note(.thirdPartyKeys)
+            thirdParty = ATSThirdPartyExceptionKeys(
+                allowsInsecureHTTPLoads: boolean(entry, ATSKey.thirdPartyAllowsInsecureHTTPLoads, path: path),
+                minimumTLSVersion: tlsVersion(entry, ATSKey.thirdPartyMinimumTLSVersion, path: path),
+                requiresForwardSecrecy: boolean(entry, ATSKey.thirdPartyRequiresForwardSecrecy, path: path))
+            for (thirdPartyKey, plain) in Self.thirdPartyKeys where entry[thirdPartyKey] != nil {
+                warn(path + [thirdPartyKey], "ignored: Apple's current ATS parser reads only \(plain) (the NSThirdParty "
+                     + "keys left the documentation in 2016); write \(plain) instead")
+            }
+        }
+        let known = Self.exceptionKeys.union(Self.thirdPartyKeys.map(\.thirdParty))
+        for entryKey in entry.keys.sorted() where !known.contains(entryKey) {
             warn(path + [entryKey], unknownKeyMessage(entryKey, known: Self.exceptionKeys))
         }
         return ATSExceptionDomain(
             key: key, keyKind: domainKeyKind(key, path: path),
             includesSubdomains: boolean(entry, ATSKey.includesSubdomains, path: path),
-            allowsInsecureHTTPLoads: insecure, minimumTLSVersion: minimum,
-            requiresForwardSecrecy: forwardSecrecy, requiresCertificateTransparency: transparency)
+            allowsInsecureHTTPLoads: boolean(entry, ATSKey.exceptionAllowsInsecureHTTPLoads, path: path),
+            minimumTLSVersion: tlsVersion(entry, ATSKey.exceptionMinimumTLSVersion, path: path),
+            requiresForwardSecrecy: boolean(entry, ATSKey.exceptionRequiresForwardSecrecy, path: path),
+            requiresCertificateTransparency: transparency, thirdParty: thirdParty)
     }
 
-    /// `NSThirdPartyException*` keys were dropped from the docs in 2016. Reading chosen: parse them as
-    /// their plain twins with a warning, because apps that still carry them were written expecting that
-    /// effect, and a tool that silently ignored them would hide the difference. The plain key wins if
-    /// both are present.
-    private mutating func twin<T>(plain: T?, thirdParty: T?, keys: (plain: String, thirdParty: String),
-                                  entry: [String: ATSPlistValue], path: [String]) -> T? {
-        guard entry[keys.thirdParty] != nil else { return plain }
-        if entry[keys.plain] != nil {
-            warn(path + [keys.thirdParty],
-                 "removed from Apple's documentation in 2016; \(keys.plain) is also present and wins")
-            return plain ?? thirdParty
-        }
-        warn(path + [keys.thirdParty],
-             "removed from Apple's documentation in 2016; read as \(keys.plain) (write \(keys.plain) instead)")
-        return thirdParty
-    }
-
-    /// Classifies a domain key. ATS compares keys with the lowercased host, literally, so a key with
-    /// capitals, a scheme, a port or a wildcard silently never matches: exactly what a user needs told.
+    /// Classifies a domain key. Apple looks the host up in the dictionary exactly as the key is written, so a key
+    /// with capitals, a scheme, a port or a wildcard silently never matches: exactly what a user needs told.
     private mutating func domainKeyKind(_ key: String, path: [String]) -> ATSExceptionDomain.KeyKind {
         if key.isEmpty {
             warn(path, "empty domain key never matches; write the host name")
@@ -139,8 +133,9 @@ struct ATSPolicyParser {
             return .unusable
         }
         if key.hasSuffix(".") {
-            warn(path, "domain key ends with a dot and never matches; drop the trailing dot")
-            return .unusable
+            // Valid, and a trap: Apple's page says a dotted key matches only a host written with the dot.
+            warn(path, "ends with a dot, so it matches only URLs whose host is written with a trailing dot "
+                 + "(\(key)), not \(key.dropLast()); drop the dot unless that is what you mean")
         }
         return .dns
     }
@@ -151,6 +146,8 @@ struct ATSPolicyParser {
         ATSKey.includesSubdomains, ATSKey.pinnedCAIdentities, ATSKey.pinnedLeafIdentities,
     ]
 
+    /// Read as Security/OSX/sec/Security/SecPolicy.c (`parseNSPinnedDomains`) reads them: keys compared with the
+    /// host case-insensitively, `NSIncludesSubdomains` honoured only when it is the boolean true.
     private mutating func pinnedDomains(_ value: ATSPlistValue?) -> [String: ATSPinnedDomain] {
         guard let value else { return [:] }
         guard case .dictionary(let domains) = value else {
@@ -164,8 +161,11 @@ struct ATSPolicyParser {
                 warn(path, "expected a dictionary, found \(domains[key]!.typeName); entry ignored")
                 continue
             }
-            if key != key.lowercased() || key.contains(":") || key.contains("/") {
-                warn(path, "pinned domain keys must be a lowercase host name; this one never matches")
+            if key.isEmpty || key.contains(":") || key.contains("/") {
+                warn(path, "pinned domain keys are host names; this one never matches")
+            } else if key.hasSuffix(".") {
+                warn(path, "the host's trailing dot is dropped before pinned domains are compared, so a key ending "
+                     + "with a dot never matches; write \"\(key.dropLast())\"")
             }
             let ca = identities(entry, ATSKey.pinnedCAIdentities, path: path)
             let leaf = identities(entry, ATSKey.pinnedLeafIdentities, path: path)
@@ -175,7 +175,7 @@ struct ATSPolicyParser {
             for entryKey in entry.keys.sorted() where !Self.pinnedKeys.contains(entryKey) {
                 warn(path + [entryKey], unknownKeyMessage(entryKey, known: Self.pinnedKeys))
             }
-            result[key] = ATSPinnedDomain(key: key, includesSubdomains: boolean(entry, ATSKey.includesSubdomains, path: path),
+            result[key] = ATSPinnedDomain(key: key, includesSubdomains: strictBoolean(entry, ATSKey.includesSubdomains, path: path),
                                           caIdentities: ca, leafIdentities: leaf)
         }
         return result
@@ -185,8 +185,9 @@ struct ATSPolicyParser {
         guard let value = entry[key] else { return nil }
         let path = path + [key]
         guard case .array(let items) = value else {
-            warn(path, "expected an array of { SPKI-SHA256-BASE64 = … } dictionaries, found \(value.typeName); ignored")
-            return nil
+            warn(path, "expected an array of { SPKI-SHA256-BASE64 = … } dictionaries, found \(value.typeName); "
+                 + "the domain counts as pinned with no identity, so every connection to it fails")
+            return []
         }
         if items.isEmpty {
             warn(path, "empty list: no certificate can match it, so every connection to this domain fails")
@@ -208,17 +209,42 @@ struct ATSPolicyParser {
 
     // MARK: - Values
 
-    /// A boolean key. Anything but a real plist boolean is ignored — iOS reads `"YES"` (a string) as absent.
+    /// A boolean key as Apple's ATS parser reads it: a real boolean; a number compared with YES (so 1 is YES and
+    /// any other number NO); anything else absent.
     private mutating func boolean(_ dictionary: [String: ATSPlistValue], _ key: String, path: [String]) -> Bool? {
         guard let value = dictionary[key] else { return nil }
-        if case .bool(let flag) = value { return flag }
-        let hint: String
         switch value {
-        case .string(let text): hint = "the string \"\(text)\" is not a boolean"
-        case .integer(let number): hint = "the integer \(number) is not a boolean"
-        default: hint = "expected a boolean, found \(value.typeName)"
+        case .bool(let flag):
+            return flag
+        case .integer(let number):
+            note(.numbersComparedWithYes)
+            warn(path + [key], "the integer \(number) is read as \(number == 1 ? "YES" : "NO") (Apple's parser compares "
+                 + "numbers with YES); write <true/> or <false/>")
+            return number == 1
+        case .real(let number):
+            note(.numbersComparedWithYes)
+            warn(path + [key], "the real \(number) is read as \(number == 1 ? "YES" : "NO") (Apple's parser compares "
+                 + "numbers with YES); write <true/> or <false/>")
+            return number == 1
+        case .string(let text):
+            note(.wrongTypeIsAbsent)
+            warn(path + [key], "the string \"\(text)\" is not a boolean; ignored as if the key were absent (use <true/> or <false/>)")
+            return nil
+        default:
+            note(.wrongTypeIsAbsent)
+            warn(path + [key], "expected a boolean, found \(value.typeName); ignored as if the key were absent")
+            return nil
         }
-        warn(path + [key], "\(hint); ignored (use <true/> or <false/>)")
+    }
+
+    /// `NSIncludesSubdomains` in a pinned-domain entry: SecPolicy.c compares it with the boolean true itself, so a
+    /// number does not count.
+    private mutating func strictBoolean(_ dictionary: [String: ATSPlistValue], _ key: String, path: [String]) -> Bool? {
+        guard let value = dictionary[key] else { return nil }
+        if case .bool(let flag) = value { return flag }
+        note(.wrongTypeIsAbsent)
+        warn(path + [key], "expected <true/> or <false/>, found \(value.typeName); pinned domains honour only the boolean "
+             + "true, so this is ignored")
         return nil
     }
 
@@ -226,6 +252,7 @@ struct ATSPolicyParser {
         guard let value = dictionary[key] else { return nil }
         let allowed = ["TLSv1.0", "TLSv1.1", "TLSv1.2", "TLSv1.3"]
         guard case .string(let text) = value, allowed.contains(text), let version = TLSVersion(rawValue: text) else {
+            if value.stringValue == nil { note(.wrongTypeIsAbsent) }
             warn(path + [key], "\(value.stringValue.map { "\"\($0)\"" } ?? value.typeName) is not one of "
                  + "\(allowed.joined(separator: ", ")); ignored, so the default TLSv1.2 applies")
             return nil
@@ -240,5 +267,9 @@ struct ATSPolicyParser {
 
     private mutating func warn(_ path: [String], _ message: String) {
         warnings.append(ATSPolicyWarning(keyPath: path, message: message))
+    }
+
+    private mutating func note(_ rule: ATSModelRule) {
+        if !rules.contains(rule) { rules.append(rule) }
     }
 }

@@ -36,6 +36,8 @@ public enum ATSRule: String, Sendable, Codable, CaseIterable {
     case validityPeriod = "validity-period"
     /// `NSPinnedDomains`: no listed identity matches.
     case pinning
+    /// iOS 10–12 with `NSRequiresCertificateTransparency`: the leaf carries no SCTs.
+    case certificateTransparency = "certificate-transparency"
 }
 
 /// The error a blocked load most likely ends with. Apple does not document which code every violation
@@ -80,6 +82,34 @@ public struct ATSLikelyError: Sendable, Codable, Equatable, CustomStringConverti
     static let unknownRoot = ATSLikelyError(urlErrorCode: -1203, urlErrorName: "NSURLErrorServerCertificateHasUnknownRoot",
                                             streamErrorCode: -9812, streamErrorName: "errSSLUnknownRootCert")
     static let badURL = ATSLikelyError(urlErrorCode: -1000, urlErrorName: "NSURLErrorBadURL")
+    static let clientCertificateRequired = ATSLikelyError(urlErrorCode: -1206,
+                                                          urlErrorName: "NSURLErrorClientCertificateRequired")
+    static let timedOut = ATSLikelyError(urlErrorCode: -1001, urlErrorName: "NSURLErrorTimedOut")
+    static let cannotConnect = ATSLikelyError(urlErrorCode: -1004, urlErrorName: "NSURLErrorCannotConnectToHost")
+
+    /// The `NSLocalizedDescription` Foundation gives this code (English), as nscurl prints it: users search for
+    /// these sentences. -1200's wording changed: "A TLS error caused the secure connection to fail." appears in
+    /// transcripts from the iOS/macOS 26 era, the older sentence before.
+    public func localizedDescription(host: String, profile: ATSOSProfile = .default) -> String {
+        let pretending = "You might be connecting to a server that is pretending to be \u{201C}\(host)\u{201D} which could "
+            + "put your confidential information at risk."
+        switch urlErrorCode {
+        case -1200:
+            return profile >= .ios26 ? "A TLS error caused the secure connection to fail."
+                : "An SSL error has occurred and a secure connection to the server cannot be made."
+        case -1201: return "The certificate for this server has expired. \(pretending)"
+        case -1202: return "The certificate for this server is invalid. \(pretending)"
+        case -1203: return "The certificate for this server was signed by an unknown certifying authority. \(pretending)"
+        case -1204: return "The certificate for this server is not yet valid. \(pretending)"
+        case -1206: return "The server \u{201C}\(host)\u{201D} requires a client certificate."
+        case -1022:
+            return "The resource could not be loaded because the App Transport Security policy requires the use of a secure connection."
+        case -1001: return "The request timed out."
+        case -1004: return "Could not connect to the server."
+        case -1000: return "bad URL"
+        default: return "The operation couldn\u{2019}t be completed. (NSURLErrorDomain error \(urlErrorCode).)"
+        }
+    }
 }
 
 /// One broken rule, in words a user can act on.
@@ -119,6 +149,8 @@ public struct ATSVerdict: Sendable, Codable, Equatable, CustomStringConvertible 
     public var negotiatedVersion: TLSVersion?
     public var negotiatedSuite: String?
     public var requirements: ATSRequirements
+    /// Every model rule this verdict rests on, with its confidence and source (docs/ATS-MODEL.md lists them all).
+    public var rules: [ATSAppliedRule]
 
     public var description: String {
         var lines = [allowed ? "ALLOW" : "BLOCK"]
@@ -130,6 +162,7 @@ public struct ATSVerdict: Sendable, Codable, Equatable, CustomStringConvertible 
         if let matchedPinnedDomain { lines.append("  pinned domain: \(matchedPinnedDomain)") }
         if let negotiatedVersion, let negotiatedSuite { lines.append("  negotiated: \(negotiatedVersion) \(negotiatedSuite)") }
         lines += notes.map { "  note: \($0)" }
+        if !rules.isEmpty { lines.append("  rules: \(rules.map(\.description).joined(separator: ", "))") }
         return lines.joined(separator: "\n")
     }
 }

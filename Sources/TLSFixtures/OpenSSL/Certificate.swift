@@ -135,6 +135,8 @@ public final class Certificate: @unchecked Sendable, Equatable, CustomStringConv
     public var isCA: Bool { extensionFlags & UInt32(EXFLAG_CA) != 0 }
     /// Whether the certificate carries a name-constraints extension (only a CA's means anything).
     public var hasNameConstraints: Bool { X509_get_ext_by_NID(pointer, NID_name_constraints, -1) >= 0 }
+    /// The CT precertificate SCT list extension (1.3.6.1.4.1.11129.2.4.2) is present.
+    public var hasEmbeddedSCTs: Bool { X509_get_ext_by_NID(pointer, NID_ct_precert_scts, -1) >= 0 }
     public var isSelfIssued: Bool { extensionFlags & UInt32(EXFLAG_SI) != 0 }
     public var isSelfSigned: Bool { extensionFlags & UInt32(EXFLAG_SS) != 0 }
 
@@ -166,6 +168,33 @@ public final class Certificate: @unchecked Sendable, Equatable, CustomStringConv
             }
         }
         return result
+    }
+
+    /// The name constraints extension's subtrees, written as `NameConstraints` entries are: a DNS name as stored
+    /// (`localhost`, or `.test` in the leading-dot form older CAs used), an address block as `ADDRESS/PREFIX`
+    /// (`127.0.0.0/8`, `::1/128`), anything else as `type N`. `nil` when the certificate has no such extension.
+    public var nameConstraintEntries: (permitted: [String], excluded: [String])? {
+        guard let raw = X509_get_ext_d2i(pointer, NID_name_constraints, nil, nil) else { return nil }
+        let constraints = raw.assumingMemoryBound(to: NAME_CONSTRAINTS.self)
+        defer { shim_NAME_CONSTRAINTS_free(constraints) }
+        func entries(excluded: Bool) -> [String] {
+            guard let subtrees = shim_NAME_CONSTRAINTS_subtrees(constraints, excluded ? 1 : 0) else { return [] }
+            return (0..<shim_sk_GENERAL_SUBTREE_num(subtrees)).compactMap { index in
+                guard let base = shim_GENERAL_SUBTREE_base(subtrees, index) else { return nil }
+                let type = shim_GENERAL_NAME_type(base)
+                let bytes = Certificate.bytes(shim_GENERAL_NAME_string(base)) ?? []
+                switch type {
+                case GEN_DNS: return String(decoding: bytes, as: UTF8.self)
+                case GEN_IPADD where bytes.count == 8 || bytes.count == 32:
+                    // Address then mask, RFC 5280 4.2.1.10; the mask's leading one bits are the prefix.
+                    let half = bytes.count / 2
+                    let prefix = bytes[half...].reduce(0) { $0 + $1.nonzeroBitCount }
+                    return "\(Certificate.ipText(Array(bytes[..<half])))/\(prefix)"
+                default: return "type \(type)"
+                }
+            }
+        }
+        return (entries(excluded: false), entries(excluded: true))
     }
 
     /// Extended key usages by OpenSSL short name (`serverAuth`, `clientAuth`); `nil` when absent.
@@ -213,7 +242,7 @@ public final class Certificate: @unchecked Sendable, Equatable, CustomStringConv
             signatureAlgorithm: signatureAlgorithm, signatureDigest: signatureDigest,
             notBefore: notBefore, notAfter: notAfter, isCA: isCA, isSelfIssued: isSelfIssued,
             extendedKeyUsage: extendedKeyUsage, spkiSHA256: spkiSHA256,
-            sha256Fingerprint: sha256Fingerprint.hexString, der: der)
+            sha256Fingerprint: sha256Fingerprint.hexString, der: der, hasEmbeddedSCTs: hasEmbeddedSCTs)
     }
 
     // MARK: Helpers

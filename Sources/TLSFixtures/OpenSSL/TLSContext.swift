@@ -121,6 +121,8 @@ public final class TLSContext: @unchecked Sendable {
                               clientCARoots: [Certificate]? = nil) throws -> TLSContext {
         let context = try TLSContext(method: TLS_server_method(), settings: settings)
         let ctx = context.pointer
+        // A lower level admits the weak certificate or group the scenario is about, never weaker handshake signatures.
+        if let level = settings.securityLevel { BaselineSignatureAlgorithms.apply(to: ctx, level: level) }
         if SSL_CTX_use_certificate(ctx, certificate.pointer) != 1 {
             throw OpenSSLError.drain("use the \(certificate.publicKey) certificate (a small key needs security level 0)")
         }

@@ -28,7 +28,7 @@ public struct Credential: Sendable {
 ///
 /// ```swift
 /// let ca = try CertificateAuthority.ephemeral()
-/// let server = try ca.issueServerCertificate(hosts: ["localhost", "127.0.0.1"])
+/// let server = try ca.issueServerCertificate(hosts: ["localhost"])
 /// let client = try TLSProbe(trusting: [ca.certificate])
 /// ```
 public final class CertificateAuthority: Sendable {
@@ -83,7 +83,11 @@ public final class CertificateAuthority: Sendable {
     }
 
     /// trustme's one-liner: a server certificate for `hosts` (DNS names and IP addresses).
-    public func issueServerCertificate(hosts: [String] = ["localhost", "127.0.0.1", "::1"], keySpec: KeySpec = .ec(.p256)) throws -> Credential {
+    ///
+    /// The default names `localhost` only. Add `127.0.0.1` or `::1` when a client connects by address, knowing that
+    /// BoringSSL-based clients (swift-nio-ssl, AsyncHTTPClient, Chrome) then refuse the chain of a name-constrained CA:
+    /// they cannot evaluate iPAddress constraints (see `NameConstraints.localDevelopment`).
+    public func issueServerCertificate(hosts: [String] = ["localhost"], keySpec: KeySpec = .ec(.p256)) throws -> Credential {
         try issue(try CertificateProfile.server(hosts: hosts), keySpec: keySpec)
     }
 

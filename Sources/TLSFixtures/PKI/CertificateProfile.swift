@@ -317,19 +317,48 @@ public struct BasicConstraints: Hashable, Sendable, Codable {
     public static let endEntity = BasicConstraints(isCA: false)
 }
 
-/// RFC 5280 name constraints. Entries are DNS names (`localhost`, `.test`) or CIDR blocks (`127.0.0.0/8`, `::1/128`).
+/// RFC 5280 name constraints. Entries are DNS names (`localhost`, `test`) or CIDR blocks (`127.0.0.0/8`, `::1/128`).
+///
+/// A DNS entry is a bare name: RFC 5280 4.2.1.10 says a DNS constraint covers the name itself and every name made by
+/// adding labels on its left, so `test` permits `test` and `a.b.test`. The leading-dot form (`.test`) is defined only
+/// for URI constraints; OpenSSL and BoringSSL accept it for DNS as a legacy extension, but strict verifiers
+/// (pyca/cryptography, sslyze) refuse the whole CA, so it is rejected here.
 public struct NameConstraints: Hashable, Sendable, Codable {
     public var permitted: [String]
     public var excluded: [String]
 
     public init(permitted: [String], excluded: [String] = []) { self.permitted = permitted; self.excluded = excluded }
 
-    /// What the built-in CA may sign by default: loopback and the reserved test names (RFC 2606, RFC 6761),
-    /// so a developer who trusts it on a device cannot be impersonated for any real site.
-    public static let localDevelopment = NameConstraints(
-        permitted: ["localhost", ".localhost", ".test", ".example", ".invalid", "127.0.0.0/8", "::1/128"])
+    /// The reserved names the built-in CA may sign for: `localhost` (RFC 6761) and the test TLDs of RFC 2606.
+    public static let reservedDNSSubtrees = ["localhost", "test", "example", "invalid"]
+
+    /// Loopback. Leaves do not name these addresses by default (see `localDevelopment`), but the CA keeps the
+    /// constraint so that, whatever it signs, no client that checks iPAddress constraints trusts it for a real address.
+    public static let loopbackAddressSubtrees = ["127.0.0.0/8", "::1/128"]
+
+    /// What the built-in CA may sign by default: the reserved test names and loopback, so a developer who trusts it
+    /// on a device cannot be impersonated for any real site or address.
+    ///
+    /// BoringSSL (swift-nio-ssl, AsyncHTTPClient, Chrome's TLS) cannot evaluate iPAddress constraints: it fails any
+    /// chain whose leaf carries an IP subjectAltName under a CA that has them ("unsupported name constraint type"). A
+    /// name that is not an IP address never meets those constraints, which is why leaves name DNS names only unless a
+    /// scenario is about IP addresses (`ip-san`).
+    public static let localDevelopment = localDevelopment()
+
+    /// `localDevelopment` plus more permitted DNS subtrees (a team's own test domain, say), each a bare DNS name.
+    public static func localDevelopment(addingDNSSubtrees extra: [String] = []) -> NameConstraints {
+        var dns = reservedDNSSubtrees
+        for name in extra.map({ $0.lowercased() }) where !dns.contains(name) { dns.append(name) }
+        return NameConstraints(permitted: dns + loopbackAddressSubtrees)
+    }
 
     var isEmpty: Bool { permitted.isEmpty && excluded.isEmpty }
+
+    /// DNS entries in the leading-dot form (`.test`): what CAs made before bare names were used carry, and what
+    /// strict RFC 5280 verifiers refuse.
+    public var leadingDotDNSEntries: [String] {
+        (permitted + excluded).filter { $0.hasPrefix(".") && !$0.contains("/") }
+    }
 
     func configText() throws -> String {
         let items = try permitted.map { "permitted;" + (try NameConstraints.generalName($0)) }
@@ -337,20 +366,27 @@ public struct NameConstraints: Hashable, Sendable, Codable {
         return "critical," + items.joined(separator: ",")
     }
 
-    /// `.test` → `DNS:.test`; `127.0.0.0/8` → `IP:127.0.0.0/255.0.0.0` (OpenSSL wants an address mask, not a prefix).
+    /// `test` → `DNS:test`; `127.0.0.0/8` → `IP:127.0.0.0/255.0.0.0` (OpenSSL wants an address mask, not a prefix).
     static func generalName(_ entry: String) throws -> String {
         if let slash = entry.firstIndex(of: "/") {
             let address = String(entry[..<slash])
             guard let prefix = Int(entry[entry.index(after: slash)...]), let bytes = IPAddress.parse(address),
                   prefix >= 0, prefix <= bytes.count * 8 else {
-                throw PKIError.invalidHost(entry, "a CIDR block is ADDRESS/PREFIX, as in 127.0.0.0/8 or ::1/128")
+                throw PKIError.invalidNameConstraint(entry, "a CIDR block is ADDRESS/PREFIX, as in 127.0.0.0/8 or ::1/128")
             }
             var mask = [UInt8](repeating: 0, count: bytes.count)
             for bit in 0..<prefix { mask[bit / 8] |= UInt8(0x80 >> (bit % 8)) }
             return "IP:\(address)/\(Certificate.ipText(mask))"
         }
-        let name = entry.hasPrefix(".") ? String(entry.dropFirst()) : entry
-        try SubjectAltName.validateDNS(name)
+        if entry.hasPrefix(".") {
+            throw PKIError.invalidNameConstraint(entry, "a DNS constraint has no leading dot (RFC 5280 4.2.1.10): \"\(entry.dropFirst())\" already permits every name under it")
+        }
+        if entry.contains("*") {
+            throw PKIError.invalidNameConstraint(entry, "a DNS constraint is a plain name, no wildcard: \"example.test\" permits every name under it")
+        }
+        do { try SubjectAltName.validateDNS(entry) } catch PKIError.invalidHost(_, let why) {
+            throw PKIError.invalidNameConstraint(entry, why)
+        }
         return "DNS:\(entry.lowercased())"
     }
 }

@@ -7,11 +7,12 @@ import NIOConcurrencyHelpers
 public enum BuiltinAuthority: String, CaseIterable, Sendable, Codable {
     /// The built-in CA: the root users install on simulators and devices.
     case root
-    /// root → intermediate, for chains with an intermediate (`incomplete-chain`).
+    /// root → intermediate (SHA-256), for chains with an intermediate (`intermediate`, `incomplete-chain`, `md5-leaf`).
     case intermediate
     /// root → intermediate signed with SHA-1 (`sha1-intermediate`).
     case sha1Intermediate = "sha1-intermediate"
-    /// root → RSA intermediate: MD5 signatures exist only as md5WithRSAEncryption, and the root is EC by default.
+    /// root → RSA intermediate. Every intermediate is RSA now, so this is `intermediate`'s twin, kept for scenario
+    /// files that name it.
     case rsaIntermediate = "rsa-intermediate"
     /// A second root nobody trusts (`untrusted-root`).
     case untrustedRoot = "untrusted-root"
@@ -29,7 +30,10 @@ public enum BuiltinAuthority: String, CaseIterable, Sendable, Codable {
         }
     }
 
-    var keySpec: KeySpec { self == .rsaIntermediate ? .rsa(bits: 2048) : .ec(.p256) }
+    /// Intermediates are RSA: MD5 signatures exist only as md5WithRSAEncryption (the root is EC by default), and the
+    /// two-level scenarios share one shape, so `sha1-intermediate` and `md5-leaf` each differ from `intermediate` in
+    /// one thing.
+    var keySpec: KeySpec { parent == nil ? .ec(.p256) : .rsa(bits: 2048) }
 
     func profile(rootCommonName: String) -> CertificateProfile {
         switch self {
@@ -390,6 +394,13 @@ public final class CertificateStore: Sendable {
             if let keyData = try read(keyFile, privateKey: true) {
                 key = try? PrivateKey(pem: keyData)
                 if key == nil { warn("\(keyFile.path) is damaged; it was moved aside and a new \(id.rawValue) key made"); FileSystem.moveAside(keyFile, reason: "damaged") }
+                else if let existing = key, !id.keySpec.matches(existing) {
+                    // Made by a version that used another key type: nothing pins an intermediate, so it is simply
+                    // re-made (the old key is kept beside it).
+                    logger.info("\(id.rawValue) key is not \(id.keySpec); making a new one")
+                    FileSystem.moveAside(keyFile, reason: "superseded")
+                    key = nil
+                }
             }
             if let key, let data = try read(certificateFile) {
                 let stored = try? Certificate(pem: data)

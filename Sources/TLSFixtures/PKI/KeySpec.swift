@@ -132,6 +132,7 @@ public enum PKIError: Error, CustomStringConvertible, Sendable, Equatable {
     case invalidDigest(String)
     case invalidHost(String, String)
     case invalidName(String, String)
+    case invalidNameConstraint(String, String)
     case unsupportedCombination(String)
     case damaged(path: String, problem: String, fix: String)
     case caExists(path: String, fingerprint: String)
@@ -158,6 +159,7 @@ public enum PKIError: Error, CustomStringConvertible, Sendable, Equatable {
             return "unknown digest \"\(digest)\": use one of \(SignatureDigest.allCases.map(\.rawValue).joined(separator: ", "))"
         case .invalidHost(let host, let why): return "invalid host \"\(host)\": \(why)"
         case .invalidName(let name, let why): return "invalid name \"\(name)\": \(why)"
+        case .invalidNameConstraint(let entry, let why): return "invalid name constraint \"\(entry)\": \(why)"
         case .unsupportedCombination(let why): return why
         case .damaged(let path, let problem, let fix): return "\(path) is damaged (\(problem)); \(fix)"
         case .caExists(let path, let fingerprint):

@@ -36,17 +36,20 @@ public struct CertificateFacts: Codable, Sendable, Equatable {
     /// Hex SHA-256 of the whole DER certificate (what certificate pinning compares).
     public var sha256Fingerprint: String
     public var der: Data
+    /// Whether the certificate embeds Signed Certificate Timestamps (the CT precertificate SCT list extension);
+    /// `nil` when not recorded. SCTs delivered in the handshake or an OCSP response are not seen here.
+    public var hasEmbeddedSCTs: Bool?
 
     public init(subject: String, issuer: String, commonName: String?, dnsNames: [String]?, ipAddresses: [String],
                 keyType: String, keyBits: Int, curve: String?, signatureAlgorithm: String, signatureDigest: String,
                 notBefore: Date, notAfter: Date, isCA: Bool, isSelfIssued: Bool, extendedKeyUsage: [String]?,
-                spkiSHA256: String, sha256Fingerprint: String, der: Data) {
+                spkiSHA256: String, sha256Fingerprint: String, der: Data, hasEmbeddedSCTs: Bool? = nil) {
         self.subject = subject; self.issuer = issuer; self.commonName = commonName; self.dnsNames = dnsNames
         self.ipAddresses = ipAddresses; self.keyType = keyType; self.keyBits = keyBits; self.curve = curve
         self.signatureAlgorithm = signatureAlgorithm; self.signatureDigest = signatureDigest
         self.notBefore = notBefore; self.notAfter = notAfter; self.isCA = isCA; self.isSelfIssued = isSelfIssued
         self.extendedKeyUsage = extendedKeyUsage; self.spkiSHA256 = spkiSHA256
-        self.sha256Fingerprint = sha256Fingerprint; self.der = der
+        self.sha256Fingerprint = sha256Fingerprint; self.der = der; self.hasEmbeddedSCTs = hasEmbeddedSCTs
     }
 }
 
@@ -76,7 +79,8 @@ public struct TrustFacts: Codable, Sendable, Equatable {
 }
 
 /// An OpenSSL `X509_V_ERR_*` result: its number and OpenSSL's own text
-/// (`X509_verify_cert_error_string`), e.g. `10` / `certificate has expired`.
+/// (`X509_verify_cert_error_string`), e.g. `10` / `certificate has expired`. When the platform judged (SecTrust on
+/// macOS), the number is the nearest OpenSSL one and the text is the platform's own (`PlatformTrust`).
 public struct VerifyError: Codable, Sendable, Equatable, CustomStringConvertible, Error {
     public var code: Int32
     public var text: String

@@ -9,7 +9,7 @@ public enum ProbeReport {
         } else if result.protocolName != nil {
             lines.append(("Protocol", result.protocolName ?? "?"))
             if let cipher = result.cipher { lines.append(("Cipher", cipher.openssl == cipher.iana ? cipher.iana : "\(cipher.openssl) (\(cipher.iana))")) }
-            lines.append(("Key exch.", result.keyExchange ?? "RSA (no ephemeral key: no forward secrecy)"))
+            lines.append(("Key exch.", keyExchange(result)))
             if let alpn = result.alpn { lines.append(("ALPN", alpn)) }
         } else {
             lines.append(("Transport", "plain TCP (http)"))
@@ -32,7 +32,8 @@ public enum ProbeReport {
         var tail: [(String, String)] = []
         if let verification = result.verification {
             tail.append(("Verify", "\(verification.summary)" + (verification.error.map { " (X509 error \($0.code) at depth \($0.depth))" } ?? "")
-                         + " — host \(verification.host ?? "none"), OpenSSL security level \(verification.securityLevel)"))
+                         + " — host \(verification.host ?? "none"), "
+                         + (verification.verifier ?? "OpenSSL security level \(verification.securityLevel)")))
         }
         if let pins { tail.append(("Pins", pins.description)) }
         if let http = result.http {
@@ -41,6 +42,18 @@ public enum ProbeReport {
         }
         if !tail.isEmpty { text += "\n" + table(tail) }
         return text
+    }
+
+    /// The key exchange in words. No temporary key and no group is static RSA before TLS 1.3; TLS 1.3 always agrees an
+    /// ephemeral key, so there it only means the linked OpenSSL could not name the group.
+    static func keyExchange(_ result: ProbeResult) -> String {
+        if let named = result.keyExchange {
+            // The group's own name when it says more than the key's (a hybrid's parts, a curve's TLS name).
+            if let group = result.group, KeyExchangeName.display(group: group) != named { return "\(named) (group \(group))" }
+            return named
+        }
+        if result.version == .tls1_3 { return "ephemeral (group not named by the linked OpenSSL)" }
+        return "RSA (no ephemeral key: no forward secrecy)"
     }
 
     static func table(_ rows: [(String, String)]) -> String {

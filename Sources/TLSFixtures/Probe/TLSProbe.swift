@@ -72,8 +72,11 @@ public struct ProbeOptions: Sendable {
     /// TLS ≤ 1.2 suites offered (OpenSSL syntax). Default: all of them, NULL included, at security level 0.
     public var ciphers: String = "ALL:eNULL:@SECLEVEL=0"
     public var tls13Suites: String? = nil
-    /// Roots to verify against; nil uses the system's default trust store.
+    /// Roots to verify against; nil uses system trust: `systemTrust` where set, else OpenSSL's default store.
     public var trustRoots: [Certificate]? = nil
+    /// What system trust means when `trustRoots` is nil: on macOS the Security framework (the Keychain's trust
+    /// settings, as URLSession judges), elsewhere nil (OpenSSL's default store). See `PlatformTrust`.
+    public var systemTrust: (any PlatformTrustEvaluator)? = PlatformTrust.default
     /// Which kind of anchor `trustRoots` stand for, for the ATS model.
     public var anchorKind: TrustAnchorKind = .userInstalled
     /// SNI; default the target host unless it is an IP literal (RFC 6066 forbids IP addresses in SNI).
@@ -98,6 +101,8 @@ public struct VerifyOutcome: Codable, Sendable, Equatable {
     public var securityLevel: Int
     /// nil when the chain verified.
     public var error: VerifyError?
+    /// Who judged, when not OpenSSL: the platform's evaluator (`macOS trust settings (SecTrust)`) for system trust.
+    public var verifier: String? = nil
     /// `ok`, or OpenSSL's text.
     public var summary: String { error?.text ?? "ok" }
 }
@@ -118,8 +123,11 @@ public struct ProbeResult: Codable, Sendable, Equatable {
     public var protocolName: String?
     public var version: TLSVersion?
     public var cipher: HandshakeDetails.Cipher?
-    /// "Server Temp Key" in s_client's words: `X25519`, `ECDH prime256v1`, `DH 1024`; nil for RSA key exchange.
+    /// "Server Temp Key" in s_client's words: `X25519`, `ECDH prime256v1`, `DH 1024`; for a group with no temporary key
+    /// (OpenSSL 3.5's default hybrid) the group: `X25519MLKEM768`. nil for RSA key exchange.
     public var keyExchange: String?
+    /// The negotiated group as OpenSSL names it (`x25519`, `secp256r1`, `X25519MLKEM768`); nil when none was used.
+    public var group: String?
     public var alpn: String?
     /// The chain exactly as sent, leaf first.
     public var presentedChain: [CertificateFacts]
@@ -220,9 +228,14 @@ public struct TLSProbe: Sendable {
         }
         if !chain.isEmpty {
             // The name checked is the one sent as SNI (`--servername`), as curl and s_client -verify_hostname do.
-            result.verification = Verifier.verify(chain: chain, roots: options.trustRoots, host: options.serverName ?? target.host,
-                                                   securityLevel: 2, purpose: true)
-            result.trust = Verifier.trust(chain: chain, roots: options.trustRoots, anchor: options.anchorKind)
+            let name = options.serverName ?? target.host
+            if options.trustRoots == nil, let platform = options.systemTrust {
+                (result.verification, result.trust) = PlatformTrust.outcome(platform, chain: result.presentedChain, host: name,
+                                                                            anchor: options.anchorKind)
+            } else {
+                result.verification = Verifier.verify(chain: chain, roots: options.trustRoots, host: name, securityLevel: 2, purpose: true)
+                result.trust = Verifier.trust(chain: chain, roots: options.trustRoots, anchor: options.anchorKind)
+            }
         }
         if rc == 1 && options.sendHTTPRequest {
             switch HTTPExchange.tls(ssl: ssl, fd: fd, host: target.host, clock: clock) {
@@ -255,10 +268,13 @@ public struct TLSProbe: Sendable {
                 iana: SSL_CIPHER_standard_name(cipher).map { String(cString: $0) } ?? "")
         }
         var key: OpaquePointer? = nil
+        var temporaryKey: String? = nil
         if shim_SSL_get_peer_tmp_key(ssl, &key) == 1, let key {
-            result.keyExchange = KeyExchangeName.describe(key)
+            temporaryKey = KeyExchangeName.describe(key)
             EVP_PKEY_free(key)
         }
+        result.group = KeyExchangeName.negotiatedGroup(ssl)
+        result.keyExchange = KeyExchangeName.summary(temporaryKey: temporaryKey, group: result.group)
         var alpn: UnsafePointer<UInt8>? = nil
         var length: UInt32 = 0
         SSL_get0_alpn_selected(ssl, &alpn, &length)

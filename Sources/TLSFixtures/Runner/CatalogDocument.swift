@@ -12,7 +12,7 @@ public struct CatalogEntry: Codable, Sendable, Equatable {
     public var port: Int?
     /// `https://localhost:PORT/`: fine for pinning tests.
     public var url: String?
-    /// `https://NAME.fixtures.test:PORT/`: what ATS tests must use (localhost and IP literals are exempt from ATS).
+    /// `https://NAME.fixtures.test:PORT/`: what ATS tests must use (localhost and loopback IPs are exempt from ATS).
     public var qualifiedURL: String?
     public var status: Status
     public var reason: String?
@@ -21,6 +21,9 @@ public struct CatalogEntry: Codable, Sendable, Equatable {
     public var pins: FixturePins?
     public var tls: TLSPlan?
     public var certificate: CertificatePlan?
+    /// What each client of the client matrix is expected to make of it for host `localhost`: `expect.clients` where
+    /// it names the client, else `expect.verify`'s verdict. Nil without TLS.
+    public var clientOutcomes: [String: ClientOutcome]?
 
     public init(scenario: Scenario, port: Int?, host: String = "localhost", status: Status, reason: String? = nil, pins: FixturePins? = nil) {
         name = scenario.name
@@ -36,7 +39,21 @@ public struct CatalogEntry: Codable, Sendable, Equatable {
         self.pins = pins
         tls = scenario.tls
         certificate = scenario.certificate
+        if scenario.expect.defaultClientOutcome != nil {
+            clientOutcomes = Dictionary(uniqueKeysWithValues: MatrixClient.allCases.compactMap { client in
+                scenario.expect.outcome(for: client).map { (client.rawValue, $0.outcome) }
+            })
+        }
     }
+}
+
+/// A client of the client matrix, as `/scenarios.json` lists them (docs/CLIENTS.md has what each one did).
+public struct MatrixClientEntry: Codable, Sendable, Equatable {
+    public var id: String
+    public var stack: String
+    public var summary: String
+
+    public init(_ client: MatrixClient) { id = client.rawValue; stack = client.stack; summary = client.summary }
 }
 
 /// The whole catalog with where each scenario lives.
@@ -46,6 +63,8 @@ public struct CatalogDocument: Codable, Sendable, Equatable {
     public var dashboard: String?
     /// Said once, where every reader of this document sees it.
     public var atsNote = ATSTrap.note
+    /// The clients `expect.clients` and `clientOutcomes` name, in the client matrix's order.
+    public var clients = MatrixClient.allCases.map(MatrixClientEntry.init)
     public var scenarios: [CatalogEntry]
 
     public init(dashboard: String?, scenarios: [CatalogEntry]) {
@@ -62,7 +81,7 @@ public struct CatalogDocument: Codable, Sendable, Equatable {
 
 /// The localhost trap, in one sentence used everywhere a user could fall into it.
 public enum ATSTrap {
-    public static let note = "ATS does not apply to localhost, other unqualified names, .local names or (before iOS 17) IP literals: an ATS test against https://localhost:PORT passes whatever the server does. Test ATS against https://NAME.fixtures.test:PORT/ with the names mapped to 127.0.0.1 (`tls-fixtures hosts`)."
+    public static let note = "ATS does not apply to localhost, other unqualified names, .local names or loopback and local IP addresses (before iOS 17 every IP literal): an ATS test against https://localhost:PORT or https://127.0.0.1:PORT passes whatever the server does. Test ATS against https://NAME.fixtures.test:PORT/ with the names mapped to 127.0.0.1 (`tls-fixtures hosts`)."
 }
 
 /// `/etc/hosts` lines that make every `NAME.fixtures.test` resolve to loopback.

@@ -19,6 +19,7 @@ public enum DashboardPage {
             <a href="/ca.pem" download="tls-fixtures-ca.pem">ca.pem</a> (simulator: <code>xcrun simctl keychain booted add-root-cert ca.pem</code>),
             <a href="/ca.p12" download="tls-fixtures-ca.p12">ca.p12</a> (password <code>\(PKCS12Export.defaultPassword)</code>).
             CA pin <code>sha256/\(escape(caPin))</code>. Machine-readable catalog: <a href="/scenarios.json">/scenarios.json</a>.</p>
+          <p class="legend">Other clients: where BoringSSL, GnuTLS, NSS, Java, Go, Node, URLSession or a strict RFC 5280 verifier part from OpenSSL's verdict (every client not named agrees with it), as measured by the client matrix (docs/CLIENTS.md, <code>make matrix</code>).</p>
           <p class="legend">Live: this browser tries every fixture now — <span class="loaded">loaded</span> means it accepted the connection, <span class="blocked">blocked</span> that it refused it.</p>
         </header>
         <main>
@@ -29,7 +30,7 @@ public enum DashboardPage {
             <section id="group-\(escape(group.rawValue.replacingOccurrences(of: " ", with: "-")))">
             <h2>\(escape(group.rawValue.capitalized))</h2>
             <table>
-            <thead><tr><th>Scenario</th><th>What is deliberately wrong</th><th>OpenSSL verify</th><th>ATS default</th><th>Smallest ATS fix</th><th>Leaf pin</th><th>Live</th></tr></thead>
+            <thead><tr><th>Scenario</th><th>What is deliberately wrong</th><th>OpenSSL verify</th><th>Other clients that differ</th><th>ATS default</th><th>Smallest ATS fix</th><th>Leaf pin</th><th>Live</th></tr></thead>
             <tbody>
             """
             for entry in entries { body += row(entry) }
@@ -72,12 +73,23 @@ public enum DashboardPage {
         <td>\(link)</td>
         <td>\(escape(entry.summary))\(entry.expect.note.map { "<br><small>\(escape($0))</small>" } ?? "")</td>
         <td>\(escape(entry.expect.verify ?? "—"))</td>
+        <td class="clients">\(clientsCell(entry.expect))</td>
         <td class="ats-\(entry.expect.ats.rawValue.replacingOccurrences(of: "/", with: ""))">\(escape(entry.expect.ats.rawValue))</td>
         <td>\(escape(fixText(entry.expect.atsFix)))</td>
         <td>\(entry.pins?.leaf.map { "<code title=\"sha256/\(escape($0))\">\(escape(String($0.prefix(12))))…</code>" } ?? "—")</td>
         \(live)
         </tr>
         """
+    }
+
+    /// Where other TLS stacks part from OpenSSL's verdict (`expect.clients`), each group with its reason.
+    static func clientsCell(_ expect: Expectations) -> String {
+        guard let differences = expect.clients, !differences.isEmpty else { return "—" }
+        return differences.map { difference in
+            "<span class=\"client-\(difference.outcome.rawValue)\" data-outcome=\"\(difference.outcome.rawValue)\" title=\"\(escape(difference.because))\">"
+                + "\(escape(difference.outcome.rawValue)): \(escape(difference.clients.map(\.rawValue).joined(separator: ", ")))</span>"
+                + "<br><small>\(escape(difference.because))</small>"
+        }.joined(separator: "<br>")
     }
 
     /// The catalog's last column in words.
@@ -123,6 +135,7 @@ public enum DashboardPage {
     td.live[data-live=loaded],.loaded{color:#1a7f37;font-weight:600}
     td.live[data-live=blocked],.blocked{color:#b42318;font-weight:600}
     tr.unsupported td{color:#999}
+    td.clients{max-width:24em}td.clients span{font-weight:600}
     """
 
     /// One fetch per fixture, five at a time; a fixture that does not answer in 8 s counts as blocked.

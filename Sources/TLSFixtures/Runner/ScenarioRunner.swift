@@ -36,10 +36,14 @@ public final class ScenarioRunner: Sendable {
     public let options: Options
     public let started: [Started]
     public let unsupported: [(scenario: Scenario, reason: String)]
+    /// Set when this process may hold fewer descriptors than these fixtures want (macOS's default soft limit is 256,
+    /// and it cannot be raised past kern.maxfilesperproc): one line saying so and how to raise it.
+    public let descriptorWarning: String?
 
     private init(catalog: ScenarioCatalog, store: CertificateStore, options: Options, started: [Started],
-                 unsupported: [(scenario: Scenario, reason: String)]) {
+                 unsupported: [(scenario: Scenario, reason: String)], descriptorWarning: String?) {
         self.catalog = catalog; self.store = store; self.options = options; self.started = started; self.unsupported = unsupported
+        self.descriptorWarning = descriptorWarning
     }
 
     /// Prepares every scenario (in parallel, slowest keys first), then starts each on its port. Scenarios the linked
@@ -70,7 +74,11 @@ public final class ScenarioRunner: Sendable {
             for running in started { await running.fixture.stop() }
             throw error
         }
-        return ScenarioRunner(catalog: catalog, store: store, options: options, started: started, unsupported: unsupported)
+        // Every address a fixture listens on (loopback: 127.0.0.1 and ::1) is a descriptor, and so is each connection.
+        let addresses = max(1, started.map(\.fixture.boundAddresses.count).max() ?? options.bindAddresses?.count ?? 2)
+        let warning = FileDescriptorLimit.warning(FileDescriptorLimit.raiseOnce(), scenarios: started.count, addresses: addresses)
+        return ScenarioRunner(catalog: catalog, store: store, options: options, started: started, unsupported: unsupported,
+                              descriptorWarning: warning)
     }
 
     /// Prepares scenarios in parallel (one per core, slowest keys first): key generation is CPU-bound, and the

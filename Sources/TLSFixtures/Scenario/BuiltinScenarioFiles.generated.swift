@@ -200,7 +200,46 @@ enum BuiltinScenarioFiles {
       "domainKeys": {
         "NSExceptionMinimumTLSVersion": "TLSv1.0"
       }
-    }
+    },
+    "clients": [
+      {
+        "clients": [
+          "openssl",
+          "curl",
+          "urlsession"
+        ],
+        "outcome": "reject",
+        "because": "OpenSSL 3 at the system's security level 2 refuses the MD5+SHA-1 handshake signature TLS 1.0 requires (legacy sigalg disallowed or unsupported)"
+      },
+      {
+        "clients": [
+          "node"
+        ],
+        "outcome": "reject",
+        "because": "Node's minimum protocol is TLS 1.2 (tls.DEFAULT_MIN_VERSION)"
+      },
+      {
+        "clients": [
+          "chromium"
+        ],
+        "outcome": "reject",
+        "because": "Chrome removed TLS 1.0 and 1.1 (Chrome 84)"
+      },
+      {
+        "clients": [
+          "java"
+        ],
+        "outcome": "reject",
+        "because": "JDK 17 disables TLSv1 and TLSv1.1 (jdk.tls.disabledAlgorithms)"
+      },
+      {
+        "clients": [
+          "go"
+        ],
+        "outcome": "reject",
+        "because": "Go's client minimum is TLS 1.2 unless tls.Config.MinVersion lowers it (since Go 1.18)"
+      }
+    ]
   }
 }
 """#),
@@ -225,7 +264,46 @@ enum BuiltinScenarioFiles {
       "domainKeys": {
         "NSExceptionMinimumTLSVersion": "TLSv1.1"
       }
-    }
+    },
+    "clients": [
+      {
+        "clients": [
+          "openssl",
+          "curl",
+          "urlsession"
+        ],
+        "outcome": "reject",
+        "because": "OpenSSL 3 at the system's security level 2 refuses the MD5+SHA-1 handshake signature TLS 1.1 requires (legacy sigalg disallowed or unsupported)"
+      },
+      {
+        "clients": [
+          "node"
+        ],
+        "outcome": "reject",
+        "because": "Node's minimum protocol is TLS 1.2 (tls.DEFAULT_MIN_VERSION)"
+      },
+      {
+        "clients": [
+          "chromium"
+        ],
+        "outcome": "reject",
+        "because": "Chrome removed TLS 1.0 and 1.1 (Chrome 84)"
+      },
+      {
+        "clients": [
+          "java"
+        ],
+        "outcome": "reject",
+        "because": "JDK 17 disables TLSv1 and TLSv1.1 (jdk.tls.disabledAlgorithms)"
+      },
+      {
+        "clients": [
+          "go"
+        ],
+        "outcome": "reject",
+        "because": "Go's client minimum is TLS 1.2 unless tls.Config.MinVersion lowers it (since Go 1.18)"
+      }
+    ]
   }
 }
 """#),
@@ -295,7 +373,25 @@ enum BuiltinScenarioFiles {
     "ats": "block",
     "atsFix": {
       "kind": "arbitrary-loads"
-    }
+    },
+    "clients": [
+      {
+        "clients": [
+          "swift-nio-ssl",
+          "async-http-client",
+          "chromium"
+        ],
+        "outcome": "reject",
+        "because": "BoringSSL (swift-nio-ssl, AsyncHTTPClient, Chrome) implements no finite-field DHE cipher suite"
+      },
+      {
+        "clients": [
+          "go"
+        ],
+        "outcome": "reject",
+        "because": "Go's crypto/tls implements no finite-field DHE cipher suite"
+      }
+    ]
   }
 }
 """#),
@@ -318,7 +414,34 @@ enum BuiltinScenarioFiles {
     "ats": "block",
     "atsFix": {
       "kind": "arbitrary-loads"
-    }
+    },
+    "clients": [
+      {
+        "clients": [
+          "openssl",
+          "curl",
+          "urlsession"
+        ],
+        "outcome": "reject",
+        "because": "OpenSSL at security level 2 needs a DH group of at least 2048 bits (dh key too small)"
+      },
+      {
+        "clients": [
+          "swift-nio-ssl",
+          "async-http-client",
+          "chromium"
+        ],
+        "outcome": "reject",
+        "because": "BoringSSL (swift-nio-ssl, AsyncHTTPClient, Chrome) implements no finite-field DHE cipher suite"
+      },
+      {
+        "clients": [
+          "go"
+        ],
+        "outcome": "reject",
+        "because": "Go's crypto/tls implements no finite-field DHE cipher suite"
+      }
+    ]
   }
 }
 """#),
@@ -341,7 +464,56 @@ enum BuiltinScenarioFiles {
     "ats": "block",
     "atsFix": {
       "kind": "arbitrary-loads"
-    }
+    },
+    "clients": [
+      {
+        "clients": [
+          "openssl",
+          "curl",
+          "urlsession",
+          "node"
+        ],
+        "outcome": "reject",
+        "because": "OpenSSL refuses a 512-bit DH group at any security level (dh key too small)"
+      },
+      {
+        "clients": [
+          "swift-nio-ssl",
+          "async-http-client",
+          "chromium"
+        ],
+        "outcome": "reject",
+        "because": "BoringSSL (swift-nio-ssl, AsyncHTTPClient, Chrome) implements no finite-field DHE cipher suite"
+      },
+      {
+        "clients": [
+          "go"
+        ],
+        "outcome": "reject",
+        "because": "Go's crypto/tls implements no finite-field DHE cipher suite"
+      },
+      {
+        "clients": [
+          "gnutls"
+        ],
+        "outcome": "reject",
+        "because": "GnuTLS refuses DH primes under its minimum (the Diffie-Hellman prime sent by the server is not acceptable)"
+      },
+      {
+        "clients": [
+          "nss"
+        ],
+        "outcome": "reject",
+        "because": "NSS refuses weak ephemeral DH keys (SSL_ERROR_WEAK_SERVER_EPHEMERAL_DH_KEY)"
+      },
+      {
+        "clients": [
+          "java"
+        ],
+        "outcome": "reject",
+        "because": "JSSE refuses DH groups under 1024 bits"
+      }
+    ]
   }
 }
 """#),
@@ -433,7 +605,26 @@ enum BuiltinScenarioFiles {
     "atsFix": {
       "kind": "impossible",
       "reason": "Apple's TLS client offers no NULL cipher suite"
-    }
+    },
+    "clients": [
+      {
+        "clients": [
+          "openssl",
+          "curl",
+          "urlsession",
+          "node",
+          "swift-nio-ssl",
+          "async-http-client",
+          "gnutls",
+          "nss",
+          "chromium",
+          "java",
+          "go"
+        ],
+        "outcome": "reject",
+        "because": "no client offers a NULL (unencrypted) suite unless told to; pyca judges only the certificate, which is fine"
+      }
+    ]
   }
 }
 """#),
@@ -458,7 +649,31 @@ enum BuiltinScenarioFiles {
         "NSExceptionAllowsInsecureHTTPLoads": true
       },
       "alsoRequires": "trust-override"
-    }
+    },
+    "clients": [
+      {
+        "clients": [
+          "swift-nio-ssl",
+          "async-http-client"
+        ],
+        "outcome": "accept",
+        "because": "BoringSSL still verifies SHA-1 certificate signatures (Chrome refuses them in its own verifier, not in BoringSSL)"
+      },
+      {
+        "clients": [
+          "nss"
+        ],
+        "outcome": "accept",
+        "because": "NSS accepts SHA-1 certificate signatures unless a policy forbids them (Firefox's does; Debian's NSS has none)"
+      },
+      {
+        "clients": [
+          "java"
+        ],
+        "outcome": "accept",
+        "because": "JDK 17 refuses SHA-1 only in chains that end in a root of its own cacerts (jdk.certpath.disabledAlgorithms: SHA1 jdkCA & usage TLSServer)"
+      }
+    ]
   }
 }
 """#),
@@ -483,7 +698,31 @@ enum BuiltinScenarioFiles {
         "NSExceptionAllowsInsecureHTTPLoads": true
       },
       "alsoRequires": "trust-override"
-    }
+    },
+    "clients": [
+      {
+        "clients": [
+          "swift-nio-ssl",
+          "async-http-client"
+        ],
+        "outcome": "accept",
+        "because": "BoringSSL still verifies SHA-1 certificate signatures (Chrome refuses them in its own verifier, not in BoringSSL)"
+      },
+      {
+        "clients": [
+          "nss"
+        ],
+        "outcome": "accept",
+        "because": "NSS accepts SHA-1 certificate signatures unless a policy forbids them (Firefox's does; Debian's NSS has none)"
+      },
+      {
+        "clients": [
+          "java"
+        ],
+        "outcome": "accept",
+        "because": "JDK 17 refuses SHA-1 only in chains that end in a root of its own cacerts (jdk.certpath.disabledAlgorithms: SHA1 jdkCA & usage TLSServer)"
+      }
+    ]
   }
 }
 """#),
@@ -492,13 +731,13 @@ enum BuiltinScenarioFiles {
   "name": "md5-leaf",
   "group": "certificate",
   "port": 9823,
-  "summary": "Leaf signed with MD5 (by the CA's RSA intermediate: there is no ECDSA-with-MD5)",
+  "summary": "Leaf signed with MD5 by the RSA intermediate (there is no ECDSA-with-MD5)",
   "tls": {
     "securityLevel": 0
   },
   "certificate": {
     "digest": "md5",
-    "issuer": "rsa-intermediate"
+    "issuer": "intermediate"
   },
   "expect": {
     "verify": "CA signature digest algorithm too weak",
@@ -534,7 +773,60 @@ enum BuiltinScenarioFiles {
         "NSExceptionAllowsInsecureHTTPLoads": true
       },
       "alsoRequires": "trust-override"
-    }
+    },
+    "clients": [
+      {
+        "clients": [
+          "swift-nio-ssl",
+          "async-http-client",
+          "chromium"
+        ],
+        "outcome": "accept",
+        "because": "BoringSSL and Chrome's verifier accept a 1024-bit RSA leaf from a locally trusted root"
+      },
+      {
+        "clients": [
+          "gnutls"
+        ],
+        "outcome": "accept",
+        "because": "GnuTLS's default verification profile admits 1024-bit RSA"
+      },
+      {
+        "clients": [
+          "nss"
+        ],
+        "outcome": "accept",
+        "because": "NSS's default minimum RSA size is 1023 bits"
+      },
+      {
+        "clients": [
+          "java"
+        ],
+        "outcome": "accept",
+        "because": "JDK 17 refuses only RSA keys under 1024 bits (jdk.certpath.disabledAlgorithms)"
+      },
+      {
+        "clients": [
+          "go"
+        ],
+        "outcome": "accept",
+        "because": "Go 1.19 sets no minimum RSA key size"
+      },
+      {
+        "clients": [
+          "node"
+        ],
+        "outcome": "accept",
+        "because": "Node runs OpenSSL at security level 1, which admits 1024-bit RSA"
+      },
+      {
+        "clients": [
+          "pyca"
+        ],
+        "outcome": "accept",
+        "because": "pyca/cryptography's verifier does not check key sizes"
+      }
+    ]
   }
 }
 """#),
@@ -561,7 +853,31 @@ enum BuiltinScenarioFiles {
       },
       "alsoRequires": "trust-override"
     },
-    "note": "TLS 1.3 signs with RSA-PSS only, and RSA-PSS with SHA-256 needs a modulus of at least 2\u00d732+2 bytes; a 512-bit key can sign only PKCS#1 v1.5, which TLS 1.2 allows."
+    "note": "TLS 1.3 signs with RSA-PSS only, and RSA-PSS with SHA-256 needs a modulus of at least 2\u00d732+2 bytes; a 512-bit key can sign only PKCS#1 v1.5, which TLS 1.2 allows.",
+    "clients": [
+      {
+        "clients": [
+          "swift-nio-ssl",
+          "async-http-client"
+        ],
+        "outcome": "accept",
+        "because": "BoringSSL sets no minimum RSA key size for certificates"
+      },
+      {
+        "clients": [
+          "go"
+        ],
+        "outcome": "accept",
+        "because": "Go 1.19 sets no minimum RSA key size (Go 1.24 refuses keys under 1024 bits)"
+      },
+      {
+        "clients": [
+          "pyca"
+        ],
+        "outcome": "accept",
+        "because": "pyca/cryptography's verifier does not check key sizes"
+      }
+    ]
   }
 }
 """#),
@@ -659,7 +975,38 @@ enum BuiltinScenarioFiles {
       },
       "alsoRequires": "trust-override"
     },
-    "note": "OpenSSL falls back to the CN when there is no SAN, so it verifies; Apple ignores the CN since iOS 13 / macOS 10.15."
+    "note": "OpenSSL falls back to the CN when there is no SAN, so it verifies; Apple ignores the CN since iOS 13 / macOS 10.15.",
+    "clients": [
+      {
+        "clients": [
+          "swift-nio-ssl",
+          "async-http-client"
+        ],
+        "outcome": "reject",
+        "because": "BoringSSL refuses a leaf without subjectAltName whose CN looks like a host name when the CA has name constraints (NAME_CONSTRAINTS_WITHOUT_SANS)"
+      },
+      {
+        "clients": [
+          "chromium"
+        ],
+        "outcome": "reject",
+        "because": "Chrome ignores the CN since Chrome 58 (ERR_CERT_COMMON_NAME_INVALID)"
+      },
+      {
+        "clients": [
+          "go"
+        ],
+        "outcome": "reject",
+        "because": "Go ignores the CN since Go 1.15 (certificate relies on legacy Common Name field)"
+      },
+      {
+        "clients": [
+          "pyca"
+        ],
+        "outcome": "reject",
+        "because": "the web PKI profile requires a subjectAltName extension"
+      }
+    ]
   }
 }
 """#),
@@ -831,7 +1178,16 @@ enum BuiltinScenarioFiles {
       },
       "alsoRequires": "trust-override"
     },
-    "note": "Needs the built-in CA's name constraints (the default); a CA made with --no-name-constraints cannot serve it."
+    "note": "Needs the built-in CA's name constraints (the default); a CA made with --no-name-constraints cannot serve it.",
+    "clients": [
+      {
+        "clients": [
+          "java"
+        ],
+        "outcome": "accept",
+        "because": "JSSE's PKIX validation takes the trusted root as an input, not as part of the path, and ignores the name constraints in it (RFC 5280 6.1.1 makes trust-anchor constraints optional): trusting the CA in Java trusts it for every name"
+      }
+    ]
   }
 }
 """#),
@@ -1016,6 +1372,59 @@ enum BuiltinScenarioFiles {
       "kind": "arbitrary-loads",
       "alsoRequires": "trust-override"
     }
+  }
+}
+"""#),
+        File(name: "intermediate.json", json: #"""
+{
+  "name": "intermediate",
+  "group": "certificate",
+  "port": 9845,
+  "summary": "Root \u2192 SHA-256 intermediate \u2192 leaf, intermediate sent (the control for the two-level scenarios)",
+  "tls": {},
+  "certificate": {
+    "issuer": "intermediate"
+  },
+  "expect": {
+    "verify": "ok",
+    "ats": "allow",
+    "atsFix": {
+      "kind": "not-needed"
+    },
+    "note": "incomplete-chain, sha1-intermediate and md5-leaf each change one thing of this chain: the intermediate not sent, signed with SHA-1, or signing the leaf with MD5."
+  }
+}
+"""#),
+        File(name: "ip-san.json", json: #"""
+{
+  "name": "ip-san",
+  "group": "certificate",
+  "port": 9846,
+  "summary": "Leaf also names 127.0.0.1 and ::1: IP subjectAltNames under the CA's iPAddress constraints",
+  "tls": {},
+  "certificate": {
+    "extraHosts": [
+      "127.0.0.1",
+      "::1"
+    ]
+  },
+  "expect": {
+    "verify": "ok",
+    "ats": "allow",
+    "atsFix": {
+      "kind": "not-needed"
+    },
+    "note": "The built-in CA permits 127.0.0.0/8 and ::1 so it can never vouch for a real address; BoringSSL cannot evaluate iPAddress constraints and refuses any chain whose leaf names an address under them. That is why no other leaf names an IP address.",
+    "clients": [
+      {
+        "clients": [
+          "swift-nio-ssl",
+          "async-http-client"
+        ],
+        "outcome": "reject",
+        "because": "BoringSSL cannot evaluate iPAddress name constraints: a leaf that names an address under a CA that has them fails (X509_V_ERR_UNSUPPORTED_CONSTRAINT_TYPE, reported as CERTIFICATE_VERIFY_FAILED)"
+      }
+    ]
   }
 }
 """#),

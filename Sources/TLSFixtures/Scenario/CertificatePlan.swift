@@ -8,7 +8,7 @@ public struct CertificatePlan: Codable, Sendable, Hashable {
     /// `root` (the built-in CA), `self`, or another built-in authority.
     public var issuer: String = "root"
     public var digest: SignatureDigest = .sha256
-    /// Replaces the baseline hosts (`localhost`, `127.0.0.1`, `::1`, `NAME.fixtures.test`).
+    /// Replaces the baseline hosts (`localhost` and `NAME.fixtures.test`).
     public var hosts: [String]? = nil
     /// Added to the hosts.
     public var extraHosts: [String] = []
@@ -102,10 +102,17 @@ public struct CertificatePlan: Codable, Sendable, Hashable {
         issuer == "self" ? .selfSigned : .authority(BuiltinAuthority(rawValue: issuer) ?? .root)
     }
 
+    /// The baseline leaf's names: DNS names only. An IP address in a leaf fails every chain in BoringSSL (swift-nio-ssl,
+    /// AsyncHTTPClient, Chrome), which cannot evaluate the CA's iPAddress constraints; `ip-san` is the scenario that
+    /// names addresses, and says which clients refuse it.
+    public static func baselineHosts(scenarioName name: String) -> [String] {
+        ["localhost", "\(name).\(Scenario.fixturesDomain)"]
+    }
+
     /// The profile for scenario `name`, with the baseline filled in.
     public func profile(scenarioName name: String) throws -> CertificateProfile {
         let qualified = "\(name).\(Scenario.fixturesDomain)"
-        var allHosts = hosts ?? ["localhost", "127.0.0.1", "::1", qualified]
+        var allHosts = hosts ?? CertificatePlan.baselineHosts(scenarioName: name)
         allHosts += extraHosts
         try CertificateProfile.checkNameCount(allHosts.count + generatedHosts)
         if generatedHosts > 0 { allHosts += (1...generatedHosts).map { "n\($0).\(qualified)" } }
@@ -133,14 +140,17 @@ public struct Expectations: Codable, Sendable, Hashable {
     public var pins: PinExpectation?
     /// Anything a user must know to read the verdicts right.
     public var note: String?
+    /// Clients of the client matrix whose verdict differs from `verify`'s (docs/CLIENTS.md); every client not listed
+    /// accepts when `verify` is `ok` and rejects otherwise. A test holds these to what the clients really do.
+    public var clients: [ClientDifference]?
 
     public init(verify: String?, ats: ATSExpectation, atsFix: ATSFix? = nil, trustedRoots: [String]? = nil,
-                pins: PinExpectation? = nil, note: String? = nil) {
+                pins: PinExpectation? = nil, note: String? = nil, clients: [ClientDifference]? = nil) {
         self.verify = verify; self.ats = ats; self.atsFix = atsFix; self.trustedRoots = trustedRoots
-        self.pins = pins; self.note = note
+        self.pins = pins; self.note = note; self.clients = clients
     }
 
-    enum CodingKeys: String, CodingKey, CaseIterable { case verify, ats, atsFix, trustedRoots, pins, note }
+    enum CodingKeys: String, CodingKey, CaseIterable { case verify, ats, atsFix, trustedRoots, pins, note, clients }
 
     public init(from decoder: Decoder) throws {
         try decoder.rejectUnknownKeys(CodingKeys.self)
@@ -154,6 +164,8 @@ public struct Expectations: Codable, Sendable, Hashable {
         }
         pins = try c.decodeIfPresent(PinExpectation.self, forKey: .pins)
         note = try c.decodeIfPresent(String.self, forKey: .note)
+        clients = try c.decodeIfPresent([ClientDifference].self, forKey: .clients)
+        try validateClients(codingPath: decoder.codingPath)
     }
 }
 

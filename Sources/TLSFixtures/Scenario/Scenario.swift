@@ -3,8 +3,8 @@ import Foundation
 /// One fixture: the TLS settings, the certificate plan, and what standard clients are expected to make of it.
 ///
 /// A scenario changes one thing from the catalog's baseline (RSA-2048 leaf, SHA-256, from the built-in CA, SANs
-/// `localhost`, `127.0.0.1`, `::1`, `NAME.fixtures.test`, EKU serverAuth, 397 days from one day ago, TLS 1.2–1.3 with
-/// ECDHE + AES-GCM), so a failure has one cause. Files in `Scenarios/` state only what differs.
+/// `localhost` and `NAME.fixtures.test`, EKU serverAuth, 397 days from one day ago, TLS 1.2–1.3 with ECDHE + AES-GCM),
+/// so a failure has one cause. Files in `Scenarios/` state only what differs.
 public struct Scenario: Codable, Sendable, Hashable, Identifiable {
     public var name: String
     public var group: ScenarioGroup
@@ -20,7 +20,7 @@ public struct Scenario: Codable, Sendable, Hashable, Identifiable {
 
     public var id: String { name }
 
-    /// The host apps must use for ATS tests: `localhost` and IP literals are exempt from ATS by default.
+    /// The host apps must use for ATS tests: `localhost` and loopback IP literals are exempt from ATS by default.
     public var qualifiedHost: String { "\(name).\(Scenario.fixturesDomain)" }
     public static let fixturesDomain = "fixtures.test"
 

@@ -29,10 +29,10 @@ final class FixtureAnswerCache: Sendable {
     /// `HandshakeDetails`, hashable (the public type is only Equatable).
     struct HandshakeKey: Hashable {
         var `protocol`: String, openssl: String, iana: String
-        var keyExchange: String?, sni: String?, alpn: String?, clientCertificate: String?
+        var keyExchange: String?, group: String?, sni: String?, alpn: String?, clientCertificate: String?
         init(_ d: HandshakeDetails) {
             `protocol` = d.protocol; openssl = d.cipher.openssl; iana = d.cipher.iana
-            keyExchange = d.keyExchange; sni = d.sni; alpn = d.alpn; clientCertificate = d.clientCertificate
+            keyExchange = d.keyExchange; group = d.group; sni = d.sni; alpn = d.alpn; clientCertificate = d.clientCertificate
         }
     }
     /// The answer serialised once: status line and fixed headers (without the final blank line, so a `Connection`

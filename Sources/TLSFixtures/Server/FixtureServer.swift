@@ -191,10 +191,16 @@ public final class FixtureServer: Sendable {
     }
 
     static func bind(_ bootstrap: ServerBootstrap, address: String, port: Int) async throws -> Channel {
+        // Darwin would let this bind share the port with a server on *:port, splitting its clients (WildcardConflict).
+        if WildcardConflict.held(port: port, covering: address) { throw FixtureError.portInUse(port: port, address: address) }
         do {
             return try await bootstrap.bind(host: address, port: port).get()
         } catch let error as IOError where error.errnoCode == EADDRINUSE {
             throw FixtureError.portInUse(port: port, address: address)
+        } catch let error as IOError where error.errnoCode == EMFILE || error.errnoCode == ENFILE {
+            let limit = FileDescriptorLimit.raiseOnce()
+            throw FixtureError.cannotBind(address: address, port: port, reason: "too many open files (this process may open "
+                + "\(limit.current)); raise the limit before starting (`ulimit -n 4096`) or serve fewer scenarios")
         } catch let error as IOError {
             throw FixtureError.cannotBind(address: address, port: port, reason: String(cString: strerror(error.errnoCode)))
         } catch {
@@ -290,24 +296,4 @@ public final class FixtureServer: Sendable {
 
     /// Open connections right now.
     public var connectionCount: Int { connections.count }
-}
-
-/// Many fixtures × many connections exceed the usual soft limit of 1024 descriptors; raise it to the hard limit.
-enum FileDescriptorLimit {
-    private static let raised: Void = {
-        var limit = rlimit()
-        #if canImport(Glibc)
-        let resource = __rlimit_resource_t(RLIMIT_NOFILE.rawValue)
-        #else
-        let resource = RLIMIT_NOFILE
-        #endif
-        guard getrlimit(resource, &limit) == 0 else { return }
-        let wanted = min(limit.rlim_max, 65_536)
-        if limit.rlim_cur < wanted {
-            limit.rlim_cur = wanted
-            _ = setrlimit(resource, &limit)
-        }
-    }()
-
-    static func raiseOnce() { _ = raised }
 }

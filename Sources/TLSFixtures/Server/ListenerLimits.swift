@@ -16,15 +16,11 @@ enum ListenerLimits {
     /// to one fixture until it is refused leaves three quarters to every other fixture, the dashboard, the store and
     /// the event loops. (With the usual limit of 65,536 that is 16,384 connections; at 256, 64.)
     static func automaticConnectionCap() -> Int {
-        var limit = rlimit()
-        #if canImport(Glibc)
-        let resource = __rlimit_resource_t(RLIMIT_NOFILE.rawValue)
-        #else
-        let resource = RLIMIT_NOFILE
-        #endif
-        guard getrlimit(resource, &limit) == 0 else { return 16_384 }
+        // What raiseOnce left in force (the limit it raised to, or the one it could not raise); 0 when unreadable.
+        let current = FileDescriptorLimit.raiseOnce().current
+        guard current > 0 else { return 16_384 }
         // RLIM_INFINITY is the largest value the type holds, so the clamp covers "no limit" too.
-        return max(16, Int(min(limit.rlim_cur, 1 << 30)) / 4)
+        return max(16, Int(min(current, 1 << 30)) / 4)
     }
 
     /// The dashboard serves a browser or two: a few hundred connections are plenty, whatever the descriptor limit.

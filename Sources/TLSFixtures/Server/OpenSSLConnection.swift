@@ -77,8 +77,22 @@ final class OpenSSLConnection {
     func handshake() -> Step {
         OpenSSLError.clearQueue()
         let rc = SSL_do_handshake(ssl)
+        rememberEphemeralKey()
         if rc == 1 { return .complete }
         return step(for: rc, operation: "complete the TLS handshake")
+    }
+
+    /// The server's ephemeral key as it was while the handshake waited for the client's key exchange: a TLS 1.2 server
+    /// frees it once the shared secret is derived, and with automatic DH parameters nothing else records its size.
+    private var ephemeralKey: String?
+
+    private func rememberEphemeralKey() {
+        guard ephemeralKey == nil else { return }
+        var key: OpaquePointer? = nil
+        if shim_SSL_get_tmp_key(ssl, &key) == 1, let key {
+            ephemeralKey = KeyExchangeName.describe(key)
+            EVP_PKEY_free(key)
+        }
     }
 
     /// Decrypts whatever complete records are buffered, appending plaintext to `buffer`.
@@ -155,41 +169,28 @@ final class OpenSSLConnection {
                 openssl: cipher.map { String(cString: SSL_CIPHER_get_name($0)) } ?? "",
                 iana: cipher.flatMap { SSL_CIPHER_standard_name($0) }.map { String(cString: $0) } ?? ""),
             keyExchange: keyExchange,
+            group: KeyExchangeName.negotiatedGroup(ssl),
             sni: SSL_get_servername(ssl, TLSEXT_NAMETYPE_host_name).map { String(cString: $0) },
             alpn: alpn,
             clientCertificate: clientSubject)
     }
 
-    /// The key exchange: `X25519`, `ECDH prime256v1`, `DH 1024`, or `RSA` (no ephemeral key at all). The server's
-    /// ephemeral key is freed once a TLS 1.2 handshake is done, so the negotiated group, then the suite, answer then.
+    /// The key exchange: `X25519`, `ECDH prime256v1`, `DH 2048`, `X25519MLKEM768`, or `RSA` (no ephemeral key at all).
+    /// The server's ephemeral key is freed once a TLS 1.2 handshake is done, and a KEM group (OpenSSL 3.5's default
+    /// hybrid) never has one, so the key remembered during the handshake, the negotiated group, then the suite, answer then.
     private var keyExchange: String? {
         var key: OpaquePointer? = nil
         if shim_SSL_get_tmp_key(ssl, &key) == 1, let key {
             defer { EVP_PKEY_free(key) }
             return KeyExchangeName.describe(key)
         }
-        let group = shim_SSL_get_negotiated_group(ssl)
-        if group > 0, let shortName = OBJ_nid2sn(group) {
-            let name = String(cString: shortName)
-            return name.hasPrefix("X") ? name : "ECDH \(name)"
-        }
+        if let ephemeralKey { return ephemeralKey }
+        if let group = KeyExchangeName.negotiatedGroup(ssl) { return KeyExchangeName.display(group: group) }
         guard let cipher = SSL_get_current_cipher(ssl) else { return nil }
         switch SSL_CIPHER_get_kx_nid(cipher) {
         case NID_kx_dhe: return dhBits.map { "DH \($0)" } ?? "DH"
         case NID_kx_rsa: return "RSA"
         default: return nil
-        }
-    }
-}
-
-enum KeyExchangeName {
-    /// How `openssl s_client` names a "Server Temp Key": `X25519`, `ECDH prime256v1`, `DH 1024`.
-    static func describe(_ key: OpaquePointer) -> String {
-        let description = KeyDescription(pkey: key)
-        switch description.type {
-        case "EC": return "ECDH \(description.curve ?? "?")"
-        case "DH": return "DH \(description.bits)"
-        default: return description.type
         }
     }
 }
@@ -203,6 +204,8 @@ public struct HandshakeDetails: Codable, Sendable, Equatable {
     public var `protocol`: String
     public var cipher: Cipher
     public var keyExchange: String?
+    /// The negotiated group as OpenSSL names it (`x25519`, `secp256r1`, `X25519MLKEM768`); nil when none was used.
+    public var group: String?
     public var sni: String?
     public var alpn: String?
     public var clientCertificate: String?

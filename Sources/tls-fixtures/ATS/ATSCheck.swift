@@ -66,6 +66,9 @@ enum ATSVerdictText {
         for waived in verdict.waived { lines.append("  waived \(waived.rule.rawValue): \(waived.message)") }
         if let error = verdict.likelyError, !verdict.allowed { lines.append("Likely error: \(error)") }
         for note in verdict.notes { lines.append("Note: \(note)") }
+        if !verdict.rules.isEmpty {
+            lines.append("Model rules (confidence): \(verdict.rules.map(\.description).joined(separator: ", "))")
+        }
         return lines.joined(separator: "\n")
     }
 }

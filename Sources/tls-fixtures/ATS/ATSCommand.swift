@@ -7,9 +7,12 @@ struct ATSCommand: AsyncParsableCommand {
         commandName: "ats",
         abstract: "Predict what App Transport Security does with a server, on Linux, from real handshakes.",
         discussion: """
-            The model follows Apple's documentation for NSAppTransportSecurity (readings where Apple's docs and \
-            source disagree are options). It cannot see CT logs or revocation, and Apple does not document which \
-            error code every violation yields: the violated rule comes first, a likely code second.
+            The model follows Apple's documentation and Apple's open-source Security code; every verdict lists the \
+            model rules it used with their confidence (high, medium, low) and source. Where Apple's sources disagree \
+            or fall silent, the default reading is stated and the other is an option (--subdomains, --ip-addresses, \
+            --third-party-keys, --dhe, --cipher-suites); docs/ATS-MODEL.md lists every rule. The model cannot see CT \
+            logs or revocation, and Apple does not document which error code every violation yields: the violated \
+            rule comes first, a likely code second.
             """,
         subcommands: [ATSCheck.self, ATSDiagnose.self, ATSException.self]
     )
@@ -17,13 +20,13 @@ struct ATSCommand: AsyncParsableCommand {
 
 /// Options shared by the `ats` commands: which device, and how to reach and trust the server.
 struct ATSClientOptions: ParsableArguments {
-    @Option(help: ArgumentHelp("OS profile: ios9, ios10 (10–12), ios13, ios14 (14–16), ios17 (17+); or a version such as 15.4.", valueName: "profile"))
+    @Option(help: ArgumentHelp("OS profile: ios9, ios10 (10–12), ios13, ios14 (14–16), ios17 (17+, the default), ios26 (as reported by OWASP: TLS 1.0/1.1 refused whatever the exception; low confidence); or a version such as 15.4.", valueName: "profile"))
     var os = "ios17"
 
     @Option(help: ArgumentHelp("Load kind: data (URLSession), media (AVFoundation), web (WKWebView).", valueName: "kind"))
     var loadKind = "data"
 
-    @Option(help: ArgumentHelp("A root the device trusts (PEM or DER, repeatable). Default: the system's roots.", valueName: "file"))
+    @Option(help: ArgumentHelp("A root the device trusts (PEM or DER, repeatable). Default: the system's roots (on macOS the Security framework's, Keychain included, as nscurl).", valueName: "file"))
     var trustCA: [String] = []
 
     @Option(help: ArgumentHelp("Which kind of anchor --trust-ca stands for: user (installed by the user), app (SecTrustSetAnchorCertificates), system.", valueName: "kind"))
@@ -32,8 +35,20 @@ struct ATSClientOptions: ParsableArguments {
     @Option(help: ArgumentHelp("Connect HOST:PORT to ADDRESS instead of resolving it (repeatable).", valueName: "host:port:address"))
     var resolve: [String] = []
 
-    @Option(help: ArgumentHelp("NSIncludesSubdomains reading: all (as Apple's source behaves) or one-label (as the current docs read).", valueName: "reading"))
+    @Option(help: ArgumentHelp("NSIncludesSubdomains in NSExceptionDomains: all (the default, as Apple's source behaves) or one-label (as the current docs read). Pinned domains always reach one label.", valueName: "reading"))
     var subdomains = "all"
+
+    @Option(help: ArgumentHelp("IP literals on iOS 17+: external (the default: loopback and local-network addresses stay exempt, as the iOS 17 release notes and Apple's test say) or all (every IP literal falls under ATS, as the NSAllowsLocalNetworking page reads).", valueName: "reading"))
+    var ipAddresses = "external"
+
+    @Option(help: ArgumentHelp("NSThirdPartyException* keys: ignore (the default, as Apple's current parser does) or plain (the older reading: each acts as its plain twin).", valueName: "reading"))
+    var thirdPartyKeys = "ignore"
+
+    @Option(help: ArgumentHelp("DHE suites with ATS out of the way: offered (the default, as the catalog assumes) or refused (Apple's source lists DHE only in a legacy group).", valueName: "reading"))
+    var dhe = "offered"
+
+    @Option(help: ArgumentHelp("TLS 1.2 suites under ATS: current (the default, Apple's current source) or 2015 (the list documented from 2015).", valueName: "reading"))
+    var cipherSuites = "current"
 
     @Option(help: ArgumentHelp("Seconds all the command's handshakes may take together, however slowly the server answers.", valueName: "seconds"))
     var timeout: Double = 30
@@ -44,15 +59,21 @@ struct ATSClientOptions: ParsableArguments {
     }
 
     func evaluationOptions(trustOverride: Bool = false) throws -> ATSEvaluationOptions {
-        guard let profile = ATSOSProfile(parsing: os) else { throw CLIError("unknown --os \"\(os)\": use ios9, ios10, ios13, ios14, ios17 or a version such as 15.4") }
+        guard let profile = ATSOSProfile(parsing: os) else { throw CLIError("unknown --os \"\(os)\": use ios9, ios10, ios13, ios14, ios17, ios26 or a version such as 15.4") }
         guard let kind = ATSLoadKind(parsing: loadKind) else { throw CLIError("unknown --load-kind \"\(loadKind)\": use data, media or web") }
-        var readings = ATSReadings()
-        switch subdomains {
-        case "all": readings.subdomains = .everySubdomain
-        case "one-label": readings.subdomains = .oneExtraLabel
-        default: throw CLIError("--subdomains is all or one-label")
-        }
+        let readings = ATSReadings(
+            subdomains: try Self.reading("--subdomains", subdomains, ["all": .everySubdomain, "one-label": .oneExtraLabel]),
+            cipherSuites: try Self.reading("--cipher-suites", cipherSuites, ["current": .currentSource, "2015": .documented2015]),
+            ipAddresses: try Self.reading("--ip-addresses", ipAddresses, ["external": .externalOnly, "all": .every]),
+            thirdPartyKeys: try Self.reading("--third-party-keys", thirdPartyKeys, ["ignore": .ignored, "plain": .asPlainKeys]),
+            dhe: try Self.reading("--dhe", dhe, ["offered": .offeredWithoutATS, "refused": .neverOffered]))
         return ATSEvaluationOptions(loadKind: kind, profile: profile, readings: readings, trustOverride: trustOverride)
+    }
+
+    /// One reading option: its value from a fixed table, or a one-line error listing the choices.
+    private static func reading<Value>(_ flag: String, _ text: String, _ table: KeyValuePairs<String, Value>) throws -> Value {
+        if let value = table.first(where: { $0.key == text })?.value { return value }
+        throw CLIError("unknown \(flag) \"\(text)\": use \(table.map(\.key).joined(separator: " or "))")
     }
 
     func probeOptions() throws -> ProbeOptions {

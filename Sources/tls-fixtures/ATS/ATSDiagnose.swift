@@ -9,7 +9,13 @@ struct ATSDiagnose: AsyncParsableCommand {
         discussion: """
             Runs nscurl's sequence (default, arbitrary loads, each minimum TLS version, forward secrecy off, insecure \
             HTTP, and their combinations) and prints PASS or FAIL for each in nscurl's layout. Each result comes from \
-            a handshake that offers exactly what Apple's loader would under that configuration.
+            a real handshake that offers exactly what Apple's loader would under that configuration, then a request: \
+            as in nscurl, PASS means the load completed with no error, so a server that demands a client certificate \
+            fails every configuration. -v prints each configuration's ATS dictionary and the error as nscurl does \
+            (Error Domain=NSURLErrorDomain Code=-1200 "…" UserInfo={_kCFStreamErrorCodeKey=-98xx, …}), then a \
+            Detail line with the model's reason and the TLS client's own words.
+            The header names the system modelled (--os, default iOS 17+): nscurl itself reports the TLS stack of the \
+            Mac it runs on. --json prints the shape documented in docs/ATS-MODEL.md.
             Exit status: 0 when the default configuration passes, 2 when it fails, 1 on errors.
             """
     )

@@ -45,7 +45,15 @@ struct CAInit: AsyncParsableCommand {
         let store = storeOptions.store
         let options = CAOptions(key: try KeySpec(parsing: key), commonName: name ?? CertificateAuthority.defaultCommonName,
                                 nameConstraints: !noNameConstraints, days: days)
+        let replacing = force ? try? store.existingCA() : nil
         let (ca, created) = try store.initializeCA(options, ifExists: force ? .replace : ifMissing ? .keep : .refuse)
+        if created, let old = replacing {
+            Output.error("""
+                warning: replaced the CA \(old.certificate.subject) (SHA-256 \(old.certificate.sha256Fingerprint.colonHex)); \
+                its files are in \(store.directory.path)/ca/replaced-*/. Devices and simulators that trust it keep trusting \
+                it until you remove it, and need the new one installed; apps that pin its key must pin the new one.
+                """)
+        }
         if created && noNameConstraints {
             Output.error("warning: this CA has no name constraints: a device that trusts it will accept its certificates for any site")
         }
@@ -71,4 +79,6 @@ struct CAReport: Encodable {
     var store: String
     var certificate: String
     var summary: CertificateSummary
+    /// What the user should act on (an older CA's constraints), nil when nothing.
+    var warnings: [String]? = nil
 }

@@ -27,13 +27,15 @@ struct CAShow: AsyncParsableCommand {
         // Showing must not create: a missing CA is reported, and `ca init` makes one.
         guard let root = try store.existingCA() else { throw PKIError.noCA(path: store.directory.path) }
         let ca = id == .root ? root : try store.authority(id)
+        let legacy = LegacyNameConstraints(ca.certificate)
         if output.json {
             try Output.json(CAReport(created: false, store: store.directory.path, certificate: store.certificatePath(id).path,
-                                     summary: CertificateSummary(ca.certificate)))
+                                     summary: CertificateSummary(ca.certificate), warnings: legacy.map { [$0.explanation(for: id)] }))
             return
         }
         print("\(id.rawValue): \(store.certificatePath(id).path)")
         print(CertificateSummary(ca.certificate).text)
+        if let legacy { Output.error(legacy.explanation(for: id)) }
         if id == .root {
             print("")
             print(TrustInstructions.text(rootPEM: store.certificatePath(id).path))

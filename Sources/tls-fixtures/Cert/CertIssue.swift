@@ -70,7 +70,7 @@ struct CertIssue: AsyncParsableCommand {
     @Option(help: ArgumentHelp("Path length constraint of a CA certificate.", valueName: "n"))
     var pathLen: Int?
 
-    @Option(help: ArgumentHelp("Permitted name constraint on a CA: .domain, host or CIDR (repeatable).", valueName: "name"))
+    @Option(help: ArgumentHelp("Permitted name constraint on a CA: a DNS name (covers every name under it, no leading dot) or a CIDR block (repeatable).", valueName: "name"))
     var permit: [String] = []
 
     @Option(help: ArgumentHelp("Excluded name constraint on a CA (repeatable).", valueName: "name"))

@@ -37,7 +37,7 @@ struct ProbeCommand: AsyncParsableCommand {
     @Option(help: ArgumentHelp("TLS 1.3 suites, colon-separated.", valueName: "list"))
     var tls13Suites: String?
 
-    @Option(help: ArgumentHelp("Trust these roots (PEM or DER) instead of the system's.", valueName: "file"))
+    @Option(help: ArgumentHelp("Trust these roots (PEM or DER) instead of the system's (on macOS the Security framework's, with the Keychain's trust settings; elsewhere OpenSSL's default store).", valueName: "file"))
     var ca: String?
 
     @Flag(help: "Trust the built-in CA from the certificate store (--dir, $TLS_FIXTURES_CERTS or the default).")

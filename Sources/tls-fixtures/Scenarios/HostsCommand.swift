@@ -6,7 +6,8 @@ struct HostsCommand: AsyncParsableCommand {
         commandName: "hosts",
         abstract: "Print /etc/hosts lines mapping every NAME.fixtures.test to 127.0.0.1.",
         discussion: """
-            ATS does not apply to localhost or IP literals by default, so ATS tests must connect by a qualified \
+            ATS does not apply to localhost or loopback IP addresses by default (iOS 17 brought only external IP \
+            addresses under ATS), so ATS tests must connect by a qualified \
             name. Append these lines to /etc/hosts on the Mac running the simulator:
               tls-fixtures hosts | sudo tee -a /etc/hosts
             """

@@ -76,6 +76,7 @@ struct ServeCommand: AsyncParsableCommand {
                 Output.error("generating the \(key) key for \(name) (first run only\(slow))…")
             }
         }
+        if let warning = runner.descriptorWarning { Output.error(warning) }
         if runner.started.isEmpty {
             await runner.stop()
             let reasons = runner.unsupported.map { "\($0.scenario.name): \($0.reason)" }.joined(separator: "; ")

@@ -83,6 +83,23 @@ struct ATSEndToEndTests {
         #expect(text.components(separatedBy: "Result : PASS").count - 1 == pattern.filter { $0 }.count)
     }
 
+    /// PASS means the load completed with no error (nscurl's header). A server that demands a client certificate
+    /// completes a TLS 1.3 handshake on the client's side and then refuses the load, so nscurl FAILs every configuration.
+    @Test("ats diagnose: a server demanding a client certificate fails all 16 configurations")
+    func diagnoseClientCertificateRequired() async throws {
+        let scenario = try ScenarioCatalog.builtIn.scenario(named: "client-cert-required")
+        let fixture = try await FixtureServer.start(scenario, store: Self.store)
+        defer { Task { await fixture.stop() } }
+        var options = ProbeOptions()
+        options.trustRoots = fixture.prepared.deviceTrustRoots
+        let target = ProbeTarget(host: scenario.qualifiedHost, port: fixture.port, connectAddress: "127.0.0.1")
+        let report = await ATSDiagnostics().run(url: fixture.qualifiedURL, handshaker: ATSLiveHandshaker(target: target, probeOptions: options))
+        let text = report.text(verbose: true)
+        #expect(report.results.count == 16)
+        #expect(report.results.allSatisfy { !$0.passed }, "\(text)")
+        #expect(text.components(separatedBy: "Code=-1206").count - 1 == 16, "\(text)")
+    }
+
     @Test("pin outcomes of the pinning scenarios match the catalog", arguments: ["pinned", "pin-reissued", "pin-rotated-key", "pin-mitm"])
     func pins(name: String) async throws {
         let scenario = try ScenarioCatalog.builtIn.scenario(named: name)
@@ -132,6 +149,14 @@ struct ATSCLITests {
         CLIInputTests.expectOneLineError(try TestEnvironment.tlsFixtures(["ats", "exception", "no-such-scenario"]), mentioning: ["unknown scenario"])
     }
 
+    @Test("reading options take their listed values only, with one-line errors", arguments: [
+        ("--ip-addresses", "loopback"), ("--third-party-keys", "yes"), ("--dhe", "maybe"), ("--subdomains", "two"), ("--cipher-suites", "2016"),
+    ])
+    func readingErrors(flag: String, value: String) throws {
+        let result = try TestEnvironment.tlsFixtures(["ats", "check", flag, value, "https://ats-compliant.fixtures.test:1/"])
+        CLIInputTests.expectOneLineError(result, mentioning: [flag, value])
+    }
+
     @Test("checking localhost or an IP literal says loudly that ATS does not apply")
     func localhostTrap() async throws {
         try await withFixture("tls-v1-0", store: TestEnvironment.sharedStore) { fixture in
@@ -141,6 +166,19 @@ struct ATSCLITests {
                 #expect(result.stdout.contains("ATS does not apply"), "\(host): \(result.stdout)")
                 #expect(result.stdout.contains("NAME.fixtures.test"))
             }
+            // The stricter reading of iOS 17 puts loopback under ATS too: blocked, with the reading named.
+            let strict = try TestEnvironment.tlsFixtures(["ats", "check", "--ip-addresses", "all", "--trust-ca", ca,
+                                                          "https://127.0.0.1:\(fixture.port)/"])
+            #expect(strict.status == 2, "\(strict.stdout + strict.stderr)")
+            #expect(strict.stdout.contains("ios17-external-ips (medium, every)"), "\(strict.stdout)")
+            // The default reading keeps 127.0.0.1 exempt on iOS 17 and says which rule (and confidence) decided. The load
+            // is still blocked, by default trust rather than ATS: leaves name no IP address (only `ip-san` does), and
+            // the exemption never lifts the host-name check.
+            let loopback = try TestEnvironment.tlsFixtures(["ats", "check", "--trust-ca", ca, "https://127.0.0.1:\(fixture.port)/"])
+            #expect(loopback.status == 2)
+            #expect(loopback.stdout.contains("ATS does not apply") && loopback.stdout.contains("local-exemption (high)"), "\(loopback.stdout)")
+            #expect(loopback.stdout.contains("violates hostname") && loopback.stdout.contains("-9843"), "\(loopback.stdout)")
+            #expect(!loopback.stdout.contains("minimum TLS version"), "ATS's own rules must not be applied: \(loopback.stdout)")
             // By its qualified name the same server is blocked (exit 2), with the violated rule named.
             let qualified = try TestEnvironment.tlsFixtures(["ats", "check", "--trust-ca", ca, "--resolve", "tls-v1-0.fixtures.test:\(fixture.port):127.0.0.1",
                                                              "https://tls-v1-0.fixtures.test:\(fixture.port)/", "--json"])

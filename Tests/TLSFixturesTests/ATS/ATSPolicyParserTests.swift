@@ -143,25 +143,50 @@ final class ATSPolicyParserTests: XCTestCase {
 
     // MARK: Warnings, as Apple's loader logs them: each names the key.
 
-    func testStringBooleansIgnoredWithWarning() {
+    /// Apple's parser (SecProtocolConfiguration.m, sec_protocol_configuration_set_ats_overrides) reads booleans as
+    /// numbers compared with YES and ignores anything else: a string is absent, an integer is YES when it is 1.
+    func testStringBooleansIgnoredIntegersComparedWithYes() {
         let policy = ATSPolicy(["NSAllowsArbitraryLoads": "YES",
                                 "NSExceptionDomains": ["example.com": ["NSIncludesSubdomains": "YES",
-                                                                       "NSExceptionAllowsInsecureHTTPLoads": 1]]])
+                                                                       "NSExceptionAllowsInsecureHTTPLoads": 1,
+                                                                       "NSExceptionRequiresForwardSecrecy": 2]]])
         XCTAssertNil(policy.allowsArbitraryLoads)
         XCTAssertNil(policy.exceptionDomains["example.com"]?.includesSubdomains)
-        XCTAssertNil(policy.exceptionDomains["example.com"]?.allowsInsecureHTTPLoads)
+        XCTAssertEqual(policy.exceptionDomains["example.com"]?.allowsInsecureHTTPLoads, true)
+        XCTAssertEqual(policy.exceptionDomains["example.com"]?.requiresForwardSecrecy, false)
         XCTAssertEqual(policy.warnings.map(\.key).sorted(),
-                       ["NSAllowsArbitraryLoads", "NSExceptionAllowsInsecureHTTPLoads", "NSIncludesSubdomains"])
+                       ["NSAllowsArbitraryLoads", "NSExceptionAllowsInsecureHTTPLoads", "NSExceptionRequiresForwardSecrecy",
+                        "NSIncludesSubdomains"])
         XCTAssertTrue(policy.warnings.contains { $0.message.contains("the string \"YES\" is not a boolean") })
+        XCTAssertTrue(policy.warnings.contains { $0.message.contains("the integer 1 is read as YES") })
+        XCTAssertTrue(policy.warnings.contains { $0.message.contains("the integer 2 is read as NO") })
+        XCTAssertEqual(policy.parserRules, [.wrongTypeIsAbsent, .numbersComparedWithYes])
     }
 
-    func testIntegerFromPlistIsNotABoolean() throws {
+    func testIntegerFromPlistIsComparedWithYes() throws {
         let xml = """
         <?xml version="1.0"?><plist version="1.0"><dict><key>NSAllowsArbitraryLoads</key><integer>1</integer></dict></plist>
         """
         let policy = try ATSPolicy(atsDictionary: Data(xml.utf8))
-        XCTAssertNil(policy.allowsArbitraryLoads)
+        XCTAssertEqual(policy.allowsArbitraryLoads, true)
         XCTAssertEqual(policy.warnings.first?.key, "NSAllowsArbitraryLoads")
+    }
+
+    /// SecPolicy.c (parseNSPinnedDomains) honours a pinned entry's NSIncludesSubdomains only when it is the boolean
+    /// true; a pinned key's case does not matter, a trailing dot or a port makes it unmatchable.
+    func testPinnedDomainValues() {
+        let policy = ATSPolicy(["NSPinnedDomains": [
+            "Example.COM": ["NSIncludesSubdomains": 1, "NSPinnedLeafIdentities": []],
+            "dotted.example.": ["NSPinnedLeafIdentities": []],
+            "port.example:443": ["NSPinnedLeafIdentities": []],
+            "scalar.example": ["NSPinnedCAIdentities": "oops"],
+        ]])
+        XCTAssertNil(policy.pinnedDomains["Example.COM"]?.includesSubdomains)
+        XCTAssertFalse(policy.warnings.contains { $0.keyPath == ["NSPinnedDomains", "Example.COM"] })
+        XCTAssertTrue(policy.warnings.contains { $0.keyPath == ["NSPinnedDomains", "dotted.example."] && $0.message.contains("dot") })
+        XCTAssertTrue(policy.warnings.contains { $0.keyPath == ["NSPinnedDomains", "port.example:443"] })
+        // A non-array identity list still pins the domain, with nothing to match (SecPolicy.c marks it pinned first).
+        XCTAssertEqual(policy.pinnedDomains["scalar.example"]?.caIdentities, [])
     }
 
     func testUnknownKeysAndWrongTypes() {
@@ -197,7 +222,7 @@ final class ATSPolicyParserTests: XCTestCase {
     }
 
     func testUnusableDomainKeys() {
-        let keys = ["Example.com", "example.com:443", "https://example.com", "*.example.com", "example.com.", ""]
+        let keys = ["Example.com", "example.com:443", "https://example.com", "*.example.com", ""]
         var domains: [String: ATSPlistValue] = [:]
         for key in keys { domains[key] = [:] }
         let policy = ATSPolicy(["NSExceptionDomains": .dictionary(domains)])
@@ -208,6 +233,10 @@ final class ATSPolicyParserTests: XCTestCase {
         XCTAssertTrue(policy.warnings.contains { $0.key == "Example.com" && $0.message.contains("lowercase") })
         XCTAssertTrue(policy.warnings.contains { $0.key == "example.com:443" && $0.message.contains("port") })
         XCTAssertTrue(policy.warnings.contains { $0.key == "https://example.com" && $0.message.contains("scheme") })
+        // A trailing dot is valid and matches only hosts written with one (NSExceptionDomains page): kept, with a warning.
+        let dotted = ATSPolicy(["NSExceptionDomains": ["example.com.": [:]]])
+        XCTAssertEqual(dotted.exceptionDomains["example.com."]?.keyKind, .dns)
+        XCTAssertTrue(dotted.warnings.first?.message.contains("trailing dot") == true)
     }
 
     func testIPAndCIDRKeys() {
@@ -218,8 +247,9 @@ final class ATSPolicyParserTests: XCTestCase {
         XCTAssertEqual(policy.warnings.map(\.key), ["10.0.0.0/33"])
     }
 
-    /// Reading choice: NSThirdPartyException* are parsed as their plain twins, with a warning; the plain key wins.
-    func testThirdPartyKeysAreTwinsWithWarning() {
+    /// NSThirdPartyException* keys: Apple's current parser ignores them (warned); they are kept aside for the
+    /// older reading (ATSReadings.ThirdPartyKeys.asPlainKeys), never mixed into the plain fields.
+    func testThirdPartyKeysAreIgnoredWithWarning() {
         let policy = ATSPolicy(["NSExceptionDomains": [
             "a.com": ["NSThirdPartyExceptionAllowsInsecureHTTPLoads": true,
                       "NSThirdPartyExceptionRequiresForwardSecrecy": false,
@@ -227,18 +257,20 @@ final class ATSPolicyParserTests: XCTestCase {
             "b.com": ["NSExceptionMinimumTLSVersion": "TLSv1.2", "NSThirdPartyExceptionMinimumTLSVersion": "TLSv1.0"],
         ]])
         let a = policy.exceptionDomains["a.com"]
-        XCTAssertEqual(a?.allowsInsecureHTTPLoads, true)
-        XCTAssertEqual(a?.requiresForwardSecrecy, false)
-        XCTAssertEqual(a?.minimumTLSVersion, .tls1_1)
+        XCTAssertNil(a?.allowsInsecureHTTPLoads)
+        XCTAssertNil(a?.requiresForwardSecrecy)
+        XCTAssertNil(a?.minimumTLSVersion)
+        XCTAssertEqual(a?.thirdParty, ATSThirdPartyExceptionKeys(allowsInsecureHTTPLoads: true, minimumTLSVersion: .tls1_1,
+                                                                 requiresForwardSecrecy: false))
         XCTAssertEqual(policy.exceptionDomains["b.com"]?.minimumTLSVersion, .tls1_2)
         XCTAssertEqual(policy.warnings.count, 4)
-        XCTAssertTrue(policy.warnings.allSatisfy { $0.key.hasPrefix("NSThirdPartyException") && $0.message.contains("2016") })
+        XCTAssertTrue(policy.warnings.allSatisfy { $0.key.hasPrefix("NSThirdPartyException") && $0.message.hasPrefix("ignored") })
     }
 
     func testObsoleteCertificateTransparencyKey() {
         let policy = ATSPolicy(["NSExceptionDomains": ["a.com": ["NSRequiresCertificateTransparency": true]]])
         XCTAssertEqual(policy.exceptionDomains["a.com"]?.requiresCertificateTransparency, true)
-        XCTAssertTrue(policy.warnings.first?.message.contains("obsolete") == true)
+        XCTAssertTrue(policy.warnings.first?.message.contains("iOS 10–12") == true)
     }
 
     func testPinnedDomainIdentityWarnings() {
@@ -255,11 +287,16 @@ final class ATSPolicyParserTests: XCTestCase {
         XCTAssertTrue(messages.contains("b.com: has neither"), messages)
     }
 
-    func testOlderMediaSpelling() {
-        XCTAssertEqual(ATSPolicy(["NSAllowsArbitraryLoadsInMedia": true]).allowsArbitraryLoadsForMedia, true)
-        let both = ATSPolicy(["NSAllowsArbitraryLoadsInMedia": true, "NSAllowsArbitraryLoadsForMedia": false])
-        XCTAssertEqual(both.allowsArbitraryLoadsForMedia, false)
-        XCTAssertEqual(both.warnings.count, 1)
+    /// NSAllowsArbitraryLoadsInMedia was a documentation typo (corrected 2016-11-14): an unknown key, named as such.
+    func testInMediaIsNotAKey() throws {
+        let policy = ATSPolicy(["NSAllowsArbitraryLoadsInMedia": true])
+        XCTAssertNil(policy.allowsArbitraryLoadsForMedia)
+        XCTAssertEqual(policy.warnings.count, 1)
+        XCTAssertTrue(policy.warnings[0].message.contains("not a key"), policy.warnings[0].message)
+        XCTAssertEqual(policy.parserRules, [.inMediaIsNotAKey])
+        // A bare dictionary holding it is still read as an ATS dictionary, so the user hears the warning.
+        let bare = try ATSPolicy.parse(plist: Data(ATSPlistRendering.xml(["NSAllowsArbitraryLoadsInMedia": true]).utf8))
+        XCTAssertEqual(bare.warnings.count, 1)
     }
 }
 
@@ -268,7 +305,7 @@ final class ATSValueTests: XCTestCase {
     func testProfileParsing() {
         let cases: [(String, ATSOSProfile?)] = [
             ("ios17", .ios17), ("17", .ios17), ("iOS 13", .ios13), ("13.7", .ios13), ("iOS 14", .ios14), ("iOS 15.4", .ios14), ("16", .ios14), ("ios9", .ios9),
-            ("12", .ios10), ("10", .ios10), ("18", .ios17), ("26.1", .ios17), ("8", nil), ("banana", nil),
+            ("12", .ios10), ("10", .ios10), ("18", .ios17), ("26.1", .ios26), ("ios26", .ios26), ("8", nil), ("banana", nil),
         ]
         for (text, expected) in cases { XCTAssertEqual(ATSOSProfile(parsing: text), expected, text) }
         XCTAssertEqual(ATSOSProfile.default, .ios17)
@@ -351,19 +388,22 @@ final class ATSValueTests: XCTestCase {
         XCTAssertEqual(ATSPlistValue(foundation: ["x": 1] as [String: Any]), ["x": 1])
     }
 
-    func testOpenStepRendering() {
-        let text = ATSPlistRendering.openStep(["NSExceptionDomains": ["example.com": ["NSExceptionMinimumTLSVersion": "TLSv1.2",
-                                                                                  "NSIncludesSubdomains": true]]])
+    /// NSDictionary's description, as nscurl prints "ATS Dictionary:" (kiwix/kiwix-apple#1430 shows a real one):
+    /// a nested collection opens after its own level's indentation on the key's line.
+    func testNSDictionaryDescription() {
+        let text = ATSPlistRendering.nsDictionaryDescription(["NSExceptionDomains": ["example.com": [
+            "NSExceptionMinimumTLSVersion": "TLSv1.2", "NSIncludesSubdomains": true]]])
         XCTAssertEqual(text, """
         {
-            NSExceptionDomains = {
-                "example.com" = {
+            NSExceptionDomains =     {
+                "example.com" =         {
                     NSExceptionMinimumTLSVersion = "TLSv1.2";
                     NSIncludesSubdomains = true;
                 };
             };
         }
         """)
-        XCTAssertEqual(ATSPlistRendering.openStep([:]), "{\n}")
+        XCTAssertEqual(ATSPlistRendering.nsDictionaryDescription([:]), "{\n}")
+        XCTAssertEqual(ATSPlistRendering.nsDictionaryDescription(["a": [1, 2]]), "{\n    a =     (\n        1,\n        2\n    );\n}")
     }
 }

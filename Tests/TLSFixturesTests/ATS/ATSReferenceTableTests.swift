@@ -24,6 +24,10 @@ struct ATSReferenceCase: Sendable {
     var noteContains: String?
     var urlError: Int?
     var waivedCount: Int?
+    /// Some warning of the policy contains this text.
+    var warningContains: String? = nil
+    /// No warning names one of these keys.
+    var noWarningOn: [String] = []
 }
 
 /// Table-driven cases taken from ats-reference.md. Each case's comment names the section of the
@@ -109,18 +113,15 @@ final class ATSReferenceTableTests: XCTestCase {
         ATSReferenceCase(name: "arbitrary loads ignored: NSAllowsLocalNetworking NO", url: https,
                       policy: [ATSKey.allowsArbitraryLoads: true, ATSKey.allowsLocalNetworking: false], facts: tls10,
                       allowed: false, rule: .tlsVersion, atsApplies: true),
-        // §Keys, NSAllowsArbitraryLoads: "whatever its value" — even a value of the wrong type (the string "YES").
-        ATSReferenceCase(name: "arbitrary loads ignored: NSAllowsLocalNetworking the string YES", url: https,
-                      policy: [ATSKey.allowsArbitraryLoads: true, ATSKey.allowsLocalNetworking: .string("YES")], facts: tls10,
+        // §Keys, NSAllowsArbitraryLoads: "whatever its value" — a number is a value of the right type (Apple's
+        // parser compares it with YES), so <integer>0</integer> is present, as NO.
+        ATSReferenceCase(name: "arbitrary loads ignored: NSAllowsLocalNetworking the integer 0", url: https,
+                      policy: [ATSKey.allowsArbitraryLoads: true, ATSKey.allowsLocalNetworking: 0], facts: tls10,
                       allowed: false, rule: .tlsVersion, atsApplies: true, noteContains: "NSAllowsArbitraryLoads is ignored"),
         // §Keys, NSAllowsArbitraryLoads: … NSAllowsArbitraryLoadsForMedia present (NO), data load.
         ATSReferenceCase(name: "arbitrary loads ignored: ForMedia NO", url: https,
                       policy: [ATSKey.allowsArbitraryLoads: true, ATSKey.allowsArbitraryLoadsForMedia: false], facts: tls10,
                       allowed: false, rule: .tlsVersion, noteContains: "NSAllowsArbitraryLoadsForMedia"),
-        // §Keys, NSAllowsArbitraryLoads: … the older spelling NSAllowsArbitraryLoadsInMedia counts too.
-        ATSReferenceCase(name: "arbitrary loads ignored: InMedia (older spelling)", url: https,
-                      policy: [ATSKey.allowsArbitraryLoads: true, ATSKey.allowsArbitraryLoadsInMedia: true], facts: tls10,
-                      allowed: false, rule: .tlsVersion, noteContains: "NSAllowsArbitraryLoadsInMedia"),
         // §Keys, NSAllowsArbitraryLoads: … NSAllowsArbitraryLoadsInWebContent present.
         ATSReferenceCase(name: "arbitrary loads ignored: InWebContent YES", url: https,
                       policy: [ATSKey.allowsArbitraryLoads: true, ATSKey.allowsArbitraryLoadsInWebContent: true],
@@ -142,12 +143,10 @@ final class ATSReferenceTableTests: XCTestCase {
         // §Keys, NSAllowsLocalNetworking: IP addresses exempt on iOS 10–16.
         ATSReferenceCase(name: "IP literal exempt on iOS 13", url: "https://127.0.0.1:8443/", facts: tls10,
                       options: ios(.ios13), allowed: true, atsApplies: false),
-        // §Keys, NSAllowsLocalNetworking: "from iOS 17 IP literals need their own exception entry".
-        ATSReferenceCase(name: "IP literal not exempt on iOS 17", url: "https://127.0.0.1:8443/", facts: tls10,
-                      allowed: false, rule: .tlsVersion, atsApplies: true, noteContains: "from iOS 17"),
-        // §Keys, NSAllowsLocalNetworking: on iOS 17 the key does not cover IP literals.
-        ATSReferenceCase(name: "iOS 17: local networking does not exempt IP literals", url: "https://127.0.0.1:8443/",
-                      policy: [ATSKey.allowsLocalNetworking: true], facts: tls10, allowed: false, rule: .tlsVersion),
+        // §Keys, IP addresses on iOS 17+: external IP literals fall under ATS without an exception entry.
+        ATSReferenceCase(name: "external IP literal not exempt on iOS 17", url: "https://203.0.113.9:8443/",
+                      facts: ipServer("203.0.113.9"), allowed: false, rule: .tlsVersion, atsApplies: true,
+                      noteContains: "from iOS 17"),
         // §Keys, NSExceptionDomains: "From iOS 17 a key may be an IP literal".
         ATSReferenceCase(name: "IP literal exception key (iOS 17)", url: "https://127.0.0.1:8443/",
                       policy: domainEntry("127.0.0.1", [ATSKey.exceptionMinimumTLSVersion: "TLSv1.0"]), facts: tls10,
@@ -167,9 +166,9 @@ final class ATSReferenceTableTests: XCTestCase {
                                                          "10.1.0.0/16": [:]]],
                       facts: ipServer("10.2.3.4"), allowed: true, matched: .some("10.0.0.0/8")),
         // §Keys, NSExceptionDomains: "A DNS entry never matches a connection made by IP".
-        ATSReferenceCase(name: "DNS entry does not match an IP connection", url: "https://127.0.0.1/",
-                      policy: domainEntry("localhost", [ATSKey.exceptionMinimumTLSVersion: "TLSv1.0"]), facts: tls10,
-                      allowed: false, rule: .tlsVersion, matched: .some(nil)),
+        ATSReferenceCase(name: "DNS entry does not match an IP connection", url: "https://203.0.113.9/",
+                      policy: domainEntry("localhost", [ATSKey.exceptionMinimumTLSVersion: "TLSv1.0"]),
+                      facts: ipServer("203.0.113.9"), allowed: false, rule: .tlsVersion, matched: .some(nil)),
         // §Keys, NSExceptionDomains: "… and the reverse": an IP key never matches a name.
         ATSReferenceCase(name: "IP entry does not match a DNS name", url: "https://localhost.fixtures.test/",
                       policy: domainEntry("127.0.0.1", [ATSKey.exceptionMinimumTLSVersion: "TLSv1.0"]),
@@ -399,23 +398,58 @@ final class ATSReferenceTableTests: XCTestCase {
         ATSReferenceCase(name: "exception entry replaces ForMedia for its domain", url: https,
                       policy: [ATSKey.allowsArbitraryLoadsForMedia: true, ATSKey.exceptionDomains: [host: [:]]], facts: tls10,
                       options: ios(.ios17) { $0.loadKind = .media }, allowed: false, rule: .tlsVersion, matched: .some(host)),
-        // §The localhost trap: the source skips the exemption "unless NSAllowsLocalNetworking is present and NO".
-        ATSReferenceCase(name: "source reading: NSAllowsLocalNetworking NO removes the localhost exemption",
-                      url: "https://localhost/", policy: [ATSKey.allowsLocalNetworking: false],
-                      facts: F.speaking("localhost", F.tls10Only),
-                      options: ios(.ios17) { $0.readings.localExemption = .source }, allowed: false, rule: .tlsVersion,
-                      atsApplies: true),
-        // §The localhost trap: the documentation reading keeps localhost exempt whatever the key says.
-        ATSReferenceCase(name: "documented reading: localhost exempt despite NSAllowsLocalNetworking NO",
-                      url: "https://localhost/", policy: [ATSKey.allowsLocalNetworking: false],
-                      facts: F.speaking("localhost", F.tls10Only), allowed: true, atsApplies: false),
         // §Keys, NSExceptionDomains: "dictionary of lowercase domain" — an uppercase key never matches.
         ATSReferenceCase(name: "uppercase domain key never matches", url: "https://api.fixtures.test/",
                       policy: domainEntry("API.fixtures.test", [ATSKey.exceptionMinimumTLSVersion: "TLSv1.0"]), facts: tls10,
                       allowed: false, rule: .tlsVersion, matched: .some(nil)),
-        // §Keys, NSThirdPartyException*: parsed as the plain twin (the reading this model chose).
-        ATSReferenceCase(name: "third-party minimum version read as its plain twin", url: https,
-                      policy: domainEntry([ATSKey.thirdPartyMinimumTLSVersion: "TLSv1.0"]), facts: tls10, allowed: true),
+        // §Keys, NSThirdPartyException*: "an option may offer the old reading" — each key as its plain twin.
+        ATSReferenceCase(name: "third-party minimum version read as its plain twin (older reading)", url: https,
+                      policy: domainEntry([ATSKey.thirdPartyMinimumTLSVersion: "TLSv1.0"]), facts: tls10,
+                      options: ios(.ios17) { $0.readings.thirdPartyKeys = .asPlainKeys }, allowed: true),
+        // §Keys, NSThirdPartyException*: under the older reading the plain key still wins when both are present.
+        ATSReferenceCase(name: "older reading: the plain key wins over its third-party twin", url: https,
+                      policy: domainEntry([ATSKey.exceptionMinimumTLSVersion: "TLSv1.2", ATSKey.thirdPartyMinimumTLSVersion: "TLSv1.0"]),
+                      facts: tls10, options: ios(.ios17) { $0.readings.thirdPartyKeys = .asPlainKeys }, allowed: false,
+                      rule: .tlsVersion),
+        // §Keys, IP addresses on iOS 17+: "offer the other reading" — every IP literal falls under ATS, loopback too.
+        ATSReferenceCase(name: "every-IP reading: loopback falls under ATS on iOS 17", url: "https://127.0.0.1:8443/",
+                      facts: ipServer("127.0.0.1"), options: ios(.ios17) { $0.readings.ipAddresses = .every },
+                      allowed: false, rule: .tlsVersion, atsApplies: true),
+        // §Keys, NSAllowsLocalNetworking: YES enables IP addresses under either reading.
+        ATSReferenceCase(name: "every-IP reading: NSAllowsLocalNetworking YES still exempts loopback", url: "https://127.0.0.1:8443/",
+                      policy: [ATSKey.allowsLocalNetworking: true], facts: ipServer("127.0.0.1"),
+                      options: ios(.ios17) { $0.readings.ipAddresses = .every }, allowed: true, atsApplies: false),
+        // §Keys, IP addresses on iOS 17+: private-range addresses count as local (low confidence: the runtime decides).
+        ATSReferenceCase(name: "private-network IPv4 exempt on iOS 17 (default reading)", url: "https://192.168.1.20/",
+                      facts: ipServer("192.168.1.20"), allowed: true, atsApplies: false),
+        // §Keys, IP addresses on iOS 17+: an IPv4-mapped loopback address is loopback.
+        ATSReferenceCase(name: "IPv4-mapped loopback exempt on iOS 17", url: "https://[::ffff:127.0.0.1]/",
+                      facts: ipServer("::ffff:127.0.0.1"), allowed: true, atsApplies: false),
+        // §Keys, IP addresses on iOS 17+: carrier-grade NAT (100.64/10, e.g. Tailscale) is not a private range.
+        ATSReferenceCase(name: "CGNAT address is external on iOS 17", url: "https://100.100.1.2/",
+                      facts: ipServer("100.100.1.2"), allowed: false, rule: .tlsVersion, atsApplies: true),
+        // §Keys, NSExceptionDomains: an entry makes ATS apply even to a local host (testExceptionRaisesSecurityRequirements).
+        ATSReferenceCase(name: "exception entry for a .local host makes ATS apply", url: "https://myhost.local/",
+                      policy: domainEntry("myhost.local", [ATSKey.exceptionRequiresForwardSecrecy: true]),
+                      facts: F.speaking("myhost.local", F.tls10Only), allowed: false, rule: .tlsVersion, atsApplies: true,
+                      matched: .some("myhost.local")),
+        // §Cipher groups under relaxed ATS: the other reading never offers DHE, so dhe-only fails even with ATS off.
+        ATSReferenceCase(name: "DHE refused reading: dhe-only blocked despite arbitrary loads", url: https,
+                      policy: [ATSKey.allowsArbitraryLoads: true], facts: F.speaking(host, F.dheOnly),
+                      options: ios(.ios17) { $0.readings.dhe = .neverOffered }, allowed: false, rule: .cipherSuite,
+                      atsApplies: false),
+        // §Keys, NSPinnedDomains: the pins of the host's entry and of its parent's (with subdomains) both apply.
+        ATSReferenceCase(name: "pins of the exact and the parent entry are pooled", url: https,
+                      policy: [ATSKey.pinnedDomains: [
+                        host: [ATSKey.pinnedLeafIdentities: [[ATSKey.spkiSHA256Base64: .string(F.pin("other"))]]],
+                        "fixtures.test": [ATSKey.includesSubdomains: true,
+                                          ATSKey.pinnedLeafIdentities: [[ATSKey.spkiSHA256Base64: .string(pinnedLeaf)]]]]],
+                      facts: modern, allowed: true, pinned: .some(host), noteContains: "all apply"),
+        // §Keys, NSPinnedDomains: NSIncludesSubdomains must be the boolean true (SecPolicy.c compares with kCFBooleanTrue).
+        ATSReferenceCase(name: "pinned NSIncludesSubdomains as an integer is ignored", url: https,
+                      policy: [ATSKey.pinnedDomains: ["fixtures.test": [ATSKey.includesSubdomains: 1,
+                        ATSKey.pinnedLeafIdentities: [[ATSKey.spkiSHA256Base64: .string(F.pin("other"))]]]]],
+                      facts: modern, allowed: true, pinned: .some(nil)),
         // §Default requirements: "Certificate signatures SHA-256 or better" — SHA-384 leaf passes.
         ATSReferenceCase(name: "SHA-384 leaf allowed", url: https,
                       facts: withLeaf { $0.signatureDigest = "sha384"; $0.signatureAlgorithm = "sha384WithRSAEncryption" },
@@ -454,5 +488,320 @@ final class ATSReferenceTableTests: XCTestCase {
         XCTAssertEqual(verdict.violations.first?.message,
                        "minimum TLS version: server speaks at most TLSv1.0, ATS requires TLSv1.2")
         XCTAssertEqual(verdict.likelyError?.streamErrorCode, -9836)
+    }
+
+    /// The exception finder works under the corrected rules: a host written with a trailing dot needs a dotted key,
+    /// and on the ios26 profile (TLS 1.0/1.1 refused whatever the exception) a TLS 1.0 server has no fix.
+    func testExceptionFinderFollowsTheCorrectedRules() throws {
+        let dotted = ATSExceptionFinder().find(url: URL(string: "https://api.fixtures.test./")!, facts: Self.tls10)
+        XCTAssertEqual(dotted.exceptionDomainKeys, [ATSKey.exceptionMinimumTLSVersion: "TLSv1.0"])
+        guard case .exception(let dictionary, _) = dotted.result else { return XCTFail("\(dotted.result)") }
+        XCTAssertNotNil(dictionary[ATSKey.exceptionDomains]?.dictionaryValue?["api.fixtures.test."])
+
+        let ios26 = ATSExceptionFinder(options: ATSEvaluationOptions(profile: .ios26)).find(url: URL(string: Self.https)!, facts: Self.tls10)
+        guard case .impossible(let reason) = ios26.result else { return XCTFail("\(ios26.result)") }
+        XCTAssertTrue(reason.contains("TLS 1.2 or later"), reason)
+
+        // 127.0.0.1 is exempt on iOS 17 by default: nothing to add, and the localhost trap is named.
+        let loopback = ATSExceptionFinder().find(url: URL(string: "https://127.0.0.1:8443/")!, facts: Self.ipServer("127.0.0.1"))
+        XCTAssertEqual(loopback.result, .notNeeded)
+        XCTAssertTrue(loopback.notes.contains { $0.contains("localhost trap") })
+    }
+
+    /// Verdicts name the model rules they rest on, with confidence and the reading used where there is another.
+    func testVerdictsNameTheirRules() {
+        let loopback = ATSEvaluator().evaluate(url: URL(string: "https://127.0.0.1:8443/")!, facts: Self.ipServer("127.0.0.1"))
+        let ids = loopback.rules.map(\.id)
+        XCTAssertTrue(ids.contains(.localExemption), "\(ids)")
+        let external = loopback.rules.first { $0.id == .ios17ExternalIPs }
+        XCTAssertEqual(external?.confidence, .medium)
+        XCTAssertEqual(external?.reading, "externalOnly")
+        XCTAssertEqual(external?.otherReading, "ATSReadings.ipAddresses = .every")
+        XCTAssertFalse(ids.contains(.defaultRequirements), "ATS does not apply here")
+
+        let blocked = ATSEvaluator().evaluate(url: URL(string: Self.https)!, facts: Self.tls10)
+        XCTAssertEqual(blocked.rules.first?.id, .defaultRequirements)
+        XCTAssertTrue(blocked.rules.contains { $0.id == .likelyErrorCodes && $0.confidence == .medium })
+        XCTAssertEqual(Set(blocked.rules.map(\.id)).count, blocked.rules.count, "each rule once")
+
+        let dhe = ATSEvaluator(policy: ATSPolicy([ATSKey.allowsArbitraryLoads: true]))
+            .evaluate(url: URL(string: Self.https)!, facts: F.speaking(Self.host, F.dheOnly))
+        XCTAssertEqual(dhe.rules.first { $0.id == .dheWithoutATS }?.confidence, .low)
+        for rule in ATSModelRule.allCases {
+            XCTAssertFalse(rule.summary.isEmpty || rule.source.isEmpty, rule.rawValue)
+        }
+    }
+}
+
+/// One rule Apple's own code or documentation states, with the source it comes from and the cases that show it.
+/// `source` is a page URL, or a file and function of apple-oss-distributions/Security (read to learn, never copied).
+struct ATSSourcedRule {
+    var rule: String
+    var source: String
+    var cases: [ATSReferenceCase]
+}
+
+/// The rules an audit against Apple's documentation and open-source Security code found the model wrong on
+/// (issue 13). Each rule's cases ran against the model before the fix and failed there; the commit that made
+/// them pass records which assertions failed.
+final class ATSAppleSourceRuleTests: XCTestCase {
+    typealias F = ATSFactsKit
+    typealias T = ATSReferenceTableTests
+
+    static let host = T.host
+    static let https = T.https
+    static let security = "apple-oss-distributions/Security"
+
+    /// A TLS 1.0 server whose certificate carries `ip` as an IP SAN: compliant in every other respect.
+    static func ipServer(_ ip: String) -> ServerFacts { T.ipServer(ip) }
+    static func pinEntry(_ key: String, subdomains: ATSPlistValue? = nil, leaf: String = F.pin("other")) -> [String: ATSPlistValue] {
+        var entry: [String: ATSPlistValue] = [ATSKey.pinnedLeafIdentities: [[ATSKey.spkiSHA256Base64: .string(leaf)]]]
+        if let subdomains { entry[ATSKey.includesSubdomains] = subdomains }
+        return [ATSKey.pinnedDomains: .dictionary([key: .dictionary(entry)])]
+    }
+
+    func check(_ sourced: ATSSourcedRule, file: StaticString = #filePath, line: UInt = #line) {
+        XCTAssertFalse(sourced.source.isEmpty, sourced.rule)
+        for item in sourced.cases {
+            let policy = ATSPolicy(item.policy)
+            let verdict = ATSEvaluator(policy: policy, options: item.options).evaluate(url: URL(string: item.url)!, facts: item.facts)
+            let label = "\(sourced.rule) [\(sourced.source)] — \(item.name):\n\(verdict)\nwarnings: \(policy.warnings)"
+            XCTAssertEqual(verdict.allowed, item.allowed, label, file: file, line: line)
+            if let rule = item.rule { XCTAssertEqual(verdict.violations.first?.rule, rule, label, file: file, line: line) }
+            if let applies = item.atsApplies { XCTAssertEqual(verdict.atsApplies, applies, label, file: file, line: line) }
+            if let matched = item.matched { XCTAssertEqual(verdict.matchedExceptionDomain, matched, label, file: file, line: line) }
+            if let pinned = item.pinned { XCTAssertEqual(verdict.matchedPinnedDomain, pinned, label, file: file, line: line) }
+            if let note = item.noteContains {
+                XCTAssertTrue(verdict.notes.contains { $0.contains(note) }, label, file: file, line: line)
+            }
+            if let code = item.urlError { XCTAssertEqual(verdict.likelyError?.urlErrorCode, code, label, file: file, line: line) }
+            if let warning = item.warningContains {
+                XCTAssertTrue(policy.warnings.contains { $0.description.contains(warning) }, label, file: file, line: line)
+            }
+            for key in item.noWarningOn {
+                XCTAssertFalse(policy.warnings.contains { $0.keyPath.contains(key) }, label, file: file, line: line)
+            }
+        }
+    }
+
+    /// Rule 1: an explicit `NSAllowsLocalNetworking = NO` removes the local exemption.
+    func testRule01LocalNetworkingNoRemovesTheLocalExemption() {
+        let no: [String: ATSPlistValue] = [ATSKey.allowsLocalNetworking: false]
+        check(ATSSourcedRule(
+            rule: "NSAllowsLocalNetworking = NO: localhost, .local names and loopback IPs fall under ATS",
+            source: "\(Self.security) protocol/SecProtocolConfiguration.m, sec_protocol_configuration_tls_required_for_host_or_address_internal "
+                + "(local hosts are exempt only while the key is not explicitly false); protocol/SecProtocolConfigurationTest.m, testLocalNetworkingDisabled",
+            cases: [
+                ATSReferenceCase(name: "localhost", url: "https://localhost:8443/", policy: no,
+                                 facts: F.speaking("localhost", F.tls10Only), allowed: false, rule: .tlsVersion, atsApplies: true),
+                ATSReferenceCase(name: "myhost.local", url: "https://myhost.local/", policy: no,
+                                 facts: F.speaking("myhost.local", F.tls10Only), allowed: false, rule: .tlsVersion, atsApplies: true),
+                ATSReferenceCase(name: "127.0.0.1 on iOS 13 (every IP literal is local there)", url: "https://127.0.0.1:8443/", policy: no,
+                                 facts: Self.ipServer("127.0.0.1"), options: T.ios(.ios13), allowed: false, rule: .tlsVersion, atsApplies: true),
+                ATSReferenceCase(name: "::1 on iOS 17", url: "https://[::1]:8443/", policy: no,
+                                 facts: Self.ipServer("::1"), allowed: false, rule: .tlsVersion, atsApplies: true),
+            ]))
+    }
+
+    /// Rule 2: `NSAllowsLocalNetworking = YES` on iOS 17+ also lets the app reach IP addresses ATS would restrict.
+    func testRule02LocalNetworkingYesEnablesIPAddressesOnIOS17() {
+        let yes: [String: ATSPlistValue] = [ATSKey.allowsLocalNetworking: true]
+        check(ATSSourcedRule(
+            rule: "NSAllowsLocalNetworking = YES on iOS 17+: IP addresses ATS would otherwise restrict are allowed",
+            source: "https://developer.apple.com/documentation/bundleresources/information-property-list/nsapptransportsecurity/nsallowslocalnetworking",
+            cases: [
+                ATSReferenceCase(name: "external IPv4 literal", url: "https://203.0.113.7/", policy: yes,
+                                 facts: Self.ipServer("203.0.113.7"), allowed: true, atsApplies: false),
+                ATSReferenceCase(name: "external IPv6 literal", url: "https://[2001:db8::7]/", policy: yes,
+                                 facts: Self.ipServer("2001:db8::7"), allowed: true, atsApplies: false),
+                // Control: without the key the same external address falls under ATS (rule 3).
+                ATSReferenceCase(name: "control: no key", url: "https://203.0.113.7/",
+                                 facts: Self.ipServer("203.0.113.7"), allowed: false, rule: .tlsVersion, atsApplies: true),
+            ]))
+    }
+
+    /// Rule 3: from iOS 17, *external* IP literals fall under ATS; loopback and link-local ones stay exempt.
+    func testRule03IOS17AppliesATSToExternalIPAddressesOnly() {
+        check(ATSSourcedRule(
+            rule: "iOS 17+: external IP addresses need ATS; loopback and local addresses stay exempt by default",
+            source: "iOS 17 release notes (\"ATS now requires secure connections to external IP addresses\"); "
+                + "\(Self.security) protocol/SecProtocolConfigurationTest.m, testLocalNetworkingAllowedByDefault "
+                + "(127.0.0.1, ::1, fe80::1 exempt; 203.0.113.1, 2001:db8::8a2e:370:7334 not)",
+            cases: [
+                ATSReferenceCase(name: "127.0.0.1", url: "https://127.0.0.1:8443/", facts: Self.ipServer("127.0.0.1"),
+                                 allowed: true, atsApplies: false, noteContains: "localhost trap"),
+                ATSReferenceCase(name: "::1", url: "https://[::1]:8443/", facts: Self.ipServer("::1"), allowed: true, atsApplies: false),
+                ATSReferenceCase(name: "fe80::1 (link-local)", url: "https://[fe80::1]/", facts: Self.ipServer("fe80::1"),
+                                 allowed: true, atsApplies: false),
+                ATSReferenceCase(name: "203.0.113.1 (external)", url: "https://203.0.113.1/", facts: Self.ipServer("203.0.113.1"),
+                                 allowed: false, rule: .tlsVersion, atsApplies: true),
+                ATSReferenceCase(name: "2001:db8::8a2e:370:7334 (external)", url: "https://[2001:db8::8a2e:370:7334]/",
+                                 facts: Self.ipServer("2001:db8::8a2e:370:7334"), allowed: false, rule: .tlsVersion, atsApplies: true),
+            ]))
+    }
+
+    /// Rule 4: `NSPinnedDomains` + `NSIncludesSubdomains` reaches exactly one extra label.
+    func testRule04PinnedSubdomainsReachOneLabel() {
+        check(ATSSourcedRule(
+            rule: "NSPinnedDomains NSIncludesSubdomains: the key is compared with the host and its direct parent only",
+            source: "\(Self.security) OSX/sec/Security/SecPolicy.c, parseNSPinnedDomains (CopyParentDomainNameFromHostName); "
+                + "https://developer.apple.com/documentation/bundleresources/information-property-list/nsapptransportsecurity/nspinneddomains",
+            cases: [
+                ATSReferenceCase(name: "two labels below the key: not pinned", url: "https://a.api.fixtures.test/",
+                                 policy: Self.pinEntry("fixtures.test", subdomains: true),
+                                 facts: F.compliant("a.api.fixtures.test"), allowed: true, pinned: .some(nil)),
+                ATSReferenceCase(name: "one label below the key: pinned", url: Self.https,
+                                 policy: Self.pinEntry("fixtures.test", subdomains: true),
+                                 facts: F.compliant(Self.host), allowed: false, rule: .pinning, pinned: .some("fixtures.test")),
+            ]))
+    }
+
+    /// Rule 5: pinned-domain keys match case-insensitively.
+    func testRule05PinnedKeysMatchCaseInsensitively() {
+        check(ATSSourcedRule(
+            rule: "NSPinnedDomains keys are compared with the host case-insensitively",
+            source: "\(Self.security) OSX/sec/Security/SecPolicy.c, parseNSPinnedDomains (CFStringCompare with kCFCompareCaseInsensitive)",
+            cases: [
+                ATSReferenceCase(name: "upper-case key pins the host", url: Self.https, policy: Self.pinEntry("API.Fixtures.TEST"),
+                                 facts: F.compliant(Self.host), allowed: false, rule: .pinning, pinned: .some("API.Fixtures.TEST"),
+                                 noWarningOn: ["API.Fixtures.TEST"]),
+                ATSReferenceCase(name: "upper-case parent with subdomains", url: Self.https,
+                                 policy: Self.pinEntry("FIXTURES.test", subdomains: true),
+                                 facts: F.compliant(Self.host), allowed: false, rule: .pinning, pinned: .some("FIXTURES.test")),
+            ]))
+    }
+
+    /// Rule 6: a trailing dot in an exception-domain key is significant, both ways.
+    func testRule06TrailingDotsInExceptionKeys() {
+        let dotted = T.domainEntry("api.fixtures.test.", [ATSKey.exceptionMinimumTLSVersion: "TLSv1.0"])
+        let plain = T.domainEntry("api.fixtures.test", [ATSKey.exceptionMinimumTLSVersion: "TLSv1.0"])
+        check(ATSSourcedRule(
+            rule: "example.com. matches 'example.com.' but not 'example.com'; example.com matches 'example.com' but not 'example.com.'",
+            source: "https://developer.apple.com/documentation/bundleresources/information-property-list/nsapptransportsecurity/nsexceptiondomains; "
+                + "\(Self.security) protocol/SecProtocolConfiguration.m, sec_protocol_configuration_find_exception_for_host (exact dictionary lookup)",
+            cases: [
+                ATSReferenceCase(name: "dotted key, dotted host: matches", url: "https://api.fixtures.test./", policy: dotted,
+                                 facts: T.tls10, allowed: true, matched: .some("api.fixtures.test.")),
+                ATSReferenceCase(name: "dotted key, plain host: no match", url: Self.https, policy: dotted,
+                                 facts: T.tls10, allowed: false, rule: .tlsVersion, matched: .some(nil)),
+                ATSReferenceCase(name: "plain key, dotted host: no match", url: "https://api.fixtures.test./", policy: plain,
+                                 facts: T.tls10, allowed: false, rule: .tlsVersion, matched: .some(nil)),
+                ATSReferenceCase(name: "plain key, plain host: matches", url: Self.https, policy: plain,
+                                 facts: T.tls10, allowed: true, matched: .some("api.fixtures.test")),
+            ]))
+    }
+
+    /// Rule 7: a value of the wrong type is absent in every respect; numbers are compared with YES.
+    func testRule07WrongTypedValuesAreAbsentInEveryRespect() {
+        check(ATSSourcedRule(
+            rule: "a wrong-typed value is absent (it does not switch NSAllowsArbitraryLoads off); a number counts as YES when it equals YES",
+            source: "\(Self.security) protocol/SecProtocolConfiguration.m, sec_protocol_configuration_set_ats_overrides "
+                + "(ATS_VALUE_FOR_KEY / BOOLEAN_FOR_KEY: NSNumber only, compared with @YES); "
+                + "protocol/SecProtocolConfigurationTest.m, testInvalidATSDictionary and testGarbageValueDisablesAllowsArbitraryLoads",
+            cases: [
+                ATSReferenceCase(name: "NSAllowsLocalNetworking the string YES leaves arbitrary loads on", url: Self.https,
+                                 policy: [ATSKey.allowsArbitraryLoads: true, ATSKey.allowsLocalNetworking: "YES"],
+                                 facts: T.tls10, allowed: true, atsApplies: false),
+                ATSReferenceCase(name: "NSAllowsArbitraryLoadsForMedia the string YES leaves arbitrary loads on", url: Self.https,
+                                 policy: [ATSKey.allowsArbitraryLoads: true, ATSKey.allowsArbitraryLoadsForMedia: "YES"],
+                                 facts: T.tls10, allowed: true, atsApplies: false),
+                ATSReferenceCase(name: "NSAllowsArbitraryLoads <integer>1</integer> equals YES", url: Self.https,
+                                 policy: [ATSKey.allowsArbitraryLoads: 1], facts: T.tls10, allowed: true, atsApplies: false),
+                ATSReferenceCase(name: "NSAllowsArbitraryLoads <integer>2</integer> is not YES", url: Self.https,
+                                 policy: [ATSKey.allowsArbitraryLoads: 2], facts: T.tls10, allowed: false, rule: .tlsVersion),
+                ATSReferenceCase(name: "NSIncludesSubdomains <integer>1</integer> in an exception entry", url: "https://a.example.test/",
+                                 policy: T.domainEntry("example.test", [ATSKey.includesSubdomains: 1, ATSKey.exceptionMinimumTLSVersion: "TLSv1.0"]),
+                                 facts: F.speaking("a.example.test", F.tls10Only), allowed: true, matched: .some("example.test")),
+            ]))
+    }
+
+    /// Rule 8: `NSAllowsArbitraryLoadsInMedia` is not a key.
+    func testRule08InMediaIsNotAKey() {
+        check(ATSSourcedRule(
+            rule: "NSAllowsArbitraryLoadsInMedia was a documentation typo (corrected 2016-11-14): an unknown key",
+            source: "Information Property List Key Reference, revision history 2016-11-14 (\"Corrected the … key name for media loads, "
+                + "to NSAllowsArbitraryLoadsForMedia\"); \(Self.security) protocol/SecProtocolConfiguration.m, "
+                + "sec_protocol_configuration_set_ats_overrides (reads NSAllowsArbitraryLoadsForMedia only)",
+            cases: [
+                ATSReferenceCase(name: "does not switch arbitrary loads off", url: Self.https,
+                                 policy: [ATSKey.allowsArbitraryLoads: true, "NSAllowsArbitraryLoadsInMedia": true],
+                                 facts: T.tls10, allowed: true, atsApplies: false, warningContains: "NSAllowsArbitraryLoadsForMedia"),
+                ATSReferenceCase(name: "does not exempt media loads", url: Self.https, policy: ["NSAllowsArbitraryLoadsInMedia": true],
+                                 facts: T.tls10, options: T.ios(.ios17) { $0.loadKind = .media }, allowed: false, rule: .tlsVersion),
+            ]))
+    }
+
+    /// Rule 9: `NSThirdPartyException*` keys are ignored.
+    func testRule09ThirdPartyExceptionKeysAreIgnored() {
+        check(ATSSourcedRule(
+            rule: "NSThirdPartyException* keys: Apple's current parser knows only the plain exception keys",
+            source: "\(Self.security) protocol/SecProtocolConfiguration.m, sec_protocol_configuration_set_ats_overrides "
+                + "(reads NSExceptionAllowsInsecureHTTPLoads, NSIncludesSubdomains, NSExceptionRequiresForwardSecrecy, NSExceptionMinimumTLSVersion)",
+            cases: [
+                ATSReferenceCase(name: "third-party minimum version has no effect", url: Self.https,
+                                 policy: T.domainEntry([ATSKey.thirdPartyMinimumTLSVersion: "TLSv1.0"]), facts: T.tls10,
+                                 allowed: false, rule: .tlsVersion, matched: .some(Self.host), warningContains: "ignored"),
+                ATSReferenceCase(name: "third-party insecure HTTP loads have no effect", url: "http://api.fixtures.test/",
+                                 policy: T.domainEntry([ATSKey.thirdPartyAllowsInsecureHTTPLoads: true]), facts: T.httpFacts,
+                                 allowed: false, rule: .scheme, urlError: -1022),
+            ]))
+    }
+
+    /// Rule 10: `NSRequiresCertificateTransparency = YES` required SCTs on the systems that read the key.
+    func testRule10CertificateTransparencyKeyOnEarlierSystems() {
+        let ct = T.domainEntry([ATSKey.requiresCertificateTransparency: true])
+        check(ATSSourcedRule(
+            rule: "earlier systems used NSRequiresCertificateTransparency to require CT for a domain: a leaf without SCTs is refused",
+            source: "https://developer.apple.com/documentation/bundleresources/information-property-list/nsapptransportsecurity/nsexceptiondomains "
+                + "(NSRequiresCertificateTransparency)",
+            cases: [
+                ATSReferenceCase(name: "iOS 10–12: YES and a leaf without SCTs", url: Self.https, policy: ct,
+                                 facts: T.modern, options: T.ios(.ios10), allowed: false),
+                ATSReferenceCase(name: "control: iOS 10–12 without the key", url: Self.https, facts: T.modern,
+                                 options: T.ios(.ios10), allowed: true),
+                ATSReferenceCase(name: "iOS 17: the key has no effect", url: Self.https, policy: ct, facts: T.modern, allowed: true),
+            ]))
+    }
+
+    /// Uncertain: whether Apple's client offers DHE with ATS out of the way. The verdict must say so.
+    func testDHEWithArbitraryLoadsIsMarkedUncertain() {
+        check(ATSSourcedRule(
+            rule: "DHE suites are only in Apple's \"legacy\" cipher-suite group: admitting dhe-only under arbitrary loads is uncertain",
+            source: "\(Self.security) protocol/SecProtocolHelper.m, tls_ciphersuite_group_legacy (CiphersuitesDHE)",
+            cases: [
+                ATSReferenceCase(name: "dhe-only with NSAllowsArbitraryLoads", url: Self.https, policy: [ATSKey.allowsArbitraryLoads: true],
+                                 facts: F.speaking(Self.host, F.dheOnly), allowed: true, atsApplies: false, noteContains: "uncertain"),
+            ]))
+    }
+
+    /// Reported, not documented by Apple: iOS 26 refuses TLS 1.0 and 1.1 even with an exception.
+    func testIOS26RefusesTLS10And11EvenWithExceptions() {
+        let ios26 = ATSEvaluationOptions(profile: ATSOSProfile(parsing: "iOS 26")!)
+        check(ATSSourcedRule(
+            rule: "iOS 26: TLS 1.0 and 1.1 are refused whatever the exception",
+            source: "OWASP MASTG-TECH-0149 (https://mas.owasp.org/MASTG/techniques/ios/MASTG-TECH-0149/) and "
+                + "MASTG-BEST-0042 (https://mas.owasp.org/MASTG/best-practices/MASTG-BEST-0042/)",
+            cases: [
+                ATSReferenceCase(name: "TLSv1.0 exception", url: Self.https, policy: T.domainEntry([ATSKey.exceptionMinimumTLSVersion: "TLSv1.0"]),
+                                 facts: T.tls10, options: ios26, allowed: false, rule: .tlsVersion),
+                ATSReferenceCase(name: "arbitrary loads", url: Self.https, policy: [ATSKey.allowsArbitraryLoads: true],
+                                 facts: T.tls11, options: ios26, allowed: false, rule: .tlsVersion),
+                ATSReferenceCase(name: "control: TLS 1.2", url: Self.https, facts: T.tls12, options: ios26, allowed: true),
+            ]))
+    }
+
+    /// The verdict's JSON names every model rule it applied, with its confidence and source.
+    func testVerdictJSONStatesTheConfidenceOfEveryRuleApplied() throws {
+        let verdict = ATSEvaluator().evaluate(url: URL(string: "https://127.0.0.1:8443/")!, facts: Self.ipServer("127.0.0.1"))
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys]
+        let object = try XCTUnwrap(try JSONSerialization.jsonObject(with: encoder.encode(verdict)) as? [String: Any])
+        let rules = try XCTUnwrap(object["rules"] as? [[String: Any]], "the verdict has no \"rules\": \(object.keys.sorted())")
+        XCTAssertFalse(rules.isEmpty)
+        for rule in rules {
+            XCTAssertNotNil(rule["id"] as? String, "\(rule)")
+            XCTAssertTrue(["high", "medium", "low"].contains(rule["confidence"] as? String ?? ""), "\(rule)")
+            XCTAssertFalse((rule["source"] as? String ?? "").isEmpty, "\(rule)")
+        }
     }
 }

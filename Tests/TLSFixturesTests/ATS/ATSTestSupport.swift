@@ -62,8 +62,10 @@ enum ATSFactsKit {
         .tls1_3: ["TLS_AES_256_GCM_SHA384", "TLS_AES_128_GCM_SHA256", "TLS_CHACHA20_POLY1305_SHA256"],
     ]
 
-    /// The catalog's baseline leaf for a host: RSA-2048, SHA-256, from the built-in CA, SANs `localhost`,
-    /// `127.0.0.1`, `::1` and the host, EKU serverAuth, 397 days from one day ago.
+    /// A compliant leaf for a host: RSA-2048, SHA-256, from the built-in CA, SANs `localhost`, the host, `127.0.0.1`
+    /// and `::1`, EKU serverAuth, 397 days from one day ago. The product's leaves name DNS names only (the ip-san
+    /// scenario names the addresses); these facts keep the addresses so the reference cases for IP-literal URLs have a
+    /// certificate that matches them, and ATS's verdicts on qualified names do not depend on them.
     static func leaf(_ host: String, issuer: String = builtInIssuer, key: String? = nil) -> CertificateFacts {
         cert(host, issuer: issuer, dns: ["localhost", host], ips: ["127.0.0.1", "::1"], key: key)
     }
@@ -198,6 +200,13 @@ enum ATSCatalog {
             $0.signatureDigest = "sha1"; $0.signatureAlgorithm = "sha1WithRSAEncryption"
         }), atsDefaultAllows: false, finder: .insecureHTTPPlusTrustOverride))
         do {
+            let intermediate = F.cert("Intermediate", issuer: F.builtInIssuer, notBefore: F.now - 100 * F.day, days: 1000, isCA: true, eku: nil)
+            let leaf = F.leaf(h("intermediate"), issuer: intermediate.subject)
+            rows.append(ATSCatalogRow(name: "intermediate",
+                                   facts: F.facts(leaf: leaf, presented: [leaf, intermediate], verified: [leaf, intermediate, F.builtInCA]),
+                                   atsDefaultAllows: true, finder: .notNeeded))
+        }
+        do {
             let intermediate = F.cert("SHA-1 Intermediate", issuer: F.builtInIssuer, digest: "sha1", notBefore: F.now - 100 * F.day,
                                       days: 1000, isCA: true, eku: nil)
             let leaf = F.leaf(h("sha1-intermediate"), issuer: intermediate.subject)
@@ -266,6 +275,8 @@ enum ATSCatalog {
                                                   presented: [leaf, constrained], verified: [leaf, constrained, F.builtInCA]),
                                    atsDefaultAllows: false, finder: .insecureHTTPPlusTrustOverride))
         }
+        rows.append(ATSCatalogRow(name: "ip-san", facts: withLeaf("ip-san", { $0.ipAddresses = ["127.0.0.1", "::1"] }),
+                               atsDefaultAllows: true, finder: .notNeeded))
         rows.append(ATSCatalogRow(name: "1000-sans", facts: withLeaf("1000-sans", {
             $0.dnsNames = (1...999).map { "san\($0).fixtures.test" } + ["1000-sans.fixtures.test"]
         }), atsDefaultAllows: true, finder: .notNeeded))

@@ -97,7 +97,7 @@ struct CLIInputTests {
         Self.expectOneLineError(try TestEnvironment.tlsFixtures(["cert", "show", "/nonexistent/x.pem"]), mentioning: ["no such file"])
     }
 
-    @Test("a store directory without permission")
+    @Test("a store directory without permission", .requires(asRoot: Tools.setpriv))
     func noPermission() throws {
         let parent = TestEnvironment.temporaryDirectory("perm")
         let locked = parent.appendingPathComponent("locked")

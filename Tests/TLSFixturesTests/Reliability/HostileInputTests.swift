@@ -201,7 +201,7 @@ extension ReliabilitySuite {
         /// What "refused" looks like to a client: `openssl s_client` completes the handshake, prints RENEGOTIATING on
         /// "R", receives the server's no_renegotiation alert and fails with "no renegotiation". Renegotiation does not
         /// exist in TLS 1.3, hence TLS 1.0 and 1.2 here.
-        @Test("client-initiated renegotiation is refused", arguments: [("tls-v1-0", "-tls1"), ("tls-v1-2", "-tls1_2")])
+        @Test("client-initiated renegotiation is refused", .requires(Tools.openssl), arguments: [("tls-v1-0", "-tls1"), ("tls-v1-2", "-tls1_2")])
         func renegotiation(scenario: String, flag: String) async throws {
             try await withHostileFixture(scenario) { fixture in
                 let port = fixture.port

@@ -46,7 +46,7 @@ extension ReliabilitySuite {
             held.connections = []
         }
 
-        @Test("1,000 connections held at once; a normal client is still served", arguments: scenarios)
+        @Test("1,000 connections held at once; a normal client is still served", .requiresDescriptors(2 * UInt64(Load.concurrent) + 256), arguments: scenarios)
         func thousandAtOnce(scenario: String) async throws {
             // A 30 s handshake deadline, so the 1,000 stay open for the whole round instead of being reaped.
             let (fixture, _) = try await ReliabilityFixtures.startWarm(scenario, handshakeTimeout: .seconds(30), idleTimeout: .seconds(60))
@@ -69,7 +69,8 @@ extension ReliabilitySuite {
         /// loop, pins memory for the whole deadline (10 s by default) per connection. The deadline here is 30 s and
         /// the rounds take a few seconds, so memory still held at the end of them is held by the deadline.
         /// A round of FIN-closed connections comes first, to warm the allocator up to the same plateau.
-        @Test("connections reset mid-handshake free their memory at once, not at the handshake deadline", arguments: ["tls-v1-3"])
+        @Test("connections reset mid-handshake free their memory at once, not at the handshake deadline", .requiresDescriptors(2 * UInt64(Load.concurrent) + 256),
+              arguments: ["tls-v1-3"])
         func resetReleasesAtOnce(scenario: String) async throws {
             let (fixture, _) = try await ReliabilityFixtures.startWarm(scenario, handshakeTimeout: .seconds(30), idleTimeout: .seconds(60))
             do {

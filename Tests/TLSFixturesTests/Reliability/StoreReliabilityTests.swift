@@ -154,7 +154,7 @@ enum StoreAudit {
 }
 
 extension ReliabilitySuite {
-    @Suite("Certificate store under concurrency and damage")
+    @Suite("Certificate store under concurrency and damage", .requires(Tools.openssl))
     struct StoreUnderStress {
         static func expectOneLineError(_ result: Subprocess.Result, mentioning fragments: [String],
                                        sourceLocation: SourceLocation = #_sourceLocation) {
@@ -310,7 +310,7 @@ extension ReliabilitySuite {
 
         /// Root ignores permission bits, so a read-only store is made immutable (`chattr +i`) when the file system
         /// allows it, else the CLI runs as `nobody` on a store it cannot write.
-        @Test("a read-only store gives a clear one-line error", .enabled(if: Platform.isLinux, "chattr / setpriv"))
+        @Test("a read-only store gives a clear one-line error", .enabled(if: Platform.isLinux, "chattr / setpriv"), .requires(asRoot: Tools.setpriv))
         func readOnlyStore() throws {
             let parent = TestEnvironment.temporaryDirectory("readonly")
             let prepared = parent.appendingPathComponent("prepared"), empty = parent.appendingPathComponent("empty")

@@ -58,8 +58,12 @@ struct SClientTranscript {
         }
         return value(after: "New, ").flatMap { $0.hasPrefix("TLSv1.3,") ? "TLSv1.3" : nil }
     }
-    /// The text after `Server Temp Key: `, nil when there is none (static RSA).
-    var serverTempKey: String? { value(after: "Server Temp Key: ") }
+    /// What s_client says of the key exchange, nil when it says nothing (static RSA). OpenSSL before 3.2 prints
+    /// `Server Temp Key: X25519, 253 bits`; later ones `Peer Temp Key: …`, and for a group with no temporary key —
+    /// 3.5's default hybrid — `Negotiated TLS1.3 group: X25519MLKEM768` (apps/lib/s_cb.c, ssl_print_tmp_key).
+    var serverTempKey: String? {
+        value(after: "Server Temp Key: ") ?? value(after: "Peer Temp Key: ") ?? value(after: "Negotiated TLS1.3 group: ")
+    }
     /// `Server public key is N bit`.
     var serverPublicKeyBits: Int? {
         value(after: "Server public key is ").flatMap { Int($0.prefix { $0.isNumber }) }

@@ -10,7 +10,7 @@ struct ScenarioEndToEndBehaviourTests {
 
     // MARK: - Negative proofs
 
-    @Test("a client offering only TLS 1.2 and later cannot connect", arguments: [("tls-v1-0", "TLSv1"), ("tls-v1-1", "TLSv1.1")])
+    @Test("a client offering only TLS 1.2 and later cannot connect", .requires(Tools.openssl, Tools.pythonSSL), arguments: [("tls-v1-0", "TLSv1"), ("tls-v1-1", "TLSv1.1")])
     func oldProtocolsRefused(name: String, version: String) async throws {
         try await E2E.withFixture(name) { fixture in
             let ca = try External.pemFile([fixture.caCertificate], name: "ca.pem")
@@ -34,7 +34,7 @@ struct ScenarioEndToEndBehaviourTests {
         }
     }
 
-    @Test("a client offering only ECDHE suites cannot connect to static-rsa")
+    @Test("a client offering only ECDHE suites cannot connect to static-rsa", .requires(Tools.openssl))
     func staticRSARefusesForwardSecrecy() async throws {
         try await E2E.withFixture("static-rsa") { fixture in
             async let ecdheOnly = E2E.probe(fixture) { $0.ciphers = "ECDHE:@SECLEVEL=0" }
@@ -52,6 +52,7 @@ struct ScenarioEndToEndBehaviourTests {
     }
 
     @Test("stock OpenSSL clients refuse small DH groups with 'dh key too small'; the probe reports the size",
+          .requires(Tools.openssl, Tools.curl, Tools.pythonSSL),
           arguments: [("dh1024", 1024), ("dh512", 512)])
     func smallDHRefused(name: String, bits: Int) async throws {
         try await E2E.withFixture(name) { fixture in
@@ -74,7 +75,7 @@ struct ScenarioEndToEndBehaviourTests {
 
     // MARK: - Client authentication
 
-    @Test("client-cert-required refuses a client without a certificate and names the one that has it")
+    @Test("client-cert-required refuses a client without a certificate and names the one that has it", .requires(Tools.openssl, Tools.curl))
     func clientCertificateRequired() async throws {
         try await E2E.withFixture("client-cert-required") { fixture in
             let credential = try #require(fixture.prepared.clientCredential, "no client credential for client-cert-required")
@@ -131,7 +132,7 @@ struct ScenarioEndToEndBehaviourTests {
         ("name-constraint-violation", "SSL certificate problem: permitted subtree violation"),
     ]
 
-    @Test("curl with the CA trusted accepts or rejects each certificate for the expected reason", arguments: curlVerdicts)
+    @Test("curl with the CA trusted accepts or rejects each certificate for the expected reason", .requires(Tools.curl), arguments: curlVerdicts)
     func curlVerdict(name: String, problem: String?) async throws {
         try await E2E.withFixture(name) { fixture in
             let roots = name == "pin-mitm" ? fixture.prepared.deviceTrustRoots : [fixture.caCertificate]
@@ -212,7 +213,7 @@ struct ScenarioEndToEndBehaviourTests {
 
     // MARK: - Keep-alive
 
-    @Test("keep-alive serves several requests on one connection, and Connection: close is honoured")
+    @Test("keep-alive serves several requests on one connection, and Connection: close is honoured", .requires(Tools.openssl, Tools.curl))
     func keepAlive() async throws {
         try await E2E.withFixture("ats-compliant") { fixture in
             let ca = try External.pemFile([fixture.caCertificate], name: "ca.pem")

@@ -1,6 +1,8 @@
 import Foundation
 
-/// Runs real programs (openssl, curl, python3, our CLI) and captures what they print.
+/// Runs real programs (openssl, curl, python3, our CLI) and captures what they print. A bare tool name (`openssl`,
+/// `curl`, `python3`, …) runs the program `Tools` located and checked (Homebrew's keg first on macOS); a tool that
+/// failed its check is not run at all: the test fails with the reason, so it cannot judge with the wrong program.
 struct Subprocess {
     struct Result {
         var status: Int32
@@ -11,15 +13,27 @@ struct Subprocess {
         var combined: String { stdout + stderr }
     }
 
-    /// A started child whose output goes to temporary files rather than pipes, so a chatty child can never block
-    /// on a full pipe.
+    /// A started child whose input and output are temporary files rather than pipes, so a chatty child can never block
+    /// on a full pipe, and a process short of descriptors gets an error rather than Foundation's trap in `Pipe()`. The
+    /// parent's copies are closed once the child has its own: a running child holds no descriptor here.
     final class Running {
         let process = Process()
         private let scratch: URL
         private let outURL: URL
         private let errURL: URL
 
-        init(_ arguments: [String], environment: [String: String]?, currentDirectory: URL?, stdin: Data?) throws {
+        init(_ arguments: [String], environment: [String: String]?, currentDirectory: URL?, stdin: Data?,
+             checked: Bool = true) throws {
+            var arguments = arguments
+            var environment = environment
+            if checked, let command = arguments.first, !command.contains("/"), let tool = Tools.forCommand(command) {
+                guard tool.isUsable, let path = tool.path else { throw ExternalToolUnavailable(tool: tool) }
+                arguments[0] = path
+            }
+            if checked, HostOS.current == .darwin {
+                // Shell pipelines in tests (`sh -c "openssl … | …"`) find the same programs.
+                environment = (environment ?? [:]).merging(["PATH": Tools.searchPath(base: environment?["PATH"])]) { $1 }
+            }
             process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
             process.arguments = arguments
             if let environment {
@@ -32,13 +46,14 @@ struct Subprocess {
             errURL = scratch.appendingPathComponent("err")
             _ = FileManager.default.createFile(atPath: outURL.path, contents: nil)
             _ = FileManager.default.createFile(atPath: errURL.path, contents: nil)
-            process.standardOutput = try FileHandle(forWritingTo: outURL)
-            process.standardError = try FileHandle(forWritingTo: errURL)
-            let input = Pipe()
-            process.standardInput = input
+            let inURL = scratch.appendingPathComponent("in")
+            try (stdin ?? Data()).write(to: inURL)
+            let handles = [try FileHandle(forReadingFrom: inURL), try FileHandle(forWritingTo: outURL), try FileHandle(forWritingTo: errURL)]
+            defer { for handle in handles { try? handle.close() } }
+            process.standardInput = handles[0]
+            process.standardOutput = handles[1]
+            process.standardError = handles[2]
             try process.run()
-            if let stdin { input.fileHandleForWriting.write(stdin) }
-            try? input.fileHandleForWriting.close()
         }
 
         func wait(timeout: TimeInterval) -> Result {
@@ -66,5 +81,10 @@ struct Subprocess {
     static func run(_ arguments: [String], stdin: Data? = nil, environment: [String: String]? = nil,
                     currentDirectory: URL? = nil, timeout: TimeInterval = 60) throws -> Result {
         try launch(arguments, stdin: stdin, environment: environment, currentDirectory: currentDirectory).wait(timeout: timeout)
+    }
+
+    /// Runs exactly `arguments`, no tool check: how `Tools` asks a program what it is.
+    static func runUnchecked(_ arguments: [String], timeout: TimeInterval = 60) throws -> Result {
+        try Running(arguments, environment: nil, currentDirectory: nil, stdin: nil, checked: false).wait(timeout: timeout)
     }
 }

@@ -1,20 +1,21 @@
 import Foundation
 @testable import TLSFixtures
 
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
 enum TestEnvironment {
     /// The package checkout (this file is Tests/TLSFixturesTests/Support/TestEnvironment.swift).
     static let packageRoot = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
         .deletingLastPathComponent().deletingLastPathComponent()
 
-    /// The folder holding the built products of this test run (also right under `--sanitize` or `--scratch-path`).
-    static let productsDirectory: URL = {
-        var url = URL(fileURLWithPath: CommandLine.arguments[0]).resolvingSymlinksInPath()
-        while url.path != "/" {
-            if url.pathExtension == "xctest" { return url.deletingLastPathComponent() }
-            url.deleteLastPathComponent()
-        }
-        return Bundle.main.bundleURL.deletingLastPathComponent()
-    }()
+    /// The folder holding the built products of this test run (also right under `--sanitize` or `--scratch-path`),
+    /// and how it was found: from the file this code was loaded from, whichever runner loaded it (see ProductsDirectory).
+    static let located: (directory: URL, source: ProductsDirectory.Source) = ProductsDirectory.locate()
+    static var productsDirectory: URL { located.directory }
 
     /// The `tls-fixtures` executable built with the tests.
     static var cli: String { productsDirectory.appendingPathComponent("tls-fixtures").path }
@@ -80,4 +81,48 @@ enum TestEnvironment {
     private static let defaultStoreConfigured: Void = {
         setenv(CertificateStore.environmentVariable, sharedStoreDirectory.path, 1)
     }()
+}
+
+/// Where the build put the products of this test run (the `tls-fixtures` CLI next to the test bundle).
+///
+/// Not from argv[0] or `Bundle.main`: on macOS the tests are a bundle (`…/debug/X.xctest/Contents/MacOS/X`) loaded by
+/// `xctest` (XCTest) or `swiftpm-testing-helper` (Swift Testing), whose own folders are Xcode's, not the build's. The
+/// file this code was loaded from is the bundle's binary under either runner (dladdr on `#dsohandle`); on Linux the
+/// tests are an executable, for which glibc's dladdr answers argv[0], so there it is `/proc/self/exe`.
+enum ProductsDirectory {
+    enum Source: String, Sendable { case loadedImage, xctestBundle, arguments, buildFolder }
+
+    static func locate() -> (URL, Source) {
+        find(imagePath: loadedImagePath(), bundlePaths: Bundle.allBundles.map(\.bundlePath), argv0: CommandLine.arguments.first)
+            ?? (TestEnvironment.packageRoot.appendingPathComponent(".build/debug"), .buildFolder)
+    }
+
+    /// The first answer of: the loaded image, a loaded `.xctest` bundle, argv[0]; each must lie inside an `.xctest`.
+    static func find(imagePath: String?, bundlePaths: [String], argv0: String?) -> (URL, Source)? {
+        if let imagePath, let folder = folder(containing: imagePath) { return (folder, .loadedImage) }
+        for bundle in bundlePaths { if let folder = folder(containing: bundle) { return (folder, .xctestBundle) } }
+        if let argv0, let folder = folder(containing: argv0) { return (folder, .arguments) }
+        return nil
+    }
+
+    /// The folder that holds the `.xctest` that `path` is (or is inside of); nil when it is in none.
+    static func folder(containing path: String) -> URL? {
+        var url = URL(fileURLWithPath: path).standardizedFileURL
+        while url.path != "/" && !url.path.isEmpty {
+            if url.pathExtension == "xctest" { return url.deletingLastPathComponent() }
+            url.deleteLastPathComponent()
+        }
+        return nil
+    }
+
+    /// The file this test code was loaded from.
+    static func loadedImagePath() -> String? {
+        #if os(Linux)
+        return try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")
+        #else
+        var info = Dl_info()
+        guard dladdr(#dsohandle, &info) != 0, let name = info.dli_fname else { return nil }
+        return String(cString: name)
+        #endif
+    }
 }

@@ -1,0 +1,61 @@
+import MatrixTargets
+import NIOCore
+import NIOPosix
+import NIOSSL
+
+// BoringSSL as swift-nio-ssl ships it: `TLSConfiguration.makeClientConfiguration()` with the built-in CA as the only
+// trust root, and nothing else changed. Connects to 127.0.0.1, sends SNI and checks the name `host` (the address
+// itself when `host` is an IP literal), then asks for `/` and accepts only an HTTP 200.
+
+let (caFile, targets) = MatrixCommandLine.parse()
+let context: NIOSSLContext
+do {
+    var configuration = TLSConfiguration.makeClientConfiguration()
+    configuration.trustRoots = .file(caFile)
+    context = try NIOSSLContext(configuration: configuration)
+} catch {
+    MatrixCommandLine.fail("cannot load \(caFile): \(error)")
+}
+
+struct Timeout: Error, CustomStringConvertible {
+    var description: String { "no answer within 15 s" }
+}
+
+func fetch(_ target: MatrixTarget) async throws -> String {
+    let address = target.hostIsIPAddress ? target.host : "127.0.0.1"
+    let channel = try await ClientBootstrap(group: MultiThreadedEventLoopGroup.singleton)
+        .connectTimeout(.seconds(10))
+        .connect(host: address, port: target.port) { channel in
+            channel.eventLoop.makeCompletedFuture {
+                let handler = try NIOSSLClientHandler(context: context, serverHostname: target.hostIsIPAddress ? nil : target.host)
+                try channel.pipeline.syncOperations.addHandler(handler)
+                return try NIOAsyncChannel<ByteBuffer, ByteBuffer>(wrappingChannelSynchronously: channel)
+            }
+        }
+    return try await channel.executeThenClose { inbound, outbound in
+        try await outbound.write(ByteBuffer(string: "GET / HTTP/1.1\r\nHost: \(target.host)\r\nConnection: close\r\n\r\n"))
+        var response = ""
+        do {
+            for try await chunk in inbound { response += String(buffer: chunk) }
+        } catch NIOSSLError.uncleanShutdown where response.contains("\r\n\r\n") {
+            // The whole answer arrived; a missing close_notify after it changes nothing.
+        }
+        return response
+    }
+}
+
+for target in targets {
+    do {
+        let response = try await withThrowingTaskGroup(of: String.self) { group in
+            group.addTask { try await fetch(target) }
+            group.addTask { try await Task.sleep(for: .seconds(15)); throw Timeout() }
+            defer { group.cancelAll() }
+            return try await group.next()!
+        }
+        let status = response.split(separator: "\r\n", maxSplits: 1).first.map(String.init) ?? ""
+        MatrixCommandLine.report(MatrixResult(id: target.id, accepted: status.hasPrefix("HTTP/1.1 200"),
+                                              detail: status.isEmpty ? "no HTTP answer" : status))
+    } catch {
+        MatrixCommandLine.report(MatrixResult(id: target.id, accepted: false, detail: MatrixCommandLine.oneLine(String(describing: error))))
+    }
+}

@@ -1,0 +1,72 @@
+import Foundation
+import Testing
+@testable import TLSFixtures
+
+/// `expect.clients` in a scenario file: decoded strictly, resolved the same way everywhere, and shown by a running
+/// `serve` on the dashboard and in `/scenarios.json`.
+@Suite("Client expectations")
+struct ClientExpectationTests {
+    static let prefix = #"{"name":"x","group":"custom","summary":"s","tls":{},"certificate":{},"expect":{"verify":"ok","ats":"allow","clients":"#
+
+    @Test("malformed expect.clients are one-line errors naming the key and the fix", arguments: [
+        (#"[{"clients":["safari"],"outcome":"reject","because":"b"}]}}"#, "unknown client \"safari\""),
+        (#"[{"clients":["go"],"outcome":"accept","because":"b"}]}}"#, "list only clients that differ"),
+        (#"[{"clients":["go"],"outcome":"reject","because":"b"},{"clients":["go"],"outcome":"reject","because":"c"}]}}"#, "go is listed twice"),
+        (#"[{"clients":[],"outcome":"reject","because":"b"}]}}"#, "name at least one client"),
+        (#"[{"clients":["go"],"outcome":"reject","because":" "}]}}"#, "say why the client differs"),
+        (#"[{"clients":["go"],"outcome":"maybe","because":"b"}]}}"#, "at expect.clients[0].outcome"),
+        (#"[{"clients":["go"],"outcome":"reject","why":"b"}]}}"#, "unknown key \"why\""),
+    ])
+    func malformed(clients: String, fragment: String) throws {
+        #expect {
+            try ScenarioCatalog.decode(Data((Self.prefix + clients).utf8), source: "custom/x.json")
+        } throws: { error in
+            let text = "\(error)"
+            return text.hasPrefix("custom/x.json: ") && text.contains(fragment) && !text.contains("\n")
+        }
+    }
+
+    @Test("a scenario without TLS has no client verdicts")
+    func cleartextHasNone() throws {
+        let json = #"{"name":"x","group":"custom","summary":"s","expect":{"ats":"block","clients":[{"clients":["go"],"outcome":"reject","because":"b"}]}}"#
+        #expect(throws: (any Error).self) { try ScenarioCatalog.decode(Data(json.utf8), source: "x.json") }
+        #expect(try ScenarioCatalog.builtIn.scenario(named: "http").expect.outcome(for: .go) == nil)
+    }
+
+    @Test("clients not listed get OpenSSL's verdict; listed ones get theirs and the reason")
+    func resolution() throws {
+        let ipSAN = try ScenarioCatalog.builtIn.scenario(named: "ip-san").expect
+        #expect(ipSAN.outcome(for: .openssl)?.outcome == .accept && ipSAN.outcome(for: .openssl)?.because == nil)
+        #expect(ipSAN.outcome(for: .swiftNIOSSL)?.outcome == .reject)
+        #expect(ipSAN.outcome(for: .swiftNIOSSL)?.because?.contains("iPAddress") == true)
+        let expired = try ScenarioCatalog.builtIn.scenario(named: "expired").expect
+        #expect(MatrixClient.allCases.allSatisfy { expired.outcome(for: $0)?.outcome == .reject })
+        #expect(ipSAN.clientDifferencesSummary == "reject: swift-nio-ssl, async-http-client")
+        #expect(expired.clientDifferencesSummary == "—")
+    }
+
+    @Test("serve shows where clients differ: the dashboard's column and /scenarios.json's clientOutcomes", .timeLimit(.minutes(2)))
+    func served() async throws {
+        let base = try MatrixEnvironment.freePortBase()
+        let serve = try Subprocess.launch([TestEnvironment.cli, "serve", "--dir", TestEnvironment.sharedStoreDirectory.path,
+                                           "--port-base", "\(base)", "ip-san", "expired"])
+        defer { serve.process.terminate(); _ = serve.wait(timeout: 10) }
+        var waited = 0
+        while !Ports.accepts(base) && waited < 600 { try await Task.sleep(for: .milliseconds(100)); waited += 1 }
+        let json = try await External.run(["curl", "-sS", "--max-time", "10", "http://127.0.0.1:\(base)/scenarios.json"])
+        let document = try JSONDecoder().decode(CatalogDocument.self, from: json.stdoutData)
+        #expect(document.clients.map(\.id) == MatrixClient.allCases.map(\.rawValue))
+        let ipSAN = try #require(document.scenarios.first { $0.name == "ip-san" })
+        #expect(ipSAN.clientOutcomes?["swift-nio-ssl"] == .reject && ipSAN.clientOutcomes?["gnutls"] == .accept, "\(ipSAN.clientOutcomes ?? [:])")
+        #expect(ipSAN.expect.clients?.first?.because.contains("iPAddress") == true)
+        let expired = try #require(document.scenarios.first { $0.name == "expired" })
+        #expect(expired.clientOutcomes?.values.allSatisfy { $0 == .reject } == true)
+
+        let page = try await External.run(["curl", "-sS", "--max-time", "10", "http://127.0.0.1:\(base)/"]).stdout
+        let row = try #require(page.range(of: "id=\"scenario-ip-san\"").map { String(page[$0.upperBound...].prefix(2500)) })
+        #expect(row.contains("<td class=\"clients\"><span class=\"client-reject\" data-outcome=\"reject\""), "\(row.prefix(1500))")
+        #expect(row.contains("reject: swift-nio-ssl, async-http-client</span>"), "\(row.prefix(1500))")
+        let expiredRow = try #require(page.range(of: "id=\"scenario-expired\"").map { String(page[$0.upperBound...].prefix(2000)) })
+        #expect(expiredRow.contains("<td class=\"clients\">—</td>"))
+    }
+}
