@@ -211,11 +211,13 @@ public final class CertificateStore: Sendable {
         return try FileSystem.readStoreFile(file, privateKey: privateKey, warn: warnOnce)
     }
 
-    /// `warn`, once per message: the checks of a file run every time it is read.
+    /// `warn`, once per message in this process: the checks of a file run every time it is read, and a command may
+    /// open the same folder as more than one store (`probe --builtin-ca` did, and said the same line twice).
     private func warnOnce(_ message: String) {
-        guard !cache.withLockedValue({ $0.warnings.contains(message) }) else { return }
+        guard CertificateStore.fileWarningsSaid.withLockedValue({ $0.insert(message).inserted }) else { return }
         warn(message)
     }
+    private static let fileWarningsSaid = NIOLockedValueBox(Set<String>())
 
     private func locked<T>(_ item: String, in subdirectory: URL, _ body: () throws -> T) throws -> T {
         var bodyStarted = false

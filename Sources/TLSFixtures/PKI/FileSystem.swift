@@ -58,7 +58,14 @@ enum FileSystem {
     /// its parents when missing, and tightened to `mode` when it is ours (a store left 0755 by an older tool).
     static func ensureStoreRoot(_ url: URL, mode: mode_t) throws {
         try StoreTrust.checkRoot(url)
-        try ensure(url, mode: mode, exists: FileManager.default.fileExists(atPath: url.path))
+        if FileManager.default.fileExists(atPath: url.path) {
+            try ensure(url, mode: mode, exists: true)
+            return
+        }
+        // Each folder made here (parents at 0755, the store at `mode`) is checked once made: one that appeared in the
+        // meantime is someone else's until shown otherwise.
+        try createMissingDirectory(url, mode: mode, check: StoreTrust.checkMade)
+        chmod(url.path, mode)   // mkdir's mode passes through the umask
     }
 
     /// A folder inside the store (`ca/`, `keys/`, …): never a symbolic link (`StoreTrust.checkInside`), so it is never
@@ -82,14 +89,16 @@ enum FileSystem {
 
     /// For the user's folders (export destinations, a store's parents): creates `url` and its parents with `mode` when
     /// missing and never changes the permissions of one that exists — `--out ~/ca.cer` must not re-permission `~`.
-    static func createMissingDirectory(_ url: URL, mode: mode_t) throws {
+    /// `check` runs on each folder this call made (or found made by someone else between its look and its `mkdir`).
+    static func createMissingDirectory(_ url: URL, mode: mode_t, check: ((URL) throws -> Void)? = nil) throws {
         var info = stat()
         if stat(url.path, &info) == 0 { return }
         let parent = url.deletingLastPathComponent()
-        if parent.path != url.path && parent.path != "/" { try createMissingDirectory(parent, mode: 0o755) }
+        if parent.path != url.path && parent.path != "/" { try createMissingDirectory(parent, mode: 0o755, check: check) }
         if mkdir(url.path, mode) != 0 && errno != EEXIST {
             throw PKIError.storeUnavailable(path: url.path, problem: errnoText())
         }
+        try check?(url)
     }
 
     static func exists(_ url: URL) -> Bool { access(url.path, F_OK) == 0 }

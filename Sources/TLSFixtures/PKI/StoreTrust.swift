@@ -19,8 +19,42 @@ import Darwin
 enum StoreTrust {
     /// The store's own folder, which may be reached through a symbolic link (checked at its target).
     static func checkRoot(_ url: URL) throws {
+        try checkAncestors(of: url)
         var info = stat()
         guard stat(url.path, &info) == 0 else { return }   // Missing: it will be made, by us.
+        guard (info.st_mode & S_IFMT) == S_IFDIR else {
+            throw PKIError.storeUnavailable(path: url.path, problem: "it exists and is not a directory")
+        }
+        try checkOwnerAndMode(info, url)
+    }
+
+    /// The folders above the store: one that others may write without the sticky bit (as /tmp has) lets anyone rename
+    /// the store away and put their own in its place, link and all, so the store is refused there as ssh refuses a
+    /// `~/.ssh` below such a folder. Group-writable parents are left alone: shared project folders often are, and
+    /// their group is people the user chose.
+    static func checkAncestors(of url: URL) throws {
+        var folder = url.deletingLastPathComponent()
+        while true {
+            var info = stat()
+            if stat(folder.path, &info) == 0 && (info.st_mode & S_IFMT) == S_IFDIR
+                && info.st_mode & 0o002 != 0 && info.st_mode & 0o1000 == 0 {   // 0o1000: the sticky bit (S_ISVTX)
+                throw PKIError.untrustedStore(path: url.path, problem: "the folder above it, \(folder.path), is writable by others (mode \(octal(info.st_mode))) without the sticky bit, so anyone could put their own store in its place",
+                                              fix: "run chmod o-w \(folder.path) (or chmod +t, as /tmp has), or use a store elsewhere (--dir)")
+            }
+            let parent = folder.deletingLastPathComponent()
+            if parent.path == folder.path || folder.path == "/" { return }
+            folder = parent
+        }
+    }
+
+    /// A folder the kit made for the store (the store or one of its missing parents), checked after `mkdir`: when it
+    /// turns out to exist already (someone made it between our look and our `mkdir`), it must pass as the store does.
+    static func checkMade(_ url: URL) throws {
+        var info = stat()
+        guard lstat(url.path, &info) == 0 else {
+            throw PKIError.storeUnavailable(path: url.path, problem: "cannot inspect it: \(FileSystem.errnoText())")
+        }
+        if (info.st_mode & S_IFMT) == S_IFLNK { throw symbolicLink(url) }
         guard (info.st_mode & S_IFMT) == S_IFDIR else {
             throw PKIError.storeUnavailable(path: url.path, problem: "it exists and is not a directory")
         }

@@ -121,6 +121,84 @@ extension ReliabilitySuite {
                                "refusing \(pem.path): it is a symbolic link, and the store follows none inside it; put the file or folder itself there, or point --dir at the folder the link leads to")
         }
 
+        /// A folder above the store that anyone may write lets anyone rename the store away and put their own in its
+        /// place; with the sticky bit (as /tmp has) only the store's owner may rename it.
+        @Test("a store below a folder others can write without the sticky bit is refused, made or found")
+        func writableParent() throws {
+            let parent = TestEnvironment.temporaryDirectory("openparent").appendingPathComponent("shared")
+            try FileManager.default.createDirectory(at: parent, withIntermediateDirectories: true)
+            #expect(chmod(parent.path, 0o777) == 0)
+            let store = parent.appendingPathComponent("store")
+            let line = "refusing \(store.path): the folder above it, \(parent.path), is writable by others (mode 0777) without the sticky bit, so anyone could put their own store in its place; run chmod o-w \(parent.path) (or chmod +t, as /tmp has), or use a store elsewhere (--dir)"
+            // Not made there...
+            Self.expectRefused(try TestEnvironment.tlsFixtures(["ca", "init", "--dir", store.path]), line)
+            #expect(!FileManager.default.fileExists(atPath: store.path), "the store was made below a folder anyone can write")
+            // ...nor used there once it is (made while the folder was safe, then the folder opened up).
+            #expect(chmod(parent.path, 0o755) == 0)
+            #expect(try TestEnvironment.tlsFixtures(["ca", "init", "--dir", store.path]).status == 0)
+            #expect(chmod(parent.path, 0o777) == 0)
+            Self.expectRefused(try TestEnvironment.tlsFixtures(["ca", "show", "--dir", store.path]), line)
+            Self.expectRefused(try TestEnvironment.tlsFixtures(["prepare", "ecc256", "--dir", store.path]), line)
+            // The sticky bit is what makes /tmp safe to keep a store in.
+            #expect(chmod(parent.path, 0o1777) == 0)
+            let shown = try TestEnvironment.tlsFixtures(["ca", "show", "--dir", store.path])
+            #expect(shown.status == 0 && shown.stderr.isEmpty, "\(shown.combined)")
+        }
+
+        /// The missing parents the kit makes for a store are checked once made, as the store itself is.
+        @Test("the parents the kit makes for a new store are writable by no one else; one someone else made meanwhile is refused")
+        func madeParents() throws {
+            let base = TestEnvironment.temporaryDirectory("madeparents")
+            let store = base.appendingPathComponent("a/b/store")
+            let made = try TestEnvironment.tlsFixtures(["ca", "init", "--dir", store.path])
+            #expect(made.status == 0, "\(made.combined)")
+            for folder in ["a", "a/b"] {
+                let mode = try #require(Self.mode(base.appendingPathComponent(folder)))
+                #expect(mode & 0o022 == 0, "\(folder) was made writable by others (mode \(String(mode, radix: 8)))")
+            }
+            #expect(Self.mode(store) == 0o700)
+            // The check the kit runs on each folder it made refuses one that someone else made in the meantime.
+            let foreign = base.appendingPathComponent("open")
+            try FileManager.default.createDirectory(at: foreign, withIntermediateDirectories: true)
+            #expect(chmod(foreign.path, 0o757) == 0)
+            #expect(throws: PKIError.untrustedStore(path: foreign.path, problem: "it is writable by others (mode 0757), so anyone could have replaced the CA in it",
+                                                    fix: "run chmod go-w \(foreign.path) if everything in it is yours, or use another store (--dir)")) {
+                try StoreTrust.checkMade(foreign)
+            }
+        }
+
+        /// A key others can read that this user cannot make private (it belongs to someone else) is refused, not used.
+        @Test("a readable private key that belongs to another user is refused, and left as it is",
+              .enabled(if: TestEnvironment.isRoot && Platform.isLinux, "needs root to give a key to another user"))
+        func foreignReadableKey() throws {
+            let store = try Self.madeStore("foreignkey")
+            #expect(try TestEnvironment.tlsFixtures(["prepare", "ecc256", "--dir", store.path]).status == 0)
+            let key = try #require(StoreAudit.files(store.appendingPathComponent("keys"), suffix: ".key").first { $0.lastPathComponent.hasPrefix("ecc256.") })
+            #expect(chown(key.path, 65534, 65534) == 0 && chmod(key.path, 0o644) == 0)
+            let result = try TestEnvironment.tlsFixtures(["prepare", "ecc256", "--dir", store.path])
+            #expect(result.status == 1, "\(result.combined)")
+            #expect(result.stderr == "Error: refusing \(key.path): this private key is readable by others (mode 0644) and cannot be made private; run chmod 600 \(key.path) as its owner (nobody (uid 65534))\n")
+            #expect(Self.mode(key) == 0o644)
+        }
+
+        /// A store root prepared for every user of a machine (a CI image): only root could have made its keys
+        /// readable, and only so can others use them, so they are used, with one warning per key, not one per read.
+        @Test("a key root made readable, in root's store, is used by another user with one warning",
+              .enabled(if: TestEnvironment.isRoot && Platform.isLinux, "needs root to prepare a store for another user (setpriv)"))
+        func rootMadeReadableKey() throws {
+            let store = try Self.madeStore("rootshared")
+            #expect(chmod(store.path, 0o755) == 0 && chmod(store.appendingPathComponent("ca").path, 0o755) == 0)
+            let key = store.appendingPathComponent("ca/root.key")
+            #expect(chmod(key.path, 0o644) == 0)
+            let port = try Ports.unused()
+            let result = try TestEnvironment.tlsFixtures(asNobody: true, ["probe", "127.0.0.1:\(port)", "--builtin-ca", "--dir", store.path, "--timeout", "2"])
+            // It got past the store to the connection (refused: nothing listens there).
+            #expect(result.stderr.contains("Error: cannot connect to 127.0.0.1:\(port)"), "\(result.combined)")
+            let warnings = result.stderr.split(separator: "\n").filter { $0.contains(key.path) }
+            #expect(warnings == ["warning: \(key.path) is readable by others (mode 0644); root made it so, so it is used as it is, but any user here can read this key"])
+            #expect(Self.mode(key) == 0o644, "root's key was re-permissioned")
+        }
+
         @Test("the store may itself be reached through a link the user made")
         func linkedRoot() throws {
             let store = try Self.madeStore("linkedroot")
