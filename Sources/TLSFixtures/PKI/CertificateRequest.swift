@@ -33,6 +33,7 @@ public struct CertificateRequest: Sendable {
             throw PKIError.unsupportedCombination("give at least one --host (DNS name or IP address), or --no-san for a certificate without subjectAltName")
         }
         try CertificateProfile.checkNameCount(hosts.count)
+        try validity.check()
         let names = try hosts.map(SubjectAltName.init(host:))
         let cn: String? = omitCommonName ? nil : (commonName ?? names.first?.value)
         var profile = CertificateProfile(

@@ -68,6 +68,9 @@ public struct CertificatePlan: Codable, Sendable, Hashable {
         commonName = try c.decodeIfPresent(String.self, forKey: .commonName)
         omitCommonName = try c.decodeIfPresent(Bool.self, forKey: .omitCommonName) ?? false
         validity = try c.decodeIfPresent(Validity.self, forKey: .validity) ?? d.validity
+        do { try validity.check() } catch {
+            throw DecodingError.dataCorruptedError(forKey: .validity, in: c, debugDescription: "\(error)")
+        }
         extendedKeyUsage = try c.decodeIfPresent([ExtendedKeyUsage].self, forKey: .extendedKeyUsage) ?? d.extendedKeyUsage
         keyUsage = try c.decodeIfPresent([KeyUsage].self, forKey: .keyUsage)
         requiresIssuerNameConstraints = try c.decodeIfPresent(Bool.self, forKey: .requiresIssuerNameConstraints) ?? false

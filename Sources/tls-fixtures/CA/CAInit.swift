@@ -38,6 +38,7 @@ struct CAInit: AsyncParsableCommand {
     func validate() throws {
         _ = try KeySpec(parsing: key)
         guard days > 0 else { throw CLIError("--days must be positive") }
+        guard days <= Moment.maximumDays else { throw CLIError("--days is at most \(Moment.maximumDays) (100 years), not \(days)") }
         if force && ifMissing { throw CLIError("--force and --if-missing contradict each other; pick one") }
     }
 

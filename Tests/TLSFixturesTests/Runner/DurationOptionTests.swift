@@ -64,4 +64,50 @@ struct DurationOptionTests {
             }
         }
     }
+
+    /// Days are durations too: `ca init --days 9223372036854775807` and `cert issue --not-before -9223372036854775807`
+    /// trapped converting the date to time_t, and `--days 999999999` signed a certificate valid for 2.7 million
+    /// years. Every number of days reaches at most 100 years either way, every date 1950–9999, with one line.
+    @Test("every number of days or date has a range, with one exact line: ca init, cert issue and scenario files")
+    func days() throws {
+        let store = TestEnvironment.temporaryDirectory("days").appendingPathComponent("store")
+        for value in ["36526", "999999999", "9223372036854775807"] {
+            let result = try TestEnvironment.tlsFixtures(["ca", "init", "--dir", store.path, "--days=\(value)"])
+            #expect(result.status == 1 && result.stderr == "Error: --days is at most 36525 (100 years), not \(value)\n", "\(result.combined)")
+        }
+        #expect(!FileManager.default.fileExists(atPath: store.appendingPathComponent("ca/root.key").path), "a CA was made")
+        #expect(try TestEnvironment.tlsFixtures(["ca", "init", "--dir", store.path]).status == 0)
+        let out = TestEnvironment.temporaryDirectory("daysout").path
+        let issue = ["cert", "issue", "--dir", store.path, "--name", "d", "--host", "a.test", "--key", "ec:p256", "--out-dir", out, "--force"]
+        for (option, line) in [
+            ("--days=9223372036854775807", "--days is at most 36525 (100 years), not 9223372036854775807"),
+            ("--not-before=-9223372036854775807", "--not-before of -9223372036854775807 days from now is more than 100 years away (at most 36525 days either way)"),
+            ("--not-after=36526", "--not-after of 36526 days from now is more than 100 years away (at most 36525 days either way)"),
+            ("--not-after=1949-12-31", "--not-after 1949-12-31T00:00:00Z is outside the dates a certificate can carry (1950-01-01 to 9999-12-31)"),
+        ] {
+            let result = try TestEnvironment.tlsFixtures(issue + [option])
+            #expect(result.status == 1 && result.stderr == "Error: \(line)\n", "\(option): \(result.combined)")
+        }
+        // The edges are accepted, and the certificate carries them (read back by openssl, not by our own code).
+        let edge = try TestEnvironment.tlsFixtures(issue + ["--not-before=1950-01-01", "--not-after=9999-12-31"])
+        #expect(edge.status == 0, "\(edge.combined)")
+        let dates = try Subprocess.run(["openssl", "x509", "-noout", "-dates", "-in", "\(out)/d.pem"])
+        #expect(dates.stdout.contains("notBefore=Jan  1 00:00:00 1950 GMT") && dates.stdout.contains("notAfter=Dec 31 00:00:00 9999 GMT"), "\(dates.combined)")
+
+        let folder = TestEnvironment.temporaryDirectory("daysscenario")
+        try Data(#"{"name": "a", "group": "custom", "summary": "x", "expect": {"ats": "allow"}, "certificate": {"validity": {"notBefore": -1, "notAfter": 100000}}}"#.utf8)
+            .write(to: folder.appendingPathComponent("a.json"))
+        let listed = try TestEnvironment.tlsFixtures(["scenarios", "list", "--scenarios", folder.path])
+        #expect(listed.status == 1 && listed.stderr == "Error: \(folder.path)/a.json: at certificate.validity: notAfter of 100000 days from now is more than 100 years away (at most 36525 days either way)\n",
+                "\(listed.combined)")
+
+        // The library refuses the same, before signing: Int.min days must not trap on the way either.
+        #expect(throws: PKIError.self) { try Validity.days(Int.min).check() }
+        var request = CertificateRequest(name: "far")
+        request.hosts = ["a.test"]
+        request.validity = Validity(notBefore: .daysFromNow(-1), notAfter: .daysFromNow(Int.max))
+        #expect(throws: PKIError.unsupportedCombination("notAfter of \(Int.max) days from now is more than 100 years away (at most 36525 days either way)")) {
+            try CertificateStore(directory: store).issue(request)
+        }
+    }
 }
