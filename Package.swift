@@ -54,7 +54,13 @@ let package = Package(
         ),
         .testTarget(
             name: "TLSFixturesTests",
-            dependencies: ["TLSFixtures", "TLSFixturesXCTest", "tls-fixtures"],
+            dependencies: [
+                "TLSFixtures", "TLSFixturesXCTest", "tls-fixtures",
+                // TLSServerHandlerTests drive the handler through an EmbeddedChannel, as swift-nio-ssl tests NIOSSLHandler.
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOEmbedded", package: "swift-nio"),
+                .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
+            ],
             // Saved fuzzer inputs, read from the checkout by FuzzRegressionTests (not resources of the bundle).
             exclude: ["Fuzz/Inputs"]
         ),
