@@ -9,17 +9,24 @@ import Foundation
 ///   per level. Foundation bridges (and `ATSPlistValue` converts) every reference as a separate value, so a 350-byte
 ///   file with 24 levels becomes 2^24 values: minutes of CPU and gigabytes of memory.
 ///
+/// - **deep nesting**: Foundation's binary reader gives up past about 512 levels and then tries the file as XML,
+///   reporting "Unexpected character b at line 1", which names the wrong problem.
+///
 /// Anything this walk does not understand is left to Foundation, which validates the format itself and reports
-/// malformed files; the walk only ever refuses the two shapes above.
+/// malformed files; the walk only ever refuses the shapes above.
 enum BinaryPlistPrecheck {
     /// Values counted with repetition (a value reached through n references counts n times), which is how many
     /// Foundation and the conversion to `ATSPlistValue` produce, at some 20 µs each in a debug build. A real
     /// Info.plist holds hundreds, a very large one a few thousand; 10 000 stops a doubling chain at its 13th level.
     static let maximumExpandedValues = 10_000
+    /// An Info.plist nests a handful of levels (NSAppTransportSecurity ▸ NSExceptionDomains ▸ domain ▸ key); well
+    /// below the depth at which Foundation's binary reader gives up.
+    static let maximumDepth = 64
 
     enum Problem: Equatable, CustomStringConvertible {
         case containsSet
         case expandsTooFar
+        case nestsTooDeep
 
         var description: String {
             switch self {
@@ -28,6 +35,9 @@ enum BinaryPlistPrecheck {
             case .expandsTooFar:
                 return "the binary plist references its objects so often that it expands to more than "
                     + "\(BinaryPlistPrecheck.maximumExpandedValues) values"
+            case .nestsTooDeep:
+                return "the binary plist nests arrays or dictionaries more than \(BinaryPlistPrecheck.maximumDepth) levels deep; "
+                    + "an Info.plist needs a handful"
             }
         }
     }
@@ -46,9 +56,9 @@ enum BinaryPlistPrecheck {
               top < count, count <= bytes.count, table <= trailer, table + count * offsetSize <= trailer
         else { return nil }
 
-        var pending = [top]
+        var pending = [(object: top, depth: 0)]
         var values = 1
-        while let object = pending.popLast() {
+        while let (object, depth) = pending.popLast() {
             guard let start = integer(bytes, at: table + object * offsetSize, size: offsetSize), start < trailer else {
                 return nil
             }
@@ -57,6 +67,7 @@ enum BinaryPlistPrecheck {
             case 0xB, 0xC:   // ordered set, set
                 return .containsSet
             case 0xA, 0xD:   // array, dictionary (keys, then values)
+                if depth >= maximumDepth { return .nestsTooDeep }
                 guard let (length, first) = collectionLength(bytes, at: start, end: trailer) else { return nil }
                 let references = kind == 0xD ? 2 * length : length
                 guard references <= (trailer - first) / referenceSize else { return nil }
@@ -65,7 +76,7 @@ enum BinaryPlistPrecheck {
                 for index in 0..<references {
                     guard let reference = integer(bytes, at: first + index * referenceSize, size: referenceSize),
                           reference < count else { return nil }
-                    pending.append(reference)
+                    pending.append((reference, depth + 1))
                 }
             default:
                 continue

@@ -36,6 +36,16 @@ public struct CertificateProfile: Hashable, Sendable, Codable {
         self.statusSources = statusSources
     }
 
+    /// One limit for every certificate the kit makes, whatever the names come from (`cert issue --host`, a scenario's
+    /// hosts, extraHosts and generatedHosts): 10,000 names make a certificate of about 250 KB, which OpenSSL-family
+    /// clients still accept; 100,000 made one of 2.4 MB that no client accepts.
+    public static let maximumSubjectAltNames = 10_000
+
+    /// Throws `PKIError.tooManyNames` past `maximumSubjectAltNames`: called before any key is generated for them.
+    public static func checkNameCount(_ count: Int) throws {
+        if count > maximumSubjectAltNames { throw PKIError.tooManyNames(count) }
+    }
+
     // MARK: Presets
 
     /// A TLS server certificate for `hosts` (DNS names or IP addresses), valid 397 days from one day ago —
@@ -69,6 +79,7 @@ public struct CertificateProfile: Hashable, Sendable, Codable {
 
     /// Signs a certificate for `subjectKey`; self-signed when `issuer` is nil.
     func sign(subjectKey: PrivateKey, issuer: (certificate: Certificate, key: PrivateKey)?, now: Date = Date()) throws -> Certificate {
+        try Self.checkNameCount(subjectAltNames?.count ?? 0)
         let signer = issuer?.key ?? subjectKey
         let signerType = signer.description.type
         var digestName: String? = digest.openSSLName
@@ -88,6 +99,7 @@ public struct CertificateProfile: Hashable, Sendable, Codable {
         if let sans = subjectAltNames, sans.isEmpty {
             throw PKIError.unsupportedCombination("a subjectAltName extension needs at least one name; omit it instead (--no-san)")
         }
+        try validity.check()
         let (notBefore, notAfter) = validity.resolve(now: now)
         guard notBefore <= notAfter else {
             throw PKIError.unsupportedCombination("notBefore (\(notBefore)) is after notAfter (\(notAfter))")
@@ -251,10 +263,17 @@ public struct Validity: Hashable, Sendable, Codable {
     /// 397 days starting one day ago (the catalog's baseline).
     public static let standardLeaf = Validity(notBefore: .daysFromNow(-1), notAfter: .daysFromNow(396))
 
-    /// `days` long, starting one day ago so a slightly slow device clock still accepts it.
-    public static func days(_ days: Int) -> Validity { Validity(notBefore: .daysFromNow(-1), notAfter: .daysFromNow(days - 1)) }
+    /// `days` long, starting one day ago so a slightly slow device clock still accepts it. (`&-`: `Int.min` days must
+    /// reach `check()`, which refuses it, rather than trap here.)
+    public static func days(_ days: Int) -> Validity { Validity(notBefore: .daysFromNow(-1), notAfter: .daysFromNow(days &- 1)) }
 
     public func resolve(now: Date) -> (Date, Date) { (notBefore.resolve(now: now), notAfter.resolve(now: now)) }
+
+    /// Both moments within what a certificate can carry (`Moment.check`).
+    public func check() throws {
+        try notBefore.check("notBefore")
+        try notAfter.check("notAfter")
+    }
 
     /// Whether a certificate made from this profile is meant to be expired, not yet valid, or valid right now.
     func intendedState(now: Date) -> ValidityState {
@@ -279,6 +298,28 @@ public enum Moment: Hashable, Sendable, Codable, CustomStringConvertible {
         switch self {
         case .daysFromNow(let days): return now.addingTimeInterval(TimeInterval(days) * 86_400)
         case .date(let date): return date
+        }
+    }
+
+    /// The furthest a number of days may reach either way: 100 years, far more than any fixture needs. Without a
+    /// limit, `--days 9223372036854775807` trapped converting the date to `time_t`, and a million years was signed.
+    public static let maximumDays = 36_525
+    /// The dates a certificate's validity can carry: UTCTime starts at 1950 (RFC 5280 4.1.2.5), GeneralizedTime ends
+    /// at 9999-12-31T23:59:59Z.
+    public static let earliestDate = Date(timeIntervalSince1970: -631_152_000)      // 1950-01-01T00:00:00Z
+    public static let latestDate = Date(timeIntervalSince1970: 253_402_300_799)     // 9999-12-31T23:59:59Z
+
+    /// Refuses a moment no certificate can carry, naming `field` (notBefore, notAfter).
+    public func check(_ field: String) throws {
+        switch self {
+        case .daysFromNow(let days):
+            guard days.magnitude <= Moment.maximumDays.magnitude else {
+                throw PKIError.unsupportedCombination("\(field) of \(days) days from now is more than 100 years away (at most \(Moment.maximumDays) days either way)")
+            }
+        case .date(let date):
+            guard (Moment.earliestDate...Moment.latestDate).contains(date) else {
+                throw PKIError.unsupportedCombination("\(field) \(description) is outside the dates a certificate can carry (1950-01-01 to 9999-12-31)")
+            }
         }
     }
 

@@ -32,6 +32,8 @@ public struct CertificateRequest: Sendable {
         if hosts.isEmpty && !omitSubjectAltNames && namesAServer {
             throw PKIError.unsupportedCombination("give at least one --host (DNS name or IP address), or --no-san for a certificate without subjectAltName")
         }
+        try CertificateProfile.checkNameCount(hosts.count)
+        try validity.check()
         let names = try hosts.map(SubjectAltName.init(host:))
         // A client or CA certificate with no host is named by its store name: its subject is who it is.
         let cn: String? = omitCommonName ? nil : (commonName ?? names.first?.value ?? name)

@@ -195,11 +195,29 @@ public final class CertificateStore: Sendable {
     public func leafPath(_ name: String) -> URL { certsDirectory.appendingPathComponent("\(name).pem") }
     func leafRecordPath(_ name: String) -> URL { certsDirectory.appendingPathComponent("\(name).json") }
 
+    /// Checks the store (`StoreTrust`) and makes what is missing of it: the root, `subdirectory` and `locks/`.
     private func prepare(_ subdirectory: URL) throws {
-        try FileSystem.ensureDirectory(directory, mode: 0o700)
-        try FileSystem.ensureDirectory(subdirectory, mode: 0o700)
-        try FileSystem.ensureDirectory(locksDirectory, mode: 0o700)
+        try FileSystem.ensureStoreRoot(directory, mode: 0o700)
+        try FileSystem.ensureStoreSubdirectory(subdirectory, mode: 0o700)
+        try FileSystem.ensureStoreSubdirectory(locksDirectory, mode: 0o700)
     }
+
+    /// Reads one of the store's files after checking the store and the folder it is in (`StoreTrust`): reads happen
+    /// without a lock too (`existingCA`, a read-only store), so they check for themselves. nil when missing.
+    func read(_ file: URL, privateKey: Bool = false) throws -> Data? {
+        try StoreTrust.checkRoot(directory)
+        let folder = file.deletingLastPathComponent()
+        if folder.standardizedFileURL.path != directory.path { try StoreTrust.checkInside(folder) }
+        return try FileSystem.readStoreFile(file, privateKey: privateKey, warn: warnOnce)
+    }
+
+    /// `warn`, once per message in this process: the checks of a file run every time it is read, and a command may
+    /// open the same folder as more than one store (`probe --builtin-ca` did, and said the same line twice).
+    private func warnOnce(_ message: String) {
+        guard CertificateStore.fileWarningsSaid.withLockedValue({ $0.insert(message).inserted }) else { return }
+        warn(message)
+    }
+    private static let fileWarningsSaid = NIOLockedValueBox(Set<String>())
 
     private func locked<T>(_ item: String, in subdirectory: URL, _ body: () throws -> T) throws -> T {
         var bodyStarted = false
@@ -209,7 +227,7 @@ public final class CertificateStore: Sendable {
                 bodyStarted = true
                 return try body()
             }
-        } catch let lockError as PKIError where !bodyStarted && isReadOnly {
+        } catch let lockError as PKIError where !bodyStarted && isReadOnly && !lockError.refusesTheStore {
             // A store nobody can write (a prepared store baked into a CI image, a read-only mount) cannot change
             // under us, so reading it needs no lock. If something would have to be written, the reason it cannot
             // be (read-only, permission denied) is the error worth reporting.
@@ -220,6 +238,16 @@ public final class CertificateStore: Sendable {
     /// True when this process cannot write to the store's directory at all.
     private var isReadOnly: Bool {
         FileSystem.exists(directory) && access(directory.path, W_OK) != 0
+    }
+
+    /// Refuses an output path (an export, `cert issue --out-dir`) inside the store, through symbolic links too: its files
+    /// are the kit's own, and `ca export --out STORE/ca/root.key --force` wrote the CA's certificate over its key.
+    public func requireOutside(_ destination: URL) throws {
+        let target = FileSystem.resolved(destination.standardizedFileURL).path
+        let store = FileSystem.resolved(directory).path
+        if target == store || target.hasPrefix(store.hasSuffix("/") ? store : store + "/") {
+            throw PKIError.insideStore(path: destination.path, store: directory.path)
+        }
     }
 
     /// Names become file names, so they are held to a safe alphabet (no `/`, no `..`).
@@ -249,8 +277,9 @@ public final class CertificateStore: Sendable {
         case refuse
         /// Return the existing CA unchanged (`ca init --if-missing`).
         case keep
-        /// Move the old CA to `ca/replaced-DATE/` (never deleted) and make a new one; everything it signed is
-        /// re-issued on next use (`ca init --force`).
+        /// Move the old CA to a new `ca/replaced-DATE/` (`replaced-DATE-2/`, … when one was retired in the same
+        /// second; never deleted or overwritten) and make a new one; everything it signed is re-issued on next use
+        /// (`ca init --force`).
         case replace
     }
 
@@ -268,7 +297,7 @@ public final class CertificateStore: Sendable {
                 case .replace: break
                 }
             }
-            if policy == .replace { retireAuthorities() }
+            if policy == .replace { try retireAuthorities() }
             return (try createRoot(.root, options: options), true)
         }
         cache.withLockedValue { cache in
@@ -296,14 +325,16 @@ public final class CertificateStore: Sendable {
         return made
     }
 
-    private func retireAuthorities() {
+    /// Moves the root and everything derived from it into a folder of its own, `ca/replaced-DATE[-N]/`. The folder is
+    /// new (made with `mkdir`, so a second retirement in the same second gets `-2`), so nothing in it can be
+    /// overwritten; and any file that cannot be moved stops the replacement before a new CA is written over it.
+    private func retireAuthorities() throws {
         let stamp = ISO8601DateFormatter().string(from: Date()).replacingOccurrences(of: ":", with: "")
-        let retired = caDirectory.appendingPathComponent("replaced-\(stamp)")
-        try? FileSystem.ensureDirectory(retired, mode: 0o700)
+        let retired = try FileSystem.makeNewDirectory(in: caDirectory, named: "replaced-\(stamp)", mode: 0o700)
         // The root and everything derived from it; the other roots are independent and stay.
         for id in BuiltinAuthority.allCases where id == .root || id.parent == .root {
             for file in [certificatePath(id), keyPath(id)] where FileSystem.exists(file) {
-                _ = rename(file.path, retired.appendingPathComponent(file.lastPathComponent).path)
+                try FileSystem.move(file, to: retired.appendingPathComponent(file.lastPathComponent))
             }
         }
     }
@@ -312,8 +343,8 @@ public final class CertificateStore: Sendable {
     private func loadRoot(_ id: BuiltinAuthority, repairingOrphanKey: Bool = true) throws -> CertificateAuthority? {
         let certificateFile = certificatePath(id)
         let keyFile = keyPath(id)
-        let certificateData = try FileSystem.read(certificateFile)
-        let keyData = try FileSystem.read(keyFile)
+        let certificateData = try read(certificateFile)
+        let keyData = try read(keyFile, privateKey: true)
         let fix = id == .root
             ? "restore it from a backup, or replace the CA with `tls-fixtures ca init --force` (devices that trust the old one must then trust the new one)"
             : "restore it from a backup, or move it away to have a new \(id.rawValue) made"
@@ -362,7 +393,7 @@ public final class CertificateStore: Sendable {
             let certificateFile = certificatePath(id)
             let keyFile = keyPath(id)
             var key: PrivateKey? = nil
-            if let keyData = try FileSystem.read(keyFile) {
+            if let keyData = try read(keyFile, privateKey: true) {
                 key = try? PrivateKey(pem: keyData)
                 if key == nil { warn("\(keyFile.path) is damaged; it was moved aside and a new \(id.rawValue) key made"); FileSystem.moveAside(keyFile, reason: "damaged") }
                 else if let existing = key, !id.keySpec.matches(existing) {
@@ -373,7 +404,7 @@ public final class CertificateStore: Sendable {
                     key = nil
                 }
             }
-            if let key, let data = try FileSystem.read(certificateFile) {
+            if let key, let data = try read(certificateFile) {
                 let stored = try? Certificate(pem: data)
                 if stored == nil {
                     warn("\(certificateFile.path) is damaged; a new \(id.rawValue) is issued (it is not a root, so nothing pins it)")
@@ -410,7 +441,7 @@ public final class CertificateStore: Sendable {
         if let cached = cache.withLockedValue({ $0.keys[cacheKey] }) { return cached }
         let path = keyPath(name: name, spec: spec)
         let key = try locked("key-\(cacheKey)", in: keysDirectory) { () throws -> PrivateKey in
-            if let data = try FileSystem.read(path) {
+            if let data = try read(path, privateKey: true) {
                 if let key = try? PrivateKey(pem: data), spec.matches(key) { return key }
                 let aside = FileSystem.moveAside(path, reason: "damaged")
                 warn("\(path.path) is not a readable \(spec) key; moved it to \(aside?.lastPathComponent ?? "?") and generated a new one")
@@ -481,7 +512,7 @@ public final class CertificateStore: Sendable {
 
     private func reusableLeaf(name: String, fingerprint: String, key: PrivateKey, signer: CertificateAuthority?,
                               profile: CertificateProfile, now: Date) throws -> Credential? {
-        guard let recordData = try FileSystem.read(leafRecordPath(name)) else { return nil }
+        guard let recordData = try read(leafRecordPath(name)) else { return nil }
         let decoder = JSONDecoder()
         decoder.dateDecodingStrategy = .iso8601
         guard let record = try? decoder.decode(LeafRecord.self, from: recordData) else {
@@ -489,7 +520,7 @@ public final class CertificateStore: Sendable {
             return nil
         }
         guard record.fingerprint == fingerprint else { return nil }
-        guard let pem = try FileSystem.read(leafPath(name)) else { return nil }
+        guard let pem = try read(leafPath(name)) else { return nil }
         guard let chain = try? Certificate.all(pem: pem), let leaf = chain.first, key.matches(leaf) else {
             warn("\(leafPath(name).path) is damaged or does not match its key; re-issuing \(name)")
             return nil
@@ -532,7 +563,7 @@ public final class CertificateStore: Sendable {
         } else {
             let path = paramsDirectory.appendingPathComponent("dh-\(bits).pem")
             parameters = try locked("dh-\(bits)", in: paramsDirectory) {
-                if let data = try FileSystem.read(path), let existing = try? DHParameters(pem: data), existing.bits == bits {
+                if let data = try read(path), let existing = try? DHParameters(pem: data), existing.bits == bits {
                     return existing
                 }
                 let fresh = try DHParameters.generate(bits: bits)

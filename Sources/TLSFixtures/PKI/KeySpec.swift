@@ -139,6 +139,18 @@ public enum PKIError: Error, CustomStringConvertible, Sendable, Equatable {
     case noCA(path: String)
     case storeUnavailable(path: String, problem: String)
     case keyMismatch(path: String)
+    /// More subject alternative names than `CertificateProfile.maximumSubjectAltNames`.
+    case tooManyNames(Int)
+    /// An export or output path inside the store (`CertificateStore.requireOutside`).
+    case insideStore(path: String, store: String)
+    /// The store (or something in it) is not one this user can trust (`StoreTrust`): refused, never repaired.
+    case untrustedStore(path: String, problem: String, fix: String)
+
+    /// Whether this is a refusal of the store itself, which no fallback may get around.
+    public var refusesTheStore: Bool {
+        if case .untrustedStore = self { return true }
+        return false
+    }
 
     public var description: String {
         switch self {
@@ -156,6 +168,11 @@ public enum PKIError: Error, CustomStringConvertible, Sendable, Equatable {
         case .storeUnavailable(let path, let problem):
             return "cannot use the certificate store \(path): \(problem). Choose another with --dir or TLS_FIXTURES_CERTS"
         case .keyMismatch(let path): return "\(path) does not hold the private key of its certificate; restore the pair or re-create it"
+        case .untrustedStore(let path, let problem, let fix): return "refusing \(path): \(problem); \(fix)"
+        case .insideStore(let path, let store):
+            return "\(path) is inside the certificate store \(store), whose files are the kit's own (writing there could replace the CA's key); write it elsewhere"
+        case .tooManyNames(let count):
+            return "\(count) subject alternative names, but at most \(CertificateProfile.maximumSubjectAltNames) go in one certificate: far more make it megabytes long, and clients refuse it"
         }
     }
 }

@@ -34,8 +34,8 @@ extension CertificateStore {
 
     /// Pins for `prepared` (or, with nil, for the published `pinned` scenario) and the `.cer` files written for them.
     public func pinMaterial(for prepared: PreparedScenario) throws -> PinMaterial {
-        try FileSystem.ensureDirectory(directory, mode: 0o700)
-        try FileSystem.ensureDirectory(exportsDirectory, mode: 0o700)
+        try FileSystem.ensureStoreRoot(directory, mode: 0o700)
+        try FileSystem.ensureStoreSubdirectory(exportsDirectory, mode: 0o700)
         let caFile = exportsDirectory.appendingPathComponent("ca.cer")
         try FileSystem.writeAtomically(prepared.caCertificate.der, to: caFile, mode: 0o644)
         let leafFile = exportsDirectory.appendingPathComponent("\(prepared.scenario.name).cer")

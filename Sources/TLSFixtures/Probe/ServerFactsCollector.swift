@@ -3,14 +3,27 @@ import NIOPosix
 
 /// Learns which protocol versions and suites a server accepts, sslscan-style: for each version, offer everything,
 /// note the server's choice, take it out of the offer, and ask again until the server refuses.
+///
+/// The whole scan — dozens of handshakes — ends within the probe's `timeout` (or its `deadline`, when one is set): a
+/// server that answers slowly cannot multiply it. A handshake cut short by the deadline throws `ProbeError.timedOut`
+/// rather than passing for a refusal, since the facts would be incomplete.
 public struct ServerFactsCollector: Sendable {
     public var probe: TLSProbe
 
     public init(probe: TLSProbe) { self.probe = probe }
 
     public func collect(_ target: ProbeTarget) throws -> ServerFacts {
+        var probe = self.probe
+        if probe.options.deadline == nil {
+            probe.options.deadline = ProbeDeadline(try Timeout(seconds: probe.options.timeout, name: "the probe's timeout"))
+        }
+        func run(_ options: ProbeOptions) throws -> ProbeResult {
+            let result = try TLSProbe(options: options).probe(target)
+            if result.timedOut { throw ProbeError.timedOut(target.description, result.failure ?? "timed out") }
+            return result
+        }
         if target.scheme == "http" {
-            _ = try probe.probe(target)   // Proves something answers there.
+            _ = try run(probe.options)   // Proves something answers there.
             return ServerFacts(scheme: "http", accepted: [:], presentedChain: [], trust: nil)
         }
         var accepted: AcceptedSuites = [:]
@@ -34,7 +47,7 @@ public struct ServerFactsCollector: Sendable {
                 } else {
                     options.ciphers = "ALL:eNULL" + excluded.map { ":!\($0)" }.joined() + ":@SECLEVEL=0"
                 }
-                let result = try TLSProbe(options: options).probe(target)
+                let result = try run(options)
                 guard result.succeeded, let cipher = result.cipher else { break }
                 sawAnything = true
                 accepted[version, default: []].append(cipher.iana)
@@ -48,7 +61,7 @@ public struct ServerFactsCollector: Sendable {
         }
         if !sawAnything {
             // Nothing negotiated: still report the chain if the server showed one before failing.
-            let last = try probe.probe(target)
+            let last = try run(probe.options)
             chain = last.presentedChain
             trust = last.trust
         }

@@ -1,5 +1,6 @@
 import COpenSSL
 import Foundation
+import NIOCore
 import NIOPosix
 
 #if canImport(Glibc)
@@ -90,7 +91,11 @@ public struct ProbeOptions: Sendable {
     /// match: a pinning client never sends its request over such a connection), or nil to go on. The reason is kept
     /// in `ProbeResult.httpNotSent`.
     public var beforeHTTPRequest: (@Sendable (ProbeResult) -> String?)? = nil
+    /// Seconds the whole probe may take — connect, handshake, request and answer together — however the server
+    /// paces its bytes; then it reports "timed out after N s". 0.001–86400 (`Timeout`'s range); other values throw.
     public var timeout: TimeInterval = 10
+    /// A deadline shared with other probes (see `ProbeDeadline`); the probe ends at the earlier of this and `timeout`.
+    public var deadline: ProbeDeadline? = nil
 
     public init() {}
 }
@@ -140,6 +145,8 @@ public struct ProbeResult: Codable, Sendable, Equatable {
     /// The OCSP response the server stapled (the probe always asks for one); nil when it sent none.
     public var stapledOCSP: OCSPResponseFacts?
     public var http: ProbeHTTPResponse?
+    /// The probe gave up at its deadline (`failure` says where: handshake or HTTP answer).
+    public var timedOut = false
     /// Why no HTTP request was sent although one was asked for (`ProbeOptions.beforeHTTPRequest` stopped it).
     public var httpNotSent: String?
 
@@ -149,11 +156,14 @@ public struct ProbeResult: Codable, Sendable, Equatable {
 public enum ProbeError: Error, CustomStringConvertible, Sendable, Equatable {
     case invalidTarget(String, String)
     case connect(String, String)
+    /// A scan of many handshakes (`ServerFactsCollector`) reached its deadline: target, and where it stopped.
+    case timedOut(String, String)
 
     public var description: String {
         switch self {
         case .invalidTarget(let text, let hint): return "invalid target \"\(text)\": \(hint)"
         case .connect(let target, let why): return "cannot connect to \(target): \(why)"
+        case .timedOut(let target, let what): return "\(target): \(what)"
         }
     }
 }
@@ -174,15 +184,22 @@ public struct TLSProbe: Sendable {
         self.init(options: options)
     }
 
-    /// Blocks the calling thread for at most a few `timeout`s. Throws only when no TCP connection can be made;
-    /// every TLS failure is a result.
+    /// Blocks the calling thread for at most `options.timeout` (or until `options.deadline`), whatever the server does.
+    /// Throws when the timeout is out of range or no TCP connection can be made in time; every TLS failure, a timeout
+    /// during the handshake or the HTTP answer included, is a result.
     public func probe(_ target: ProbeTarget) throws -> ProbeResult {
         IgnoreSIGPIPE.once()
-        let (fd, address) = try Socket.connect(target, timeout: options.timeout)
+        let clock = ProbeClock(timeout: try Timeout(seconds: options.timeout, name: "the probe's timeout"), shared: options.deadline)
+        let (fd, address) = try Socket.connect(target, clock: clock)
         defer { close(fd) }
         var result = ProbeResult(target: target.description, connectedTo: address, presentedChain: [])
         if target.scheme == "http" {
-            if options.sendHTTPRequest { result.http = HTTPExchange.plain(fd: fd, host: target.host, timeout: options.timeout) }
+            if options.sendHTTPRequest {
+                switch HTTPExchange.plain(fd: fd, host: target.host, clock: clock) {
+                case .success(let response): result.http = response
+                case .failure(let failure): result.record(failure)
+                }
+            }
             return result
         }
         let context: TLSContext
@@ -207,12 +224,15 @@ public struct TLSProbe: Sendable {
         if let serverName { _ = shim_SSL_set_tlsext_host_name(ssl, serverName) }
         StapleRequest.ask(ssl)
 
-        OpenSSLError.clearQueue()
-        let rc = SSL_connect(ssl)
+        let connected = clock.drive(ssl, fd: fd) { SSL_connect(ssl) }
+        let rc = connected ?? -1
         // The chain is available even when the handshake failed after the Certificate message (TLS 1.2 client auth).
         let chain = peerChain(ssl)
         result.presentedChain = chain.map(\.facts)
-        if rc != 1 {
+        if connected == nil {
+            result.failure = "\(clock.timedOut) during the TLS handshake"
+            result.timedOut = true
+        } else if rc != 1 {
             result.failure = handshakeFailure(ssl, rc)
         } else {
             fillNegotiated(ssl, into: &result)
@@ -238,16 +258,12 @@ public struct TLSProbe: Sendable {
         if rc == 1 && options.sendHTTPRequest, let stop = options.beforeHTTPRequest?(result) {
             result.httpNotSent = stop
         } else if rc == 1 && options.sendHTTPRequest {
-            switch HTTPExchange.tls(ssl: ssl, host: target.host, timeout: options.timeout) {
-            case .success(let response):
-                result.http = response
-            case .failure(let rejection):
-                // In TLS 1.3 the client finishes first, so a server that rejects the session (no client
-                // certificate, say) answers with an alert only after SSL_connect has returned success.
-                result.failure = "the server rejected the session after the handshake: \(rejection.reason)"
+            switch HTTPExchange.tls(ssl: ssl, fd: fd, host: target.host, clock: clock) {
+            case .success(let response): result.http = response
+            case .failure(let failure): result.record(failure)
             }
         }
-        if rc == 1 { _ = SSL_shutdown(ssl) }
+        if rc == 1 { _ = SSL_shutdown(ssl) }   // Best effort: the socket is non-blocking, and nothing waits for it.
         return result
     }
 
@@ -289,10 +305,22 @@ public struct TLSProbe: Sendable {
         let code = SSL_get_error(ssl, rc)
         let reasons = OpenSSLError.drainReasons()
         if !reasons.isEmpty { return reasons.joined(separator: "; ") }
-        if code == SSL_ERROR_SYSCALL {
-            return errno == EAGAIN || errno == EWOULDBLOCK ? "timed out waiting for the server" : "the server closed the connection during the handshake"
-        }
+        if code == SSL_ERROR_SYSCALL { return "the server closed the connection during the handshake" }
         return "handshake failed (SSL error \(code))"
+    }
+}
+
+extension ProbeResult {
+    mutating func record(_ failure: HTTPExchange.Failure) {
+        switch failure {
+        case .rejected(let reason):
+            // In TLS 1.3 the client finishes first, so a server that rejects the session (no client certificate, say)
+            // answers with an alert only after SSL_connect has returned success.
+            self.failure = "the server rejected the session after the handshake: \(reason)"
+        case .timedOut(let what):
+            self.failure = what
+            timedOut = true
+        }
     }
 }
 
@@ -349,7 +377,8 @@ enum Verifier {
 
 /// Blocking TCP with deadlines.
 enum Socket {
-    static func connect(_ target: ProbeTarget, timeout: TimeInterval) throws -> (Int32, String) {
+    /// Connects within the probe's deadline and returns a non-blocking socket (every later wait polls on it).
+    static func connect(_ target: ProbeTarget, clock: ProbeClock) throws -> (Int32, String) {
         let host = target.connectAddress ?? target.host
         var hints = addrinfo()
         hints.ai_socktype = streamSocketType
@@ -367,12 +396,7 @@ enum Socket {
             cursor = info.pointee.ai_next
             let fd = socket(info.pointee.ai_family, info.pointee.ai_socktype, info.pointee.ai_protocol)
             if fd < 0 { lastError = String(cString: strerror(errno)); continue }
-            if connectWithTimeout(fd, info.pointee.ai_addr, info.pointee.ai_addrlen, timeout: timeout, error: &lastError) {
-                var tv = timeval()
-                tv.tv_sec = .init(timeout.rounded(.down))
-                tv.tv_usec = .init((timeout - timeout.rounded(.down)) * 1_000_000)
-                setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, socklen_t(MemoryLayout<timeval>.size))
-                setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, socklen_t(MemoryLayout<timeval>.size))
+            if connectWithin(clock, fd, info.pointee.ai_addr, info.pointee.ai_addrlen, error: &lastError) {
                 // Handshake flights are small writes; Nagle plus delayed ACKs would add ~40 ms to each TLS 1.3 probe.
                 var noDelay: Int32 = 1
                 setsockopt(fd, Int32(IPPROTO_TCP), TCP_NODELAY, &noDelay, socklen_t(MemoryLayout<Int32>.size))
@@ -390,21 +414,16 @@ enum Socket {
             + "running, and is the scenario among those it serves?)" : ""))
     }
 
-    private static func connectWithTimeout(_ fd: Int32, _ address: UnsafeMutablePointer<sockaddr>, _ length: socklen_t,
-                                           timeout: TimeInterval, error: inout String) -> Bool {
+    /// A non-blocking connect, waited for until the deadline. The socket stays non-blocking.
+    private static func connectWithin(_ clock: ProbeClock, _ fd: Int32, _ address: UnsafeMutablePointer<sockaddr>, _ length: socklen_t,
+                                      error: inout String) -> Bool {
         let flags = fcntl(fd, F_GETFL, 0)
         _ = fcntl(fd, F_SETFL, flags | O_NONBLOCK)
-        defer { _ = fcntl(fd, F_SETFL, flags) }
         if Glibc_or_Darwin_connect(fd, address, length) == 0 { return true }
         guard errno == EINPROGRESS else { error = String(cString: strerror(errno)); return false }
-        var poller = pollfd(fd: fd, events: Int16(POLLOUT), revents: 0)
-        let deadline = Date().addingTimeInterval(timeout)
-        var ready: Int32
-        repeat {   // a signal interrupts poll; SO_ERROR would then read 0 for a connect still in progress
-            ready = poll(&poller, 1, Int32(max(0, deadline.timeIntervalSinceNow) * 1000))
-        } while ready < 0 && errno == EINTR
-        if ready < 0 { error = String(cString: strerror(errno)); return false }
-        if ready == 0 { error = "connection timed out"; return false }
+        // Ready once the connect finished either way; `wait` retries after a signal, so SO_ERROR below never reads
+        // 0 for a connect still in progress.
+        guard clock.wait(fd, for: Int32(POLLOUT)) else { error = clock.timedOut; return false }
         var code: Int32 = 0
         var size = socklen_t(MemoryLayout<Int32>.size)
         getsockopt(fd, SOL_SOCKET, SO_ERROR, &code, &size)
@@ -426,36 +445,44 @@ private func Glibc_or_Darwin_connect(_ fd: Int32, _ address: UnsafeMutablePointe
     connect(fd, address, length)
 }
 
-/// A minimal HTTP/1.1 `GET /` with `Connection: close`, enough to read a fixture's JSON answer.
+/// A minimal HTTP/1.1 `GET /` with `Connection: close`, enough to read a fixture's JSON answer. The answer is complete
+/// at its `Content-Length`, or when the server closes; at the probe's deadline, a head already read is kept (with the
+/// body so far) and anything less is a timeout.
 enum HTTPExchange {
     static func request(host: String) -> [UInt8] {
         Array("GET / HTTP/1.1\r\nHost: \(host)\r\nUser-Agent: tls-fixtures-probe\r\nAccept: application/json\r\nConnection: close\r\n\r\n".utf8)
     }
 
-    /// An alert or TLS error instead of an answer.
-    struct Rejection: Error {
-        let reason: String
+    enum Failure: Error {
+        /// An alert or TLS error instead of an answer.
+        case rejected(String)
+        /// The deadline passed before an answer's head arrived (`during`: what the probe was doing).
+        case timedOut(String)
     }
 
-    static func tls(ssl: OpaquePointer, host: String, timeout: TimeInterval) -> Result<ProbeHTTPResponse?, Rejection> {
+    static func tls(ssl: OpaquePointer, fd: Int32, host: String, clock: ProbeClock) -> Result<ProbeHTTPResponse?, Failure> {
         let request = request(host: host)
         var written = 0
-        OpenSSLError.clearQueue()
-        if SSL_write_ex(ssl, request, request.count, &written) != 1 {
+        guard let sent = clock.drive(ssl, fd: fd, { SSL_write_ex(ssl, request, request.count, &written) }) else {
+            return .failure(.timedOut("\(clock.timedOut) sending the HTTP request"))
+        }
+        if sent != 1 {
             let reasons = OpenSSLError.drainReasons()
-            return reasons.isEmpty ? .success(nil) : .failure(Rejection(reason: reasons.joined(separator: "; ")))
+            return reasons.isEmpty ? .success(nil) : .failure(.rejected(reasons.joined(separator: "; ")))
         }
         var response: [UInt8] = []
         var buffer = [UInt8](repeating: 0, count: 16_384)
-        while response.count < 1 << 20 {
+        while response.count < 1 << 20 && !isComplete(response) {
             var count = 0
-            OpenSSLError.clearQueue()
-            if SSL_read_ex(ssl, &buffer, buffer.count, &count) != 1 {
-                let error = SSL_get_error(ssl, 0)
+            guard let rc = clock.drive(ssl, fd: fd, { SSL_read_ex(ssl, &buffer, buffer.count, &count) }) else {
+                return partial(response, clock: clock)
+            }
+            if rc != 1 {
+                let error = SSL_get_error(ssl, rc)
                 let reasons = OpenSSLError.drainReasons()
                 // close_notify or a plain close after a response ends it normally; an alert is a rejection.
                 if error == SSL_ERROR_SSL && !reasons.isEmpty && response.isEmpty {
-                    return .failure(Rejection(reason: reasons.joined(separator: "; ")))
+                    return .failure(.rejected(reasons.joined(separator: "; ")))
                 }
                 break
             }
@@ -465,17 +492,38 @@ enum HTTPExchange {
         return .success(parse(response))
     }
 
-    static func plain(fd: Int32, host: String, timeout: TimeInterval) -> ProbeHTTPResponse? {
+    static func plain(fd: Int32, host: String, clock: ProbeClock) -> Result<ProbeHTTPResponse?, Failure> {
         let request = request(host: host)
-        guard send(fd, request, request.count, 0) == request.count else { return nil }
+        var offset = 0
+        while offset < request.count {
+            let n = request[offset...].withUnsafeBytes { send(fd, $0.baseAddress, $0.count, 0) }
+            if n > 0 { offset += n; continue }
+            guard n < 0, errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR else { return .success(nil) }
+            guard clock.wait(fd, for: Int32(POLLOUT)) else { return .failure(.timedOut("\(clock.timedOut) sending the HTTP request")) }
+        }
         var response: [UInt8] = []
         var buffer = [UInt8](repeating: 0, count: 16_384)
-        while response.count < 1 << 20 {
+        while response.count < 1 << 20 && !isComplete(response) {
             let count = recv(fd, &buffer, buffer.count, 0)
-            if count <= 0 { break }
-            response += buffer[0..<count]
+            if count > 0 { response += buffer[0..<count]; continue }
+            guard count < 0, errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR else { break }
+            guard clock.wait(fd, for: Int32(POLLIN)) else { return partial(response, clock: clock) }
         }
-        return parse(response)
+        return .success(parse(response))
+    }
+
+    /// At the deadline: the answer so far if its head is complete, else a timeout.
+    private static func partial(_ response: [UInt8], clock: ProbeClock) -> Result<ProbeHTTPResponse?, Failure> {
+        if let head = parse(response) { return .success(head) }
+        return .failure(.timedOut("\(clock.timedOut) waiting for the HTTP answer"))
+    }
+
+    /// A head and as many body bytes as its `Content-Length` announces (without one, the answer ends at the close).
+    static func isComplete(_ bytes: [UInt8]) -> Bool {
+        guard let headEnd = bytes.firstRange(of: [13, 10, 13, 10])?.upperBound,
+              let response = parse(Array(bytes[..<headEnd])),
+              let length = response.headers["content-length"].flatMap({ Int($0) }) else { return false }
+        return bytes.count - headEnd >= length
     }
 
     static func parse(_ bytes: [UInt8]) -> ProbeHTTPResponse? {

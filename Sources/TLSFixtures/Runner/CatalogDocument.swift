@@ -123,11 +123,26 @@ public enum RevocationNote {
 
 /// `/etc/hosts` lines that make every `NAME.fixtures.test` resolve to loopback.
 public enum HostsFile {
-    public static func lines(for scenarios: [Scenario], address: String = "127.0.0.1") -> String {
+    /// `address` must be an IP address: users pipe these lines to `sudo tee -a /etc/hosts`, so anything else (a space,
+    /// a second name, a newline and another line) would be written into their hosts file as given.
+    public static func lines(for scenarios: [Scenario], address: String = "127.0.0.1") throws -> String {
+        try validate(address: address)
         var text = "# swift-tls-fixtures: ATS tests must use these names (localhost is exempt from ATS)\n"
         for scenario in scenarios {
             for host in scenario.fixtureHosts { text += "\(address)\t\(host)\n" }
         }
         return text
+    }
+
+    public static func validate(address: String) throws {
+        guard IPAddress.parse(address) != nil else { throw InvalidHostsAddress(address: address) }
+    }
+}
+
+/// An address for the hosts file that is not an IP address.
+public struct InvalidHostsAddress: Error, CustomStringConvertible, Sendable, Equatable {
+    public let address: String
+    public var description: String {
+        "\"\(address.escapingControlCharacters)\" is not an IP address; the hosts file maps the names to one, such as 127.0.0.1 or ::1"
     }
 }

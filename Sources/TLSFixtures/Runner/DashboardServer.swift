@@ -4,6 +4,10 @@ import NIOHTTP1
 import NIOPosix
 
 /// The dashboard on its own plain-HTTP port: `/`, `/scenarios.json`, `/hosts`, `/ca.pem`, `/ca.cer`, `/ca.p12`.
+///
+/// It meets whatever reaches its port with the fixtures' limits (the runner's options): the header timeout (a request
+/// must arrive whole in time: no slowloris), the idle timeout, back-pressure (answers wait for a client that does not
+/// read them), at most 256 connections, and a pause in accepting when descriptors run out.
 public final class DashboardServer: Sendable {
     public let port: Int
     /// `localhost`, or the address given to `--bind` when that is not loopback.
@@ -12,6 +16,8 @@ public final class DashboardServer: Sendable {
     private let connections: ConnectionTracker
 
     public var url: URL { URL(string: "http://\(host):\(port)/")! }
+    /// Open connections right now.
+    public var connectionCount: Int { connections.count }
 
     private init(port: Int, host: String, channels: [Channel], connections: ConnectionTracker) {
         self.port = port; self.host = host; self.channels = channels; self.connections = connections
@@ -32,21 +38,35 @@ public final class DashboardServer: Sendable {
         let content = Content(routes: [
             "/": ("text/html; charset=utf-8", Data(html.utf8), nil),
             "/scenarios.json": ("application/json", try document.json(), nil),
-            "/hosts": ("text/plain; charset=utf-8", Data(HostsFile.lines(for: scenarios).utf8), nil),
+            "/hosts": ("text/plain; charset=utf-8", Data(try HostsFile.lines(for: scenarios).utf8), nil),
             "/ca.pem": ("application/x-pem-file", ca.pem, "tls-fixtures-ca.pem"),
             // Safari on iOS offers to install a profile for exactly this type.
             "/ca.cer": ("application/x-x509-ca-cert", ca.der, "tls-fixtures-ca.cer"),
             "/ca.p12": ("application/x-pkcs12", try ca.exported(as: .p12), "tls-fixtures-ca.p12"),
         ])
-        let connections = ConnectionTracker()
+        let options = runner.options
+        let logger = options.fixtureConfiguration(port: port).logger
+        let cap = min(options.maximumConnections ?? ListenerLimits.automaticConnectionCap(), ListenerLimits.dashboardConnectionCap)
+        let connections = ConnectionTracker(limit: cap, label: "dashboard", logger: logger)
         let bootstrap = ServerBootstrap(group: MultiThreadedEventLoopGroup.singleton)
+            .serverChannelInitializer { channel in
+                channel.eventLoop.makeCompletedFuture {
+                    try channel.pipeline.syncOperations.addHandler(AcceptPauseHandler(label: "dashboard", logger: logger))
+                }
+            }
             .serverChannelOption(.backlog, value: 256)
             .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
+            .childChannelOption(.writeBufferWaterMark, value: FixtureServer.writeBufferWaterMark)
             .childChannelInitializer { channel in
                 // Browsers keep dashboard connections alive; tracking them lets stop() close them.
                 guard connections.admit(channel) else { return channel.close() }
                 return channel.eventLoop.makeCompletedFuture {
+                    try channel.pipeline.syncOperations.addHandler(IdleStateHandler(allTimeout: options.idleTimeout))
                     try channel.pipeline.syncOperations.configureHTTPServerPipeline(withErrorHandling: true)
+                    try channel.pipeline.syncOperations.addHandler(
+                        HTTPRequestDeadlineHandler(timeout: options.headerTimeout, startsAfterHandshake: false, logger: logger))
+                    // Each small request can ask for the whole catalog: answers wait while the client is not reading.
+                    try channel.pipeline.syncOperations.addHandler(HTTPBackPressureHandler())
                     try channel.pipeline.syncOperations.addHandler(DashboardResponder(content: content))
                 }
             }
@@ -115,6 +135,14 @@ final class DashboardResponder: ChannelInboundHandler {
             context.writeAndFlush(wrapOutboundOut(.end(nil))).assumeIsolated().whenComplete { _ in
                 if !keepAlive { context.close(promise: nil) }
             }
+        }
+    }
+
+    func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
+        if event is IdleStateHandler.IdleStateEvent {
+            context.close(promise: nil)
+        } else {
+            context.fireUserInboundEventTriggered(event)
         }
     }
 

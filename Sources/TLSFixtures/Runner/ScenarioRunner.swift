@@ -10,7 +10,12 @@ public final class ScenarioRunner: Sendable {
         public var portBase: Int = ScenarioCatalog.defaultPortBase
         public var bindAddresses: [String]? = nil
         public var handshakeTimeout: TimeAmount = .seconds(10)
+        /// For the fixtures and the dashboard alike.
         public var idleTimeout: TimeAmount = .seconds(60)
+        /// For the fixtures and the dashboard alike (see `FixtureConfiguration.headerTimeout`).
+        public var headerTimeout: TimeAmount = .seconds(20)
+        /// Per fixture; nil: a quarter of the descriptor limit. The dashboard holds at most 256 whatever this says.
+        public var maximumConnections: Int? = nil
         public var logger: Logger? = nil
         /// The `make legacy-openssl` helper that serves, in a process of its own, the built-in scenarios the linked
         /// OpenSSL cannot (SSLv3, RC4, 3DES); nil leaves them reported unsupported.
@@ -57,6 +62,8 @@ public final class ScenarioRunner: Sendable {
     /// and throws, so nothing is left listening.
     public static func start(_ scenarios: [Scenario], catalog: ScenarioCatalog, store: CertificateStore, options: Options = Options(),
                              progress: @escaping @Sendable (Progress) -> Void = { _ in }) async throws -> ScenarioRunner {
+        // Bad timeouts are refused before minutes of key generation, not after.
+        try options.fixtureConfiguration(port: 0).validate()
         let plans = scenarios.filter(\.needsRevocationServices).compactMap { $0.certificate?.revocation }
         var services: RevocationServices? = nil
         if !plans.isEmpty {
@@ -87,11 +94,7 @@ public final class ScenarioRunner: Sendable {
                 case .failure(let error)?:
                     throw error
                 case .success(let ready)?:
-                    var configuration = FixtureConfiguration(bindAddresses: options.bindAddresses,
-                                                             port: catalog.port(of: scenario, portBase: options.portBase) ?? 0,
-                                                             handshakeTimeout: options.handshakeTimeout,
-                                                             idleTimeout: options.idleTimeout)
-                    if let logger = options.logger { configuration.logger = logger }
+                    let configuration = options.fixtureConfiguration(port: catalog.port(of: scenario, portBase: options.portBase) ?? 0)
                     started.append(Started(scenario: scenario, fixture: try await FixtureServer.start(ready, configuration: configuration)))
                 case nil:
                     continue
@@ -199,6 +202,17 @@ public final class ScenarioRunner: Sendable {
         var document = CatalogDocument(dashboard: dashboard, scenarios: entries)
         document.revocationResponder = revocationServices?.responderPort.map { _ in revocationServices!.endpoints.responder }
         return document
+    }
+}
+
+extension ScenarioRunner.Options {
+    /// How each fixture listens: these options, on `port`.
+    func fixtureConfiguration(port: Int) -> FixtureConfiguration {
+        var configuration = FixtureConfiguration(bindAddresses: bindAddresses, port: port, handshakeTimeout: handshakeTimeout,
+                                                 idleTimeout: idleTimeout, headerTimeout: headerTimeout,
+                                                 maximumConnections: maximumConnections)
+        if let logger { configuration.logger = logger }
+        return configuration
     }
 }
 

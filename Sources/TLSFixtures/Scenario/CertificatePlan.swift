@@ -58,13 +58,23 @@ public struct CertificatePlan: Codable, Sendable, Hashable {
         hosts = try c.decodeIfPresent([String].self, forKey: .hosts)
         extraHosts = try c.decodeIfPresent([String].self, forKey: .extraHosts) ?? []
         generatedHosts = try c.decodeIfPresent(Int.self, forKey: .generatedHosts) ?? 0
-        if !(0...10_000).contains(generatedHosts) {
-            throw DecodingError.dataCorruptedError(forKey: .generatedHosts, in: c, debugDescription: "generatedHosts must be 0–10000")
+        if generatedHosts < 0 {
+            throw DecodingError.dataCorruptedError(forKey: .generatedHosts, in: c, debugDescription: "generatedHosts cannot be negative")
+        }
+        // One limit for listed and generated names together, the same as for every certificate (`cert issue` too).
+        let listed = (hosts?.count ?? 4) + extraHosts.count
+        let (total, overflow) = listed.addingReportingOverflow(generatedHosts)
+        do { try CertificateProfile.checkNameCount(overflow ? generatedHosts : total) } catch {
+            throw DecodingError.dataCorruptedError(forKey: generatedHosts > 0 ? .generatedHosts : (hosts != nil ? .hosts : .extraHosts),
+                                                   in: c, debugDescription: "\(error); hosts, extraHosts and generatedHosts count together")
         }
         subjectAltName = try c.decodeIfPresent(Bool.self, forKey: .subjectAltName) ?? true
         commonName = try c.decodeIfPresent(String.self, forKey: .commonName)
         omitCommonName = try c.decodeIfPresent(Bool.self, forKey: .omitCommonName) ?? false
         validity = try c.decodeIfPresent(Validity.self, forKey: .validity) ?? d.validity
+        do { try validity.check() } catch {
+            throw DecodingError.dataCorruptedError(forKey: .validity, in: c, debugDescription: "\(error)")
+        }
         extendedKeyUsage = try c.decodeIfPresent([ExtendedKeyUsage].self, forKey: .extendedKeyUsage) ?? d.extendedKeyUsage
         keyUsage = try c.decodeIfPresent([KeyUsage].self, forKey: .keyUsage)
         requiresIssuerNameConstraints = try c.decodeIfPresent(Bool.self, forKey: .requiresIssuerNameConstraints) ?? false
@@ -119,6 +129,7 @@ public struct CertificatePlan: Codable, Sendable, Hashable {
         let qualified = "\(name).\(Scenario.fixturesDomain)"
         var allHosts = hosts ?? CertificatePlan.baselineHosts(scenarioName: name)
         allHosts += extraHosts
+        try CertificateProfile.checkNameCount(allHosts.count + generatedHosts)
         if generatedHosts > 0 { allHosts += (1...generatedHosts).map { "n\($0).\(qualified)" } }
         let names = try allHosts.map(SubjectAltName.init(host:))
         let cn: String? = omitCommonName ? nil : (commonName ?? (hosts == nil ? qualified : allHosts.first))
@@ -383,7 +394,12 @@ extension DecodingError {
         case .keyNotFound(let key, let context):
             return path(context.codingPath) + "missing required key \"\(key.stringValue)\""
         case .typeMismatch(let type, let context):
-            return path(context.codingPath) + "expected \(Self.typeName(type))"
+            // Foundation says "Expected to decode Dictionary<String, Any> but found an array instead."
+            var found = ""
+            if let range = context.debugDescription.range(of: "but found "), let end = context.debugDescription.range(of: " instead") {
+                found = ", found " + context.debugDescription[range.upperBound..<end.lowerBound]
+            }
+            return path(context.codingPath) + "expected \(Self.typeName(type))\(found)"
         case .valueNotFound(let type, let context):
             return path(context.codingPath) + "expected \(Self.typeName(type)), found null"
         @unknown default:
@@ -397,7 +413,12 @@ extension DecodingError {
         case is Int.Type: return "a number"
         case is Bool.Type: return "true or false"
         case is [String].Type, is [Any].Type: return "a list"
-        default: return "\(type)"
+        case is [String: Any].Type: return "an object ({…})"
+        default:
+            let name = "\(type)"
+            if name.hasPrefix("Dictionary<") { return "an object ({…})" }
+            if name.hasPrefix("Array<") { return "a list" }
+            return name
         }
     }
 }

@@ -41,6 +41,7 @@ public struct ScenarioCatalog: Sendable {
                 throw ScenarioError.duplicate(scenario.name, directory.appendingPathComponent("\(scenario.name).json").path)
             }
             if let port = scenario.port {
+                // `serve` puts the dashboard on the base port and the revocation services above it: those offsets are taken.
                 if let other = ports[port] ?? reservedOffsets[port - defaultPortBase] {
                     throw ScenarioError.portTaken(directory.appendingPathComponent("\(scenario.name).json").path, port, other)
                 }
@@ -60,7 +61,8 @@ public struct ScenarioCatalog: Sendable {
         }
         return try files.map { file in
             let url = directory.appendingPathComponent(file)
-            guard let data = FileManager.default.contents(atPath: url.path) else { throw ScenarioError.unreadable(url.path, "cannot read it") }
+            let data: Data
+            do { data = try UserFile.read(url.path) } catch let error as UserFileError { throw ScenarioError.unreadable(url.path, error.problem) }
             let scenario = try decode(data, source: url.path)
             let expected = String(file.dropLast(".json".count))
             guard scenario.name == expected else { throw ScenarioError.misnamed(url.path, scenario.name) }
@@ -68,8 +70,11 @@ public struct ScenarioCatalog: Sendable {
         }
     }
 
-    /// Decodes one scenario file; errors are one line naming the file and the key.
+    /// Decodes one scenario file; errors are one line naming the file and the key. `ScenarioJSONPrecheck` runs first
+    /// for what the decoder does not report (duplicate keys, numbers that are not whole or do not fit, control
+    /// characters in strings).
     public static func decode(_ data: Data, source: String) throws -> Scenario {
+        if let problem = ScenarioJSONPrecheck.problem(in: Array(data)) { throw ScenarioError.malformed(source, problem) }
         do {
             return try JSONDecoder().decode(Scenario.self, from: data)
         } catch let error as DecodingError {
@@ -184,6 +189,8 @@ public enum ScenarioError: Error, CustomStringConvertible, Sendable, Equatable {
         case .unreadable(let path, let why): return "cannot read scenarios from \(path): \(why)"
         case .misnamed(let path, let name): return "\(path): the file must be named after its scenario (\(name).json)"
         case .duplicate(let name, let path): return "\(path): a scenario named \"\(name)\" already exists; choose another name"
+        case .portTaken(let path, let port, let other) where other == "the dashboard":
+            return "\(path): port \(port) is the dashboard's (serve puts it on --port-base, 9800 by default); choose another port, or leave \"port\" out to get the next free one"
         case .portTaken(let path, let port, let other):
             return "\(path): port \(port) is already the port of \"\(other)\"; choose another port, or leave \"port\" out to get the next free one"
         case .certificateNameTaken(let name):

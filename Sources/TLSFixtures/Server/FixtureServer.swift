@@ -18,18 +18,27 @@ public struct FixtureConfiguration: Sendable {
     /// 0 picks a free port.
     public var port: Int
     /// A client must finish the TLS handshake within this (default 10 s): a silent or byte-a-second client cannot
-    /// hold a connection open.
+    /// hold a connection open. Like every timeout here, 1 ms to a day (`Timeout`); `start` refuses anything else.
     public var handshakeTimeout: TimeAmount
     /// A connection with no traffic either way for this long is closed (default 60 s).
     public var idleTimeout: TimeAmount
+    /// Each request must arrive whole within this of the previous one's end, or of the connection's start (behind TLS,
+    /// of the handshake's end), default 20 s: the slowloris defence, and the keep-alive timeout between requests.
+    public var headerTimeout: TimeAmount
+    /// The most connections this fixture holds at once; more are accepted and closed at once. nil (the default): a
+    /// quarter of the descriptors the process may open, so one client cannot take the descriptors other fixtures need.
+    public var maximumConnections: Int?
     public var logger: Logger
 
     public init(bindAddresses: [String]? = nil, port: Int = 0, handshakeTimeout: TimeAmount = .seconds(10),
-                idleTimeout: TimeAmount = .seconds(60), logger: Logger? = nil) {
+                idleTimeout: TimeAmount = .seconds(60), headerTimeout: TimeAmount = .seconds(20),
+                maximumConnections: Int? = nil, logger: Logger? = nil) {
         self.bindAddresses = bindAddresses
         self.port = port
         self.handshakeTimeout = handshakeTimeout
         self.idleTimeout = idleTimeout
+        self.headerTimeout = headerTimeout
+        self.maximumConnections = maximumConnections
         self.logger = logger ?? {
             var logger = Logger(label: "tls-fixtures.server")
             // Per-connection failures are expected in a fixture (that is what they are for): quiet unless asked.
@@ -39,9 +48,23 @@ public struct FixtureConfiguration: Sendable {
     }
 }
 
+extension FixtureConfiguration {
+    /// Every timeout within `Timeout`'s range (a zero or negative one would close every connection at once, a huge
+    /// one keep them forever).
+    func validate() throws {
+        _ = try Timeout(handshakeTimeout, name: "handshakeTimeout")
+        _ = try Timeout(idleTimeout, name: "idleTimeout")
+        _ = try Timeout(headerTimeout, name: "headerTimeout")
+        if let maximumConnections, maximumConnections < 1 {
+            throw FixtureError.invalidConnectionLimit(maximumConnections)
+        }
+    }
+}
+
 public enum FixtureError: Error, CustomStringConvertible, Sendable, Equatable {
     case portInUse(port: Int, address: String)
     case cannotBind(address: String, port: Int, reason: String)
+    case invalidConnectionLimit(Int)
 
     public var description: String {
         switch self {
@@ -49,6 +72,8 @@ public enum FixtureError: Error, CustomStringConvertible, Sendable, Equatable {
             return "port \(port) on \(address) is already in use; stop what listens there (lsof -i :\(port)) or choose other ports (`serve --port-base N`; in code, FixtureConfiguration's port 0 picks a free one)"
         case .cannotBind(let address, let port, let reason):
             return "cannot listen on \(address) port \(port): \(reason)"
+        case .invalidConnectionLimit(let limit):
+            return "maximumConnections must be at least 1, not \(limit) (nil chooses a quarter of the descriptor limit)"
         }
     }
 }
@@ -164,8 +189,10 @@ public final class FixtureServer: Sendable {
     /// `revocationServices` given here are stopped with the fixture.
     public static func start(_ prepared: PreparedScenario, configuration: FixtureConfiguration = FixtureConfiguration(),
                              revocationServices: RevocationServices? = nil) async throws -> FixtureServer {
+        try configuration.validate()
         FileDescriptorLimit.raiseOnce()
-        let connections = ConnectionTracker()
+        let connections = ConnectionTracker(limit: configuration.maximumConnections ?? ListenerLimits.automaticConnectionCap(),
+                                            label: "scenario \(prepared.scenario.name)", logger: configuration.logger)
         let bootstrap = makeBootstrap(prepared: prepared, configuration: configuration, connections: connections)
         var channels: [Channel] = []
         var addresses: [String] = []
@@ -222,6 +249,7 @@ public final class FixtureServer: Sendable {
         let logger = configuration.logger
         let handshakeTimeout = configuration.handshakeTimeout
         let idleTimeout = configuration.idleTimeout
+        let headerTimeout = configuration.headerTimeout
         let name = prepared.scenario.name
         // Made once per fixture, not per connection.
         let connectionLogger: Logger = {
@@ -230,11 +258,20 @@ public final class FixtureServer: Sendable {
             return connectionLogger
         }()
         let answers = FixtureAnswerCache()
+        let acceptLabel = "scenario \(name)"
         return ServerBootstrap(group: MultiThreadedEventLoopGroup.singleton)
+            .serverChannelInitializer { channel in
+                channel.eventLoop.makeCompletedFuture {
+                    try channel.pipeline.syncOperations.addHandler(AcceptPauseHandler(label: acceptLabel, logger: logger))
+                }
+            }
             .serverChannelOption(.backlog, value: 1024)
             // A stopped fixture's port can be bound again at once.
             .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
             .childChannelOption(.socketOption(.tcp_nodelay), value: 1)
+            // What a client that stops reading can make a connection queue: HTTPBackPressureHandler stops answering
+            // (and reading) above the high mark. NIO's defaults, stated because the bound depends on them.
+            .childChannelOption(.writeBufferWaterMark, value: FixtureServer.writeBufferWaterMark)
             .childChannelInitializer { channel in
                 guard connections.admit(channel) else { return channel.close() }
                 return channel.eventLoop.makeCompletedFuture {
@@ -248,10 +285,17 @@ public final class FixtureServer: Sendable {
                     // pipelining assistant nor the response encoder would do anything but add a hop to every read,
                     // write and flush. Malformed HTTP gets a 400 from the responder's error path, then a close.
                     try pipeline.addHandler(ByteToMessageHandler(HTTPRequestDecoder(leftOverBytesStrategy: .dropBytes)))
+                    try pipeline.addHandler(HTTPRequestDeadlineHandler(timeout: headerTimeout, startsAfterHandshake: prepared.context != nil,
+                                                                       logger: connectionLogger))
+                    // Requests wait here, and reading stops, while the client does not read its answers.
+                    try pipeline.addHandler(HTTPBackPressureHandler())
                     try pipeline.addHandler(FixtureResponder(scenarioName: name, cache: answers))
                 }
             }
     }
+
+    /// Answers a connection may have queued before it stops answering and reading (NIO's defaults: 32 KiB / 64 KiB).
+    static let writeBufferWaterMark = ChannelOptions.Types.WriteBufferWaterMark(low: 32 * 1024, high: 64 * 1024)
 
     // MARK: Stopping
 
@@ -289,49 +333,4 @@ public final class FixtureServer: Sendable {
 
     /// Open connections right now.
     public var connectionCount: Int { connections.count }
-}
-
-/// Remembers live connections so `stop()` can close them, and refuses new ones once stopping.
-final class ConnectionTracker: Sendable {
-    private struct State {
-        var channels: [ObjectIdentifier: Channel] = [:]
-        var closed = false
-    }
-    private let state = NIOLockedValueBox(State())
-
-    func admit(_ channel: Channel) -> Bool {
-        let admitted = state.withLockedValue { state -> Bool in
-            if state.closed { return false }
-            state.channels[ObjectIdentifier(channel)] = channel
-            return true
-        }
-        if admitted {
-            channel.closeFuture.whenComplete { [weak self] _ in
-                _ = self?.state.withLockedValue { $0.channels.removeValue(forKey: ObjectIdentifier(channel)) }
-            }
-        }
-        return admitted
-    }
-
-    var count: Int { state.withLockedValue { $0.channels.count } }
-
-    func closeAll(within limit: TimeAmount) async {
-        let channels = state.withLockedValue { state -> [Channel] in
-            state.closed = true
-            return Array(state.channels.values)
-        }
-        guard !channels.isEmpty else { return }
-        for channel in channels { channel.close(promise: nil) }
-        let deadline = NIODeadline.now() + limit
-        for channel in channels {
-            let remaining = deadline - .now()
-            guard remaining > .zero else { break }
-            _ = try? await withThrowingTaskGroup(of: Void.self) { group in
-                group.addTask { try await channel.closeFuture.get() }
-                group.addTask { try await Task.sleep(nanoseconds: UInt64(max(remaining.nanoseconds, 0))) }
-                _ = try await group.next()
-                group.cancelAll()
-            }
-        }
-    }
 }

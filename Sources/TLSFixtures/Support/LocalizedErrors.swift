@@ -13,3 +13,6 @@ extension OpenSSLError: LocalizedError { public var errorDescription: String? { 
 extension UnsupportedByOpenSSL: LocalizedError { public var errorDescription: String? { description } }
 extension ScenarioUnsupported: LocalizedError { public var errorDescription: String? { description } }
 extension ScenarioError: LocalizedError { public var errorDescription: String? { description } }
+extension InvalidTimeout: LocalizedError { public var errorDescription: String? { description } }
+extension UserFileError: LocalizedError { public var errorDescription: String? { description } }
+extension InvalidHostsAddress: LocalizedError { public var errorDescription: String? { description } }

@@ -35,9 +35,7 @@ struct ATSCheck: AsyncParsableCommand {
     func run() async throws {
         let policy: ATSPolicy
         if let plist {
-            guard let data = FileManager.default.contents(atPath: plist) else {
-                throw CLIError(FileManager.default.fileExists(atPath: plist) ? "cannot read \(plist): permission denied" : "no such file: \(plist)")
-            }
+            let data = try UserFile.read(plist)
             policy = try ATSPolicy.parse(plist: data)
             for warning in policy.warnings { Output.error("warning: \(warning)") }
         } else {

@@ -50,6 +50,14 @@ struct ATSClientOptions: ParsableArguments {
     @Option(help: ArgumentHelp("TLS 1.2 suites under ATS: current (the default, Apple's current source) or 2015 (the list documented from 2015).", valueName: "reading"))
     var cipherSuites = "current"
 
+    @Option(help: ArgumentHelp("Seconds all the command's handshakes may take together, however slowly the server answers.", valueName: "seconds"))
+    var timeout: Double = 30
+
+    /// Checks what parsing alone cannot: the time limit's range.
+    func validate() throws {
+        _ = try SecondsOption.check(timeout, "--timeout")
+    }
+
     func evaluationOptions(trustOverride: Bool = false) throws -> ATSEvaluationOptions {
         guard let profile = ATSOSProfile(parsing: os) else { throw CLIError("unknown --os \"\(os)\": use ios9, ios10, ios13, ios14, ios17, ios26 or a version such as 15.4") }
         guard let kind = ATSLoadKind(parsing: loadKind) else { throw CLIError("unknown --load-kind \"\(loadKind)\": use data, media or web") }
@@ -72,12 +80,16 @@ struct ATSClientOptions: ParsableArguments {
         var options = ProbeOptions()
         if !trustCA.isEmpty {
             options.trustRoots = try trustCA.flatMap { path -> [Certificate] in
-                guard let data = FileManager.default.contents(atPath: path) else { throw CLIError("cannot read --trust-ca \(path)") }
+                let data = try UserFile.read(path)
                 do { return try Certificate.read(data) } catch { throw CLIError("\(path) is not a PEM or DER certificate (\(error))") }
             }
         }
         guard let kind = TrustAnchorKind(rawValue: anchor) else { throw CLIError("--anchor is user, app or system") }
         options.anchorKind = trustCA.isEmpty ? .system : kind
+        // One deadline for every handshake the command makes, starting now.
+        let limit = try SecondsOption.check(timeout, "--timeout")
+        options.timeout = limit.seconds
+        options.deadline = ProbeDeadline(limit)
         return options
     }
 

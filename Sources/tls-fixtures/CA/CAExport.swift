@@ -43,6 +43,7 @@ struct CAExport: AsyncParsableCommand {
             FileHandle.standardOutput.write(data)
             return
         }
+        do { try store.requireOutside(URL(fileURLWithPath: out)) } catch let error as PKIError { throw CLIError("--out \(error)") }
         try ExportWriter.write(data, to: URL(fileURLWithPath: out), force: force)
         print("Wrote \(out) (\(format), \(data.count) bytes)")
     }

@@ -8,7 +8,8 @@ struct CAInit: AsyncParsableCommand {
         abstract: "Create the built-in CA (once: an existing CA is kept).",
         discussion: """
             Refuses when a CA already exists, because devices trust it and apps pin it. --force replaces it; the old \
-            files are moved to ca/replaced-DATE/ in the store, never deleted, and every certificate it signed is \
+            files are moved to a new ca/replaced-DATE/ in the store (replaced-DATE-2/ for a second one in the same \
+            second), never deleted or overwritten, and every certificate it signed is \
             re-issued on next use. --if-missing succeeds quietly when a CA exists (for scripts and CI).
             """
     )
@@ -37,6 +38,7 @@ struct CAInit: AsyncParsableCommand {
     func validate() throws {
         _ = try KeySpec(parsing: key)
         guard days > 0 else { throw CLIError("--days must be positive") }
+        guard days <= Moment.maximumDays else { throw CLIError("--days is at most \(Moment.maximumDays) (100 years), not \(days)") }
         if force && ifMissing { throw CLIError("--force and --if-missing contradict each other; pick one") }
     }
 

@@ -111,10 +111,13 @@ struct CertIssue: AsyncParsableCommand {
         }
         if let days {
             guard days > 0 else { throw CLIError("--days must be positive; for an expired certificate use --not-after -1") }
+            guard days <= Moment.maximumDays else { throw CLIError("--days is at most \(Moment.maximumDays) (100 years), not \(days)") }
             request.validity = .days(days)
         } else if notBefore != nil || notAfter != nil {
             request.validity = Validity(notBefore: try notBefore.map(Moment.init(parsing:)) ?? .daysFromNow(-1),
                                         notAfter: try notAfter.map(Moment.init(parsing:)) ?? .daysFromNow(396))
+            try request.validity.notBefore.check("--not-before")
+            try request.validity.notAfter.check("--not-after")
         }
         if !eku.isEmpty { request.extendedKeyUsage = try CertificateRequest.parseExtendedKeyUsage(eku) }
         if ca && eku.isEmpty { request.extendedKeyUsage = nil }
@@ -133,6 +136,9 @@ struct CertIssue: AsyncParsableCommand {
 
     func run() async throws {
         let store = storeOptions.store
+        if let outDir {
+            do { try store.requireOutside(URL(fileURLWithPath: outDir)) } catch let error as PKIError { throw CLIError("--out-dir \(error)") }
+        }
         let keysBefore = PrivateKey.generatedCount
         let issuedBefore = CertificateStore.issuedCount
         let request = try self.request()

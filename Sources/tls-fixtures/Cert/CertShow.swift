@@ -15,9 +15,7 @@ struct CertShow: AsyncParsableCommand {
     var file: String
 
     func run() async throws {
-        guard let data = FileManager.default.contents(atPath: file) else {
-            throw CLIError(FileManager.default.fileExists(atPath: file) ? "cannot read \(file): permission denied" : "no such file: \(file)")
-        }
+        let data = try UserFile.read(file)
         let certificates: [Certificate]
         do { certificates = try Certificate.read(data) } catch {
             throw CLIError("\(file) is not a PEM or DER certificate (\(error))")

@@ -68,7 +68,7 @@ struct ProbeCommand: AsyncParsableCommand {
     @Flag(help: "Do not send an HTTP request after the handshake.")
     var noHttp = false
 
-    @Option(help: ArgumentHelp("Seconds to wait for the server.", valueName: "seconds"))
+    @Option(help: ArgumentHelp("Seconds the whole probe may take (connect, handshake, HTTP answer), however slowly the server sends.", valueName: "seconds"))
     var timeout: Double = 10
 
     @OptionGroup var output: OutputOptions
@@ -84,6 +84,7 @@ struct ProbeCommand: AsyncParsableCommand {
         if ca != nil && builtinCA { throw CLIError("--ca and --builtin-ca each choose the trusted roots; give one") }
         _ = try pin.map(SPKIPin.parse)
         guard PinMode(rawValue: pinMode) != nil else { throw CLIError("--pin-mode is trustkit, leaf or ca") }
+        _ = try SecondsOption.check(timeout, "--timeout")
     }
 
     func run() async throws {
@@ -106,7 +107,7 @@ struct ProbeCommand: AsyncParsableCommand {
         }
         if let clientCert, let clientKey {
             let chain = try readCertificates(clientCert)
-            guard let keyData = FileManager.default.contents(atPath: clientKey) else { throw CLIError("cannot read \(clientKey)") }
+            let keyData = try UserFile.read(clientKey)
             let key = try PrivateKey(pem: keyData)
             options.clientCredential = Credential(certificate: chain[0], privateKey: key, intermediates: Array(chain.dropFirst()), root: chain.last!)
         }
@@ -133,9 +134,7 @@ struct ProbeCommand: AsyncParsableCommand {
     }
 
     private func readCertificates(_ path: String) throws -> [Certificate] {
-        guard let data = FileManager.default.contents(atPath: path) else {
-            throw CLIError(FileManager.default.fileExists(atPath: path) ? "cannot read \(path): permission denied" : "no such file: \(path)")
-        }
+        let data = try UserFile.read(path)
         let certificates: [Certificate]
         do { certificates = try Certificate.read(data) } catch { throw CLIError("\(path) is not a PEM or DER certificate (\(error))") }
         guard !certificates.isEmpty else { throw CLIError("\(path) contains no certificate") }

@@ -15,10 +15,14 @@ struct HostsCommand: AsyncParsableCommand {
 
     @OptionGroup var source: ScenarioSourceOptions
 
-    @Option(help: "Address the names map to.")
+    @Option(help: "IP address the names map to.")
     var address = "127.0.0.1"
 
+    func validate() throws {
+        do { try HostsFile.validate(address: address) } catch let error as InvalidHostsAddress { throw CLIError("--address: \(error)") }
+    }
+
     func run() async throws {
-        print(HostsFile.lines(for: try source.catalog().scenarios, address: address), terminator: "")
+        print(try HostsFile.lines(for: try source.catalog().scenarios, address: address), terminator: "")
     }
 }

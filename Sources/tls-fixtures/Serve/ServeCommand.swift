@@ -36,6 +36,12 @@ struct ServeCommand: AsyncParsableCommand {
     @Option(help: ArgumentHelp("Seconds of silence before a connection is closed.", valueName: "seconds"))
     var idleTimeout: Double = 60
 
+    @Option(help: ArgumentHelp("Seconds each request has to arrive whole, from the connection's start (after TLS, the handshake's end) or the previous request's end.", valueName: "seconds"))
+    var headerTimeout: Double = 20
+
+    @Option(help: ArgumentHelp("Most connections one fixture holds at once (default: a quarter of the descriptors this process may open; the dashboard holds at most 256).", valueName: "count"))
+    var maxConnections: Int?
+
     @Option(help: ArgumentHelp("The `make legacy-openssl` helper that serves SSLv3, RC4 and 3DES in a process of its own "
                                + "(default: $\(LegacyHelper.environmentVariable), else the checkout's \(LegacyHelper.relativePath)); "
                                + "`none` serves without it.", valueName: "path"))
@@ -46,7 +52,10 @@ struct ServeCommand: AsyncParsableCommand {
 
     func validate() throws {
         guard (1...65_535).contains(portBase) else { throw CLIError("--port-base must be a TCP port (1–65535)") }
-        guard handshakeTimeout > 0, idleTimeout > 0 else { throw CLIError("timeouts must be positive") }
+        _ = try SecondsOption.check(handshakeTimeout, "--handshake-timeout")
+        _ = try SecondsOption.check(idleTimeout, "--idle-timeout")
+        _ = try SecondsOption.check(headerTimeout, "--header-timeout")
+        if let maxConnections, maxConnections < 1 { throw CLIError("--max-connections must be at least 1") }
         if let path = legacyHelper, path != "none", !FileManager.default.isExecutableFile(atPath: path) {
             throw CLIError("--legacy-helper \(path) is not an executable; build it with `make legacy-openssl`, or pass none")
         }
@@ -67,8 +76,10 @@ struct ServeCommand: AsyncParsableCommand {
         var options = ScenarioRunner.Options()
         options.portBase = portBase
         options.bindAddresses = bindAddresses.isEmpty ? nil : bindAddresses
-        options.handshakeTimeout = .nanoseconds(Int64(handshakeTimeout * 1e9))
-        options.idleTimeout = .nanoseconds(Int64(idleTimeout * 1e9))
+        options.handshakeTimeout = try SecondsOption.check(handshakeTimeout, "--handshake-timeout").timeAmount
+        options.idleTimeout = try SecondsOption.check(idleTimeout, "--idle-timeout").timeAmount
+        options.headerTimeout = try SecondsOption.check(headerTimeout, "--header-timeout").timeAmount
+        options.maximumConnections = maxConnections
         switch legacyHelper {
         case "none": options.legacyHelper = nil
         case let path?: options.legacyHelper = URL(fileURLWithPath: path)

@@ -1,5 +1,6 @@
 import Foundation
 import Logging
+import TLSFixtures
 
 enum Output {
     static func json<T: Encodable>(_ value: T) throws {
@@ -48,4 +49,12 @@ struct PlainStderrLogHandler: LogHandler {
 struct CLIError: Error, CustomStringConvertible {
     let description: String
     init(_ description: String) { self.description = description }
+}
+
+/// Seconds options (`--timeout`, `--handshake-timeout`, …): checked in `validate()` against the library's one range
+/// (`Timeout`), so `inf`, `nan`, `1e20`, `0` or `-1` get one line naming the option instead of a trap or no limit.
+enum SecondsOption {
+    static func check(_ seconds: Double, _ option: String) throws -> Timeout {
+        do { return try Timeout(seconds: seconds, name: option) } catch let error as InvalidTimeout { throw CLIError(error.description) }
+    }
 }

@@ -44,7 +44,8 @@ struct NewUserFrictionTests {
     @Test("a client certificate needs no --host, and openssl verifies it for client auth")
     func clientCertificateWithoutHost() throws {
         let directory = TestEnvironment.temporaryDirectory("client-no-host")
-        let out = directory.appendingPathComponent("out")
+        // Outside the store: cert issue --out-dir refuses any folder inside it (issue 16).
+        let out = TestEnvironment.temporaryDirectory("client-no-host-out")
         let issued = try TestEnvironment.tlsFixtures(["cert", "issue", "--dir", directory.path, "--name", "alice", "--cn", "Alice",
                                                       "--eku", "clientAuth", "--issuer", "client-ca", "--out-dir", out.path])
         #expect(issued.status == 0, "\(issued.stderr)")

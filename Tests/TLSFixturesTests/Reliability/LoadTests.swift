@@ -133,7 +133,10 @@ extension ReliabilitySuite {
                         try await offThePool {
                             var options = ProbeOptions()
                             options.trustRoots = [ca]
-                            options.timeout = 5
+                            // The probe's timeout covers its whole connection (connect, handshake, request, answer);
+                            // it was 5 s per read. Under ASan on a loaded 2-core runner one handshake in fifty can
+                            // take longer than 5 s in all, so the whole gets what four reads had.
+                            options.timeout = 20
                             let probe = TLSProbe(options: options)
                             for _ in stride(from: worker, to: handshakes, by: 6) {
                                 let result = try probe.probe(ProbeTarget(host: "localhost", port: port, connectAddress: "127.0.0.1"))

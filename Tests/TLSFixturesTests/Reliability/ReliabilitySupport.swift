@@ -159,12 +159,14 @@ enum ReliabilityFixtures {
                                       configuration: FixtureConfiguration(port: port, handshakeTimeout: handshakeTimeout, idleTimeout: idleTimeout))
     }
 
-    /// A normal client: a full handshake trusting the built-in CA, then `GET /`.
-    static func probe(_ fixture: FixtureServer, timeout: TimeInterval = 5) async throws -> ProbeResult {
+    /// A normal client: a full handshake trusting the built-in CA, then `GET /`, within `timeout` in all (the probe's
+    /// timeout is an overall deadline; it was 5 s per read).
+    static func probe(_ fixture: FixtureServer, timeout: TimeInterval = 10) async throws -> ProbeResult {
         var options = ProbeOptions()
         options.trustRoots = [fixture.caCertificate]
         options.timeout = timeout
-        return try await TLSProbe(options: options).probe(ProbeTarget(host: "localhost", port: fixture.port, connectAddress: "127.0.0.1"))
+        return try await TLSProbe(options: options).probe(ProbeTarget(host: "localhost", port: fixture.port, connectAddress: "127.0.0.1",
+                                                                      scheme: fixture.scheme))
     }
 
     /// The protocol `SSL_get_version` names for each scenario these suites use.

@@ -268,6 +268,46 @@ extension ReliabilitySuite {
             #expect(listing.map { StoreAudit.bytes(caDirectory.appendingPathComponent($0)) } == contents, "a CA file changed")
         }
 
+        /// Every retired CA, as (certificate, key) pairs that openssl reads and that match each other.
+        static func retiredCAs(in store: URL) -> [(certificate: String, key: String)] {
+            let ca = store.appendingPathComponent("ca")
+            let folders = ((try? FileManager.default.contentsOfDirectory(atPath: ca.path)) ?? []).filter { $0.hasPrefix("replaced-") }
+            return folders.compactMap { folder in
+                let pem = ca.appendingPathComponent("\(folder)/root.pem"), key = ca.appendingPathComponent("\(folder)/root.key")
+                guard let certificatePublic = StoreAudit.publicKey(ofCertificate: pem), StoreAudit.publicKey(ofKey: key) == certificatePublic,
+                      let keyBytes = StoreAudit.bytes(key) else { return nil }
+                return (certificatePublic, String(decoding: keyBytes, as: UTF8.self))
+            }
+        }
+
+        /// Retired CAs went to `ca/replaced-<seconds>`: a second `--force` in the same second renamed its CA onto the
+        /// first one's files, and five CAs made left two keys. Devices may trust any of them, so none may be lost.
+        @Test("five `ca init --force` in one second leave five retired CAs, each with its own key")
+        func fiveForcedInitsInOneSecond() throws {
+            // In process: five replacements take milliseconds, so they surely share a second.
+            let directory = TestEnvironment.temporaryDirectory("force5").appendingPathComponent("store")
+            let store = CertificateStore(directory: directory)
+            var made = [try store.initializeCA().ca.certificate.spkiSHA256]
+            let start = Date()
+            for _ in 0..<5 { made.append(try store.initializeCA(ifExists: .replace).ca.certificate.spkiSHA256) }
+            #expect(Date().timeIntervalSince(start) < 5)
+            let retired = Self.retiredCAs(in: directory)
+            #expect(retired.count == 5, "\(retired.count) of 5 retired CAs are whole in \(directory.path)/ca")
+            #expect(Set(retired.map(\.key)).count == 5, "a retired key was overwritten")
+            #expect(Set(made).count == 6)
+
+            // The CLI, five processes at once on another store: they queue on the store's lock, all within about a second.
+            let cliStore = TestEnvironment.temporaryDirectory("force5cli").appendingPathComponent("store")
+            #expect(try TestEnvironment.tlsFixtures(["ca", "init", "--dir", cliStore.path]).status == 0)
+            let runs = try (0..<5).map { _ in try Subprocess.launch([TestEnvironment.cli, "ca", "init", "--force", "--dir", cliStore.path]) }
+            for run in runs {
+                let result = run.wait(timeout: 60)
+                #expect(result.status == 0, "\(result.combined)")
+            }
+            let cliRetired = Self.retiredCAs(in: cliStore)
+            #expect(cliRetired.count == 5 && Set(cliRetired.map(\.key)).count == 5, "\(cliRetired.count) retired CAs left by five forced inits")
+        }
+
         /// Root ignores permission bits, so a read-only store is made immutable (`chattr +i`) when the file system
         /// allows it, else the CLI runs as `nobody` on a store it cannot write.
         @Test("a read-only store gives a clear one-line error", .enabled(if: Platform.isLinux, "chattr / setpriv"), .requires(asRoot: Tools.setpriv))

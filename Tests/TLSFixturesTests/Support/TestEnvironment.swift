@@ -34,10 +34,12 @@ enum TestEnvironment {
     static let sharedStoreDirectory = packageRoot.appendingPathComponent(".build/test-certs")
     static var sharedStore: CertificateStore { CertificateStore.at(sharedStoreDirectory) }
 
-    /// A fresh, empty directory, removed at process exit by the OS's tmp cleaning (never reused).
+    /// A fresh, empty directory, removed at process exit by the OS's tmp cleaning (never reused). Mode 0755 whatever
+    /// the umask: tests use it as a store, and the store refuses a folder others can write (a umask of 002 is common).
     static func temporaryDirectory(_ label: String = "t") -> URL {
         let url = FileManager.default.temporaryDirectory.appendingPathComponent("tls-fixtures-\(label)-\(UUID().uuidString.prefix(8))")
         try? FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
+        chmod(url.path, 0o755)
         return url
     }
 

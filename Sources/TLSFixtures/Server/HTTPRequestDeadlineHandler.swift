@@ -1,0 +1,83 @@
+import Logging
+import NIOCore
+import NIOHTTP1
+
+/// The header timeout: closes a connection whose next request has not arrived whole within `timeout` — counted from
+/// the connection's start (behind TLS, from the end of the handshake, which has its own deadline) and then from the
+/// end of each request. A client
+/// that sends one header line every few seconds keeps the idle timeout from ever firing (slowloris); this one fires
+/// anyway. Between requests it is the keep-alive timeout too: an idle keep-alive connection is closed after `timeout`.
+///
+/// Reads: `HTTPServerRequestPart` and `TLSHandshakeCompleted`, both passed on unchanged. Writes: nothing; closes.
+///
+/// One timer per connection, not one per request: the handler notes when the current wait began (a clock read per
+/// request), and the timer, when it fires, closes the connection or re-arms itself for the wait's true end.
+final class HTTPRequestDeadlineHandler: ChannelInboundHandler, RemovableChannelHandler {
+    typealias InboundIn = HTTPServerRequestPart
+    typealias InboundOut = HTTPServerRequestPart
+
+    private let timeout: TimeAmount
+    private let startsAfterHandshake: Bool
+    private let logger: Logger
+    /// When the wait for the next whole request began.
+    private var waitingSince = NIODeadline.now()
+    private var timer: Scheduled<Void>?
+
+    /// `startsAfterHandshake`: the clock starts at `TLSHandshakeCompleted` rather than at the connection's start.
+    init(timeout: TimeAmount, startsAfterHandshake: Bool, logger: Logger) {
+        self.timeout = timeout
+        self.startsAfterHandshake = startsAfterHandshake
+        self.logger = logger
+    }
+
+    func handlerAdded(context: ChannelHandlerContext) {
+        if context.channel.isActive && !startsAfterHandshake { arm(context: context) }
+    }
+
+    func channelActive(context: ChannelHandlerContext) {
+        if !startsAfterHandshake { arm(context: context) }
+        context.fireChannelActive()
+    }
+
+    func channelInactive(context: ChannelHandlerContext) {
+        timer?.cancel()
+        timer = nil
+        context.fireChannelInactive()
+    }
+
+    func handlerRemoved(context: ChannelHandlerContext) {
+        timer?.cancel()
+        timer = nil
+    }
+
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        if case .end = unwrapInboundIn(data) { waitingSince = .now() }
+        context.fireChannelRead(data)
+    }
+
+    func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
+        if event is TLSHandshakeCompleted { arm(context: context) }
+        context.fireUserInboundEventTriggered(event)
+    }
+
+    private func arm(context: ChannelHandlerContext) {
+        guard timer == nil else { return }
+        waitingSince = .now()
+        schedule(at: waitingSince + timeout, context: context)
+    }
+
+    private func schedule(at deadline: NIODeadline, context: ChannelHandlerContext) {
+        timer = context.eventLoop.assumeIsolated().scheduleTask(deadline: deadline) { [self] in
+            timer = nil
+            guard context.channel.isActive else { return }
+            let due = waitingSince + timeout
+            if NIODeadline.now() < due {
+                schedule(at: due, context: context)
+                return
+            }
+            logger.info("no whole request within \(timeout.nanoseconds / 1_000_000) ms; closing",
+                        metadata: ["peer": "\(context.remoteAddress?.description ?? "?")"])
+            context.close(promise: nil)
+        }
+    }
+}

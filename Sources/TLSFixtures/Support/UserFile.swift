@@ -1,0 +1,86 @@
+import Foundation
+
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// Reads a file a person named — a certificate to show or trust, a key, an Info.plist, a scenario file — and says
+/// why when it cannot: a folder, a named pipe or `/dev/zero` given by mistake used to be reported as "permission
+/// denied". A named pipe is opened without waiting for a writer (`O_NONBLOCK`), so it can never hang the command,
+/// and nothing larger than `maximumSize` is read whole into memory.
+public enum UserFile {
+    /// Far more than any certificate chain, key, Info.plist or scenario file.
+    public static let maximumSize = 16 << 20
+
+    public static func read(_ path: String) throws -> Data {
+        let fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK)
+        guard fd >= 0 else {
+            switch errno {
+            case ENOENT, ENOTDIR: throw UserFileError(path: path, reason: .missing)
+            case EACCES, EPERM: throw UserFileError(path: path, reason: .permissionDenied)
+            default: throw UserFileError(path: path, reason: .other(String(cString: strerror(errno))))
+            }
+        }
+        defer { close(fd) }
+        var info = stat()
+        guard fstat(fd, &info) == 0 else { throw UserFileError(path: path, reason: .other(String(cString: strerror(errno)))) }
+        switch info.st_mode & S_IFMT {
+        case S_IFREG: break
+        case S_IFDIR: throw UserFileError(path: path, reason: .directory)
+        case S_IFIFO: throw UserFileError(path: path, reason: .notRegular("a named pipe (FIFO)"))
+        case S_IFCHR, S_IFBLK: throw UserFileError(path: path, reason: .notRegular("a device"))
+        case S_IFSOCK: throw UserFileError(path: path, reason: .notRegular("a socket"))
+        default: throw UserFileError(path: path, reason: .notRegular("something else"))
+        }
+        guard info.st_size <= maximumSize else { throw UserFileError(path: path, reason: .tooLarge) }
+        var data = Data()
+        var buffer = [UInt8](repeating: 0, count: 65_536)
+        while data.count <= maximumSize {
+            let n = buffer.withUnsafeMutableBytes { readBytes(fd, $0.baseAddress, $0.count) }
+            if n < 0 {
+                if errno == EINTR || errno == EAGAIN { continue }
+                throw UserFileError(path: path, reason: .other(String(cString: strerror(errno))))
+            }
+            if n == 0 { return data }
+            data.append(contentsOf: buffer[0..<n])
+        }
+        throw UserFileError(path: path, reason: .tooLarge)   // It grew while being read.
+    }
+}
+
+/// Why a named file cannot be read, in one line that names it.
+public struct UserFileError: Error, CustomStringConvertible, Sendable, Equatable {
+    public enum Reason: Sendable, Equatable {
+        case missing, permissionDenied, directory, tooLarge
+        case notRegular(String)
+        case other(String)
+    }
+
+    public let path: String
+    public let reason: Reason
+
+    /// The reason alone, for messages that name the file their own way.
+    public var problem: String {
+        switch reason {
+        case .missing: return "no such file"
+        case .permissionDenied: return "permission denied"
+        case .directory: return "it is a directory, not a file"
+        case .notRegular(let kind): return "it is \(kind), not a regular file"
+        case .tooLarge: return "it is larger than \(UserFile.maximumSize >> 20) MB, far more than such a file holds"
+        case .other(let text): return text
+        }
+    }
+
+    public var description: String {
+        switch reason {
+        case .missing: return "no such file: \(path)"
+        case .permissionDenied: return "cannot read \(path): permission denied"
+        default: return "cannot read \(path): \(problem)"
+        }
+    }
+}
+
+@inline(__always)
+private func readBytes(_ fd: Int32, _ buffer: UnsafeMutableRawPointer?, _ count: Int) -> Int { read(fd, buffer, count) }

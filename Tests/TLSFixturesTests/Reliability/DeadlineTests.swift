@@ -1,0 +1,162 @@
+import Foundation
+import Logging
+import NIOCore
+import NIOPosix
+import Testing
+@testable import TLSFixtures
+
+/// A server that sends one byte every `interval` and never finishes: in the middle of the handshake (a TLS record
+/// header announcing 16 KiB, then its body byte by byte), or after a real TLS handshake (the HTTP answer byte by
+/// byte). A per-read timeout restarts with every byte, so only an overall deadline ends a client's wait.
+final class TricklingServer: Sendable {
+    enum Stage: Sendable { case handshake, httpAnswer }
+
+    let channel: Channel
+    var port: Int { channel.localAddress?.port ?? 0 }
+
+    private init(channel: Channel) { self.channel = channel }
+
+    static func start(_ stage: Stage, interval: TimeAmount = .milliseconds(800)) async throws -> TricklingServer {
+        let context = stage == .httpAnswer
+            ? try TestEnvironment.sharedStore.prepare(try ScenarioCatalog.builtIn.scenario(named: "ats-compliant")).context : nil
+        let channel = try await ServerBootstrap(group: MultiThreadedEventLoopGroup.singleton)
+            .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
+            .childChannelInitializer { channel in
+                channel.eventLoop.makeCompletedFuture {
+                    if let context {
+                        try channel.pipeline.syncOperations.addHandler(
+                            TLSServerHandler(context: context, handshakeTimeout: .seconds(120), logger: Logger(label: "trickle")))
+                    }
+                    try channel.pipeline.syncOperations.addHandler(Trickler(stage: stage, interval: interval))
+                }
+            }
+            .bind(host: "127.0.0.1", port: 0).get()
+        return TricklingServer(channel: channel)
+    }
+
+    func stop() async { try? await channel.close() }
+
+    /// Reads: `ByteBuffer` (ignored, but the first one starts the HTTP answer). Writes: one byte per `interval`.
+    final class Trickler: ChannelInboundHandler {
+        typealias InboundIn = ByteBuffer
+        typealias OutboundOut = ByteBuffer
+        private let stage: Stage
+        private let interval: TimeAmount
+        private var bytes: [UInt8]
+        private var next = 0
+        private var started = false
+
+        init(stage: Stage, interval: TimeAmount) {
+            self.stage = stage
+            self.interval = interval
+            switch stage {
+            case .handshake: bytes = [0x16, 0x03, 0x03, 0x40, 0x00] + [UInt8](repeating: 0x02, count: 0x4000)
+            case .httpAnswer: bytes = Array("HTTP/1.1 200 OK\r\nContent-Length: 1000\r\n\r\n".utf8) + [UInt8](repeating: 0x41, count: 1000)
+            }
+        }
+
+        func handlerAdded(context: ChannelHandlerContext) {
+            if stage == .handshake && context.channel.isActive { start(context: context) }
+        }
+
+        func channelActive(context: ChannelHandlerContext) {
+            if stage == .handshake { start(context: context) }
+            context.fireChannelActive()
+        }
+
+        func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+            if stage == .httpAnswer { start(context: context) }
+        }
+
+        private func start(context: ChannelHandlerContext) {
+            guard !started else { return }
+            started = true
+            send(context: context)
+        }
+
+        private func send(context: ChannelHandlerContext) {
+            guard context.channel.isActive, next < bytes.count else { return }
+            var buffer = context.channel.allocator.buffer(capacity: 1)
+            buffer.writeInteger(bytes[next])
+            next += 1
+            context.writeAndFlush(wrapOutboundOut(buffer), promise: nil)
+            context.eventLoop.assumeIsolated().scheduleTask(in: interval) { [self] in send(context: context) }
+        }
+    }
+}
+
+extension ReliabilitySuite {
+    /// Issue 16, item 2: the probe's timeout was a per-read socket timeout, so a server sending a byte every 0.8 s kept
+    /// `probe --timeout 2` (and `ats check`, `ats diagnose`) waiting for ever, and a stall was reported as "handshake
+    /// failed (SSL error 2)". Every wait is now bounded by one deadline: the command ends within its `--timeout`, plus
+    /// one second for the process to start and print (the bound the issue sets).
+    @Suite("Deadlines: a server that sends one byte every 0.8 s")
+    struct Deadlines {
+        static let timeout = 2.0
+        static let bound = timeout + 1
+
+        static func withTrickler(_ stage: TricklingServer.Stage, _ body: (TricklingServer) async throws -> Void) async throws {
+            let server = try await TricklingServer.start(stage)
+            do { try await body(server) } catch { await server.stop(); throw error }
+            await server.stop()
+        }
+
+        /// Runs the CLI and returns its result and how long it ran.
+        static func timed(_ arguments: [String]) async throws -> (Subprocess.Result, TimeInterval) {
+            try await offThePool {
+                let start = Date()
+                let result = try TestEnvironment.tlsFixtures(arguments, timeout: 20)
+                return (result, Date().timeIntervalSince(start))
+            }
+        }
+
+        @Test("TLSProbe ends at its timeout and says so, mid-handshake and mid-answer", arguments: [
+            (TricklingServer.Stage.handshake, "timed out after 1.5 s during the TLS handshake"),
+            (TricklingServer.Stage.httpAnswer, "timed out after 1.5 s waiting for the HTTP answer"),
+        ])
+        func library(stage: TricklingServer.Stage, message: String) async throws {
+            try await Self.withTrickler(stage) { server in
+                var options = ProbeOptions()
+                options.timeout = 1.5
+                let start = Date()
+                let result = try await TLSProbe(options: options).probe(ProbeTarget(host: "localhost", port: server.port, connectAddress: "127.0.0.1"))
+                let took = Date().timeIntervalSince(start)
+                #expect(took < 1.5 + 1, "the probe took \(took) s")
+                #expect(result.failure == message)
+                #expect(result.timedOut)
+            }
+        }
+
+        @Test("probe --timeout 2 ends within 3 s, mid-handshake and mid-answer", arguments: [
+            (TricklingServer.Stage.handshake, "timed out after 2 s during the TLS handshake"),
+            (TricklingServer.Stage.httpAnswer, "timed out after 2 s waiting for the HTTP answer"),
+        ])
+        func probe(stage: TricklingServer.Stage, message: String) async throws {
+            try await Self.withTrickler(stage) { server in
+                let (result, took) = try await Self.timed(["probe", "127.0.0.1:\(server.port)", "--timeout", "2"])
+                #expect(!result.timedOut && took < Self.bound, "probe --timeout 2 ran \(took) s")
+                #expect(result.status == 2, "\(result.combined)")
+                #expect(result.stdout.contains("FAILED: \(message)"), "\(result.combined)")
+                #expect(!result.combined.contains("SSL error"))
+            }
+        }
+
+        @Test("ats check and ats diagnose --timeout 2 end within 3 s")
+        func ats() async throws {
+            try await Self.withTrickler(.handshake) { server in
+                let host = "trickle.fixtures.test"
+                let url = "https://\(host):\(server.port)/"
+                let resolve = ["--resolve", "\(host):\(server.port):127.0.0.1"]
+                let (check, checkTook) = try await Self.timed(["ats", "check", url, "--timeout", "2"] + resolve)
+                #expect(!check.timedOut && checkTook < Self.bound, "ats check --timeout 2 ran \(checkTook) s")
+                #expect(check.status == 1, "\(check.combined)")
+                #expect(check.stderr == "Error: \(host):\(server.port): timed out after 2 s during the TLS handshake\n", "\(check.combined)")
+
+                let (diagnose, diagnoseTook) = try await Self.timed(["ats", "diagnose", url, "--timeout", "2", "--verbose"] + resolve)
+                #expect(!diagnose.timedOut && diagnoseTook < Self.bound, "ats diagnose --timeout 2 ran \(diagnoseTook) s")
+                #expect(diagnose.status == 2, "\(diagnose.combined)")
+                #expect(diagnose.stdout.contains("timed out after 2 s"), "\(diagnose.combined)")
+            }
+        }
+    }
+}
