@@ -1,9 +1,14 @@
 import Foundation
 import Logging
+import NIOConcurrencyHelpers
 import NIOCore
 import NIOPosix
 
 /// Serves many scenarios at once on their fixed ports: what `tls-fixtures serve` runs.
+///
+/// On a store that is still empty the slow keys (RSA-4096 and -8192, and large DH groups) would hold everything up for
+/// a minute, so those scenarios are made in the background once the rest are serving: their ports are held meanwhile,
+/// the catalog document says `preparing`, and each is served the moment it is ready.
 public final class ScenarioRunner: Sendable {
     public struct Options: Sendable {
         /// Dashboard port; scenario `P` of the catalog listens on `P - 9800 + portBase`.
@@ -12,13 +17,25 @@ public final class ScenarioRunner: Sendable {
         public var handshakeTimeout: TimeAmount = .seconds(10)
         public var idleTimeout: TimeAmount = .seconds(60)
         public var logger: Logger? = nil
+        /// Domains every baseline leaf also names as `NAME.DOMAIN` (`--domain`); the CA must permit them.
+        public var domains: [String] = []
+        /// Make slow keys after the rest are serving (the default); false prepares everything before serving anything.
+        public var backgroundPreparation = true
         public init() {}
     }
 
-    /// Progress for the slow first run (RSA-4096/8192 key generation).
+    /// Progress for the slow first run.
     public enum Progress: Sendable {
+        /// A key is being generated before the scenario can be served (`backgroundPreparation` off).
         case generating(scenario: String, key: KeySpec)
         case prepared(scenario: String)
+        /// Served later, once what it needs (`making`: "the rsa:8192 key", "a 2048-bit DH group") is made in the
+        /// background.
+        case preparingInBackground(scenario: String, making: String)
+        /// A scenario prepared in the background now listens on `port`.
+        case serving(scenario: String, port: Int)
+        /// A scenario prepared in the background could not be served.
+        case failed(scenario: String, reason: String)
     }
 
     public struct Started: Sendable {
@@ -29,59 +46,181 @@ public final class ScenarioRunner: Sendable {
     public let catalog: ScenarioCatalog
     public let store: CertificateStore
     public let options: Options
-    public let started: [Started]
-    public let unsupported: [(scenario: Scenario, reason: String)]
+    /// Every port served right now (fixed and API-started): what the CONNECT proxy may reach.
+    public let directory: FixtureDirectory
+    /// Fixtures started through the control API, with their leases.
+    public let leases: FixtureLeases
     /// Set when this process may hold fewer descriptors than these fixtures want (macOS's default soft limit is 256,
     /// and it cannot be raised past kern.maxfilesperproc): one line saying so and how to raise it.
     public let descriptorWarning: String?
+    private let state: NIOLockedValueBox<State>
+    private let backgroundDone: NIOLockedValueBox<EventLoopFuture<Void>?>
 
-    private init(catalog: ScenarioCatalog, store: CertificateStore, options: Options, started: [Started],
-                 unsupported: [(scenario: Scenario, reason: String)], descriptorWarning: String?) {
-        self.catalog = catalog; self.store = store; self.options = options; self.started = started; self.unsupported = unsupported
-        self.descriptorWarning = descriptorWarning
+    private struct State {
+        var started: [Started] = []
+        var unsupported: [(scenario: Scenario, reason: String)] = []
+        var failed: [(scenario: Scenario, reason: String)] = []
+        /// Name → the reservation holding its port.
+        var preparing: [String: (scenario: Scenario, reservation: PortReservation)] = [:]
+        var stopped = false
+        /// Moves on every change, so the dashboard knows when to render again.
+        var generation = 0
     }
 
-    /// Prepares every scenario (in parallel, slowest keys first), then starts each on its port. Scenarios the linked
-    /// OpenSSL cannot serve are reported, not fatal; any other failure (a port in use) stops everything started so far
-    /// and throws, so nothing is left listening.
+    /// Serving now, in catalog order.
+    public var started: [Started] { state.withLockedValue { $0.started } }
+    public var unsupported: [(scenario: Scenario, reason: String)] { state.withLockedValue { $0.unsupported } }
+    /// Still being made in the background.
+    public var preparing: [Scenario] { state.withLockedValue { state in state.preparing.values.map(\.scenario) } }
+    /// Made in the background but not served (the reason says why).
+    public var failed: [(scenario: Scenario, reason: String)] { state.withLockedValue { $0.failed } }
+    /// Changes whenever a scenario moves from preparing to served (or failed).
+    public var generation: Int { state.withLockedValue { $0.generation } }
+
+    private init(catalog: ScenarioCatalog, store: CertificateStore, options: Options, state: State, directory: FixtureDirectory,
+                 descriptorWarning: String?) {
+        self.catalog = catalog; self.store = store; self.options = options
+        self.state = NIOLockedValueBox(state); self.directory = directory
+        self.descriptorWarning = descriptorWarning
+        self.leases = FixtureLeases(store: store, catalog: catalog, options: options, directory: directory)
+        self.backgroundDone = NIOLockedValueBox(nil)
+    }
+
+    /// Prepares the scenarios that are quick to make (in parallel), starts each on its port, and returns; the slow ones
+    /// follow in the background (see the type's summary). Scenarios the linked OpenSSL cannot serve are reported, not
+    /// fatal; any other failure (a port in use, domains the CA does not permit) stops everything started so far and
+    /// throws, so nothing is left listening.
     public static func start(_ scenarios: [Scenario], catalog: ScenarioCatalog, store: CertificateStore, options: Options = Options(),
                              progress: @escaping @Sendable (Progress) -> Void = { _ in }) async throws -> ScenarioRunner {
-        let prepared = try await prepare(scenarios, store: store, progress: progress)
-        var started: [Started] = []
-        var unsupported: [(Scenario, String)] = []
+        var options = options
+        options.domains = try FixtureDomains.normalize(options.domains)
+        let ca = try await NIOThreadPool.singleton.runIfActive { try store.ca() }   // may generate a key: not on the cooperative pool
+        try FixtureDomains.requirePermitted(options.domains, by: ca.certificate)
+
+        let slow = options.backgroundPreparation ? scenarios.filter { slowWork(of: $0, store: store) != nil } : []
+        let quick = scenarios.filter { scenario in !slow.contains { $0.name == scenario.name } }
+        let directory = FixtureDirectory()
+        var state = State()
         do {
-            for scenario in scenarios {
+            for scenario in slow {
+                let configuration = fixtureConfiguration(options, port: catalog.port(of: scenario, portBase: options.portBase) ?? 0)
+                state.preparing[scenario.name] = (scenario, try await PortReservation.hold(configuration))
+                progress(.preparingInBackground(scenario: scenario.name, making: slowWork(of: scenario, store: store) ?? "its keys"))
+            }
+            let prepared = try await prepare(quick, store: store, domains: options.domains, progress: progress)
+            for scenario in quick {
                 switch prepared[scenario.name] {
                 case .failure(let error as ScenarioUnsupported)?:
-                    unsupported.append((scenario, error.reason))
+                    state.unsupported.append((scenario, error.reason))
                 case .failure(let error)?:
                     throw error
                 case .success(let ready)?:
-                    var configuration = FixtureConfiguration(bindAddresses: options.bindAddresses,
-                                                             port: catalog.port(of: scenario, portBase: options.portBase) ?? 0,
-                                                             handshakeTimeout: options.handshakeTimeout,
-                                                             idleTimeout: options.idleTimeout)
-                    if let logger = options.logger { configuration.logger = logger }
-                    started.append(Started(scenario: scenario, fixture: try await FixtureServer.start(ready, configuration: configuration)))
+                    let configuration = fixtureConfiguration(options, port: catalog.port(of: scenario, portBase: options.portBase) ?? 0)
+                    let fixture = try await FixtureServer.start(ready, configuration: configuration)
+                    state.started.append(Started(scenario: scenario, fixture: fixture))
+                    directory.add(fixture)
                 case nil:
                     continue
                 }
             }
         } catch {
-            for running in started { await running.fixture.stop() }
+            for running in state.started { await running.fixture.stop() }
+            for (_, held) in state.preparing { await held.reservation.release() }
             throw error
         }
         // Every address a fixture listens on (loopback: 127.0.0.1 and ::1) is a descriptor, and so is each connection.
-        let addresses = max(1, started.map(\.fixture.boundAddresses.count).max() ?? options.bindAddresses?.count ?? 2)
-        let warning = FileDescriptorLimit.warning(FileDescriptorLimit.raiseOnce(), scenarios: started.count, addresses: addresses)
-        return ScenarioRunner(catalog: catalog, store: store, options: options, started: started, unsupported: unsupported,
-                              descriptorWarning: warning)
+        let addresses = max(1, state.started.map(\.fixture.boundAddresses.count).max() ?? options.bindAddresses?.count ?? 2)
+        let warning = FileDescriptorLimit.warning(FileDescriptorLimit.raiseOnce(), scenarios: scenarios.count, addresses: addresses)
+        let runner = ScenarioRunner(catalog: catalog, store: store, options: options, state: state, directory: directory,
+                                    descriptorWarning: warning)
+        if !slow.isEmpty { runner.prepareInBackground(slow, progress: progress) }
+        return runner
+    }
+
+    /// What makes `scenario` slow to prepare on this store, if anything: an RSA key of 4096 bits or more, or a DH group
+    /// of 2048 bits or more, that is not made yet (seconds to a minute each).
+    static func slowWork(of scenario: Scenario, store: CertificateStore) -> String? {
+        if let plan = scenario.certificate, case .rsa(let bits) = plan.key, bits >= 4096,
+           !store.hasKey(named: plan.keyName ?? scenario.name, spec: plan.key) {
+            return "the \(plan.key) key"
+        }
+        if case .bits(let bits)? = scenario.tls?.dh, bits >= 2048, !store.hasDHParameters(bits: bits) { return "a \(bits)-bit DH group" }
+        return nil
+    }
+
+    private static func fixtureConfiguration(_ options: Options, port: Int) -> FixtureConfiguration {
+        var configuration = FixtureConfiguration(bindAddresses: options.bindAddresses, port: port,
+                                                 handshakeTimeout: options.handshakeTimeout, idleTimeout: options.idleTimeout)
+        if let logger = options.logger { configuration.logger = logger }
+        return configuration
+    }
+
+    /// Makes the slow scenarios on every core, then serves each on the port its reservation held.
+    private func prepareInBackground(_ scenarios: [Scenario], progress: @escaping @Sendable (Progress) -> Void) {
+        let promise = MultiThreadedEventLoopGroup.singleton.next().makePromise(of: Void.self)
+        backgroundDone.withLockedValue { $0 = promise.futureResult }
+        promise.completeWithTask { [self] in
+            let results = (try? await Self.prepare(scenarios, store: store, domains: options.domains, progress: { _ in })) ?? [:]
+            for scenario in scenarios {
+                let result = results[scenario.name] ?? .failure(ScenarioUnsupported(scenario: scenario.name, reason: "not prepared"))
+                await serveWhenReady(scenario, result, progress: progress)
+            }
+        }
+    }
+
+    private func serveWhenReady(_ scenario: Scenario, _ result: Result<PreparedScenario, Error>,
+                                progress: @Sendable (Progress) -> Void) async {
+        guard let held = state.withLockedValue({ $0.stopped ? nil : $0.preparing[scenario.name] }) else { return }
+        await held.reservation.release()
+        let outcome: Result<FixtureServer, Error>
+        switch result {
+        case .success(let ready):
+            let configuration = Self.fixtureConfiguration(options, port: catalog.port(of: scenario, portBase: options.portBase) ?? 0)
+            outcome = await Result { try await FixtureServer.start(ready, configuration: configuration) }
+        case .failure(let error):
+            outcome = .failure(error)
+        }
+        let stopAgain: FixtureServer? = state.withLockedValue { state in
+            state.preparing[scenario.name] = nil
+            state.generation += 1
+            switch outcome {
+            case .success(let fixture):
+                if state.stopped { return fixture }
+                state.started.append(Started(scenario: scenario, fixture: fixture))
+                state.started.sort { catalogIndex($0.scenario) < catalogIndex($1.scenario) }
+                directory.add(fixture)
+            case .failure(let error as ScenarioUnsupported):
+                state.unsupported.append((scenario, error.reason))
+            case .failure(let error):
+                state.failed.append((scenario, "\(error)"))
+            }
+            return nil
+        }
+        if let stopAgain {
+            await stopAgain.stop()
+            return
+        }
+        switch outcome {
+        case .success(let fixture): progress(.serving(scenario: scenario.name, port: fixture.port))
+        case .failure(let error as ScenarioUnsupported): progress(.failed(scenario: scenario.name, reason: error.reason))
+        case .failure(let error): progress(.failed(scenario: scenario.name, reason: "\(error)"))
+        }
+    }
+
+    private func catalogIndex(_ scenario: Scenario) -> Int {
+        catalog.scenarios.firstIndex { $0.name == scenario.name } ?? Int.max
+    }
+
+    /// Returns once nothing is left preparing (at once when nothing was).
+    public func waitUntilPrepared() async {
+        let pending = backgroundDone.withLockedValue { $0 }
+        try? await pending?.get()
     }
 
     /// Prepares scenarios in parallel (one per core, slowest keys first): key generation is CPU-bound, and the
     /// store's per-item locks keep parallel preparations from making anything twice. Results by scenario name.
-    public static func prepare(_ scenarios: [Scenario], store: CertificateStore,
-                           progress: @escaping @Sendable (Progress) -> Void) async throws -> [String: Result<PreparedScenario, Error>] {
+    public static func prepare(_ scenarios: [Scenario], store: CertificateStore, domains: [String] = [],
+                               progress: @escaping @Sendable (Progress) -> Void) async throws -> [String: Result<PreparedScenario, Error>] {
         // The CA first, once, so parallel preparations do not all wait on its lock.
         _ = try await NIOThreadPool.singleton.runIfActive { try store.ca() }   // may generate a key: not on the cooperative pool
         let ordered = scenarios.sorted { cost($0) > cost($1) }
@@ -95,7 +234,9 @@ public final class ScenarioRunner: Sendable {
                        !store.hasKey(named: plan.keyName ?? scenario.name, spec: plan.key) {
                         progress(.generating(scenario: scenario.name, key: plan.key))
                     }
-                    let result = await Result { try await FixtureServer.prepare(scenario, store: store) }
+                    let result = await Result {
+                        try await NIOThreadPool.singleton.runIfActive { try store.prepare(scenario, domains: domains) }
+                    }
                     progress(.prepared(scenario: scenario.name))
                     return (scenario.name, result)
                 }
@@ -114,27 +255,75 @@ public final class ScenarioRunner: Sendable {
         return bits
     }
 
-    /// Stops every fixture; each closes its connections within a second, and they stop concurrently.
+    /// Stops every fixture (the catalog's and the API's) and frees the ports held for scenarios still preparing; each
+    /// fixture closes its connections within a second, and they stop concurrently. Keys still being generated are
+    /// abandoned, not waited for.
     public func stop() async {
+        let (running, held) = state.withLockedValue { state -> ([Started], [PortReservation]) in
+            state.stopped = true
+            let held = state.preparing.values.map(\.reservation)
+            return (state.started, held)
+        }
         await withTaskGroup(of: Void.self) { group in
-            for running in started { group.addTask { await running.fixture.stop() } }
+            for started in running { group.addTask { await started.fixture.stop() } }
+            for reservation in held { group.addTask { await reservation.release() } }
+            group.addTask { await self.leases.stopAll() }
         }
     }
 
     /// The catalog document for what is running (dashboard `/scenarios.json`, `serve --json`).
     public func document(dashboard: String?) -> CatalogDocument {
-        let servingByName = Dictionary(started.map { ($0.scenario.name, $0.fixture) }, uniquingKeysWith: { a, _ in a })
-        let unsupportedByName = Dictionary(unsupported.map { ($0.scenario.name, $0.reason) }, uniquingKeysWith: { a, _ in a })
-        let requested = started.map(\.scenario) + unsupported.map(\.scenario)
-        let entries = catalog.scenarios.filter { s in requested.contains { $0.name == s.name } }.map { scenario -> CatalogEntry in
+        let snapshot = state.withLockedValue { $0 }
+        let servingByName = Dictionary(snapshot.started.map { ($0.scenario.name, $0.fixture) }, uniquingKeysWith: { a, _ in a })
+        let unsupportedByName = Dictionary(snapshot.unsupported.map { ($0.scenario.name, $0.reason) }, uniquingKeysWith: { a, _ in a })
+        let failedByName = Dictionary(snapshot.failed.map { ($0.scenario.name, $0.reason) }, uniquingKeysWith: { a, _ in a })
+        let requested = Set(snapshot.started.map(\.scenario.name) + snapshot.unsupported.map(\.scenario.name)
+                            + snapshot.failed.map(\.scenario.name) + snapshot.preparing.keys)
+        let entries = catalog.scenarios.filter { requested.contains($0.name) }.map { scenario -> CatalogEntry in
+            let port = catalog.port(of: scenario, portBase: options.portBase)
             if let fixture = servingByName[scenario.name] {
-                return CatalogEntry(scenario: scenario, port: fixture.port, host: FixtureServer.urlHost(listeningOn: fixture.boundAddresses),
-                                    status: .serving, pins: fixture.pins)
+                var entry = CatalogEntry(scenario: scenario, port: fixture.port, host: FixtureServer.urlHost(listeningOn: fixture.boundAddresses),
+                                         status: .serving, pins: fixture.pins)
+                entry.domainURLs = fixture.domainURLs.map(\.absoluteString)
+                return entry
             }
-            return CatalogEntry(scenario: scenario, port: catalog.port(of: scenario, portBase: options.portBase), status: .unsupported,
-                                reason: unsupportedByName[scenario.name])
+            if snapshot.preparing[scenario.name] != nil {
+                return CatalogEntry(scenario: scenario, port: port, host: FixtureServer.urlHost(listeningOn: options.bindAddresses),
+                                    status: .preparing, reason: Self.preparingReason(scenario))
+            }
+            if let reason = failedByName[scenario.name] {
+                return CatalogEntry(scenario: scenario, port: port, status: .failed, reason: reason)
+            }
+            return CatalogEntry(scenario: scenario, port: port, status: .unsupported, reason: unsupportedByName[scenario.name])
         }
-        return CatalogDocument(dashboard: dashboard, scenarios: entries)
+        var document = CatalogDocument(dashboard: dashboard, scenarios: entries)
+        document.domains = options.domains.isEmpty ? nil : options.domains
+        if let dashboard, let url = URL(string: dashboard) {
+            document.controlAPI = url.appendingPathComponent("api/fixtures").absoluteString
+        }
+        document.proxy = leases.proxy
+        return document
+    }
+
+    static func preparingReason(_ scenario: Scenario) -> String {
+        if let key = scenario.certificate?.key, case .rsa(let bits) = key, bits >= 4096 {
+            return "preparing… (making its \(key) key in the background; served when ready)"
+        }
+        return "preparing… (made in the background; served when ready)"
+    }
+}
+
+extension FixtureServer {
+    /// `https://NAME.DOMAIN:PORT/` for every domain of `serve --domain` (none in process).
+    public var domainURLs: [URL] {
+        prepared.domains.map { URL(string: "\(scheme)://\(scenario.name).\($0):\(port)/")! }
+    }
+}
+
+extension CertificateStore {
+    /// Whether DH parameters of `bits` are cached (1024 bits are RFC 2409's group: nothing to make).
+    public func hasDHParameters(bits: Int) -> Bool {
+        bits == 1024 || FileSystem.exists(paramsDirectory.appendingPathComponent("dh-\(bits).pem"))
     }
 }
 
