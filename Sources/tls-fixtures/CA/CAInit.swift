@@ -10,6 +10,9 @@ struct CAInit: AsyncParsableCommand {
             Refuses when a CA already exists, because devices trust it and apps pin it. --force replaces it; the old \
             files are moved to ca/replaced-DATE/ in the store, never deleted, and every certificate it signed is \
             re-issued on next use. --if-missing succeeds quietly when a CA exists (for scripts and CI).
+
+            --domain adds a domain of your own to the names the CA may sign for (it then permits every name under it), \
+            for `serve --domain`: a public suffix TrustKit accepts, resolved by the runner's proxy, no DNS record needed.
             """
     )
 
@@ -28,6 +31,10 @@ struct CAInit: AsyncParsableCommand {
     @Flag(help: "Do not restrict the CA to localhost and reserved test names (it could then vouch for any site).")
     var noNameConstraints = false
 
+    @Option(name: .customLong("domain"), help: ArgumentHelp(
+        "Also permit this domain and every name under it (repeatable), for `serve --domain`.", valueName: "domain"))
+    var domains: [String] = []
+
     @Flag(help: "Replace an existing CA (moved aside, not deleted).")
     var force = false
 
@@ -38,14 +45,20 @@ struct CAInit: AsyncParsableCommand {
         _ = try KeySpec(parsing: key)
         guard days > 0 else { throw CLIError("--days must be positive") }
         if force && ifMissing { throw CLIError("--force and --if-missing contradict each other; pick one") }
+        if noNameConstraints && !domains.isEmpty {
+            throw CLIError("--domain adds to the CA's name constraints; with --no-name-constraints it already permits every name, so leave one out")
+        }
+        _ = try FixtureDomains.normalize(domains)
     }
 
     func run() async throws {
         let store = storeOptions.store
         let options = CAOptions(key: try KeySpec(parsing: key), commonName: name ?? CertificateAuthority.defaultCommonName,
-                                nameConstraints: !noNameConstraints, days: days)
+                                nameConstraints: !noNameConstraints, days: days, permittedDomains: try FixtureDomains.normalize(domains))
         let replacing = force ? try? store.existingCA() : nil
         let (ca, created) = try store.initializeCA(options, ifExists: force ? .replace : ifMissing ? .keep : .refuse)
+        // --if-missing with --domain: the CA that was kept must permit the domains, or `serve --domain` would fail later.
+        if !created { try FixtureDomains.requirePermitted(options.permittedDomains, by: ca.certificate) }
         if created, let old = replacing {
             Output.error("""
                 warning: replaced the CA \(old.certificate.subject) (SHA-256 \(old.certificate.sha256Fingerprint.colonHex)); \
