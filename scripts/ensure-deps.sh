@@ -137,7 +137,7 @@ group_matrix() {
 
 group=${group//-/_}
 if ! declare -F "group_$group" >/dev/null; then
-  groups=$(declare -F | sed -n 's/^declare -f group_//p' | tr '\n' ' ')
+  groups=$(declare -F | sed -n 's/^declare -f group_//p' | tr '_\n' '- ')
   echo "unknown dependency group: $group (use one of: ${groups% })" >&2
   exit 2
 fi

@@ -166,6 +166,6 @@ struct EnsureDepsTests {
     func unknownGroup() throws {
         let machine = try FakeMachine(os: "Linux")
         let result = try machine.run("everything")
-        #expect(result.status == 2 && result.stderr.contains("use one of: bench browser core test"), "\(result.combined)")
+        #expect(result.status == 2 && result.stderr.contains("use one of: bench browser core matrix matrix-test test"), "\(result.combined)")
     }
 }
