@@ -61,7 +61,7 @@ public struct RemoteFixtures: Sendable {
     /// Starts a scenario given as a scenario file's JSON, written with literals:
     ///
     /// ```swift
-    /// try await RemoteFixtures().start(scenario: ["name": "legacy-api", "group": "custom", "summary": "TLS 1.1",
+    /// try await RemoteFixtures().start(scenario: ["name": "legacy-api", "group": "custom", "summary": "TLS 1.1", "certificate": [:],
     ///     "tls": ["minVersion": "TLSv1.1", "maxVersion": "TLSv1.1", "ciphers": "ECDHE-RSA-AES128-SHA", "securityLevel": 0],
     ///     "expect": ["ats": "block"]])
     /// ```

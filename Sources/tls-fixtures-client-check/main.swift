@@ -6,7 +6,8 @@ import TLSFixturesClient
 
 // What an iOS test does, as a program that links TLSFixturesClient alone (no OpenSSL, no NIO): start a fixture
 // through the runner's control API, load it by its qualified name through the runner's proxy with URLSession, and
-// stop it. One JSON line out; exit 0 when the load completed with HTTP 200, 1 otherwise.
+// stop it. On Linux the proxy reaches URLSession through `FixtureProxy.environment`, as it would for any Linux program.
+// One JSON line out; exit 0 when the load completed with HTTP 200, 1 otherwise.
 //
 //   tls-fixtures-client-check SCENARIO [URL-KIND]      URL-KIND: qualified (default), domain, localhost
 //
@@ -40,6 +41,10 @@ do {
     }
     outcome.url = url.absoluteString
     guard let proxy = fixture.proxy else { throw RemoteFixtureError.invalidScenario("the runner names no proxy") }
+    #if os(Linux)
+    // FoundationNetworking ignores connectionProxyDictionary; the libcurl under it reads the proxy from the environment.
+    for (variable, value) in proxy.environment { setenv(variable, value, 1) }
+    #endif
     let configuration = URLSessionConfiguration.fixtures(through: proxy)
     configuration.timeoutIntervalForRequest = 15
     let session = URLSession(configuration: configuration)
