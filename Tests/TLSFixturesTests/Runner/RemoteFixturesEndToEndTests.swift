@@ -401,6 +401,42 @@ struct ProxyEndToEndTests {
         #expect(refusedGet.stdout == "403", "\(refusedGet.combined)")
     }
 
+    @Test("--domain: leaves also name NAME.DOMAIN, the proxy resolves it, and a CA that does not permit it is refused",
+          .requires(Tools.curl, Tools.openssl), .enabled(if: namespace == nil, Comment(rawValue: namespace ?? "")))
+    func ownDomain() async throws {
+        let domain = "fixtures.example.com"
+        let store = CertificateStore.at(TestEnvironment.temporaryDirectory("domain-store"))
+        let made = try TestEnvironment.tlsFixtures(["ca", "init", "--domain", domain, "--dir", store.directory.path])
+        #expect(made.status == 0, "\(made.combined)")
+        let runner = try ControlAPIRunner.start(["ats-compliant"], extra: ["--domain", domain], store: store)
+        defer { runner.stop() }
+        let fixture = try runner.start(#"{"scenario": "expired"}"#)
+        #expect(fixture.domainURLs == [URL(string: "https://expired.\(domain):\(fixture.port)/")!])
+        #expect(fixture.proxy?.domains == ["fixtures.test", domain])
+        let compliant = try runner.start(#"{"scenario": "ats-compliant"}"#)
+        let ca = try TestEnvironment.file(Data(compliant.caPEM.utf8), name: "ca.pem")
+        let byDomain = "https://ats-compliant.\(domain):\(compliant.port)/"
+        let loaded = try Self.isolated(["curl", "-sS", "--cacert", ca, "--proxy", runner.url, byDomain])
+        #expect(loaded.status == 0 && loaded.stdout.contains("\"scenario\":\"ats-compliant\""), "\(loaded.combined)")
+        // openssl agrees the name and the CA's name constraints hold for it.
+        let verified = try TestEnvironment.openssl(["s_client", "-connect", "ats-compliant.\(domain):\(compliant.port)",
+            "-proxy", "localhost:\(runner.base)", "-verify_hostname", "ats-compliant.\(domain)", "-CAfile", ca, "-verify_return_error"], stdin: Data())
+        #expect(verified.stdout.contains("Verify return code: 0 (ok)"), "\(verified.combined.suffix(400))")
+        // The plain name still works: the domain adds a name, it does not replace one.
+        #expect(try Self.isolated(["curl", "-sS", "-o", "/dev/null", "--cacert", ca, "--proxy", runner.url,
+                                   compliant.qualifiedURL.absoluteString]).status == 0)
+        // A domain this runner does not serve is not routed.
+        let other = try Self.isolated(["curl", "-sS", "-o", "/dev/null", "-w", "%{http_connect}", "--proxy", runner.url,
+                                       "https://ats-compliant.other.example.org:\(compliant.port)/"])
+        #expect(other.stdout == "403", "\(other.combined)")
+
+        // The shared store's CA does not permit the domain: one line saying how to make one that does.
+        let refused = try TestEnvironment.tlsFixtures(["serve", "ats-compliant", "--domain", domain, "--port-base", "\(try ServeEndToEndTests.freePortBase())",
+                                                       "--dir", TestEnvironment.sharedStore.directory.path])
+        #expect(refused.status != 0)
+        #expect(refused.stderr.split(separator: "\n").count == 1 && refused.stderr.contains("ca init --force --domain \(domain)"), "\(refused.stderr)")
+    }
+
     @Test("URLSession from a program that links TLSFixturesClient alone loads a fixture by name through the proxy",
           .enabled(if: namespace == nil, Comment(rawValue: namespace ?? "")))
     func urlSessionThroughProxy() async throws {
