@@ -60,7 +60,9 @@ struct WithFixtureTests {
 
 @Suite("README examples match the tests they are copied from")
 struct ReadmeExamplesTests {
-    @Test(arguments: [("xctest-example", "API/XCTestHelperTests.swift"), ("swift-testing-example", "API/WithFixtureTests.swift")])
+    @Test(arguments: [("xctest-example", "API/XCTestHelperTests.swift"), ("swift-testing-example", "API/WithFixtureTests.swift"),
+                      ("remote-xctest-example", "API/RemoteReadmeExampleTests.swift"),
+                      ("remote-swift-testing-example", "API/RemoteReadmeExampleTests.swift")])
     func readmeHasTheTestedCode(marker: String, file: String) throws {
         let source = try String(contentsOf: TestEnvironment.packageRoot.appendingPathComponent("Tests/TLSFixturesTests/\(file)"), encoding: .utf8)
         let readme = try String(contentsOf: TestEnvironment.packageRoot.appendingPathComponent("README.md"), encoding: .utf8)
