@@ -40,9 +40,7 @@ public final class DashboardServer: Sendable {
             }
         var channels: [Channel] = []
         do {
-            for address in bindAddresses ?? ["127.0.0.1"] {
-                channels.append(try await FixtureServer.bind(bootstrap, address: address, port: port))
-            }
+            channels = try await FixtureServer.bind(bootstrap, addresses: bindAddresses ?? ["127.0.0.1"], port: port)
             if bindAddresses == nil, let v6 = try? await FixtureServer.bind(bootstrap, address: "::1", port: port) {
                 channels.append(v6)
             }

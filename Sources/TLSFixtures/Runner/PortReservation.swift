@@ -17,7 +17,7 @@ final class PortReservation: Sendable {
         var channels: [Channel] = []
         do {
             if let explicit = configuration.bindAddresses, !explicit.isEmpty {
-                for address in explicit { channels.append(try await FixtureServer.bind(bootstrap, address: address, port: configuration.port)) }
+                channels = try await FixtureServer.bind(bootstrap, addresses: explicit, port: configuration.port)
             } else {
                 channels.append(try await FixtureServer.bind(bootstrap, address: "127.0.0.1", port: configuration.port))
                 if let v6 = try? await FixtureServer.bind(bootstrap, address: "::1", port: configuration.port) { channels.append(v6) }
