@@ -261,6 +261,36 @@ struct ControlAPIEndToEndTests {
     }
 }
 
+@Suite("serve's first run, end to end")
+struct FirstRunTests {
+    @Test("an empty store: cheap scenarios serve at once, RSA-8192 shows preparing… everywhere, SIGTERM does not wait for it",
+          .requires(Tools.curl, Tools.openssl))
+    func slowKeysInTheBackground() async throws {
+        let store = CertificateStore.at(TestEnvironment.temporaryDirectory("first-run"))
+        let base = try ServeEndToEndTests.freePortBase()
+        let serve = try ServeEndToEndTests.ServeProcess(["ats-compliant", "expired", "rsa8192", "--port-base", "\(base)",
+                                                         "--dir", store.directory.path, "--json"])
+        defer { serve.kill() }
+        // An RSA-8192 key takes tens of seconds; the report must not wait for it.
+        let document = try #require(try serve.document(timeout: 60), "serve waited for the slow key: \(serve.errors)")
+        let slow = try #require(document.scenarios.first { $0.name == "rsa8192" })
+        #expect(slow.status == .preparing, "\(slow)")
+        #expect(document.scenarios.filter { $0.status == .serving }.map(\.name).sorted() == ["ats-compliant", "expired"])
+
+        let served = try JSONDecoder().decode(CatalogDocument.self, from: try Subprocess.run(["curl", "-sSf", "http://localhost:\(base)/scenarios.json"]).stdoutData)
+        #expect(served.scenarios.first { $0.name == "rsa8192" }?.status == .preparing)
+        let page = try Subprocess.run(["curl", "-sSf", "http://localhost:\(base)/"]).stdout
+        #expect(page.contains("preparing"), "the dashboard does not say rsa8192 is preparing")
+        // What is served already works end to end.
+        let ca = try TestEnvironment.file(try store.ca().certificate.pem, name: "ca.pem")
+        let port = try #require(document.scenarios.first { $0.name == "ats-compliant" }?.port)
+        #expect(try Subprocess.run(["curl", "-sS", "-o", "/dev/null", "--cacert", ca, "https://localhost:\(port)/"]).status == 0)
+
+        serve.process.terminate()
+        #expect(serve.waitForExit(within: 20) != nil, "serve waited for the RSA-8192 key before exiting")
+    }
+}
+
 @Suite("TLSFixturesClient against serve, end to end", .serialized)
 struct RemoteFixturesClientTests {
     @Test("start, the fields a test reads, renew, stop, and the scopes that stop", .requires(Tools.openssl))
@@ -435,6 +465,41 @@ struct ProxyEndToEndTests {
                                                        "--dir", TestEnvironment.sharedStore.directory.path])
         #expect(refused.status != 0)
         #expect(refused.stderr.split(separator: "\n").count == 1 && refused.stderr.contains("ca init --force --domain \(domain)"), "\(refused.stderr)")
+    }
+
+    /// An IPv4 address of this machine that is not loopback: a client connecting to it from here is not a loopback
+    /// client as far as the runner can tell.
+    static let externalAddress: String? = {
+        guard let result = try? Subprocess.run(["sh", "-c", "hostname -I 2>/dev/null || true"]) else { return nil }
+        return result.stdout.split(whereSeparator: \.isWhitespace).map(String.init)
+            .first { $0.contains(".") && !$0.hasPrefix("127.") }
+    }()
+
+    @Test("--proxy-port, two --bind addresses, and clients that are not on loopback refused by default",
+          .requires(Tools.curl), .enabled(if: namespace == nil, Comment(rawValue: namespace ?? "")),
+          .enabled(if: externalAddress != nil, "needs a non-loopback IPv4 address on this machine (hostname -I)"))
+    func proxyPortAndRemoteClients() async throws {
+        let external = try #require(Self.externalAddress)
+        let proxyPort = try Ports.unused()
+        let runner = try ControlAPIRunner.start(["ats-compliant"], extra: ["--bind", "127.0.0.1", "--bind", external,
+                                                                           "--proxy-port", "\(proxyPort)"])
+        defer { runner.stop() }
+        let fixture = try runner.start(#"{"scenario": "ats-compliant"}"#)
+        #expect(fixture.proxy?.port == proxyPort)
+        let ca = try TestEnvironment.file(Data(fixture.caPEM.utf8), name: "ca.pem")
+        let name = fixture.qualifiedURL.absoluteString
+        let loaded = try Self.isolated(["curl", "-sS", "--cacert", ca, "--proxy", "http://127.0.0.1:\(proxyPort)", name])
+        #expect(loaded.status == 0 && loaded.stdout.contains("\"scenario\":\"ats-compliant\""), "\(loaded.combined)")
+        // The dashboard's port proxies no more.
+        let dashboard = try Self.isolated(["curl", "-sS", "-o", "/dev/null", "--cacert", ca, "--proxy", runner.url, name])
+        #expect(dashboard.status != 0, "the dashboard's port still proxies with --proxy-port")
+
+        // Both listen on the external address (the fixtures are deliberately reachable there), but the proxy and the
+        // API answer loopback clients only.
+        let remoteProxy = try Self.isolated(["curl", "-sS", "-o", "/dev/null", "--cacert", ca, "--proxy", "http://\(external):\(proxyPort)", name])
+        #expect(remoteProxy.status != 0, "a client on \(external) used the proxy: \(remoteProxy.combined)")
+        let remoteAPI = try Subprocess.run(["curl", "-sS", "-o", "/dev/null", "-w", "%{http_code}", "http://\(external):\(runner.base)/api/fixtures"])
+        #expect(remoteAPI.stdout == "403", "\(remoteAPI.combined)")
     }
 
     @Test("URLSession from a program that links TLSFixturesClient alone loads a fixture by name through the proxy",
