@@ -70,8 +70,14 @@ let package = Package(
         ),
         .testTarget(
             name: "TLSFixturesTests",
-            dependencies: ["TLSFixtures", "TLSFixturesXCTest", "TLSFixturesClient", "TLSFixturesClientXCTest", "tls-fixtures",
-                           "tls-fixtures-client-check"],
+            dependencies: [
+                "TLSFixtures", "TLSFixturesXCTest", "TLSFixturesClient", "TLSFixturesClientXCTest", "tls-fixtures",
+                "tls-fixtures-client-check",
+                // TLSServerHandlerTests drive the handler through an EmbeddedChannel, as swift-nio-ssl tests NIOSSLHandler.
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOEmbedded", package: "swift-nio"),
+                .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
+            ],
             // Saved fuzzer inputs, read from the checkout by FuzzRegressionTests (not resources of the bundle).
             exclude: ["Fuzz/Inputs"]
         ),

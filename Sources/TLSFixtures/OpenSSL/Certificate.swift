@@ -13,14 +13,39 @@ import Darwin
 /// concurrent readers, hence `@unchecked Sendable`.
 public final class Certificate: @unchecked Sendable, Equatable, CustomStringConvertible {
     let pointer: OpaquePointer
+    /// The certificate's DER encoding, made once when the object is: a certificate that cannot be encoded is an
+    /// error at construction, never an empty value later.
+    public let der: Data
+    /// Base64 SHA-256 of the DER SubjectPublicKeyInfo, as stored in the certificate (so a key type the linked OpenSSL
+    /// cannot decode still has its pin).
+    public let spkiSHA256: String
 
-    /// Takes ownership of one reference.
-    init(taking pointer: OpaquePointer) { self.pointer = pointer }
+    /// Takes ownership of one reference (freed here if the certificate cannot be encoded).
+    init(taking pointer: OpaquePointer) throws {
+        do {
+            (der, spkiSHA256) = try Certificate.encodings(pointer)
+        } catch {
+            X509_free(pointer)
+            throw error
+        }
+        self.pointer = pointer
+    }
 
     /// Shares an `X509` someone else owns (bumps its reference count).
-    init(retaining pointer: OpaquePointer) {
+    init(retaining pointer: OpaquePointer) throws {
+        (der, spkiSHA256) = try Certificate.encodings(pointer)
         X509_up_ref(pointer)
         self.pointer = pointer
+    }
+
+    private static func encodings(_ pointer: OpaquePointer) throws -> (Data, String) {
+        OpenSSLError.clearQueue()
+        let der = try derEncode("encode a certificate") { i2d_X509(pointer, $0) }
+        guard let publicKey = X509_get_X509_PUBKEY(pointer) else {
+            throw OpenSSLError(operation: "read a certificate's public key", reasons: ["the certificate has no SubjectPublicKeyInfo"])
+        }
+        let spki = try derEncode("encode a certificate's public key") { i2d_X509_PUBKEY(publicKey, $0) }
+        return (der, Digest.sha256(spki).base64EncodedString())
     }
 
     deinit { X509_free(pointer) }
@@ -36,14 +61,14 @@ public final class Certificate: @unchecked Sendable, Equatable, CustomStringConv
             var cursor: UnsafePointer<UInt8>? = base
             return d2i_X509(nil, &cursor, raw.count)
         }
-        self.init(taking: try checkNotNull(x509, "decode a DER certificate"))
+        try self.init(taking: try checkNotNull(x509, "decode a DER certificate"))
     }
 
     public convenience init(pem: Data) throws {
         guard let first = try Certificate.all(pem: pem).first else {
             throw OpenSSLError(operation: "read a PEM certificate", reasons: ["no certificate found"])
         }
-        self.init(retaining: first.pointer)
+        try self.init(retaining: first.pointer)
     }
 
     /// Every certificate in a PEM bundle, in file order. Throws on damage; an empty bundle is empty.
@@ -52,7 +77,7 @@ public final class Certificate: @unchecked Sendable, Equatable, CustomStringConv
         return try MemoryBIO.reading(pem) { bio in
             var certificates: [Certificate] = []
             while let x509 = PEM_read_bio_X509(bio, nil, nil, nil) {
-                certificates.append(Certificate(taking: x509))
+                certificates.append(try Certificate(taking: x509))
             }
             // Reading stops with "no start line" at the clean end of a bundle; anything else is damage.
             let reasons = OpenSSLError.drainReasons()
@@ -76,11 +101,6 @@ public final class Certificate: @unchecked Sendable, Equatable, CustomStringConv
 
     // MARK: Encoding
 
-    public var der: Data {
-        // i2d_X509 of a certificate we hold cannot fail short of memory exhaustion.
-        (try? derEncode("encode a certificate") { i2d_X509(pointer, $0) }) ?? Data()
-    }
-
     public var pem: Data {
         (try? MemoryBIO.collect("encode a certificate as PEM") { PEM_write_bio_X509($0, pointer) }) ?? Data()
     }
@@ -103,8 +123,6 @@ public final class Certificate: @unchecked Sendable, Equatable, CustomStringConv
 
     public var publicKey: KeyDescription { KeyDescription(pkey: X509_get0_pubkey(pointer)) }
 
-    /// Base64 SHA-256 of the DER SubjectPublicKeyInfo.
-    public var spkiSHA256: String { (try? PrivateKey.spkiSHA256(of: X509_get0_pubkey(pointer))) ?? "" }
 
     public var sha256Fingerprint: Data { Digest.sha256(der) }
 

@@ -21,7 +21,9 @@ struct CertificateBuilder {
     func sign(subjectKey: PrivateKey, issuer: (certificate: Certificate, key: PrivateKey)?, digest: String?) throws -> Certificate {
         OpenSSLError.clearQueue()
         let x509 = try checkNotNull(X509_new(), "allocate a certificate")
-        let certificate = Certificate(taking: x509)
+        // Freed here on every early exit; `Certificate(taking:)` owns it once it is signed (and frees it if it fails).
+        var handedOver = false
+        defer { if !handedOver { X509_free(x509) } }
 
         try checkOne(X509_set_version(x509, 2), "set the certificate version")
         try setSerial(x509)
@@ -65,7 +67,8 @@ struct CertificateBuilder {
         if X509_sign(x509, signingKey.pointer, md) <= 0 {
             throw OpenSSLError.drain("sign with \(digest ?? "the key's own digest") using a \(signingKey.description) key")
         }
-        return certificate
+        handedOver = true
+        return try Certificate(taking: x509)
     }
 
     private func setSerial(_ x509: OpaquePointer) throws {

@@ -210,21 +210,25 @@ public final class TLSContext: @unchecked Sendable {
 
     /// A client context. Verification runs after the handshake (see `TLSProbe`), so the handshake itself never
     /// aborts on a certificate problem and the probe can report every fact a server presents.
-    public static func client(settings: TLSSettings, clientCertificate: (Certificate, PrivateKey, [Certificate])? = nil) throws -> TLSContext {
+    /// A client context offering `alpn` (plain names, most preferred first). Everything is set here, before the context
+    /// is shared: nothing changes it afterwards (the rule its `@unchecked Sendable` rests on).
+    public static func client(settings: TLSSettings, clientCertificate: (Certificate, PrivateKey, [Certificate])? = nil,
+                              alpn: [String] = []) throws -> TLSContext {
         let context = try TLSContext(method: TLS_client_method(), settings: settings)
         SSL_CTX_set_verify(context.pointer, SSL_VERIFY_NONE, nil)
+        if !alpn.isEmpty {
+            let wire = alpn.flatMap { [UInt8($0.utf8.count)] + Array($0.utf8) }
+            // SSL_CTX_set_alpn_protos returns 0 on success.
+            guard wire.withUnsafeBufferPointer({ SSL_CTX_set_alpn_protos(context.pointer, $0.baseAddress, UInt32($0.count)) }) == 0 else {
+                throw OpenSSLError.drain("set the ALPN protocols \(alpn)")
+            }
+        }
         if let (certificate, key, chain) = clientCertificate {
             try checkOne(SSL_CTX_use_certificate(context.pointer, certificate.pointer), "use the client certificate")
             try checkOne(SSL_CTX_use_PrivateKey(context.pointer, key.pointer), "use the client key")
             for extra in chain { try checkOne(shim_SSL_CTX_add1_chain_cert(context.pointer, extra.pointer), "add \(extra.subject) to the client chain") }
         }
         return context
-    }
-
-    /// ALPN protocols a client offers, as plain names.
-    func setClientALPN(_ protocols: [String]) {
-        let wire = protocols.flatMap { [UInt8($0.utf8.count)] + Array($0.utf8) }
-        _ = wire.withUnsafeBufferPointer { SSL_CTX_set_alpn_protos(pointer, $0.baseAddress, UInt32($0.count)) }
     }
 }
 

@@ -28,8 +28,9 @@ public struct Credential: Sendable {
 ///
 /// ```swift
 /// let ca = try CertificateAuthority.ephemeral()
-/// let server = try ca.issueServerCertificate(hosts: ["localhost"])
-/// let client = try TLSProbe(trusting: [ca.certificate])
+/// let fixture = try await FixtureServer.start(serving: try ca.issueServerCertificate(hosts: ["localhost"]))
+/// let result = try await TLSProbe(trusting: [ca.certificate]).probe(ProbeTarget(host: "localhost", port: fixture.port))
+/// await fixture.stop()
 /// ```
 public final class CertificateAuthority: Sendable {
     public let certificate: Certificate

@@ -343,6 +343,32 @@ public struct NameConstraints: Hashable, Sendable, Codable {
 
     var isEmpty: Bool { permitted.isEmpty && excluded.isEmpty }
 
+    /// Whether a certificate naming `name` satisfies these constraints (RFC 5280 4.2.1.10): not inside any excluded
+    /// subtree, and inside a permitted one whenever any subtree of its type (DNS or IP) is permitted. A DNS subtree
+    /// covers the name itself and every name under it (the leading-dot form of older CAs covers only names under it).
+    public func permits(_ name: SubjectAltName) -> Bool {
+        func covers(_ entry: String) -> Bool? {   // nil: the entry is of the other type
+            switch name {
+            case .dns(let host):
+                guard !entry.contains("/"), !entry.hasPrefix("type ") else { return nil }
+                let host = host.lowercased(), base = entry.lowercased()
+                if base.hasPrefix(".") { return host.hasSuffix(base) }
+                return host == base || host.hasSuffix("." + base)
+            case .ip(let address):
+                guard let slash = entry.firstIndex(of: "/"), let bytes = IPAddress.parse(address),
+                      let network = IPAddress.parse(String(entry[..<slash])), let prefix = Int(entry[entry.index(after: slash)...]) else { return nil }
+                guard bytes.count == network.count else { return false }
+                for bit in 0..<min(prefix, bytes.count * 8) where (bytes[bit / 8] ^ network[bit / 8]) & UInt8(0x80 >> (bit % 8)) != 0 {
+                    return false
+                }
+                return true
+            }
+        }
+        if excluded.contains(where: { covers($0) == true }) { return false }
+        let sameType = permitted.filter { covers($0) != nil }
+        return sameType.isEmpty || sameType.contains { covers($0) == true }
+    }
+
     /// DNS entries in the leading-dot form (`.test`): what CAs made before bare names were used carry, and what
     /// strict RFC 5280 verifiers refuse.
     public var leadingDotDNSEntries: [String] {

@@ -29,14 +29,15 @@ public struct CertificateRequest: Sendable {
     /// The profile this request describes, validated.
     public func profile() throws -> CertificateProfile {
         try CertificateStore.validate(name: name)
-        if hosts.isEmpty && !omitSubjectAltNames {
+        if hosts.isEmpty && !omitSubjectAltNames && namesAServer {
             throw PKIError.unsupportedCombination("give at least one --host (DNS name or IP address), or --no-san for a certificate without subjectAltName")
         }
         let names = try hosts.map(SubjectAltName.init(host:))
-        let cn: String? = omitCommonName ? nil : (commonName ?? names.first?.value)
+        // A client or CA certificate with no host is named by its store name: its subject is who it is.
+        let cn: String? = omitCommonName ? nil : (commonName ?? names.first?.value ?? name)
         var profile = CertificateProfile(
             subject: Subject(commonName: cn, organization: organization),
-            subjectAltNames: omitSubjectAltNames ? nil : names,
+            subjectAltNames: omitSubjectAltNames || names.isEmpty ? nil : names,
             validity: validity, digest: digest, extendedKeyUsage: extendedKeyUsage, keyUsage: keyUsage,
             basicConstraints: BasicConstraints(isCA: isCA, pathLength: isCA ? pathLength : nil))
         if !permitted.isEmpty || !excluded.isEmpty {
@@ -46,6 +47,31 @@ public struct CertificateRequest: Sendable {
         }
         if pathLength != nil && !isCA { throw PKIError.unsupportedCombination("--path-len applies to CA certificates; add --ca") }
         return profile
+    }
+
+    /// Whether the certificate is for a server, so it must name one: not a CA, and an EKU that includes serverAuth (or
+    /// none at all, which permits every purpose). A client certificate (`--eku clientAuth`) is identified by its
+    /// subject; mTLS servers never match it against a host name.
+    public var namesAServer: Bool {
+        !isCA && (extendedKeyUsage?.contains(.serverAuth) ?? true)
+    }
+
+    /// The hosts that `issuer`'s name constraints (or those of a CA above it) do not permit: clients that enforce them
+    /// (every stack but Java's) refuse such a certificate although it is issued. Empty when every host is inside, when
+    /// nothing is constrained, and for a self-signed certificate (no issuer).
+    public func nameConstraintViolations(issuer authority: CertificateAuthority?) -> [NameConstraintViolation] {
+        guard let authority, !omitSubjectAltNames else { return [] }
+        let names = hosts.compactMap { try? SubjectAltName(host: $0) }
+        var violations: [NameConstraintViolation] = []
+        for constrained in [authority.certificate] + authority.chainToRoot + [authority.root] {
+            guard let entries = constrained.nameConstraintEntries else { continue }
+            let constraints = NameConstraints(permitted: entries.permitted, excluded: entries.excluded)
+            for name in names where !constraints.permits(name) && !violations.contains(where: { $0.host == name.value }) {
+                violations.append(NameConstraintViolation(host: name.value, authority: constrained.commonName ?? constrained.subject,
+                                                          constraints: constraints))
+            }
+        }
+        return violations
     }
 
     /// Parses repeated or comma-separated `--eku` values; `none` leaves the extension out, `both` is server + client.
@@ -84,6 +110,19 @@ public struct CertificateRequest: Sendable {
             throw PKIError.unsupportedCombination("unknown issuer \"\(text)\": use self or one of \(BuiltinAuthority.allCases.map(\.rawValue).joined(separator: ", "))")
         }
         return .authority(authority)
+    }
+}
+
+/// A host a certificate names that its issuing CA's name constraints do not permit.
+public struct NameConstraintViolation: Sendable, Equatable, CustomStringConvertible {
+    public var host: String
+    /// The constrained CA's common name (or subject).
+    public var authority: String
+    public var constraints: NameConstraints
+
+    public var description: String {
+        let permitted = constraints.permitted.isEmpty ? "" : " (permitted: \(constraints.permitted.joined(separator: ", ")))"
+        return "\(host) is outside the name constraints of \(authority)\(permitted): clients that enforce them will refuse the certificate"
     }
 }
 

@@ -46,6 +46,16 @@ public enum PKCS12Export {
     }
 }
 
+extension Credential {
+    /// The identity as a PKCS#12 archive: this certificate, its private key and its intermediates, protected with
+    /// `password` — what `SecPKCS12Import` turns into a `SecIdentity` for a `URLSession` client-certificate challenge,
+    /// and what curl takes with `--cert-type P12`. The one place a `.p12` with a key is made (`cert issue --out-dir`,
+    /// `pins` for a client-certificate scenario and the control API all use it).
+    public func pkcs12(friendlyName: String = "swift-tls-fixtures client", password: String = PKCS12Export.defaultPassword) throws -> Data {
+        try PKCS12Export.archive(certificate: certificate, key: privateKey, chain: intermediates, friendlyName: friendlyName, password: password)
+    }
+}
+
 extension Certificate {
     /// The certificate in `format`. PKCS#12 carries only the certificate here (installing a CA's key on a device
     /// would defeat its name constraints); use `PKCS12Export.archive` to include a key on purpose.
@@ -72,8 +82,7 @@ public enum ExportWriter {
             ("\(name).pem", credential.chainPEM, 0o644, "certificate chain (PEM)"),
             ("\(name).key", try credential.privateKey.pem, 0o600, "private key (PEM, PKCS#8)"),
             ("\(name).cer", credential.certificate.der, 0o644, "certificate (DER)"),
-            ("\(name).p12", try PKCS12Export.archive(certificate: credential.certificate, key: credential.privateKey,
-                                                     chain: credential.intermediates, friendlyName: name), 0o600,
+            ("\(name).p12", try credential.pkcs12(friendlyName: name), 0o600,
              "PKCS#12 (password \"\(PKCS12Export.defaultPassword)\")"),
         ]
         // Check everything before writing anything, so a refusal leaves the folder as it was.

@@ -10,8 +10,20 @@ public struct PinMaterial: Codable, Sendable, Equatable {
     /// DER files written into the store's `exports/`, for AFNetworking/Alamofire bundles.
     public var caCertificateFile: String
     public var leafCertificateFile: String
+    /// For a scenario that demands a client certificate (`client-cert-required`): the identity to present.
+    public var clientIdentity: ClientIdentityFiles?
 
     public var pinSet: PinSet { PinSet(domain: domain, leafPins: [leaf], caPins: [ca], backupPin: backup) }
+}
+
+/// Where a client identity lives: the certificate chain and its key (both PEM, in the store) and a `.p12` of both
+/// (written into the store's `exports/`, password `PKCS12Export.defaultPassword`).
+public struct ClientIdentityFiles: Codable, Sendable, Equatable {
+    public var certificateFile: String
+    /// The private key (PEM, PKCS#8, mode 0600).
+    public var keyFile: String
+    public var pkcs12File: String
+    public var pkcs12Password: String
 }
 
 extension CertificateStore {
@@ -28,7 +40,16 @@ extension CertificateStore {
             throw PKIError.unsupportedCombination("scenario \(prepared.scenario.name) has no certificate to pin (plain HTTP)")
         }
         try FileSystem.writeAtomically(leaf.der, to: leafFile, mode: 0o644)
+        var clientIdentity: ClientIdentityFiles? = nil
+        if let client = prepared.clientCredential {
+            let p12 = exportsDirectory.appendingPathComponent("client.p12")
+            try FileSystem.writeAtomically(try client.pkcs12(), to: p12, mode: 0o600)
+            clientIdentity = ClientIdentityFiles(certificateFile: clientCredentialFiles.certificate.path,
+                                                 keyFile: clientCredentialFiles.key.path, pkcs12File: p12.path,
+                                                 pkcs12Password: PKCS12Export.defaultPassword)
+        }
         return PinMaterial(domain: prepared.scenario.qualifiedHost, leaf: leaf.spkiSHA256, ca: prepared.pins.ca,
-                           backup: prepared.pins.backup, caCertificateFile: caFile.path, leafCertificateFile: leafFile.path)
+                           backup: prepared.pins.backup, caCertificateFile: caFile.path, leafCertificateFile: leafFile.path,
+                           clientIdentity: clientIdentity)
     }
 }

@@ -39,6 +39,8 @@ public enum ProbeReport {
         if let http = result.http {
             let scenario = (try? JSONDecoder().decode(FixtureResponse.self, from: Data(http.body.utf8)))?.scenario
             tail.append(("HTTP", "\(http.status)" + (scenario.map { ", fixture \"\($0)\"" } ?? "")))
+        } else if let stopped = result.httpNotSent {
+            tail.append(("HTTP", "not sent: \(stopped)"))
         }
         if !tail.isEmpty { text += "\n" + table(tail) }
         return text

@@ -21,6 +21,7 @@ public enum DashboardPage {
             CA pin <code>sha256/\(escape(caPin))</code>. Machine-readable catalog: <a href="/scenarios.json">/scenarios.json</a>.</p>
           <p class="legend">Other clients: where BoringSSL, GnuTLS, NSS, Java, Go, Node, URLSession or a strict RFC 5280 verifier part from OpenSSL's verdict (every client not named agrees with it), as measured by the client matrix (docs/CLIENTS.md, <code>make matrix</code>).</p>
           <p class="legend">Live: this browser tries every fixture now — <span class="loaded">loaded</span> means it accepted the connection, <span class="blocked">blocked</span> that it refused it.</p>
+          <p id="live-untrusted" class="trap" hidden><strong>This browser does not trust the built-in CA</strong>, so it blocks every HTTPS fixture — the ones OpenSSL verifies too — and "blocked" below says nothing about the scenarios. Install <a href="/ca.cer" download="tls-fixtures-ca.cer">ca.cer</a> as a trusted root for this browser (Keychain Access on macOS; Settings ▸ Certificate Trust Settings on iOS; on Linux Chromium's NSS database: <code>certutil -d sql:$HOME/.pki/nssdb -A -t C,, -n tls-fixtures -i ca.pem</code>), restart the browser and reload.</p>
         </header>
         <main>
         """
@@ -63,7 +64,10 @@ public enum DashboardPage {
         }
         let live: String
         if entry.status == .serving, let url = entry.url {
-            live = "<td class=\"live\" data-scenario=\"\(escape(entry.name))\" data-url=\"\(escape(url))\" data-live=\"pending\">…</td>"
+            // A control: HTTPS that OpenSSL verifies with the built-in CA. If every control is blocked, the browser does
+            // not trust the CA (the script then says so), rather than every scenario being broken.
+            let control = entry.expect.verify == "ok" && url.hasPrefix("https:") ? " data-control=\"true\"" : ""
+            live = "<td class=\"live\" data-scenario=\"\(escape(entry.name))\" data-url=\"\(escape(url))\"\(control) data-live=\"pending\">…</td>"
         } else {
             live = "<td class=\"live\" data-scenario=\"\(escape(entry.name))\" data-live=\"unsupported\">unsupported</td>"
         }
@@ -138,12 +142,21 @@ public enum DashboardPage {
     td.clients{max-width:24em}td.clients span{font-weight:600}
     """
 
-    /// One fetch per fixture, five at a time; a fixture that does not answer in 8 s counts as blocked.
+    /// One fetch per fixture, five at a time; a fixture that does not answer in 8 s counts as blocked. When every control
+    /// (HTTPS that OpenSSL verifies) is blocked, the banner `#live-untrusted` says the browser does not trust the CA.
     private static let script = """
     (function(){
       var cells=Array.prototype.slice.call(document.querySelectorAll('td.live[data-url]'));
       var next=0,running=0,finished=0;
-      function done(){finished++;if(finished===cells.length){document.body.setAttribute('data-live-done','true');}else{pump();}}
+      function untrusted(){
+        var controls=cells.filter(function(c){return c.getAttribute('data-control')==='true';});
+        return controls.length>0&&controls.every(function(c){return c.getAttribute('data-live')==='blocked';});
+      }
+      function finish(){
+        if(untrusted()){document.getElementById('live-untrusted').hidden=false;document.body.setAttribute('data-live-trust','untrusted');}
+        document.body.setAttribute('data-live-done','true');
+      }
+      function done(){finished++;if(finished===cells.length){finish();}else{pump();}}
       function attempt(cell){
         var controller=('AbortController' in window)?new AbortController():null;
         var timer=setTimeout(function(){if(controller)controller.abort();},8000);

@@ -163,7 +163,63 @@ extension CertificateStore {
 
     /// The client certificate the built-in client CA issues (EKU clientAuth), for mutual-TLS scenarios.
     public func clientCredential() throws -> Credential {
-        try credential(named: "client", profile: .client(commonName: "swift-tls-fixtures client"), keyName: "client",
-                       keySpec: .ec(.p256), issuer: .authority(.clientCA))
+        try credential(named: Self.clientName, profile: .client(commonName: "swift-tls-fixtures client"), keyName: Self.clientName,
+                       keySpec: Self.clientKeySpec, issuer: .authority(.clientCA))
+    }
+
+    private static let clientName = "client"
+    private static let clientKeySpec = KeySpec.ec(.p256)
+
+    /// The files `clientCredential()` is kept in: its certificate chain (PEM) and its private key (PEM, 0600) — what
+    /// `curl --cert … --key …` and `probe --client-cert … --client-key …` take.
+    public var clientCredentialFiles: (certificate: URL, key: URL) {
+        (leafPath(Self.clientName), keyPath(name: Self.clientName, spec: Self.clientKeySpec))
+    }
+}
+
+extension PreparedScenario {
+    /// A scenario's TLS settings (`ats-compliant`'s unless you pass another) serving a certificate of your own, with no
+    /// store and no files — what a `CertificateAuthority.ephemeral()` test serves:
+    ///
+    /// ```swift
+    /// let ca = try CertificateAuthority.ephemeral()
+    /// let fixture = try await FixtureServer.start(serving: try ca.issueServerCertificate())
+    /// ```
+    ///
+    /// The server sends the credential's leaf and intermediates. `caCertificate` and `deviceTrustRoots` are the
+    /// credential's root; the pins are its leaf (`leaf` and `pinnedLeaf`), its root (`ca`) and a fresh key no server
+    /// uses (`backup`). Scenarios that need the store's material — a client CA (`clientAuth: required`) or generated
+    /// DH parameters — are refused with the reason; serve those from a `CertificateStore`.
+    public static func serving(_ credential: Credential, scenario: Scenario? = nil) throws -> PreparedScenario {
+        let scenario = try scenario ?? ScenarioCatalog.builtIn.scenario(named: "ats-compliant")
+        guard let plan = scenario.tls else {
+            throw ScenarioUnsupported(scenario: scenario.name, reason: "plain HTTP: there is no certificate to serve")
+        }
+        guard plan.clientAuth == .none else {
+            throw ScenarioUnsupported(scenario: scenario.name, reason: "not available with your own credential: it needs the store's client CA (use FixtureServer.start(_:store:))")
+        }
+        let dh: DHParameterChoice
+        switch plan.dh {
+        case .none: dh = .none
+        case .automatic: dh = .automatic
+        case .bits:
+            throw ScenarioUnsupported(scenario: scenario.name, reason: "not available with your own credential: its DH parameters come from the store (use FixtureServer.start(_:store:))")
+        }
+        let settings = TLSSettings(
+            minVersion: plan.minVersion, maxVersion: plan.maxVersion, ciphers: plan.ciphers, tls13Suites: plan.tls13Suites,
+            securityLevel: plan.securityLevel, groups: plan.groups, dhParameters: dh)
+        let context: TLSContext
+        do {
+            context = try TLSContext.server(settings: settings, certificate: credential.certificate, key: credential.privateKey,
+                                            chain: credential.intermediates)
+        } catch let unsupported as UnsupportedByOpenSSL {
+            throw ScenarioUnsupported(scenario: scenario.name, reason: unsupported.description)
+        }
+        let leafPin = credential.certificate.spkiSHA256
+        let pins = FixturePins(leaf: leafPin, ca: credential.root.spkiSHA256, backup: try KeySpec.ec(.p256).generate().spkiSHA256,
+                               pinnedLeaf: leafPin)
+        return PreparedScenario(scenario: scenario, context: context, credential: credential,
+                                chainSent: [credential.certificate] + credential.intermediates, caCertificate: credential.root,
+                                deviceTrustRoots: [credential.root], pins: pins, clientCredential: nil)
     }
 }

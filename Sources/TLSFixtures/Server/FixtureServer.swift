@@ -57,9 +57,12 @@ public enum FixtureError: Error, CustomStringConvertible, Sendable, Equatable {
 ///
 /// ```swift
 /// let fixture = try await FixtureServer.start("expired")
-/// defer { Task { await fixture.stop() } }
 /// // connect to fixture.url (https://localhost:PORT/) and watch your client refuse it
+/// await fixture.stop()
 /// ```
+///
+/// Stop it on every path: `withFixture` does that for a block, `startFixture` in an `XCTestCase` at teardown.
+/// (`defer { Task { await fixture.stop() } }` does not: the test can end, and the process exit, before that task runs.)
 public final class FixtureServer: Sendable {
     public let prepared: PreparedScenario
     public let port: Int
@@ -100,6 +103,11 @@ public final class FixtureServer: Sendable {
     public var chainPEM: Data { Certificate.pem(prepared.chainSent) }
     /// The built-in CA: trust it in the client under test.
     public var caCertificate: Certificate { prepared.caCertificate }
+    /// Every root the scenario assumes a device trusts: the built-in CA, plus for `pin-mitm` the interception CA (the
+    /// root a debugging proxy's user installs). Trust these, not `caCertificate` alone, to see `pin-mitm` pass default
+    /// trust and fail only on its pins. (The interception CA on its own: `store.authority(.interceptionRoot)`; on the
+    /// command line `tls-fixtures ca export --authority interception-root`.)
+    public var deviceTrustRoots: [Certificate] { prepared.deviceTrustRoots }
     public var pins: FixturePins { prepared.pins }
 
     private init(prepared: PreparedScenario, port: Int, boundAddresses: [String], serverChannels: [Channel], connections: ConnectionTracker) {
@@ -125,6 +133,13 @@ public final class FixtureServer: Sendable {
     /// Prepares off the cooperative thread pool: the first preparation may generate keys (RSA-8192 takes seconds).
     static func prepare(_ scenario: Scenario, store: CertificateStore) async throws -> PreparedScenario {
         try await NIOThreadPool.singleton.runIfActive { try store.prepare(scenario) }
+    }
+
+    /// Serves a credential of your own — from `CertificateAuthority.ephemeral()`, say — with `scenario`'s TLS settings
+    /// (default `ats-compliant`), using no store and no files. See `PreparedScenario.serving(_:scenario:)`.
+    public static func start(serving credential: Credential, scenario: Scenario? = nil,
+                             configuration: FixtureConfiguration = FixtureConfiguration()) async throws -> FixtureServer {
+        try await start(try PreparedScenario.serving(credential, scenario: scenario), configuration: configuration)
     }
 
     /// Starts an already prepared scenario (what `serve` uses after preparing everything up front).

@@ -1,7 +1,7 @@
 import COpenSSL
 import NIOCore
 
-/// One server-side OpenSSL `SSL` driven through two memory BIOs: ciphertext from the network is written into
+/// One OpenSSL `SSL` (server-side unless told otherwise) driven through two memory BIOs: ciphertext from the network is written into
 /// `networkIn`, ciphertext OpenSSL wants to send accumulates in `networkOut`. It does no I/O of its own; the
 /// channel handler moves bytes. Used on one event loop only (not `Sendable`).
 final class OpenSSLConnection {
@@ -30,18 +30,37 @@ final class OpenSSLConnection {
     /// The size of explicitly configured DH parameters, for reporting.
     private let dhBits: Int?
 
-    init(context: TLSContext) throws {
+    /// Which end of the handshake this connection plays. Fixtures are servers; the client end lets tests drive
+    /// `TLSServerHandler` from an `EmbeddedChannel` with a real OpenSSL peer and no sockets.
+    enum Role { case server, client }
+
+    /// Allocating and freeing the memory BIOs, replaceable so a test can make the second allocation fail.
+    struct BIOAllocator {
+        var make: () -> OpaquePointer? = { BIO_new(BIO_s_mem()) }
+        var free: (OpaquePointer) -> Void = { BIO_free($0) }
+    }
+
+    init(context: TLSContext, role: Role = .server, allocator: BIOAllocator = BIOAllocator()) throws {
         dhBits = context.dhBits
         OpenSSLError.clearQueue()
         let ssl = try checkNotNull(SSL_new(context.pointer), "create a TLS connection")
-        guard let input = BIO_new(BIO_s_mem()), let output = BIO_new(BIO_s_mem()) else {
+        guard let input = allocator.make() else {
+            SSL_free(ssl)
+            throw OpenSSLError.drain("allocate connection buffers")
+        }
+        guard let output = allocator.make() else {
+            // Not yet handed to the SSL, so not freed with it.
+            allocator.free(input)
             SSL_free(ssl)
             throw OpenSSLError.drain("allocate connection buffers")
         }
         // An empty input BIO means "retry later", not end of file.
         _ = shim_BIO_set_mem_eof_return(input, -1)
         SSL_set_bio(ssl, input, output)   // The SSL owns both BIOs from here on.
-        SSL_set_accept_state(ssl)
+        switch role {
+        case .server: SSL_set_accept_state(ssl)
+        case .client: SSL_set_connect_state(ssl)
+        }
         self.ssl = ssl
         self.networkIn = input
         self.networkOut = output
@@ -161,7 +180,7 @@ final class OpenSSLConnection {
         let alpn = alpnData.map { String(decoding: UnsafeBufferPointer(start: $0, count: Int(alpnLength)), as: UTF8.self) }
         var clientSubject: String? = nil
         if let peer = SSL_get1_peer_certificate(ssl) {
-            clientSubject = Certificate(taking: peer).subject
+            clientSubject = (try? Certificate(taking: peer))?.subject
         }
         return HandshakeDetails(
             protocol: String(cString: SSL_get_version(ssl)),

@@ -10,6 +10,10 @@ import Foundation
 ///     }
 /// }
 /// ```
+///
+/// The body's value is returned and may be ignored (`@discardableResult`), so a body that only asserts — the usual
+/// case, and every `#expect(throws:)` around one — needs no `_ =`.
+@discardableResult
 public func withFixture<T: Sendable>(_ name: String, store: CertificateStore = .resolved(),
                                      configuration: FixtureConfiguration = FixtureConfiguration(),
                                      _ body: (FixtureServer) async throws -> T) async throws -> T {
@@ -17,6 +21,7 @@ public func withFixture<T: Sendable>(_ name: String, store: CertificateStore = .
 }
 
 /// The same for a scenario value (your own, or a built-in one you modified).
+@discardableResult
 public func withFixture<T: Sendable>(_ scenario: Scenario, store: CertificateStore = .resolved(),
                                      configuration: FixtureConfiguration = FixtureConfiguration(),
                                      _ body: (FixtureServer) async throws -> T) async throws -> T {

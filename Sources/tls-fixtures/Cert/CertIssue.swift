@@ -15,7 +15,12 @@ struct CertIssue: AsyncParsableCommand {
               tls-fixtures cert issue --name api --host api.example.test --host 127.0.0.1
               tls-fixtures cert issue --name weak --host localhost --key rsa:1024 --digest sha1
               tls-fixtures cert issue --name old --host localhost --not-before 2020-01-01 --not-after 2021-01-01
-              tls-fixtures cert issue --name client --no-san --cn "Test Client" --eku clientAuth --issuer client-ca
+              tls-fixtures cert issue --name old2 --host localhost --not-before -10 --not-after -1
+              tls-fixtures cert issue --name client --cn "Test Client" --eku clientAuth --issuer client-ca
+
+            A certificate for a server (any --eku that includes serverAuth, the default) needs a --host; a client \
+            certificate (--eku clientAuth) or a CA (--ca) does not, and takes --cn (default: NAME). A --host outside \
+            the issuing CA's name constraints is issued with a one-line warning: clients that enforce them refuse it.
             """
     )
 
@@ -40,10 +45,12 @@ struct CertIssue: AsyncParsableCommand {
     @Option(help: ArgumentHelp("Validity in days, starting one day ago.", valueName: "n"))
     var days: Int?
 
-    @Option(help: ArgumentHelp("Start of validity: days from now (may be negative) or an ISO 8601 date.", valueName: "when"))
+    // `.unconditional`: the value may start with "-" (`--not-before -10`), which the parser would otherwise take for an
+    // option and refuse, accepting only `--not-before=-10`.
+    @Option(parsing: .unconditional, help: ArgumentHelp("Start of validity: days from now (may be negative) or an ISO 8601 date.", valueName: "when"))
     var notBefore: String?
 
-    @Option(help: ArgumentHelp("End of validity: days from now (negative = already expired) or an ISO 8601 date.", valueName: "when"))
+    @Option(parsing: .unconditional, help: ArgumentHelp("End of validity: days from now (negative = already expired) or an ISO 8601 date.", valueName: "when"))
     var notAfter: String?
 
     @Option(help: ArgumentHelp("Extended key usage (repeatable or comma-separated): serverAuth, clientAuth, both, none, …", valueName: "usage"))
@@ -128,7 +135,14 @@ struct CertIssue: AsyncParsableCommand {
         let store = storeOptions.store
         let keysBefore = PrivateKey.generatedCount
         let issuedBefore = CertificateStore.issuedCount
-        let credential = try store.issue(try request())
+        let request = try self.request()
+        if case .authority(let id) = request.issuer {
+            // Issued all the same (a certificate that breaks its CA's constraints is a legitimate fixture), but said.
+            for violation in request.nameConstraintViolations(issuer: try store.authority(id)) {
+                FileHandle.standardError.write(Data("warning: \(violation); use a name under one of them, or issue from a CA made with `ca init --no-name-constraints`\n".utf8))
+            }
+        }
+        let credential = try store.issue(request)
         var written: [ExportWriter.Written] = []
         if let outDir {
             written = try ExportWriter.write(credential, name: name, to: URL(fileURLWithPath: outDir), force: force)

@@ -10,7 +10,9 @@ struct PinsCommand: AsyncParsableCommand {
             Without a scenario: the published pins every pinning scenario is judged against — the `pinned` leaf key, \
             the built-in CA, and a backup key no server uses (TrustKit requires two pins). With a scenario: that \
             fixture's own leaf instead. The DER .cer files (CA and leaf) are written to the store's exports/ folder \
-            for AFNetworking/Alamofire bundles.
+            for AFNetworking/Alamofire bundles. For a scenario that demands a client \
+            certificate (client-cert-required), also the client identity: its certificate and key files and a .p12 \
+            of both (exports/client.p12).
             """
     )
 
@@ -39,9 +41,11 @@ struct PinsCommand: AsyncParsableCommand {
         print("\nCertificates for AFNetworking / Alamofire bundles (DER):")
         print("  \(material.caCertificateFile)")
         print("  \(material.leafCertificateFile)")
-        if let client = prepared.clientCredential {
-            print("\nClient certificate for this scenario: \(store.leafPath("client").path) (key in \(store.directory.path)/keys/)")
-            _ = client
+        if let identity = material.clientIdentity {
+            print("\nClient identity this scenario demands:")
+            print("  certificate  \(identity.certificateFile)")
+            print("  key          \(identity.keyFile)")
+            print("  PKCS#12      \(identity.pkcs12File)   (password \"\(identity.pkcs12Password)\"; SecPKCS12Import, curl --cert-type P12)")
         }
     }
 }

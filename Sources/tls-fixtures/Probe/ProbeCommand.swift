@@ -13,7 +13,9 @@ struct ProbeCommand: AsyncParsableCommand {
             speak, so weak servers are reported rather than refused.
 
             Exit status: 0 handshake done, certificate verified (and a pin matched, when --pin is given); \
-            2 handshake failed; 3 certificate not verified; 4 no pin matched; 1 usage or connection errors.
+            2 handshake failed; 3 certificate not verified; 4 no pin matched; 1 usage or connection errors. When pins \
+            are given and none matches, the HTTP request is not sent (as a pinning client would not send it), and the \
+            report says so.
 
             Examples:
               tls-fixtures probe localhost:9810 --ca ~/.local/share/swift-tls-fixtures/ca/root.pem
@@ -109,12 +111,17 @@ struct ProbeCommand: AsyncParsableCommand {
             options.clientCredential = Credential(certificate: chain[0], privateKey: key, intermediates: Array(chain.dropFirst()), root: chain.last!)
         }
         let host = servername ?? probeTarget.host
-        let result = try await TLSProbe(options: options).probe(probeTarget)
-        var pinOutcome: PinOutcome? = nil
         let pinList = try pin.map(SPKIPin.parse)
-        if !pinList.isEmpty, let mode = PinMode(rawValue: pinMode) {
-            pinOutcome = PinPolicy(mode.rule(pinList)).evaluate(host: host, presentedChain: result.presentedChain, trust: result.trust)
+        let policy: PinPolicy? = pinList.isEmpty ? nil : PinMode(rawValue: pinMode).map { PinPolicy($0.rule(pinList)) }
+        if let policy {
+            // As a pinning client does: a connection whose pins fail carries no request.
+            options.beforeHTTPRequest = { result in
+                let outcome = policy.evaluate(host: host, presentedChain: result.presentedChain, trust: result.trust)
+                return outcome.matched ? nil : "no pin matched, so the request was not sent"
+            }
         }
+        let result = try await TLSProbe(options: options).probe(probeTarget)
+        let pinOutcome = policy?.evaluate(host: host, presentedChain: result.presentedChain, trust: result.trust)
         if output.json {
             try Output.json(ProbeJSON(result: result, pins: pinOutcome.map { PinJSON(matched: $0.matched, reason: $0.reason) }))
         } else {

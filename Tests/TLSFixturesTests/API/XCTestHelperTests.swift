@@ -1,4 +1,5 @@
 import Foundation
+import NIOConcurrencyHelpers
 @testable import TLSFixtures
 import TLSFixturesXCTest
 import XCTest
@@ -34,5 +35,12 @@ final class XCTestHelperTests: XCTestCase {
     }
 }
 
-final class PortBox: @unchecked Sendable { var value = 0 }
+/// A port number handed out of a closure that may run on another thread.
+final class PortBox: Sendable {
+    private let box = NIOLockedValueBox(0)
+    var value: Int {
+        get { box.withLockedValue { $0 } }
+        set { box.withLockedValue { $0 = newValue } }
+    }
+}
 

@@ -1,4 +1,5 @@
 import Foundation
+import NIOConcurrencyHelpers
 import XCTest
 // The same file builds in the scratch package (module ATSModel) and in swift-tls-fixtures (module TLSFixtures).
 #if canImport(TLSFixtures)
@@ -9,31 +10,18 @@ import ATSModel
 
 /// A fake server for the diagnostics: answers each offer from `AcceptedSuites` the way a real server
 /// would (newest common version, first common suite), and records the offers it saw.
-final class ATSFakeServer: ATSHandshaker, @unchecked Sendable {
-    // @unchecked: `lock` guards `offers` (NSLock.withLock needs macOS 14, the package targets 13).
-    private let lock = NSLock()
-    private var offers: [ATSClientOffer] = []
+final class ATSFakeServer: ATSHandshaker, Sendable {
+    private let offers = NIOLockedValueBox<[ATSClientOffer]>([])
     let replay: ATSReplayHandshaker
 
     init(_ facts: ServerFacts) { replay = ATSReplayHandshaker(facts: facts) }
 
     func handshake(_ offer: ATSClientOffer, url: URL) async -> ATSHandshakeOutcome {
-        record(offer)
+        offers.withLockedValue { $0.append(offer) }
         return await replay.handshake(offer, url: url)
     }
 
-    /// Synchronous, because NSLock may not be used directly in an async function.
-    private func record(_ offer: ATSClientOffer) {
-        lock.lock()
-        defer { lock.unlock() }
-        offers.append(offer)
-    }
-
-    var seenOffers: [ATSClientOffer] {
-        lock.lock()
-        defer { lock.unlock() }
-        return offers
-    }
+    var seenOffers: [ATSClientOffer] { offers.withLockedValue { $0 } }
 }
 
 final class ATSDiagnosticsTests: XCTestCase {

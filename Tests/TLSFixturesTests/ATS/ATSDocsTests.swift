@@ -13,8 +13,8 @@ struct ATSDocsTests {
     @Test("every model rule has one row in docs/ATS-MODEL.md, with the code's confidence", arguments: ATSModelRule.allCases)
     func ruleRow(rule: ATSModelRule) throws {
         let rows = try Self.modelDoc().split(separator: "\n").filter { $0.hasPrefix("| `\(rule.rawValue)` |") }
-        #expect(rows.count == 1, "docs/ATS-MODEL.md has \(rows.count) rows for \(rule.rawValue)")
-        guard let row = rows.first else { return }
+        try #require(rows.count == 1, "docs/ATS-MODEL.md has \(rows.count) rows for \(rule.rawValue)")
+        let row = rows[0]
         let cells = row.split(separator: "|").map { $0.trimmingCharacters(in: .whitespaces) }
         #expect(cells.last == rule.confidence.rawValue, "\(rule.rawValue): the docs say \(cells.last ?? "?"), the code \(rule.confidence)")
         #expect(cells.count == 4 && !cells[2].isEmpty, "\(rule.rawValue): the row needs a source: \(row)")

@@ -70,17 +70,17 @@ struct ATSEndToEndTests {
     ])
     func diagnose(name: String, pattern: [Bool]) async throws {
         let scenario = try ScenarioCatalog.builtIn.scenario(named: name)
-        let fixture = try await FixtureServer.start(scenario, store: Self.store)
-        defer { Task { await fixture.stop() } }
-        var options = ProbeOptions()
-        options.trustRoots = fixture.prepared.deviceTrustRoots
-        let target = ProbeTarget(host: scenario.qualifiedHost, port: fixture.port, connectAddress: "127.0.0.1")
-        let report = await ATSDiagnostics().run(url: fixture.qualifiedURL, handshaker: ATSLiveHandshaker(target: target, probeOptions: options))
-        #expect(report.results.count == 16)
-        #expect(report.results.map(\.passed) == pattern, "\(name):\n\(report.text(verbose: true))")
-        let text = report.text()
-        #expect(text.contains(String(repeating: "=", count: 80)))
-        #expect(text.components(separatedBy: "Result : PASS").count - 1 == pattern.filter { $0 }.count)
+        try await withFixture(scenario, store: Self.store) { fixture in
+            var options = ProbeOptions()
+            options.trustRoots = fixture.prepared.deviceTrustRoots
+            let target = ProbeTarget(host: scenario.qualifiedHost, port: fixture.port, connectAddress: "127.0.0.1")
+            let report = await ATSDiagnostics().run(url: fixture.qualifiedURL, handshaker: ATSLiveHandshaker(target: target, probeOptions: options))
+            #expect(report.results.count == 16)
+            #expect(report.results.map(\.passed) == pattern, "\(name):\n\(report.text(verbose: true))")
+            let text = report.text()
+            #expect(text.contains(String(repeating: "=", count: 80)))
+            #expect(text.components(separatedBy: "Result : PASS").count - 1 == pattern.filter { $0 }.count)
+        }
     }
 
     /// PASS means the load completed with no error (nscurl's header). A server that demands a client certificate
@@ -88,16 +88,16 @@ struct ATSEndToEndTests {
     @Test("ats diagnose: a server demanding a client certificate fails all 16 configurations")
     func diagnoseClientCertificateRequired() async throws {
         let scenario = try ScenarioCatalog.builtIn.scenario(named: "client-cert-required")
-        let fixture = try await FixtureServer.start(scenario, store: Self.store)
-        defer { Task { await fixture.stop() } }
-        var options = ProbeOptions()
-        options.trustRoots = fixture.prepared.deviceTrustRoots
-        let target = ProbeTarget(host: scenario.qualifiedHost, port: fixture.port, connectAddress: "127.0.0.1")
-        let report = await ATSDiagnostics().run(url: fixture.qualifiedURL, handshaker: ATSLiveHandshaker(target: target, probeOptions: options))
-        let text = report.text(verbose: true)
-        #expect(report.results.count == 16)
-        #expect(report.results.allSatisfy { !$0.passed }, "\(text)")
-        #expect(text.components(separatedBy: "Code=-1206").count - 1 == 16, "\(text)")
+        try await withFixture(scenario, store: Self.store) { fixture in
+            var options = ProbeOptions()
+            options.trustRoots = fixture.prepared.deviceTrustRoots
+            let target = ProbeTarget(host: scenario.qualifiedHost, port: fixture.port, connectAddress: "127.0.0.1")
+            let report = await ATSDiagnostics().run(url: fixture.qualifiedURL, handshaker: ATSLiveHandshaker(target: target, probeOptions: options))
+            let text = report.text(verbose: true)
+            #expect(report.results.count == 16)
+            #expect(report.results.allSatisfy { !$0.passed }, "\(text)")
+            #expect(text.components(separatedBy: "Code=-1206").count - 1 == 16, "\(text)")
+        }
     }
 
     @Test("pin outcomes of the pinning scenarios match the catalog", arguments: ["pinned", "pin-reissued", "pin-rotated-key", "pin-mitm"])

@@ -109,15 +109,15 @@ struct PlatformTrustTests {
     @Test("ats diagnose without --trust-ca: a Keychain that trusts the CA passes the default configuration; one that does not fails it")
     func atsDiagnose() async throws {
         let scenario = try ScenarioCatalog.builtIn.scenario(named: "ats-compliant")
-        let fixture = try await FixtureServer.start(scenario, store: TestEnvironment.sharedStore)
-        defer { Task { await fixture.stop() } }
-        let target = ProbeTarget(host: scenario.qualifiedHost, port: fixture.port, connectAddress: "127.0.0.1")
-        for (anchors, passes) in [([fixture.caCertificate], true), ([], false)] {
-            var options = ProbeOptions()
-            options.systemTrust = FakeSecTrust(anchors: anchors)
-            options.anchorKind = .system
-            let report = await ATSDiagnostics().run(url: fixture.qualifiedURL, handshaker: ATSLiveHandshaker(target: target, probeOptions: options))
-            #expect(report.results.first?.passed == passes, "\(report.text(verbose: true))")
+        try await withFixture(scenario, store: TestEnvironment.sharedStore) { fixture in
+            let target = ProbeTarget(host: scenario.qualifiedHost, port: fixture.port, connectAddress: "127.0.0.1")
+            for (anchors, passes) in [([fixture.caCertificate], true), ([], false)] {
+                var options = ProbeOptions()
+                options.systemTrust = FakeSecTrust(anchors: anchors)
+                options.anchorKind = .system
+                let report = await ATSDiagnostics().run(url: fixture.qualifiedURL, handshaker: ATSLiveHandshaker(target: target, probeOptions: options))
+                #expect(report.results.first?.passed == passes, "\(report.text(verbose: true))")
+            }
         }
     }
 

@@ -1,5 +1,6 @@
 import COpenSSL
 import Foundation
+import NIOConcurrencyHelpers
 import NIOCore
 import Testing
 @testable import TLSFixtures
@@ -470,9 +471,8 @@ final class HeldTLSClient {
 }
 
 /// Collects values from concurrent work.
-final class ReliabilityBox<Value>: @unchecked Sendable {
-    private let lock = NSLock()
-    private var items: [Value] = []
-    func append(_ item: Value) { lock.lock(); items.append(item); lock.unlock() }
-    var values: [Value] { lock.lock(); defer { lock.unlock() }; return items }
+final class ReliabilityBox<Value: Sendable>: Sendable {
+    private let items = NIOLockedValueBox<[Value]>([])
+    func append(_ item: Value) { items.withLockedValue { $0.append(item) } }
+    var values: [Value] { items.withLockedValue { $0 } }
 }

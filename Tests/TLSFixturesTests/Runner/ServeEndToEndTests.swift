@@ -151,6 +151,7 @@ struct ServeEndToEndTests {
         defer { serve.kill() }
         _ = try #require(try serve.document(timeout: 120), "serve did not report: \(serve.errors)")
         try browserCheck(dashboard: "http://localhost:\(base)", ca: try store.ca().certificate)
+        try untrustingBrowserCheck(dashboard: "http://localhost:\(base)")
     }
 
     func browserCheck(dashboard: String, ca: Certificate) throws {
@@ -185,6 +186,24 @@ struct ServeEndToEndTests {
         #expect(live("wrong-host") == "blocked")
         #expect(live("expired") == "blocked")
         #expect(live("http") == "loaded")
+        // Trusted: no banner blaming the browser.
+        #expect(!dom.stdout.contains("data-live-trust=\"untrusted\""))
+        #expect(dom.stdout.contains("id=\"live-untrusted\" class=\"trap\" hidden"))
+    }
+
+    /// A browser that does not trust the CA blocks every HTTPS fixture, the controls too: the page must say that this
+    /// is the browser's trust, not the scenarios, and how to fix it.
+    func untrustingBrowserCheck(dashboard: String) throws {
+        let browser = try #require(Tools.chromium.path)
+        let home = TestEnvironment.temporaryDirectory("chromium-untrusting")   // an empty NSS database: no CA trusted
+        let flags = ["--headless=new", "--no-sandbox", "--disable-gpu", "--no-first-run", "--virtual-time-budget=30000"]
+        let dom = try Subprocess.run([browser] + flags + ["--dump-dom", "\(dashboard)/"], environment: ["HOME": home.path], timeout: 90)
+        #expect(dom.stdout.contains("data-live-done=\"true\""), "the live column did not finish")
+        let control = try #require(dom.stdout.range(of: "data-scenario=\"ats-compliant\"").map { dom.stdout[$0.upperBound...].prefix(400) })
+        #expect(control.contains("data-live=\"blocked\""), "\(control)")
+        #expect(dom.stdout.contains("data-live-trust=\"untrusted\""), "the page did not notice that the browser distrusts the CA")
+        let banner = try #require(dom.stdout.range(of: "id=\"live-untrusted\"").map { String(dom.stdout[$0.lowerBound...].prefix(300)) })
+        #expect(!banner.contains("hidden") && banner.contains("does not trust the built-in CA"), "\(banner)")
     }
 
     func probeCLIChecks(document: CatalogDocument, ca: Certificate) throws {

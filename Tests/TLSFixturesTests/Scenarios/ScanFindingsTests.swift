@@ -29,7 +29,7 @@ struct ScanFindingsTests {
     @Test("weakened scenarios refuse SHA-1 handshake signatures as the baseline does", arguments: ["ats-compliant"] + weakenedTLS12)
     func noSHA1HandshakeSignatures(name: String) async throws {
         let scenario = try ScenarioCatalog.builtIn.scenario(named: name)
-        guard let plan = scenario.tls else { return }
+        let plan = try #require(scenario.tls, "\(name) is plain HTTP: it has no handshake signatures to test")
         try await E2E.withFixture(name) { fixture in
             // The scenario's own suites (at security level 0 on the client side too), TLS 1.2 only.
             let cipher = "\(plan.ciphers):@SECLEVEL=0"
