@@ -220,6 +220,6 @@ extension PreparedScenario {
                                pinnedLeaf: leafPin)
         return PreparedScenario(scenario: scenario, context: context, credential: credential,
                                 chainSent: [credential.certificate] + credential.intermediates, caCertificate: credential.root,
-                                deviceTrustRoots: [credential.root], pins: pins, clientCredential: nil)
+                                deviceTrustRoots: [credential.root], pins: pins, clientCredential: nil, domains: [])
     }
 }
