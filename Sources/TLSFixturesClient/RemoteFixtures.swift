@@ -9,9 +9,9 @@ import FoundationNetworking
 /// control API; each comes back as a `RemoteFixture` with the same properties as the in-process `FixtureServer`.
 ///
 /// ```swift
-/// let fixture = try await RemoteFixtures().start("expired")
-/// defer { Task { await fixture.stop() } }
-/// // connect to fixture.url (or fixture.qualifiedURL through fixture.proxy) and watch your client refuse it
+/// try await withRemoteFixture("expired") { fixture in   // or RemoteFixtures().start("expired") … await fixture.stop()
+///     // connect to fixture.url (or fixture.qualifiedURL through fixture.proxy) and watch your client refuse it
+/// }
 /// ```
 ///
 /// The runner is `TLS_FIXTURES_URL` when set (a scheme's environment variables reach the test process), else
