@@ -22,7 +22,7 @@ endif
 help:
 	@echo "make run         build (release) and serve every scenario plus the dashboard"
 	@echo "make test        install missing dependencies, build, run the whole test suite"
-	@echo "make lint        the Darwin source lint alone (make test runs it first)"
+	@echo "make lint        the Darwin source lint and the client dependency check (make test runs them first)"
 	@echo "make bench       performance comparison with nginx and openssl s_server (BENCHMARKS.md; Linux only)"
 	@echo "make bench-quick the same in short runs (< 2 min after the build), for CI: checks that it runs (Linux only)"
 	@echo "make test-asan   the test suite under AddressSanitizer;  make test-tsan: ThreadSanitizer"
@@ -63,9 +63,12 @@ bench bench-quick: deps
 
 # No Mac builds this project's CI here: scripts/lint-darwin.py finds Linux-only Swift (Glibc spellings, /proc,
 # posix_spawn initialisers, …) outside branches Darwin never compiles, before the build. Its rules are tested by
-# Tests/TLSFixturesTests/Portability/DarwinLintTests.swift.
+# Tests/TLSFixturesTests/Portability/DarwinLintTests.swift. check-client-graph.py holds TLSFixturesClient (what iOS test
+# targets link) to Foundation: no OpenSSL, no NIO, in `swift package describe` and in its sources' imports
+# (ClientGraphTests tests the checker).
 lint:
 	@python3 scripts/lint-darwin.py
+	@python3 scripts/check-client-graph.py
 
 clean:
 	rm -rf .build .build-asan .build-tsan .build-fuzz .build-matrix fuzz-out

@@ -5,11 +5,16 @@ let package = Package(
     name: "swift-tls-fixtures",
     // macOS 14: Homebrew's openssl@3 bottles (the OpenSSL this package links there) and the Xcode versions that build
     // Swift 6 (Xcode 16 runs on macOS 14.5 and later) both start there. The library links OpenSSL, so it is for macOS
-    // test targets and tools; iOS tests reach the same servers through `tls-fixtures serve` on the Mac.
-    platforms: [.macOS(.v14)],
+    // test targets and tools; iOS tests reach the same servers through `tls-fixtures serve` on the Mac, with
+    // TLSFixturesClient (iOS 15: URLSession's async API).
+    platforms: [.macOS(.v14), .iOS(.v15)],
     products: [
         .library(name: "TLSFixtures", targets: ["TLSFixtures"]),
         .library(name: "TLSFixturesXCTest", targets: ["TLSFixturesXCTest"]),
+        // For iOS and macOS test targets that cannot link OpenSSL: fixtures from a running `tls-fixtures serve`.
+        // Foundation only (FoundationNetworking on Linux); a test holds its dependency graph to that.
+        .library(name: "TLSFixturesClient", targets: ["TLSFixturesClient"]),
+        .library(name: "TLSFixturesClientXCTest", targets: ["TLSFixturesClientXCTest"]),
         .executable(name: "tls-fixtures", targets: ["tls-fixtures"]),
     ],
     dependencies: [
@@ -24,9 +29,13 @@ let package = Package(
             pkgConfig: "openssl",
             providers: [.apt(["libssl-dev"]), .brew(["openssl@3"])]
         ),
+        // The values both sides of the control API see (the runner encodes them, TLSFixturesClient decodes them), and
+        // the pins a test reads in either world: one definition, Foundation only, at the bottom of the stack.
+        .target(name: "TLSFixturesWire"),
         .target(
             name: "TLSFixtures",
             dependencies: [
+                "TLSFixturesWire",
                 "COpenSSL",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
@@ -40,6 +49,13 @@ let package = Package(
             name: "TLSFixturesXCTest",
             dependencies: ["TLSFixtures"]
         ),
+        // The control API's client: no OpenSSL, no NIO, so an iOS test target can link it.
+        .target(name: "TLSFixturesClient", dependencies: ["TLSFixturesWire"]),
+        // Its XCTest glue, apart so the client never links XCTest.
+        .target(name: "TLSFixturesClientXCTest", dependencies: ["TLSFixturesClient"]),
+        // A program that links TLSFixturesClient alone and loads a fixture through the runner's proxy with URLSession:
+        // what an iOS test does, run by the tests where libcurl trusts the built-in CA.
+        .executableTarget(name: "tls-fixtures-client-check", dependencies: ["TLSFixturesClient"]),
         .executableTarget(
             name: "tls-fixtures",
             dependencies: [
@@ -55,7 +71,8 @@ let package = Package(
         .testTarget(
             name: "TLSFixturesTests",
             dependencies: [
-                "TLSFixtures", "TLSFixturesXCTest", "tls-fixtures",
+                "TLSFixtures", "TLSFixturesXCTest", "TLSFixturesClient", "TLSFixturesClientXCTest", "tls-fixtures",
+                "tls-fixtures-client-check",
                 // TLSServerHandlerTests drive the handler through an EmbeddedChannel, as swift-nio-ssl tests NIOSSLHandler.
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOEmbedded", package: "swift-nio"),

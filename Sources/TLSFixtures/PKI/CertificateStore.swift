@@ -61,10 +61,14 @@ public struct CAOptions: Sendable, Equatable {
     public var commonName: String
     public var nameConstraints: Bool
     public var days: Int
+    /// DNS subtrees permitted besides the reserved test names (`ca init --domain`): domains of the user's own that
+    /// `serve --domain` names fixtures under.
+    public var permittedDomains: [String]
 
     public init(key: KeySpec = .ec(.p256), commonName: String = CertificateAuthority.defaultCommonName,
-                nameConstraints: Bool = true, days: Int = 3650) {
+                nameConstraints: Bool = true, days: Int = 3650, permittedDomains: [String] = []) {
         self.key = key; self.commonName = commonName; self.nameConstraints = nameConstraints; self.days = days
+        self.permittedDomains = permittedDomains
     }
 }
 
@@ -377,7 +381,7 @@ public final class CertificateStore: Sendable {
         var profile = id.profile(rootCommonName: options.commonName)
         if id == .root {
             profile.validity = .days(options.days)
-            profile.nameConstraints = options.nameConstraints ? .localDevelopment : nil
+            profile.nameConstraints = options.nameConstraints ? .localDevelopment(addingDNSSubtrees: options.permittedDomains) : nil
         }
         let certificate = try profile.sign(subjectKey: key, issuer: nil)
         countIssued()

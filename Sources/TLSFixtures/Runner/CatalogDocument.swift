@@ -4,6 +4,10 @@ import Foundation
 public struct CatalogEntry: Codable, Sendable, Equatable {
     public enum Status: String, Codable, Sendable {
         case serving, unsupported, listed
+        /// Its keys are being made in the background (a first run); served when ready.
+        case preparing
+        /// Made in the background, then could not be served: `reason` says why.
+        case failed
     }
 
     public var name: String
@@ -14,6 +18,8 @@ public struct CatalogEntry: Codable, Sendable, Equatable {
     public var url: String?
     /// `https://NAME.fixtures.test:PORT/`: what ATS tests must use (localhost and loopback IPs are exempt from ATS).
     public var qualifiedURL: String?
+    /// `https://NAME.DOMAIN:PORT/` for each `serve --domain`, when serving.
+    public var domainURLs: [String]?
     public var status: Status
     public var reason: String?
     public var expect: Expectations
@@ -74,6 +80,12 @@ public struct CatalogDocument: Codable, Sendable, Equatable {
     public var revocationResponder: String?
     /// What Apple does about revocation, said once (each revocation scenario says what it means in `expect.revocation`).
     public var revocationNote = RevocationNote.apple
+    /// `serve --domain`: leaves also name `NAME.DOMAIN`, and the proxy resolves those names.
+    public var domains: [String]?
+    /// The control API (`POST` here starts a fixture on a free port; see the README's "Testing an iOS app").
+    public var controlAPI: String?
+    /// The runner's HTTP proxy: `CONNECT NAME.fixtures.test:PORT` reaches the fixture on PORT, no /etc/hosts needed.
+    public var proxy: ProxyEndpoint?
     /// The clients `expect.clients` and `clientOutcomes` name, in the client matrix's order.
     public var clients = MatrixClient.allCases.map(MatrixClientEntry.init)
     public var scenarios: [CatalogEntry]

@@ -3,11 +3,14 @@ import NIOCore
 import NIOHTTP1
 import NIOPosix
 
-/// The dashboard on its own plain-HTTP port: `/`, `/scenarios.json`, `/hosts`, `/ca.pem`, `/ca.cer`, `/ca.p12`.
+/// The dashboard on its own plain-HTTP port: `/`, `/scenarios.json`, `/hosts`, `/ca.pem`, `/ca.cer`, `/ca.p12`; on the
+/// same port the control API (`/api/…`) and, unless `serve --proxy-port` puts it elsewhere, the proxy
+/// (`RunnerRequestRouter`).
 ///
 /// It meets whatever reaches its port with the fixtures' limits (the runner's options): the header timeout (a request
 /// must arrive whole in time: no slowloris), the idle timeout, back-pressure (answers wait for a client that does not
-/// read them), at most 256 connections, and a pause in accepting when descriptors run out.
+/// read them), at most 256 connections, and a pause in accepting when descriptors run out. A CONNECT tunnel, once up,
+/// leaves the HTTP limits behind with the HTTP handlers.
 public final class DashboardServer: Sendable {
     public let port: Int
     /// `localhost`, or the address given to `--bind` when that is not loopback.
@@ -23,31 +26,19 @@ public final class DashboardServer: Sendable {
         self.port = port; self.host = host; self.channels = channels; self.connections = connections
     }
 
-    /// Static content, computed once: the catalog does not change while `serve` runs.
-    struct Content: Sendable {
-        var routes: [String: (contentType: String, body: Data, filename: String?)]
-    }
-
-    public static func start(runner: ScenarioRunner, port: Int, bindAddresses: [String]? = nil) async throws -> DashboardServer {
-        let ca = try runner.store.ca().certificate
+    /// `proxy`: serve the CONNECT proxy on this port too (else `proxyPort` names where it is, for the hint a stray
+    /// CONNECT gets). `allowRemoteClients`: the API and the proxy answer other machines too.
+    public static func start(runner: ScenarioRunner, port: Int, bindAddresses: [String]? = nil, proxy: Bool = true,
+                             proxyPort: Int? = nil, allowRemoteClients: Bool = false) async throws -> DashboardServer {
         let host = FixtureServer.urlHost(listeningOn: bindAddresses)
-        let dashboardURL = "http://\(host):\(port)/"
-        let document = runner.document(dashboard: dashboardURL)
-        let html = DashboardPage.html(document: document, caSubject: ca.subject, caPin: ca.spkiSHA256)
-        let scenarios = runner.started.map(\.scenario) + runner.legacyServed.map(\.scenario) + runner.unsupported.map(\.scenario)
-        let content = Content(routes: [
-            "/": ("text/html; charset=utf-8", Data(html.utf8), nil),
-            "/scenarios.json": ("application/json", try document.json(), nil),
-            "/hosts": ("text/plain; charset=utf-8", Data(try HostsFile.lines(for: scenarios).utf8), nil),
-            "/ca.pem": ("application/x-pem-file", ca.pem, "tls-fixtures-ca.pem"),
-            // Safari on iOS offers to install a profile for exactly this type.
-            "/ca.cer": ("application/x-x509-ca-cert", ca.der, "tls-fixtures-ca.cer"),
-            "/ca.p12": ("application/x-pkcs12", try ca.exported(as: .p12), "tls-fixtures-ca.p12"),
-        ])
+        let content = try DashboardContent(runner: runner, dashboardURL: "http://\(host):\(port)/")
+        let services = RunnerServices(leases: runner.leases, proxy: proxy ? runner.proxyPolicy : nil, proxyElsewhere: proxyPort,
+                                      allowRemoteClients: allowRemoteClients)
         let options = runner.options
         let logger = options.fixtureConfiguration(port: port).logger
         let cap = min(options.maximumConnections ?? ListenerLimits.automaticConnectionCap(), ListenerLimits.dashboardConnectionCap)
         let connections = ConnectionTracker(limit: cap, label: "dashboard", logger: logger)
+        let limits = RunnerHTTPPipeline.Limits(idleTimeout: options.idleTimeout, headerTimeout: options.headerTimeout, logger: logger)
         let bootstrap = ServerBootstrap(group: MultiThreadedEventLoopGroup.singleton)
             .serverChannelInitializer { channel in
                 channel.eventLoop.makeCompletedFuture {
@@ -61,20 +52,12 @@ public final class DashboardServer: Sendable {
                 // Browsers keep dashboard connections alive; tracking them lets stop() close them.
                 guard connections.admit(channel) else { return channel.close() }
                 return channel.eventLoop.makeCompletedFuture {
-                    try channel.pipeline.syncOperations.addHandler(IdleStateHandler(allTimeout: options.idleTimeout))
-                    try channel.pipeline.syncOperations.configureHTTPServerPipeline(withErrorHandling: true)
-                    try channel.pipeline.syncOperations.addHandler(
-                        HTTPRequestDeadlineHandler(timeout: options.headerTimeout, startsAfterHandshake: false, logger: logger))
-                    // Each small request can ask for the whole catalog: answers wait while the client is not reading.
-                    try channel.pipeline.syncOperations.addHandler(HTTPBackPressureHandler())
-                    try channel.pipeline.syncOperations.addHandler(DashboardResponder(content: content))
+                    try RunnerHTTPPipeline.configure(channel, services: services, dashboard: content, limits: limits)
                 }
             }
         var channels: [Channel] = []
         do {
-            for address in bindAddresses ?? ["127.0.0.1"] {
-                channels.append(try await FixtureServer.bind(bootstrap, address: address, port: port))
-            }
+            channels = try await FixtureServer.bind(bootstrap, addresses: bindAddresses ?? ["127.0.0.1"], port: port)
             if bindAddresses == nil, let v6 = try? await FixtureServer.bind(bootstrap, address: "::1", port: port) {
                 channels.append(v6)
             }
@@ -82,7 +65,9 @@ public final class DashboardServer: Sendable {
             for channel in channels { try? await channel.close() }
             throw error
         }
-        return DashboardServer(port: channels.first?.localAddress?.port ?? port, host: host, channels: channels, connections: connections)
+        let bound = channels.first?.localAddress?.port ?? port
+        if proxy { runner.leases.setProxy(ProxyEndpoint(port: bound, domains: runner.proxyPolicy.domains)) }
+        return DashboardServer(port: bound, host: host, channels: channels, connections: connections)
     }
 
     public func stop() async {
@@ -96,10 +81,10 @@ final class DashboardResponder: ChannelInboundHandler {
     typealias InboundIn = HTTPServerRequestPart
     typealias OutboundOut = HTTPServerResponsePart
 
-    private let content: DashboardServer.Content
+    private let content: DashboardContent
     private var head: HTTPRequestHead?
 
-    init(content: DashboardServer.Content) { self.content = content }
+    init(content: DashboardContent) { self.content = content }
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
         switch unwrapInboundIn(data) {
@@ -112,7 +97,7 @@ final class DashboardResponder: ChannelInboundHandler {
             var headers = HTTPHeaders()
             let status: HTTPResponseStatus
             let body: Data
-            if let route = content.routes[path], request.method == .GET || request.method == .HEAD {
+            if let route = content.route(path), request.method == .GET || request.method == .HEAD {
                 status = .ok
                 body = route.body
                 headers.add(name: "Content-Type", value: route.contentType)

@@ -120,14 +120,18 @@ public struct CertificatePlan: Codable, Sendable, Hashable {
     /// The baseline leaf's names: DNS names only. An IP address in a leaf fails every chain in BoringSSL (swift-nio-ssl,
     /// AsyncHTTPClient, Chrome), which cannot evaluate the CA's iPAddress constraints; `ip-san` is the scenario that
     /// names addresses, and says which clients refuse it.
-    public static func baselineHosts(scenarioName name: String) -> [String] {
-        ["localhost", "\(name).\(Scenario.fixturesDomain)"]
+    /// With `domains` (`serve --domain`), also `NAME.DOMAIN` for each.
+    public static func baselineHosts(scenarioName name: String, domains: [String] = []) -> [String] {
+        ["localhost", "\(name).\(Scenario.fixturesDomain)"] + domains.map { "\(name).\($0)" }
     }
 
     /// The profile for scenario `name`, with the baseline filled in. A revocation plan's URLs point at `endpoints`.
-    public func profile(scenarioName name: String, revocationEndpoints endpoints: RevocationEndpoints = .serveDefault) throws -> CertificateProfile {
+    /// `domains` add `NAME.DOMAIN` to the baseline hosts only: a scenario that names its own hosts (`wrong-host`) keeps
+    /// exactly them, or it would stop being wrong.
+    public func profile(scenarioName name: String, domains: [String] = [],
+                        revocationEndpoints endpoints: RevocationEndpoints = .serveDefault) throws -> CertificateProfile {
         let qualified = "\(name).\(Scenario.fixturesDomain)"
-        var allHosts = hosts ?? CertificatePlan.baselineHosts(scenarioName: name)
+        var allHosts = hosts ?? CertificatePlan.baselineHosts(scenarioName: name, domains: domains)
         allHosts += extraHosts
         try CertificateProfile.checkNameCount(allHosts.count + generatedHosts)
         if generatedHosts > 0 { allHosts += (1...generatedHosts).map { "n\($0).\(qualified)" } }
@@ -283,77 +287,6 @@ public struct RevocationExpectation: Codable, Sendable, Hashable {
         apple = try c.decode(String.self, forKey: .apple)
         appleWithRevocationPolicy = try c.decode(String.self, forKey: .appleWithRevocationPolicy)
     }
-}
-
-public enum ATSExpectation: String, Codable, Sendable, Hashable {
-    case allow, block
-    case notApplicable = "n/a"
-}
-
-/// The catalog's last column, as data.
-public struct ATSFix: Codable, Sendable, Hashable {
-    public enum Kind: String, Codable, Sendable, Hashable {
-        /// Nothing to change.
-        case notNeeded = "not-needed"
-        /// Keys in an `NSExceptionDomains` entry for the host.
-        case exception
-        /// Top-level `NSAllowsArbitraryLoads`.
-        case arbitraryLoads = "arbitrary-loads"
-        /// No ATS key admits it (the client cannot speak what the server requires).
-        case impossible
-    }
-
-    public var kind: Kind
-    /// For `exception`: the entry's keys; values are booleans or strings as in a plist.
-    public var domainKeys: [String: PlistScalar]?
-    /// Something beyond Info.plist the app also needs, e.g. `trust-override` (a URLSessionDelegate that accepts the trust).
-    public var alsoRequires: String?
-    public var reason: String?
-
-    public init(kind: Kind, domainKeys: [String: PlistScalar]? = nil, alsoRequires: String? = nil, reason: String? = nil) {
-        self.kind = kind; self.domainKeys = domainKeys; self.alsoRequires = alsoRequires; self.reason = reason
-    }
-}
-
-/// A boolean or string plist value.
-public enum PlistScalar: Codable, Sendable, Hashable, CustomStringConvertible {
-    case bool(Bool), string(String)
-
-    public init(from decoder: Decoder) throws {
-        let c = try decoder.singleValueContainer()
-        if let value = try? c.decode(Bool.self) { self = .bool(value) } else { self = .string(try c.decode(String.self)) }
-    }
-
-    public func encode(to encoder: Encoder) throws {
-        var c = encoder.singleValueContainer()
-        switch self {
-        case .bool(let value): try c.encode(value)
-        case .string(let value): try c.encode(value)
-        }
-    }
-
-    public var description: String {
-        switch self {
-        case .bool(let value): return value ? "YES" : "NO"
-        case .string(let value): return value
-        }
-    }
-
-    public var propertyListValue: Any {
-        switch self {
-        case .bool(let value): return value
-        case .string(let value): return value
-        }
-    }
-}
-
-public struct PinExpectation: Codable, Sendable, Hashable {
-    /// The published `pinned` leaf SPKI pin matches this server's leaf.
-    public var leafSPKI: Bool
-    /// The built-in CA's SPKI pin matches a certificate in this server's chain.
-    public var caSPKI: Bool
-    /// The published `pinned` certificate (DER) is this server's leaf.
-    public var certificate: Bool
 }
 
 // MARK: - Strict decoding

@@ -1,18 +1,6 @@
 import Foundation
 import NIOConcurrencyHelpers
 
-/// SPKI pins (base64 SHA-256 of the DER SubjectPublicKeyInfo) a test or app configuration needs.
-public struct FixturePins: Codable, Sendable, Equatable {
-    /// This fixture's leaf key.
-    public var leaf: String?
-    /// The built-in CA (the root users install).
-    public var ca: String
-    /// A key no server uses: TrustKit requires a second pin, and real apps keep a backup.
-    public var backup: String
-    /// The published `pinned` key (what an app under test pins as its leaf).
-    public var pinnedLeaf: String
-}
-
 /// A scenario ready to serve: its TLS context and every certificate and pin a test may ask about.
 public final class PreparedScenario: Sendable {
     public let scenario: Scenario
@@ -35,14 +23,28 @@ public final class PreparedScenario: Sendable {
     public let revocationEndpoints: RevocationEndpoints?
     /// Suites the scenario's cipher string names that the linked OpenSSL lacks, so they are not offered.
     public var unavailableCiphers: [String] { context?.unavailableCipherNames ?? [] }
+    /// Domains besides `fixtures.test` the leaf also names as `NAME.DOMAIN` (`serve --domain`).
+    public let domains: [String]
 
     init(scenario: Scenario, context: TLSContext?, credential: Credential?, chainSent: [Certificate], caCertificate: Certificate,
-         deviceTrustRoots: [Certificate], pins: FixturePins, clientCredential: Credential?,
+         deviceTrustRoots: [Certificate], pins: FixturePins, clientCredential: Credential?, domains: [String] = [],
          revocation: RevocationRecord? = nil, revocationEndpoints: RevocationEndpoints? = nil) {
         self.scenario = scenario; self.context = context; self.credential = credential; self.chainSent = chainSent
         self.caCertificate = caCertificate; self.deviceTrustRoots = deviceTrustRoots; self.pins = pins
-        self.clientCredential = clientCredential; self.revocation = revocation; self.revocationEndpoints = revocationEndpoints
+        self.clientCredential = clientCredential; self.domains = domains
+        self.revocation = revocation; self.revocationEndpoints = revocationEndpoints
     }
+}
+
+/// Where a preparation keeps the leaf it makes.
+public enum PreparationStorage: Sendable, Hashable {
+    /// In the store, under the scenario's name (and its domains): made once, reused by every later run, so certificate
+    /// pins stay valid.
+    case store
+    /// In memory only, never written: a scenario that arrives through the control API must not replace, or add to,
+    /// what the user's store holds. Its leaf key is new unless the plan's `keyName` names a key of the catalog's,
+    /// which is read (made first if the catalog has not made it yet) and never replaced.
+    case memory
 }
 
 /// A scenario the linked OpenSSL (or this store's CA) cannot serve, with the reason. Never served as something else.
@@ -74,20 +76,28 @@ extension CertificateStore {
         var store: String
         var root: Data
         var scenario: Scenario
+        var domains: [String]
         /// Only for scenarios with a revocation plan (their leaf names these URLs); nil otherwise.
         var endpoints: RevocationEndpoints?
     }
 
     /// Everything needed to serve `scenario`, from this store: certificates are generated on first use and reused after;
-    /// within a process the whole preparation is done once per scenario. A leaf with a revocation plan names the OCSP
-    /// responder and CRL at `revocationEndpoints` (by default where `serve` publishes them for port base 9800); only
-    /// that default preparation is kept, since any other names one in-process fixture's own responder.
-    public func prepare(_ scenario: Scenario, revocationEndpoints: RevocationEndpoints = .serveDefault) throws -> PreparedScenario {
+    /// within a process the whole preparation is done once per scenario. `domains` adds `NAME.DOMAIN` to a leaf that
+    /// names the baseline hosts (`serve --domain`); such a leaf is kept apart from the plain one (`certificateName`),
+    /// on the same key, so switching domains back and forth re-issues nothing and key pins stay valid. A leaf with a
+    /// revocation plan names the OCSP responder and CRL at `revocationEndpoints` (by default where `serve` publishes
+    /// them for port base 9800); only that default preparation is kept, since any other names one in-process fixture's
+    /// own responder.
+    public func prepare(_ scenario: Scenario, domains: [String] = [], storage: PreparationStorage = .store,
+                        revocationEndpoints: RevocationEndpoints = .serveDefault) throws -> PreparedScenario {
         let endpoints = scenario.needsRevocationServices ? revocationEndpoints : nil
+        guard storage == .store else {
+            return try makePrepared(scenario, domains: domains, storage: storage, endpoints: endpoints ?? revocationEndpoints)
+        }
         let key = PreparationKey(store: directory.path, root: try ca().certificate.sha256Fingerprint, scenario: scenario,
-                                 endpoints: endpoints)
+                                 domains: domains, endpoints: endpoints)
         if let cached = Self.prepared.withLockedValue({ $0[key] }) { return cached }
-        let made = try makePrepared(scenario, endpoints: endpoints ?? revocationEndpoints)
+        let made = try makePrepared(scenario, domains: domains, storage: storage, endpoints: endpoints ?? revocationEndpoints)
         // An in-process revocation fixture names a responder on ports the system picked for it alone: its preparation is
         // never asked for again, so it is not kept (a process starting thousands would otherwise keep them all).
         if endpoints == nil || endpoints == .serveDefault {
@@ -96,7 +106,15 @@ extension CertificateStore {
         return made
     }
 
-    private func makePrepared(_ scenario: Scenario, endpoints: RevocationEndpoints) throws -> PreparedScenario {
+    /// The store's name for a scenario's leaf: the scenario's name, plus a digest of the domains when there are any.
+    public static func certificateName(scenario: String, domains: [String]) -> String {
+        guard !domains.isEmpty else { return scenario }
+        let digest = Digest.sha256(Data(domains.map { $0.lowercased() }.sorted().joined(separator: ",").utf8)).hexString
+        return "\(scenario).domains-\(digest.prefix(8))"
+    }
+
+    private func makePrepared(_ scenario: Scenario, domains: [String], storage: PreparationStorage,
+                              endpoints: RevocationEndpoints) throws -> PreparedScenario {
         if let plan = scenario.tls {
             let settings = TLSSettings(
                 minVersion: plan.minVersion, maxVersion: plan.maxVersion, ciphers: plan.ciphers, tls13Suites: plan.tls13Suites,
@@ -115,16 +133,23 @@ extension CertificateStore {
                                pinnedLeaf: try key(named: "pinned", spec: CertificatePlan().key).spkiSHA256)
         guard let plan = scenario.tls, let certificatePlan = scenario.certificate else {
             return PreparedScenario(scenario: scenario, context: nil, credential: nil, chainSent: [], caCertificate: ca.certificate,
-                                    deviceTrustRoots: [ca.certificate] + extraRoots, pins: pins, clientCredential: nil)
+                                    deviceTrustRoots: [ca.certificate] + extraRoots, pins: pins, clientCredential: nil, domains: domains)
         }
         if certificatePlan.requiresIssuerNameConstraints, case .authority(let id) = certificatePlan.leafIssuer,
            !(try authority(id)).root.hasNameConstraints {
             throw ScenarioUnsupported(scenario: scenario.name, reason:
                 "not available with this store's CA: it was created without name constraints, so nothing can violate them")
         }
-        let credential = try self.credential(
-            named: scenario.name, profile: try certificatePlan.profile(scenarioName: scenario.name, revocationEndpoints: endpoints),
-            keyName: certificatePlan.keyName ?? scenario.name, keySpec: certificatePlan.key, issuer: certificatePlan.leafIssuer)
+        let profile = try certificatePlan.profile(scenarioName: scenario.name, domains: domains, revocationEndpoints: endpoints)
+        let credential: Credential
+        switch storage {
+        case .store:
+            credential = try self.credential(
+                named: Self.certificateName(scenario: scenario.name, domains: domains), profile: profile,
+                keyName: certificatePlan.keyName ?? scenario.name, keySpec: certificatePlan.key, issuer: certificatePlan.leafIssuer)
+        case .memory:
+            credential = try memoryCredential(profile: profile, plan: certificatePlan)
+        }
         let extra: [Certificate]
         let root = credential.root == credential.certificate ? [] : [credential.root]
         switch plan.sendChain {
@@ -162,7 +187,7 @@ extension CertificateStore {
         fixturePins.leaf = credential.certificate.spkiSHA256
         return PreparedScenario(scenario: scenario, context: context, credential: credential, chainSent: [credential.certificate] + extra,
                                 caCertificate: ca.certificate, deviceTrustRoots: [ca.certificate] + extraRoots,
-                                pins: fixturePins, clientCredential: clientCredential, revocation: revocation,
+                                pins: fixturePins, clientCredential: clientCredential, domains: domains, revocation: revocation,
                                 revocationEndpoints: revocation == nil ? nil : endpoints)
     }
 
@@ -171,6 +196,16 @@ extension CertificateStore {
         case .none: return .none
         case .automatic: return .automatic
         case .bits(let bits): return .explicit(try dhParameters(bits: bits))
+        }
+    }
+
+    /// A leaf made and kept in memory (`PreparationStorage.memory`): signed by the plan's issuer, on a new key or on the
+    /// catalog key the plan names.
+    private func memoryCredential(profile: CertificateProfile, plan: CertificatePlan) throws -> Credential {
+        let key = try plan.keyName.map { try self.key(named: $0, spec: plan.key) } ?? plan.key.generate()
+        switch plan.leafIssuer {
+        case .authority(let id): return try authority(id).issue(profile, key: key)
+        case .selfSigned: return try CertificateAuthority.selfSigned(profile, key: key)
         }
     }
 
@@ -233,6 +268,6 @@ extension PreparedScenario {
                                pinnedLeaf: leafPin)
         return PreparedScenario(scenario: scenario, context: context, credential: credential,
                                 chainSent: [credential.certificate] + credential.intermediates, caCertificate: credential.root,
-                                deviceTrustRoots: [credential.root], pins: pins, clientCredential: nil)
+                                deviceTrustRoots: [credential.root], pins: pins, clientCredential: nil, domains: [])
     }
 }

@@ -198,13 +198,8 @@ public final class FixtureServer: Sendable {
         var addresses: [String] = []
         do {
             if let explicit = configuration.bindAddresses, !explicit.isEmpty {
-                var port = configuration.port
-                for address in explicit {
-                    let channel = try await bind(bootstrap, address: address, port: port)
-                    channels.append(channel)
-                    addresses.append(address)
-                    port = channel.localAddress?.port ?? port
-                }
+                channels = try await bind(bootstrap, addresses: explicit, port: configuration.port)
+                addresses = explicit
             } else {
                 let v4 = try await bind(bootstrap, address: "127.0.0.1", port: configuration.port)
                 channels.append(v4)
@@ -226,9 +221,32 @@ public final class FixtureServer: Sendable {
                              revocationServices: revocationServices)
     }
 
-    static func bind(_ bootstrap: ServerBootstrap, address: String, port: Int) async throws -> Channel {
+    /// Binds every address of `addresses` on one port (port 0: the one the kernel picks for the first), or none.
+    /// Only a family's first address gets the wildcard check: once this server holds 127.0.0.1:P, Linux refuses the
+    /// check's own 0.0.0.0:P bind (a false "in use" for `--bind 127.0.0.1 --bind 192.0.2.2`), and nobody else can
+    /// take *:P any more.
+    static func bind(_ bootstrap: ServerBootstrap, addresses: [String], port: Int) async throws -> [Channel] {
+        var channels: [Channel] = []
+        var bound: [String] = []
+        var port = port
+        do {
+            for address in addresses {
+                let familyBound = bound.contains { $0.contains(":") == address.contains(":") }
+                let channel = try await bind(bootstrap, address: address, port: port, checkWildcard: !familyBound)
+                channels.append(channel)
+                bound.append(address)
+                port = channel.localAddress?.port ?? port
+            }
+        } catch {
+            for channel in channels { try? await channel.close() }
+            throw error
+        }
+        return channels
+    }
+
+    static func bind(_ bootstrap: ServerBootstrap, address: String, port: Int, checkWildcard: Bool = true) async throws -> Channel {
         // Darwin would let this bind share the port with a server on *:port, splitting its clients (WildcardConflict).
-        if WildcardConflict.held(port: port, covering: address) { throw FixtureError.portInUse(port: port, address: address) }
+        if checkWildcard, WildcardConflict.held(port: port, covering: address) { throw FixtureError.portInUse(port: port, address: address) }
         do {
             return try await bootstrap.bind(host: address, port: port).get()
         } catch let error as IOError where error.errnoCode == EADDRINUSE {

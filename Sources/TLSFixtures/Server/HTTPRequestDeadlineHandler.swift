@@ -7,14 +7,19 @@ import NIOHTTP1
 /// end of each request. A client
 /// that sends one header line every few seconds keeps the idle timeout from ever firing (slowloris); this one fires
 /// anyway. Between requests it is the keep-alive timeout too: an idle keep-alive connection is closed after `timeout`.
+/// While an answer is still owed (a control-API request that prepares a slow key can take a minute) the client is not
+/// the one keeping anyone waiting: the clock restarts when the answer is flushed.
 ///
-/// Reads: `HTTPServerRequestPart` and `TLSHandshakeCompleted`, both passed on unchanged. Writes: nothing; closes.
+/// Reads: `HTTPServerRequestPart` and `TLSHandshakeCompleted`, both passed on unchanged. Watches: outbound flushes
+/// (whatever was written: parts or pre-serialised bytes), passed on unchanged. Writes: nothing of its own; closes.
 ///
 /// One timer per connection, not one per request: the handler notes when the current wait began (a clock read per
 /// request), and the timer, when it fires, closes the connection or re-arms itself for the wait's true end.
-final class HTTPRequestDeadlineHandler: ChannelInboundHandler, RemovableChannelHandler {
+final class HTTPRequestDeadlineHandler: ChannelDuplexHandler, RemovableChannelHandler {
     typealias InboundIn = HTTPServerRequestPart
     typealias InboundOut = HTTPServerRequestPart
+    typealias OutboundIn = NIOAny
+    typealias OutboundOut = NIOAny
 
     private let timeout: TimeAmount
     private let startsAfterHandshake: Bool
@@ -22,6 +27,9 @@ final class HTTPRequestDeadlineHandler: ChannelInboundHandler, RemovableChannelH
     /// When the wait for the next whole request began.
     private var waitingSince = NIODeadline.now()
     private var timer: Scheduled<Void>?
+    /// Requests read whole and not answered yet. Every answerer behind this handler flushes each answer as it ends it
+    /// (and the control API answers one request at a time), so a flush settles what is owed.
+    private var answersOwed = 0
 
     /// `startsAfterHandshake`: the clock starts at `TLSHandshakeCompleted` rather than at the connection's start.
     init(timeout: TimeAmount, startsAfterHandshake: Bool, logger: Logger) {
@@ -51,8 +59,19 @@ final class HTTPRequestDeadlineHandler: ChannelInboundHandler, RemovableChannelH
     }
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
-        if case .end = unwrapInboundIn(data) { waitingSince = .now() }
+        if case .end = unwrapInboundIn(data) {
+            answersOwed += 1
+            waitingSince = .now()
+        }
         context.fireChannelRead(data)
+    }
+
+    func flush(context: ChannelHandlerContext) {
+        if answersOwed > 0 {
+            answersOwed = 0
+            waitingSince = .now()
+        }
+        context.flush()
     }
 
     func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
@@ -70,7 +89,7 @@ final class HTTPRequestDeadlineHandler: ChannelInboundHandler, RemovableChannelH
         timer = context.eventLoop.assumeIsolated().scheduleTask(deadline: deadline) { [self] in
             timer = nil
             guard context.channel.isActive else { return }
-            let due = waitingSince + timeout
+            let due = answersOwed > 0 ? NIODeadline.now() + timeout : waitingSince + timeout
             if NIODeadline.now() < due {
                 schedule(at: due, context: context)
                 return

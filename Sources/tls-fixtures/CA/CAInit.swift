@@ -11,6 +11,9 @@ struct CAInit: AsyncParsableCommand {
             files are moved to a new ca/replaced-DATE/ in the store (replaced-DATE-2/ for a second one in the same \
             second), never deleted or overwritten, and every certificate it signed is \
             re-issued on next use. --if-missing succeeds quietly when a CA exists (for scripts and CI).
+
+            --domain adds a domain of your own to the names the CA may sign for (it then permits every name under it), \
+            for `serve --domain`: a public suffix TrustKit accepts, resolved by the runner's proxy, no DNS record needed.
             """
     )
 
@@ -29,6 +32,10 @@ struct CAInit: AsyncParsableCommand {
     @Flag(help: "Do not restrict the CA to localhost and reserved test names (it could then vouch for any site).")
     var noNameConstraints = false
 
+    @Option(name: .customLong("domain"), help: ArgumentHelp(
+        "Also permit this domain and every name under it (repeatable), for `serve --domain`.", valueName: "domain"))
+    var domains: [String] = []
+
     @Flag(help: "Replace an existing CA (moved aside, not deleted).")
     var force = false
 
@@ -40,14 +47,20 @@ struct CAInit: AsyncParsableCommand {
         guard days > 0 else { throw CLIError("--days must be positive") }
         guard days <= Moment.maximumDays else { throw CLIError("--days is at most \(Moment.maximumDays) (100 years), not \(days)") }
         if force && ifMissing { throw CLIError("--force and --if-missing contradict each other; pick one") }
+        if noNameConstraints && !domains.isEmpty {
+            throw CLIError("--domain adds to the CA's name constraints; with --no-name-constraints it already permits every name, so leave one out")
+        }
+        _ = try FixtureDomains.normalize(domains)
     }
 
     func run() async throws {
         let store = storeOptions.store
         let options = CAOptions(key: try KeySpec(parsing: key), commonName: name ?? CertificateAuthority.defaultCommonName,
-                                nameConstraints: !noNameConstraints, days: days)
+                                nameConstraints: !noNameConstraints, days: days, permittedDomains: try FixtureDomains.normalize(domains))
         let replacing = force ? try? store.existingCA() : nil
         let (ca, created) = try store.initializeCA(options, ifExists: force ? .replace : ifMissing ? .keep : .refuse)
+        // --if-missing with --domain: the CA that was kept must permit the domains, or `serve --domain` would fail later.
+        if !created { try FixtureDomains.requirePermitted(options.permittedDomains, by: ca.certificate) }
         if created, let old = replacing {
             Output.error("""
                 warning: replaced the CA \(old.certificate.subject) (SHA-256 \(old.certificate.sha256Fingerprint.colonHex)); \

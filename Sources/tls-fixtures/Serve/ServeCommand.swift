@@ -11,9 +11,17 @@ struct ServeCommand: AsyncParsableCommand {
         discussion: """
             With no names, serves every scenario the linked OpenSSL supports, each on its catalog port (9801…), and the \
             dashboard on the base port (9800): open it in the simulator's Safari, or point the app under test at the \
-            URLs. The first line of output is the dashboard's URL. Ctrl-C or SIGTERM stops everything.
+            URLs. The first line of output is the dashboard's URL. Ctrl-C or SIGTERM stops everything. On a new store \
+            the slow keys (RSA-4096, RSA-8192) are made in the background: those scenarios show "preparing…" and are \
+            served when ready; everything else answers within seconds.
 
-            ATS tests must use https://NAME.fixtures.test:PORT/ (see `tls-fixtures hosts`): localhost is exempt from ATS.
+            The dashboard's port also serves the control API (POST /api/fixtures starts a fixture on a free port, with \
+            a lease; TLSFixturesClient uses it from iOS tests) and an HTTP proxy that reaches NAME.fixtures.test:PORT \
+            (and NAME.DOMAIN for each --domain) on this runner's fixture ports and nowhere else, so clients need no \
+            /etc/hosts entry. Both answer clients on this machine only unless --allow-remote-clients.
+
+            ATS tests must use https://NAME.fixtures.test:PORT/ (through the proxy, or see `tls-fixtures hosts`): \
+            localhost is exempt from ATS.
             """
     )
 
@@ -50,6 +58,18 @@ struct ServeCommand: AsyncParsableCommand {
     @Flag(help: .hidden)
     var noDashboard = false
 
+    @Option(name: .customLong("domain"), help: ArgumentHelp(
+        "Also name every fixture NAME.DOMAIN (repeatable), and let the proxy resolve those names.",
+        discussion: "For TrustKit, which refuses .test: use a domain on the public suffix list that you control. The CA must permit it (`ca init --domain`).",
+        valueName: "domain"))
+    var domains: [String] = []
+
+    @Option(help: ArgumentHelp("Serve the proxy on this port of its own instead of the dashboard's.", valueName: "port"))
+    var proxyPort: Int?
+
+    @Flag(help: "Let clients on other machines use the control API and the proxy (with --bind; loopback only by default).")
+    var allowRemoteClients = false
+
     func validate() throws {
         guard (1...65_535).contains(portBase) else { throw CLIError("--port-base must be a TCP port (1–65535)") }
         _ = try SecondsOption.check(handshakeTimeout, "--handshake-timeout")
@@ -59,6 +79,10 @@ struct ServeCommand: AsyncParsableCommand {
         if let path = legacyHelper, path != "none", !FileManager.default.isExecutableFile(atPath: path) {
             throw CLIError("--legacy-helper \(path) is not an executable; build it with `make legacy-openssl`, or pass none")
         }
+        if let proxyPort, !(1...65_535).contains(proxyPort) || proxyPort == portBase {
+            throw CLIError("--proxy-port must be a TCP port (1–65535) other than the dashboard's (--port-base \(portBase))")
+        }
+        _ = try FixtureDomains.normalize(domains)
         let catalog = try source.catalog()
         _ = try catalog.scenarios(named: names)
         if let highest = catalog.scenarios.compactMap({ catalog.port(of: $0, portBase: portBase) }).max(), highest > 65_535 {
@@ -85,26 +109,44 @@ struct ServeCommand: AsyncParsableCommand {
         case let path?: options.legacyHelper = URL(fileURLWithPath: path)
         case nil: options.legacyHelper = LegacyHelper.locate()
         }
+        options.domains = domains
 
         let runner = try await ScenarioRunner.start(scenarios, catalog: catalog, store: store, options: options) { progress in
-            if case .generating(let name, let key) = progress {
+            switch progress {
+            case .generating(let name, let key):
                 let slow = key.description.hasPrefix("rsa:8192") ? "; an RSA-8192 key can take a minute" : ""
                 Output.error("generating the \(key) key for \(name) (first run only\(slow))…")
+            case .preparingInBackground(let name, let making):
+                Output.error("\(name): making \(making) in the background (first run only); served when ready")
+            case .serving(let name, let port):
+                Output.error("\(name): ready, now serving on port \(port)")
+            case .failed(let name, let reason):
+                Output.error("\(name): not served: \(reason)")
+            case .prepared:
+                break
             }
         }
         if let warning = runner.descriptorWarning { Output.error(warning) }
-        if runner.started.isEmpty && runner.legacyServed.isEmpty {
+        if runner.started.isEmpty && runner.legacyServed.isEmpty && runner.preparing.isEmpty {
             await runner.stop()
             let reasons = runner.unsupported.map { "\($0.scenario.name): \($0.reason)" }.joined(separator: "; ")
             throw CLIError("nothing to serve: \(reasons.isEmpty ? "no scenarios" : reasons); name scenarios this OpenSSL supports "
                            + "(`tls-fixtures scenarios list`)")
         }
-        // The legacy helper runs without a dashboard: the main process's lists its scenarios.
+        // The legacy helper runs without a dashboard or proxy: the main process's list its scenarios.
         var dashboard: DashboardServer? = nil
+        var proxy: ProxyServer? = nil
         if !noDashboard {
             do {
-                dashboard = try await DashboardServer.start(runner: runner, port: portBase, bindAddresses: options.bindAddresses)
+                dashboard = try await DashboardServer.start(runner: runner, port: portBase, bindAddresses: options.bindAddresses,
+                                                            proxy: proxyPort == nil, proxyPort: proxyPort,
+                                                            allowRemoteClients: allowRemoteClients)
+                if let proxyPort {
+                    proxy = try await ProxyServer.start(runner: runner, port: proxyPort, bindAddresses: options.bindAddresses,
+                                                        allowRemoteClients: allowRemoteClients)
+                }
             } catch {
+                await dashboard?.stop()
                 await runner.stop()
                 throw error
             }
@@ -114,12 +156,14 @@ struct ServeCommand: AsyncParsableCommand {
             print(String(decoding: try document.json(), as: UTF8.self))
         } else {
             print(RunnerReport.text(document))
-            print("\nServing \(runner.started.count + runner.legacyServed.count) scenarios. Ctrl-C to stop.")
+            let later = runner.preparing.isEmpty ? "" : " (and \(runner.preparing.count) more once prepared)"
+            print("\nServing \(runner.started.count + runner.legacyServed.count) scenarios\(later). Ctrl-C to stop.")
         }
         fflush(nil)   // A pipe reader (a test, a script) sees the table now, not at exit.
 
         let signal = await ShutdownSignal.wait()
         Output.error("\(signal == SIGTERM ? "SIGTERM" : "interrupt"): stopping…")
+        await proxy?.stop()
         await dashboard?.stop()
         await runner.stop()
     }

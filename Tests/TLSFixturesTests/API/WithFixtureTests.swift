@@ -61,7 +61,9 @@ struct WithFixtureTests {
 @Suite("README examples match the tests they are copied from")
 struct ReadmeExamplesTests {
     @Test(arguments: [("xctest-example", "API/XCTestHelperTests.swift"), ("swift-testing-example", "API/WithFixtureTests.swift"),
-                       ("ephemeral-example", "API/NewUserFrictionTests.swift"), ("name-clash-example", "API/NewUserFrictionTests.swift")])
+                      ("ephemeral-example", "API/NewUserFrictionTests.swift"), ("name-clash-example", "API/NewUserFrictionTests.swift"),
+                      ("remote-xctest-example", "API/RemoteReadmeExampleTests.swift"),
+                      ("remote-swift-testing-example", "API/RemoteReadmeExampleTests.swift")])
     func readmeHasTheTestedCode(marker: String, file: String) throws {
         let source = try String(contentsOf: TestEnvironment.packageRoot.appendingPathComponent("Tests/TLSFixturesTests/\(file)"), encoding: .utf8)
         let readme = try String(contentsOf: TestEnvironment.packageRoot.appendingPathComponent("README.md"), encoding: .utf8)

@@ -1,0 +1,183 @@
+import Foundation
+
+/// Trusting the built-in CA in iOS simulators: `xcrun simctl keychain DEVICE add-root-cert ROOT.pem`, and `reset` to
+/// take it out again. The logic (which devices, which invocations, what went wrong) is here; `tls-fixtures simulator`
+/// only prints. `xcrun` is found on `PATH` and run through `Tool`, so the tests run all of it against a fake `xcrun`.
+public struct SimulatorTrust: Sendable {
+    /// Which simulators: every booted one, or one by UDID.
+    public enum Target: Sendable, Equatable {
+        case booted
+        case udid(String)
+
+        /// `booted` or a UDID, as `--device` takes it.
+        public init(_ text: String) { self = text.lowercased() == "booted" ? .booted : .udid(text) }
+    }
+
+    /// A simulator as `simctl list -j devices` describes it.
+    public struct Device: Sendable, Equatable, Codable {
+        public var udid: String
+        public var name: String
+        public var state: String
+        /// The runtime it belongs to, e.g. `com.apple.CoreSimulator.SimRuntime.iOS-17-5`.
+        public var runtime: String
+
+        public var isBooted: Bool { state == "Booted" }
+    }
+
+    /// Runs a program and reports how it went: the seam tests replace.
+    public struct Tool: Sendable {
+        public struct Output: Sendable {
+            public var status: Int32
+            public var stdout: Data
+            public var stderr: String
+            public init(status: Int32, stdout: Data, stderr: String) { self.status = status; self.stdout = stdout; self.stderr = stderr }
+        }
+
+        /// The program's path, or nil when it is not installed.
+        public var path: String?
+        public var run: @Sendable (_ arguments: [String]) throws -> Output
+
+        public init(path: String?, run: @escaping @Sendable (_ arguments: [String]) throws -> Output) {
+            self.path = path; self.run = run
+        }
+
+        /// `xcrun` from `PATH` (the environment's), run with Foundation's `Process`.
+        public static func xcrun(environment: [String: String] = ProcessInfo.processInfo.environment) -> Tool {
+            let path = (environment["PATH"] ?? "/usr/bin:/bin").split(separator: ":").map { "\($0)/xcrun" }
+                .first { FileManager.default.isExecutableFile(atPath: $0) }
+            return Tool(path: path) { arguments in
+                guard let path else { throw SimulatorTrustError.xcrunMissing }
+                return try Self.launch(path, arguments)
+            }
+        }
+
+        private static func launch(_ path: String, _ arguments: [String]) throws -> Output {
+            let process = Process()
+            process.executableURL = URL(fileURLWithPath: path)
+            process.arguments = arguments
+            let out = Pipe()
+            let err = Pipe()
+            process.standardOutput = out
+            process.standardError = err
+            try process.run()
+            // Read both to the end before waiting: a child that fills a pipe would otherwise never exit.
+            let errors = ReadAll(err.fileHandleForReading)
+            let stdout = out.fileHandleForReading.readDataToEndOfFile()
+            process.waitUntilExit()
+            return Output(status: process.terminationStatus, stdout: stdout, stderr: String(decoding: errors.finish(), as: UTF8.self))
+        }
+
+        /// Drains a pipe on another thread.
+        private final class ReadAll: @unchecked Sendable {
+            private var data = Data()
+            private let done = DispatchSemaphore(value: 0)
+            init(_ handle: FileHandle) {
+                Thread.detachNewThread { [self] in
+                    data = handle.readDataToEndOfFile()
+                    done.signal()
+                }
+            }
+            func finish() -> Data { done.wait(); return data }
+        }
+    }
+
+    public var tool: Tool
+
+    public init(tool: Tool = .xcrun()) { self.tool = tool }
+
+    // MARK: Devices
+
+    /// Every simulator `simctl` knows.
+    public func devices() throws -> [Device] {
+        let output = try simctl(["list", "-j", "devices"])
+        struct Listing: Decodable {
+            struct Entry: Decodable { var udid: String; var name: String; var state: String }
+            var devices: [String: [Entry]]
+        }
+        let listing: Listing
+        do { listing = try JSONDecoder().decode(Listing.self, from: output) } catch {
+            throw SimulatorTrustError.unreadableListing("\(error)")
+        }
+        return listing.devices.sorted { $0.key < $1.key }.flatMap { runtime, entries in
+            entries.map { Device(udid: $0.udid, name: $0.name, state: $0.state, runtime: runtime) }
+        }
+    }
+
+    /// The simulators `target` names, each booted (simctl changes only a booted simulator's keychain).
+    public func resolve(_ target: Target) throws -> [Device] {
+        let all = try devices()
+        switch target {
+        case .booted:
+            let booted = all.filter(\.isBooted)
+            guard !booted.isEmpty else { throw SimulatorTrustError.nothingBooted(known: all.count) }
+            return booted
+        case .udid(let udid):
+            guard let device = all.first(where: { $0.udid.caseInsensitiveCompare(udid) == .orderedSame }) else {
+                throw SimulatorTrustError.unknownDevice(udid)
+            }
+            guard device.isBooted else { throw SimulatorTrustError.notBooted(device) }
+            return [device]
+        }
+    }
+
+    // MARK: Trust
+
+    /// Adds `rootPEM` as a trusted root to every simulator `target` names; the simulators changed.
+    @discardableResult
+    public func trust(rootPEM: URL, on target: Target) throws -> [Device] {
+        let devices = try resolve(target)
+        for device in devices { _ = try simctl(["keychain", device.udid, "add-root-cert", rootPEM.path], device: device) }
+        return devices
+    }
+
+    /// Resets the keychain of every simulator `target` names: the CA goes, and so does every other certificate added
+    /// to those simulators (simctl has no command that removes one).
+    @discardableResult
+    public func untrust(on target: Target) throws -> [Device] {
+        let devices = try resolve(target)
+        for device in devices { _ = try simctl(["keychain", device.udid, "reset"], device: device) }
+        return devices
+    }
+
+    private func simctl(_ arguments: [String], device: Device? = nil) throws -> Data {
+        guard tool.path != nil else { throw SimulatorTrustError.xcrunMissing }
+        let output = try tool.run(["simctl"] + arguments)
+        guard output.status == 0 else {
+            let said = output.stderr.split(separator: "\n").first.map { String($0).escapingControlCharacters } ?? "no message"
+            throw SimulatorTrustError.simctlFailed(command: (["xcrun", "simctl"] + arguments).joined(separator: " "),
+                                                   status: output.status, message: said, device: device?.name)
+        }
+        return output.stdout
+    }
+}
+
+public enum SimulatorTrustError: Error, CustomStringConvertible, Sendable, Equatable {
+    case xcrunMissing
+    case nothingBooted(known: Int)
+    case unknownDevice(String)
+    case notBooted(SimulatorTrust.Device)
+    case unreadableListing(String)
+    case simctlFailed(command: String, status: Int32, message: String, device: String?)
+
+    public var description: String {
+        switch self {
+        case .xcrunMissing:
+            return "xcrun was not found on PATH: iOS simulators need Xcode on a Mac (install Xcode, then "
+                + "`sudo xcode-select -s /Applications/Xcode.app`)"
+        case .nothingBooted(let known):
+            return "no simulator is booted (\(known) known): boot one (`xcrun simctl boot \"iPhone 15\"`, or open Simulator.app), "
+                + "or name one with --device UDID"
+        case .unknownDevice(let udid):
+            return "no simulator has the UDID \(udid.escapingControlCharacters) (`xcrun simctl list devices` lists them)"
+        case .notBooted(let device):
+            return "\(device.name) (\(device.udid)) is \(device.state.lowercased()): simctl changes a booted simulator's keychain only; "
+                + "boot it first (`xcrun simctl boot \(device.udid)`)"
+        case .unreadableListing(let why):
+            return "cannot read `xcrun simctl list -j devices`: \(why)"
+        case .simctlFailed(let command, let status, let message, let device):
+            // The Command Line Tools alone have xcrun but no simctl.
+            let hint = message.contains("unable to find utility") ? " (select a full Xcode: `sudo xcode-select -s /Applications/Xcode.app`)" : ""
+            return "`\(command)` failed (exit \(status))\(device.map { " on \($0)" } ?? ""): \(message)\(hint)"
+        }
+    }
+}

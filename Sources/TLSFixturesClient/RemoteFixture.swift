@@ -1,0 +1,146 @@
+import Foundation
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+
+/// A fixture running in `tls-fixtures serve`, started through its control API: the same properties, by the same
+/// names, as the in-process `FixtureServer` (`url`, `qualifiedURL`, `port`, `pins`, `chainDER`, `chainPEM`,
+/// `scenario.name`, `scenario.expect`, `stop()`), so a test reads the same either way.
+///
+/// Its lease (`ttl`) keeps it running; `stop()` ends it at once, `renew()` extends it.
+public final class RemoteFixture: Sendable {
+    /// The scenario it serves, as the API describes it.
+    public struct Scenario: Sendable, Hashable {
+        public var name: String
+        public var group: String
+        /// What is deliberately different, in one line.
+        public var summary: String
+        /// What standard clients are expected to make of it (OpenSSL's verify result, the ATS verdict, pins).
+        public var expect: FixtureExpectations
+        public var isCleartext: Bool
+    }
+
+    private let state: Locked<FixtureDescription>
+    private let runner: RemoteFixtures
+    private let stopped = Locked(false)
+
+    init(_ description: FixtureDescription, runner: RemoteFixtures) {
+        state = Locked(description)
+        self.runner = runner
+    }
+
+    /// Everything the runner said about it (the API's JSON, decoded).
+    public var info: FixtureDescription { state.value }
+
+    public var id: String { info.id }
+    public var scenario: Scenario {
+        let info = info
+        return Scenario(name: info.scenario, group: info.group, summary: info.summary, expect: info.expect,
+                        isCleartext: info.chainPEM.isEmpty)
+    }
+    public var port: Int { info.port }
+    /// `https://localhost:PORT/` (`http://` for the cleartext scenario). Fine for pinning tests; ATS does not apply to
+    /// localhost, so ATS tests use `qualifiedURL`.
+    public var url: URL { info.url }
+    /// `https://NAME.fixtures.test:PORT/`: what ATS tests must use — through `proxy`, or with the name in /etc/hosts.
+    public var qualifiedURL: URL { info.qualifiedURL }
+    /// `https://NAME.DOMAIN:PORT/` for each domain the runner serves (`serve --domain`): names TrustKit accepts.
+    public var domainURLs: [URL] { info.domainURLs }
+    /// SPKI pins (base64 SHA-256): this leaf, the CA, the backup, the published pinned leaf.
+    public var pins: FixturePins { info.pins }
+    /// The built-in CA, DER: what `SecCertificateCreateWithData` takes, and what a test trusts or pins.
+    public var caCertificateDER: Data { (try? PEM.blocks(in: info.caPEM))?.first ?? Data() }
+    public var caCertificatePEM: String { info.caPEM }
+    /// The certificates the server sends, leaf first, DER (Alamofire's and AFNetworking's pinned `.cer` content).
+    public var chainDER: [Data] { (try? PEM.blocks(in: info.chainPEM)) ?? [] }
+    public var chainPEM: Data { Data(info.chainPEM.utf8) }
+    /// The simulated TLS proxy's root (`pin-mitm`), DER, for a test that installs it as a device would.
+    public var interceptionRootDER: Data? { info.interceptionRootPEM.flatMap { try? PEM.blocks(in: $0).first } }
+    /// The client certificate the server demands (`client-cert-required`): PEM and a `.p12` for `SecPKCS12Import`.
+    public var clientIdentity: ClientIdentity? { info.clientIdentity }
+    /// When the runner stops it unless renewed.
+    public var expiresAt: Date { info.expiresAt }
+    /// The runner's proxy, which resolves `qualifiedURL`'s name without /etc/hosts: give it to a URLSession with
+    /// `URLSessionConfiguration.fixtures(through:)`.
+    public var proxy: FixtureProxy? {
+        guard let endpoint = info.proxy else { return nil }
+        return FixtureProxy(host: runner.runnerURL.host ?? "localhost", port: endpoint.port, domains: endpoint.domains)
+    }
+
+    /// Extends the lease by `ttl` seconds from now (default: the fixture's own ttl).
+    public func renew(ttl: Int? = nil) async throws {
+        let body = try FixtureAPI.encoder().encode(RenewFixtureRequest(ttl: ttl))
+        let renewed: FixtureDescription = try await runner.call("POST", "\(FixtureAPI.fixturesPath)/\(id)/renew", body: body, expecting: 200)
+        state.value = renewed
+    }
+
+    /// Stops the fixture now. Idempotent, and safe from several tasks at once. If the runner cannot be reached the
+    /// lease ends the fixture within its ttl, so this never throws; `stopChecked()` does.
+    public func stop() async {
+        try? await stopChecked()
+    }
+
+    /// `stop()`, reporting a runner that could not be reached.
+    public func stopChecked() async throws {
+        guard !stopped.exchange(true) else { return }
+        let (data, status) = try await runner.send("DELETE", "\(FixtureAPI.fixturesPath)/\(id)")
+        guard status == 204 || status == 200 else {
+            stopped.value = false
+            throw RemoteFixtureError.unexpectedAnswer(url: runner.endpoint("\(FixtureAPI.fixturesPath)/\(id)"), status: status,
+                                                      detail: String(decoding: data.prefix(200), as: UTF8.self))
+        }
+    }
+}
+
+/// Runs `body` with a remote fixture and stops it afterwards, whether `body` returns or throws — the scope Swift
+/// Testing tests use, as `withFixture` is in process:
+///
+/// ```swift
+/// @Test func rejectsExpired() async throws {
+///     try await withRemoteFixture("expired") { fixture in
+///         // connect to fixture.url and expect your client to refuse it
+///     }
+/// }
+/// ```
+public func withRemoteFixture<T: Sendable>(_ name: String, runner: RemoteFixtures = RemoteFixtures(), ttl: Int? = nil,
+                                           _ body: (RemoteFixture) async throws -> T) async throws -> T {
+    try await running(try await runner.start(name, ttl: ttl), body)
+}
+
+/// The same for a scenario given as JSON.
+public func withRemoteFixture<T: Sendable>(scenario: JSONValue, runner: RemoteFixtures = RemoteFixtures(), ttl: Int? = nil,
+                                           _ body: (RemoteFixture) async throws -> T) async throws -> T {
+    try await running(try await runner.start(scenario: scenario, ttl: ttl), body)
+}
+
+private func running<T: Sendable>(_ fixture: RemoteFixture, _ body: (RemoteFixture) async throws -> T) async throws -> T {
+    do {
+        let value = try await body(fixture)
+        await fixture.stop()
+        return value
+    } catch {
+        await fixture.stop()
+        throw error
+    }
+}
+
+/// A value behind a lock (Foundation only: this module links nothing else).
+final class Locked<Value: Sendable>: @unchecked Sendable {
+    private let lock = NSLock()
+    private var stored: Value
+
+    init(_ value: Value) { stored = value }
+
+    var value: Value {
+        get { lock.lock(); defer { lock.unlock() }; return stored }
+        set { lock.lock(); stored = newValue; lock.unlock() }
+    }
+
+    /// Sets `newValue` and returns the old one, atomically.
+    func exchange(_ newValue: Value) -> Value {
+        lock.lock(); defer { lock.unlock() }
+        let old = stored
+        stored = newValue
+        return old
+    }
+}

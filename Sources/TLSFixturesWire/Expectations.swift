@@ -1,0 +1,106 @@
+import Foundation
+
+// What a scenario expects of standard clients, in the parts both worlds show: a scenario file (the TLSFixtures
+// library) and a fixture started through the control API (TLSFixturesClient). One type each, so a test that imports
+// both modules sees one `ATSExpectation`, one `PinExpectation`.
+
+/// Apple's loader under a default ATS policy, connecting by the qualified name with the built-in CA trusted.
+public enum ATSExpectation: String, Codable, Sendable, Hashable {
+    case allow, block
+    case notApplicable = "n/a"
+}
+
+/// The catalog's last column, as data.
+public struct ATSFix: Codable, Sendable, Hashable {
+    public enum Kind: String, Codable, Sendable, Hashable {
+        /// Nothing to change.
+        case notNeeded = "not-needed"
+        /// Keys in an `NSExceptionDomains` entry for the host.
+        case exception
+        /// Top-level `NSAllowsArbitraryLoads`.
+        case arbitraryLoads = "arbitrary-loads"
+        /// No ATS key admits it (the client cannot speak what the server requires).
+        case impossible
+    }
+
+    public var kind: Kind
+    /// For `exception`: the entry's keys; values are booleans or strings as in a plist.
+    public var domainKeys: [String: PlistScalar]?
+    /// Something beyond Info.plist the app also needs, e.g. `trust-override` (a URLSessionDelegate that accepts the trust).
+    public var alsoRequires: String?
+    public var reason: String?
+
+    public init(kind: Kind, domainKeys: [String: PlistScalar]? = nil, alsoRequires: String? = nil, reason: String? = nil) {
+        self.kind = kind; self.domainKeys = domainKeys; self.alsoRequires = alsoRequires; self.reason = reason
+    }
+}
+
+/// A boolean or string plist value.
+public enum PlistScalar: Codable, Sendable, Hashable, CustomStringConvertible {
+    case bool(Bool), string(String)
+
+    public init(from decoder: Decoder) throws {
+        let c = try decoder.singleValueContainer()
+        if let value = try? c.decode(Bool.self) { self = .bool(value) } else { self = .string(try c.decode(String.self)) }
+    }
+
+    public func encode(to encoder: Encoder) throws {
+        var c = encoder.singleValueContainer()
+        switch self {
+        case .bool(let value): try c.encode(value)
+        case .string(let value): try c.encode(value)
+        }
+    }
+
+    public var description: String {
+        switch self {
+        case .bool(let value): return value ? "YES" : "NO"
+        case .string(let value): return value
+        }
+    }
+
+    public var propertyListValue: Any {
+        switch self {
+        case .bool(let value): return value
+        case .string(let value): return value
+        }
+    }
+}
+
+/// For pinning scenarios: which of the published pins match the server.
+public struct PinExpectation: Codable, Sendable, Hashable {
+    /// The published `pinned` leaf SPKI pin matches this server's leaf.
+    public var leafSPKI: Bool
+    /// The built-in CA's SPKI pin matches a certificate in this server's chain.
+    public var caSPKI: Bool
+    /// The published `pinned` certificate (DER) is this server's leaf.
+    public var certificate: Bool
+
+    public init(leafSPKI: Bool, caSPKI: Bool, certificate: Bool) {
+        self.leafSPKI = leafSPKI; self.caSPKI = caSPKI; self.certificate = certificate
+    }
+}
+
+/// What a fixture started through the control API is expected to do: the scenario file's `expect`, less the client
+/// matrix's detail (which `/scenarios.json` carries).
+public struct FixtureExpectations: Codable, Sendable, Hashable {
+    /// OpenSSL's verify result for host `localhost` with the built-in CA trusted: `ok` or OpenSSL's own text
+    /// (`certificate has expired`); nil for plain HTTP.
+    public var verify: String?
+    /// ATS under a default policy, by the qualified name, with the built-in CA trusted.
+    public var ats: ATSExpectation
+    /// The smallest `NSAppTransportSecurity` change that admits it.
+    public var atsFix: ATSFix?
+    /// Roots besides the built-in CA the device is assumed to trust (`interception-root` for `pin-mitm`).
+    public var trustedRoots: [String]?
+    /// Which published pins match (pinning scenarios).
+    public var pins: PinExpectation?
+    /// Anything a reader must know to read the verdicts right.
+    public var note: String?
+
+    public init(verify: String?, ats: ATSExpectation, atsFix: ATSFix? = nil, trustedRoots: [String]? = nil,
+                pins: PinExpectation? = nil, note: String? = nil) {
+        self.verify = verify; self.ats = ats; self.atsFix = atsFix; self.trustedRoots = trustedRoots
+        self.pins = pins; self.note = note
+    }
+}

@@ -1,0 +1,43 @@
+import Foundation
+
+/// PEM text without OpenSSL: the DER inside each `-----BEGIN LABEL-----` block, in order.
+public enum PEM {
+    /// Every `label` block's DER (`CERTIFICATE` by default), in order. Text outside blocks is ignored; a block whose
+    /// base64 does not decode throws, naming it.
+    public static func blocks(in text: String, label: String = "CERTIFICATE") throws -> [Data] {
+        let begin = "-----BEGIN \(label)-----"
+        let end = "-----END \(label)-----"
+        var found: [Data] = []
+        var remainder = Substring(text)
+        while let start = remainder.range(of: begin) {
+            guard let stop = remainder.range(of: end, range: start.upperBound..<remainder.endIndex) else {
+                throw PEMError("a \(label) block has no END line")
+            }
+            let base64 = remainder[start.upperBound..<stop.lowerBound].filter { !$0.isWhitespace }
+            guard let der = Data(base64Encoded: String(base64)) else {
+                throw PEMError("block \(found.count + 1) (\(label)) is not base64")
+            }
+            found.append(der)
+            remainder = remainder[stop.upperBound...]
+        }
+        return found
+    }
+
+    /// DER as a PEM block, 64 characters a line.
+    public static func encode(_ der: Data, label: String = "CERTIFICATE") -> String {
+        let base64 = der.base64EncodedString()
+        var lines: [Substring] = []
+        var index = base64.startIndex
+        while index < base64.endIndex {
+            let next = base64.index(index, offsetBy: 64, limitedBy: base64.endIndex) ?? base64.endIndex
+            lines.append(base64[index..<next])
+            index = next
+        }
+        return "-----BEGIN \(label)-----\n" + lines.joined(separator: "\n") + "\n-----END \(label)-----\n"
+    }
+}
+
+public struct PEMError: Error, CustomStringConvertible, Sendable, Equatable {
+    public let description: String
+    init(_ description: String) { self.description = "PEM: " + description }
+}
