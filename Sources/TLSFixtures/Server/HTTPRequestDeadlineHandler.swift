@@ -24,8 +24,8 @@ final class HTTPRequestDeadlineHandler: ChannelDuplexHandler, RemovableChannelHa
     private let timeout: TimeAmount
     private let startsAfterHandshake: Bool
     private let logger: Logger
-    /// When the wait for the next whole request began.
-    private var waitingSince = NIODeadline.now()
+    /// When the wait for the next whole request began, on the event loop's clock (an embedded loop's in tests).
+    private var waitingSince = NIODeadline.uptimeNanoseconds(0)
     private var timer: Scheduled<Void>?
     /// Requests read whole and not answered yet. Every answerer behind this handler flushes each answer as it ends it
     /// (and the control API answers one request at a time), so a flush settles what is owed.
@@ -61,7 +61,7 @@ final class HTTPRequestDeadlineHandler: ChannelDuplexHandler, RemovableChannelHa
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
         if case .end = unwrapInboundIn(data) {
             answersOwed += 1
-            waitingSince = .now()
+            waitingSince = context.eventLoop.now
         }
         context.fireChannelRead(data)
     }
@@ -69,7 +69,7 @@ final class HTTPRequestDeadlineHandler: ChannelDuplexHandler, RemovableChannelHa
     func flush(context: ChannelHandlerContext) {
         if answersOwed > 0 {
             answersOwed = 0
-            waitingSince = .now()
+            waitingSince = context.eventLoop.now
         }
         context.flush()
     }
@@ -81,7 +81,7 @@ final class HTTPRequestDeadlineHandler: ChannelDuplexHandler, RemovableChannelHa
 
     private func arm(context: ChannelHandlerContext) {
         guard timer == nil else { return }
-        waitingSince = .now()
+        waitingSince = context.eventLoop.now
         schedule(at: waitingSince + timeout, context: context)
     }
 
@@ -89,8 +89,8 @@ final class HTTPRequestDeadlineHandler: ChannelDuplexHandler, RemovableChannelHa
         timer = context.eventLoop.assumeIsolated().scheduleTask(deadline: deadline) { [self] in
             timer = nil
             guard context.channel.isActive else { return }
-            let due = answersOwed > 0 ? NIODeadline.now() + timeout : waitingSince + timeout
-            if NIODeadline.now() < due {
+            let due = answersOwed > 0 ? context.eventLoop.now + timeout : waitingSince + timeout
+            if context.eventLoop.now < due {
                 schedule(at: due, context: context)
                 return
             }
