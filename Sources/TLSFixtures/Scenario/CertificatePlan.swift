@@ -62,7 +62,7 @@ public struct CertificatePlan: Codable, Sendable, Hashable {
             throw DecodingError.dataCorruptedError(forKey: .generatedHosts, in: c, debugDescription: "generatedHosts cannot be negative")
         }
         // One limit for listed and generated names together, the same as for every certificate (`cert issue` too).
-        let listed = (hosts?.count ?? 4) + extraHosts.count
+        let listed = (hosts?.count ?? CertificatePlan.baselineHosts(scenarioName: "").count) + extraHosts.count
         let (total, overflow) = listed.addingReportingOverflow(generatedHosts)
         do { try CertificateProfile.checkNameCount(overflow ? generatedHosts : total) } catch {
             throw DecodingError.dataCorruptedError(forKey: generatedHosts > 0 ? .generatedHosts : (hosts != nil ? .hosts : .extraHosts),
