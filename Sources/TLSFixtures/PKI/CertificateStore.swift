@@ -555,6 +555,14 @@ public final class CertificateStore: Sendable {
 
     // MARK: DH parameters
 
+    /// DH sizes served with a published group (RFC 2409 group 2, RFC 7919 ffdhe2048): nothing to generate.
+    static let namedDHGroupBits: Set<Int> = [1024, 2048]
+
+    /// Whether DH parameters of `bits` are ready without generating anything: a named group, or made and kept before.
+    public func hasDHParameters(bits: Int) -> Bool {
+        Self.namedDHGroupBits.contains(bits) || FileSystem.exists(paramsDirectory.appendingPathComponent("dh-\(bits).pem"))
+    }
+
     /// 1024 bits: RFC 2409 group 2; 2048 bits: RFC 7919 ffdhe2048 (nothing to generate). Other sizes: generated once
     /// and kept in `params/`.
     public func dhParameters(bits: Int) throws -> DHParameters {

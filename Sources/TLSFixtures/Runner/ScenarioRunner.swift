@@ -37,7 +37,7 @@ public final class ScenarioRunner: Sendable {
         /// A key is being generated before the scenario can be served (`backgroundPreparation` off).
         case generating(scenario: String, key: KeySpec)
         case prepared(scenario: String)
-        /// Served later, once what it needs (`making`: "the rsa:8192 key", "a 2048-bit DH group") is made in the
+        /// Served later, once what it needs (`making`: "the rsa:8192 key", "a 3072-bit DH group") is made in the
         /// background.
         case preparingInBackground(scenario: String, making: String)
         /// A scenario prepared in the background now listens on `port`.
@@ -197,7 +197,7 @@ public final class ScenarioRunner: Sendable {
     }
 
     /// What makes `scenario` slow to prepare on this store, if anything: an RSA key of 4096 bits or more, or a DH group
-    /// of 2048 bits or more, that is not made yet (seconds to a minute each).
+    /// of 2048 bits or more that has to be generated (not a named group, not made yet): seconds to a minute each.
     static func slowWork(of scenario: Scenario, store: CertificateStore) -> String? {
         if let plan = scenario.certificate, case .rsa(let bits) = plan.key, bits >= 4096,
            !store.hasKey(named: plan.keyName ?? scenario.name, spec: plan.key) {
@@ -385,12 +385,6 @@ extension FixtureServer {
     }
 }
 
-extension CertificateStore {
-    /// Whether DH parameters of `bits` are cached (1024 bits are RFC 2409's group: nothing to make).
-    public func hasDHParameters(bits: Int) -> Bool {
-        bits == 1024 || FileSystem.exists(paramsDirectory.appendingPathComponent("dh-\(bits).pem"))
-    }
-}
 
 extension Result where Failure == Error {
     init(catching body: () async throws -> Success) async {
