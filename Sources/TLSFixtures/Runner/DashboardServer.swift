@@ -34,37 +34,9 @@ public final class DashboardServer: Sendable {
         let content = try DashboardContent(runner: runner, dashboardURL: "http://\(host):\(port)/")
         let services = RunnerServices(leases: runner.leases, proxy: proxy ? runner.proxyPolicy : nil, proxyElsewhere: proxyPort,
                                       allowRemoteClients: allowRemoteClients)
-        let options = runner.options
-        let logger = options.fixtureConfiguration(port: port).logger
-        let cap = min(options.maximumConnections ?? ListenerLimits.automaticConnectionCap(), ListenerLimits.dashboardConnectionCap)
-        let connections = ConnectionTracker(limit: cap, label: "dashboard", logger: logger)
-        let limits = RunnerHTTPPipeline.Limits(idleTimeout: options.idleTimeout, headerTimeout: options.headerTimeout, logger: logger)
-        let bootstrap = ServerBootstrap(group: MultiThreadedEventLoopGroup.singleton)
-            .serverChannelInitializer { channel in
-                channel.eventLoop.makeCompletedFuture {
-                    try channel.pipeline.syncOperations.addHandler(AcceptPauseHandler(label: "dashboard", logger: logger))
-                }
-            }
-            .serverChannelOption(.backlog, value: 256)
-            .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
-            .childChannelOption(.writeBufferWaterMark, value: FixtureServer.writeBufferWaterMark)
-            .childChannelInitializer { channel in
-                // Browsers keep dashboard connections alive; tracking them lets stop() close them.
-                guard connections.admit(channel) else { return channel.close() }
-                return channel.eventLoop.makeCompletedFuture {
-                    try RunnerHTTPPipeline.configure(channel, services: services, dashboard: content, limits: limits)
-                }
-            }
-        var channels: [Channel] = []
-        do {
-            channels = try await FixtureServer.bind(bootstrap, addresses: bindAddresses ?? ["127.0.0.1"], port: port)
-            if bindAddresses == nil, let v6 = try? await FixtureServer.bind(bootstrap, address: "::1", port: port) {
-                channels.append(v6)
-            }
-        } catch {
-            for channel in channels { try? await channel.close() }
-            throw error
-        }
+        let (channels, connections) = try await RunnerHTTPPipeline.listen(label: "dashboard", runner: runner, port: port,
+                                                                          bindAddresses: bindAddresses, services: services,
+                                                                          dashboard: content)
         let bound = channels.first?.localAddress?.port ?? port
         if proxy { runner.leases.setProxy(ProxyEndpoint(port: bound, domains: runner.proxyPolicy.domains)) }
         return DashboardServer(port: bound, host: host, channels: channels, connections: connections)

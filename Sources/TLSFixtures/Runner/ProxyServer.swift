@@ -17,32 +17,8 @@ public final class ProxyServer: Sendable {
     public static func start(runner: ScenarioRunner, port: Int, bindAddresses: [String]? = nil,
                              allowRemoteClients: Bool = false) async throws -> ProxyServer {
         let services = RunnerServices(leases: nil, proxy: runner.proxyPolicy, proxyElsewhere: nil, allowRemoteClients: allowRemoteClients)
-        // The dashboard's limits: a header timeout before the tunnel is up, and at most 256 connections.
-        let options = runner.options
-        let logger = options.fixtureConfiguration(port: port).logger
-        let cap = min(options.maximumConnections ?? ListenerLimits.automaticConnectionCap(), ListenerLimits.dashboardConnectionCap)
-        let connections = ConnectionTracker(limit: cap, label: "proxy", logger: logger)
-        let limits = RunnerHTTPPipeline.Limits(idleTimeout: options.idleTimeout, headerTimeout: options.headerTimeout, logger: logger)
-        let bootstrap = ServerBootstrap(group: MultiThreadedEventLoopGroup.singleton)
-            .serverChannelOption(.backlog, value: 256)
-            .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
-            .childChannelOption(.socketOption(.tcp_nodelay), value: 1)
-            .childChannelInitializer { channel in
-                guard connections.admit(channel) else { return channel.close() }
-                return channel.eventLoop.makeCompletedFuture {
-                    try RunnerHTTPPipeline.configure(channel, services: services, dashboard: nil, limits: limits)
-                }
-            }
-        var channels: [Channel] = []
-        do {
-            channels = try await FixtureServer.bind(bootstrap, addresses: bindAddresses ?? ["127.0.0.1"], port: port)
-            if bindAddresses == nil, let v6 = try? await FixtureServer.bind(bootstrap, address: "::1", port: channels.first?.localAddress?.port ?? port) {
-                channels.append(v6)
-            }
-        } catch {
-            for channel in channels { try? await channel.close() }
-            throw error
-        }
+        let (channels, connections) = try await RunnerHTTPPipeline.listen(label: "proxy", runner: runner, port: port,
+                                                                          bindAddresses: bindAddresses, services: services, dashboard: nil)
         let bound = channels.first?.localAddress?.port ?? port
         runner.leases.setProxy(ProxyEndpoint(port: bound, domains: runner.proxyPolicy.domains))
         return ProxyServer(port: bound, channels: channels, connections: connections)

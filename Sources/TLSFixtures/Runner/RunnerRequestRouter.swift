@@ -47,6 +47,35 @@ enum RunnerHTTPPipeline {
     }
 }
 
+extension RunnerHTTPPipeline {
+    /// A listener for runner connections (the dashboard's port, or the proxy's own) with the fixtures' limits: a capped
+    /// connection count (at most 256), a pause in accepting when descriptors run out, and per connection the header and
+    /// idle timeouts and back-pressure of `configure`.
+    static func listen(label: String, runner: ScenarioRunner, port: Int, bindAddresses: [String]?, services: RunnerServices,
+                       dashboard: DashboardContent?) async throws -> (channels: [Channel], connections: ConnectionTracker) {
+        let options = runner.options
+        let logger = options.fixtureConfiguration(port: port).logger
+        let cap = min(options.maximumConnections ?? ListenerLimits.automaticConnectionCap(), ListenerLimits.dashboardConnectionCap)
+        let connections = ConnectionTracker(limit: cap, label: label, logger: logger)
+        let limits = Limits(idleTimeout: options.idleTimeout, headerTimeout: options.headerTimeout, logger: logger)
+        let bootstrap = ListenerLimits.bootstrap(label: label, logger: logger, backlog: 256, connections: connections) { channel in
+            try configure(channel, services: services, dashboard: dashboard, limits: limits)
+        }
+        var channels: [Channel] = []
+        do {
+            channels = try await FixtureServer.bind(bootstrap, addresses: bindAddresses ?? ["127.0.0.1"], port: port)
+            if bindAddresses == nil,
+               let v6 = try? await FixtureServer.bind(bootstrap, address: "::1", port: channels.first?.localAddress?.port ?? port) {
+                channels.append(v6)
+            }
+        } catch {
+            for channel in channels { try? await channel.close() }
+            throw error
+        }
+        return (channels, connections)
+    }
+}
+
 /// The HTTP handlers a CONNECT takes out of the pipeline once the tunnel is up.
 struct HTTPLayer {
     var decoder: ByteToMessageHandler<HTTPRequestDecoder>

@@ -22,7 +22,7 @@ public struct FixtureConfiguration: Sendable {
     public var handshakeTimeout: TimeAmount
     /// A connection with no traffic either way for this long is closed (default 60 s).
     public var idleTimeout: TimeAmount
-    /// Each request must arrive whole within this of the previous one's end, or of the connection's start (behind TLS,
+    /// Each request must arrive whole within this of the previous answer, or of the connection's start (behind TLS,
     /// of the handshake's end), default 20 s: the slowloris defence, and the keep-alive timeout between requests.
     public var headerTimeout: TimeAmount
     /// The most connections this fixture holds at once; more are accepted and closed at once. nil (the default): a
@@ -277,39 +277,23 @@ public final class FixtureServer: Sendable {
         }()
         let answers = FixtureAnswerCache()
         let acceptLabel = "scenario \(name)"
-        return ServerBootstrap(group: MultiThreadedEventLoopGroup.singleton)
-            .serverChannelInitializer { channel in
-                channel.eventLoop.makeCompletedFuture {
-                    try channel.pipeline.syncOperations.addHandler(AcceptPauseHandler(label: acceptLabel, logger: logger))
-                }
+        return ListenerLimits.bootstrap(label: acceptLabel, logger: logger, backlog: 1024, connections: connections) { channel in
+            let pipeline = channel.pipeline.syncOperations
+            try pipeline.addHandler(IdleStateHandler(allTimeout: idleTimeout))
+            if let context = prepared.context {
+                try pipeline.addHandler(TLSServerHandler(context: context, handshakeTimeout: handshakeTimeout, logger: connectionLogger))
             }
-            .serverChannelOption(.backlog, value: 1024)
-            // A stopped fixture's port can be bound again at once.
-            .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
-            .childChannelOption(.socketOption(.tcp_nodelay), value: 1)
-            // What a client that stops reading can make a connection queue: HTTPBackPressureHandler stops answering
-            // (and reading) above the high mark. NIO's defaults, stated because the bound depends on them.
-            .childChannelOption(.writeBufferWaterMark, value: FixtureServer.writeBufferWaterMark)
-            .childChannelInitializer { channel in
-                guard connections.admit(channel) else { return channel.close() }
-                return channel.eventLoop.makeCompletedFuture {
-                    let pipeline = channel.pipeline.syncOperations
-                    try pipeline.addHandler(IdleStateHandler(allTimeout: idleTimeout))
-                    if let context = prepared.context {
-                        try pipeline.addHandler(TLSServerHandler(context: context, handshakeTimeout: handshakeTimeout, logger: connectionLogger))
-                    }
-                    // NIOHTTP1 parses requests; FixtureResponder writes whole, pre-serialised responses. It answers each
-                    // request at once, in order, and closes after a `Connection: close` answer itself, so neither the
-                    // pipelining assistant nor the response encoder would do anything but add a hop to every read,
-                    // write and flush. Malformed HTTP gets a 400 from the responder's error path, then a close.
-                    try pipeline.addHandler(ByteToMessageHandler(HTTPRequestDecoder(leftOverBytesStrategy: .dropBytes)))
-                    try pipeline.addHandler(HTTPRequestDeadlineHandler(timeout: headerTimeout, startsAfterHandshake: prepared.context != nil,
-                                                                       logger: connectionLogger))
-                    // Requests wait here, and reading stops, while the client does not read its answers.
-                    try pipeline.addHandler(HTTPBackPressureHandler())
-                    try pipeline.addHandler(FixtureResponder(scenarioName: name, cache: answers))
-                }
-            }
+            // NIOHTTP1 parses requests; FixtureResponder writes whole, pre-serialised responses. It answers each
+            // request at once, in order, and closes after a `Connection: close` answer itself, so neither the
+            // pipelining assistant nor the response encoder would do anything but add a hop to every read,
+            // write and flush. Malformed HTTP gets a 400 from the responder's error path, then a close.
+            try pipeline.addHandler(ByteToMessageHandler(HTTPRequestDecoder(leftOverBytesStrategy: .dropBytes)))
+            try pipeline.addHandler(HTTPRequestDeadlineHandler(timeout: headerTimeout, startsAfterHandshake: prepared.context != nil,
+                                                               logger: connectionLogger))
+            // Requests wait here, and reading stops, while the client does not read its answers.
+            try pipeline.addHandler(HTTPBackPressureHandler())
+            try pipeline.addHandler(FixtureResponder(scenarioName: name, cache: answers))
+        }
     }
 
     /// Answers a connection may have queued before it stops answering and reading (NIO's defaults: 32 KiB / 64 KiB).

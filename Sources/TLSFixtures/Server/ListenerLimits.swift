@@ -27,6 +27,32 @@ enum ListenerLimits {
     static let dashboardConnectionCap = 256
 }
 
+extension ListenerLimits {
+    /// A listener with the limits every port of the kit has (fixtures, dashboard, proxy): a pause in accepting when
+    /// descriptors run out, connections admitted by `connections` (its cap), no Nagle delay, and the write-buffer marks
+    /// back-pressure relies on. `configure` builds each admitted connection's pipeline.
+    static func bootstrap(label: String, logger: Logger, backlog: Int32, connections: ConnectionTracker,
+                          configure: @escaping @Sendable (Channel) throws -> Void) -> ServerBootstrap {
+        ServerBootstrap(group: MultiThreadedEventLoopGroup.singleton)
+            .serverChannelInitializer { channel in
+                channel.eventLoop.makeCompletedFuture {
+                    try channel.pipeline.syncOperations.addHandler(AcceptPauseHandler(label: label, logger: logger))
+                }
+            }
+            .serverChannelOption(.backlog, value: backlog)
+            // A stopped listener's port can be bound again at once.
+            .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
+            .childChannelOption(.socketOption(.tcp_nodelay), value: 1)
+            // What a client that stops reading can make a connection queue: HTTPBackPressureHandler stops answering
+            // (and reading) above the high mark. NIO's defaults, stated because the bound depends on them.
+            .childChannelOption(.writeBufferWaterMark, value: FixtureServer.writeBufferWaterMark)
+            .childChannelInitializer { channel in
+                guard connections.admit(channel) else { return channel.close() }
+                return channel.eventLoop.makeCompletedFuture { try configure(channel) }
+            }
+    }
+}
+
 /// Pauses a listener for a second when `accept` fails for want of descriptors (EMFILE, ENFILE) or kernel memory
 /// (ENOBUFS, ENOMEM), instead of retrying at once. The listening socket stays readable while connections wait in its
 /// backlog, so an immediate retry is a busy loop: an event loop at 100% of a core, starving every connection it

@@ -44,7 +44,7 @@ struct ServeCommand: AsyncParsableCommand {
     @Option(help: ArgumentHelp("Seconds of silence before a connection is closed.", valueName: "seconds"))
     var idleTimeout: Double = 60
 
-    @Option(help: ArgumentHelp("Seconds each request has to arrive whole, from the connection's start (after TLS, the handshake's end) or the previous request's end.", valueName: "seconds"))
+    @Option(help: ArgumentHelp("Seconds each request has to arrive whole, from the connection's start (after TLS, the handshake's end) or the previous answer.", valueName: "seconds"))
     var headerTimeout: Double = 20
 
     @Option(help: ArgumentHelp("Most connections one fixture holds at once (default: a quarter of the descriptors this process may open; the dashboard holds at most 256).", valueName: "count"))

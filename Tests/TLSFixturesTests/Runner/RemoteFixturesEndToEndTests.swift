@@ -230,6 +230,39 @@ struct ControlAPIEndToEndTests {
         #expect(Ports.accepts(renewed.port))
     }
 
+    @Test("the runner's port has the fixtures' header timeout, but a CONNECT tunnel outlives it", .requires(Tools.python))
+    func headerTimeoutAndTunnels() async throws {
+        let runner = try ControlAPIRunner.start(["ats-compliant"], extra: ["--header-timeout", "1"])
+        defer { runner.stop() }
+        let fixture = try runner.start(#"{"scenario": "ats-compliant"}"#)
+        let ca = try TestEnvironment.file(Data(fixture.caPEM.utf8), name: "ca.pem")
+        // Python's sockets: one client trickles an API request, one holds a tunnel idle past the timeout, then uses it.
+        let script = """
+        import socket, ssl, sys, time
+        base, port, ca = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3]
+        slow = socket.create_connection(("127.0.0.1", base))
+        slow.sendall(b"GET /api/fixtures HTTP/1.1\\r\\nHost: localhost\\r\\n")
+        tunnel = socket.create_connection(("127.0.0.1", base))
+        tunnel.sendall(b"CONNECT ats-compliant.fixtures.test:%d HTTP/1.1\\r\\nHost: x\\r\\n\\r\\n" % port)
+        print("connect:", tunnel.recv(4096).split(b"\\r\\n")[0].decode())
+        time.sleep(2.5)
+        slow.settimeout(5)
+        try:
+            print("trickler:", "closed" if slow.recv(4096) == b"" else "answered")
+        except ConnectionResetError:
+            print("trickler: closed")
+        context = ssl.create_default_context(cafile=ca)
+        tls = context.wrap_socket(tunnel, server_hostname="ats-compliant.fixtures.test")
+        tls.sendall(b"GET / HTTP/1.1\\r\\nHost: ats-compliant.fixtures.test\\r\\nConnection: close\\r\\n\\r\\n")
+        print("through the tunnel:", tls.recv(4096).split(b"\\r\\n")[0].decode())
+        """
+        let result = try Subprocess.run([try #require(Tools.python.path), "-c", script, "\(runner.base)", "\(fixture.port)", ca], timeout: 60)
+        #expect(result.stdout.contains("connect: HTTP/1.1 200"), "\(result.stdout)\(result.stderr)")
+        #expect(result.stdout.contains("trickler: closed"), "a request trickled past the header timeout was not cut off: \(result.stdout)")
+        #expect(result.stdout.contains("through the tunnel: HTTP/1.1 200"),
+                "a tunnel idle past the header timeout was closed: \(result.stdout)\(result.stderr)")
+    }
+
     @Test("sessions and the cap: 256 live API fixtures, the next is 429, a session delete stops only its own",
           .requires(Tools.curl), .requiresDescriptors(2_048))
     func sessionsAndCap() async throws {
