@@ -36,6 +36,10 @@ package enum BuiltinScenarioFiles {
     "key": "ec:p256"
   },
   "expect": {
+    "handshake": {
+      "keyType": "EC",
+      "keyBits": 256
+    },
     "verify": "ok",
     "ats": "allow",
     "atsFix": {
@@ -55,6 +59,10 @@ package enum BuiltinScenarioFiles {
     "key": "ec:p384"
   },
   "expect": {
+    "handshake": {
+      "keyType": "EC",
+      "keyBits": 384
+    },
     "verify": "ok",
     "ats": "allow",
     "atsFix": {
@@ -74,6 +82,9 @@ package enum BuiltinScenarioFiles {
     "key": "rsa:4096"
   },
   "expect": {
+    "handshake": {
+      "keyBits": 4096
+    },
     "verify": "ok",
     "ats": "allow",
     "atsFix": {
@@ -93,6 +104,9 @@ package enum BuiltinScenarioFiles {
     "key": "rsa:8192"
   },
   "expect": {
+    "handshake": {
+      "keyBits": 8192
+    },
     "verify": "ok",
     "ats": "allow",
     "atsFix": {
@@ -112,6 +126,11 @@ package enum BuiltinScenarioFiles {
     "digest": "sha384"
   },
   "expect": {
+    "handshake": {
+      "leafSignature": [
+        "ecdsa-with-SHA384"
+      ]
+    },
     "verify": "ok",
     "ats": "allow",
     "atsFix": {
@@ -131,6 +150,11 @@ package enum BuiltinScenarioFiles {
     "digest": "sha512"
   },
   "expect": {
+    "handshake": {
+      "leafSignature": [
+        "ecdsa-with-SHA512"
+      ]
+    },
     "verify": "ok",
     "ats": "allow",
     "atsFix": {
@@ -151,6 +175,13 @@ package enum BuiltinScenarioFiles {
   },
   "certificate": {},
   "expect": {
+    "handshake": {
+      "protocol": "TLSv1.2",
+      "ciphers": [
+        "ECDHE-RSA-AES256-GCM-SHA384",
+        "ECDHE-RSA-AES128-GCM-SHA256"
+      ]
+    },
     "verify": "ok",
     "ats": "allow",
     "atsFix": {
@@ -193,6 +224,12 @@ package enum BuiltinScenarioFiles {
   },
   "certificate": {},
   "expect": {
+    "handshake": {
+      "protocol": "TLSv1",
+      "ciphers": [
+        "ECDHE-RSA-AES128-SHA"
+      ]
+    },
     "verify": "ok",
     "ats": "block",
     "atsFix": {
@@ -257,6 +294,12 @@ package enum BuiltinScenarioFiles {
   },
   "certificate": {},
   "expect": {
+    "handshake": {
+      "protocol": "TLSv1.1",
+      "ciphers": [
+        "ECDHE-RSA-AES128-SHA"
+      ]
+    },
     "verify": "ok",
     "ats": "block",
     "atsFix": {
@@ -321,6 +364,15 @@ package enum BuiltinScenarioFiles {
   },
   "certificate": {},
   "expect": {
+    "handshake": {
+      "requires": "SSLv3",
+      "protocol": "SSLv3",
+      "ciphers": [
+        "AES128-SHA",
+        "AES256-SHA"
+      ],
+      "keyExchange": "RSA"
+    },
     "verify": "ok",
     "ats": "block",
     "atsFix": {
@@ -344,6 +396,18 @@ package enum BuiltinScenarioFiles {
   },
   "certificate": {},
   "expect": {
+    "handshake": {
+      "protocol": "TLSv1.2",
+      "ciphers": [
+        "AES128-GCM-SHA256",
+        "AES256-GCM-SHA384",
+        "AES128-SHA256",
+        "AES256-SHA256",
+        "AES128-SHA",
+        "AES256-SHA"
+      ],
+      "keyExchange": "RSA"
+    },
     "verify": "ok",
     "ats": "block",
     "atsFix": {
@@ -369,6 +433,14 @@ package enum BuiltinScenarioFiles {
   },
   "certificate": {},
   "expect": {
+    "handshake": {
+      "protocol": "TLSv1.2",
+      "ciphers": [
+        "DHE-RSA-AES256-GCM-SHA384",
+        "DHE-RSA-AES128-GCM-SHA256"
+      ],
+      "keyExchange": "DHE 2048"
+    },
     "verify": "ok",
     "ats": "block",
     "atsFix": {
@@ -410,6 +482,14 @@ package enum BuiltinScenarioFiles {
   },
   "certificate": {},
   "expect": {
+    "handshake": {
+      "protocol": "TLSv1.2",
+      "ciphers": [
+        "DHE-RSA-AES256-GCM-SHA384",
+        "DHE-RSA-AES128-GCM-SHA256"
+      ],
+      "keyExchange": "DHE 1024"
+    },
     "verify": "ok",
     "ats": "block",
     "atsFix": {
@@ -460,6 +540,14 @@ package enum BuiltinScenarioFiles {
   },
   "certificate": {},
   "expect": {
+    "handshake": {
+      "protocol": "TLSv1.2",
+      "ciphers": [
+        "DHE-RSA-AES256-GCM-SHA384",
+        "DHE-RSA-AES128-GCM-SHA256"
+      ],
+      "keyExchange": "DHE 512"
+    },
     "verify": "ok",
     "ats": "block",
     "atsFix": {
@@ -530,6 +618,12 @@ package enum BuiltinScenarioFiles {
   },
   "certificate": {},
   "expect": {
+    "handshake": {
+      "protocol": "TLSv1.2",
+      "ciphers": [
+        "ECDHE-RSA-AES128-SHA"
+      ]
+    },
     "verify": "ok",
     "ats": "allow",
     "atsFix": {
@@ -552,6 +646,13 @@ package enum BuiltinScenarioFiles {
   },
   "certificate": {},
   "expect": {
+    "handshake": {
+      "requires": "RC4",
+      "protocol": "TLSv1.2",
+      "ciphers": [
+        "ECDHE-RSA-RC4-SHA"
+      ]
+    },
     "verify": "ok",
     "ats": "block",
     "atsFix": {
@@ -576,6 +677,13 @@ package enum BuiltinScenarioFiles {
   },
   "certificate": {},
   "expect": {
+    "handshake": {
+      "requires": "3DES",
+      "protocol": "TLSv1.2",
+      "ciphers": [
+        "ECDHE-RSA-DES-CBC3-SHA"
+      ]
+    },
     "verify": "ok",
     "ats": "block",
     "atsFix": {
@@ -600,6 +708,12 @@ package enum BuiltinScenarioFiles {
   },
   "certificate": {},
   "expect": {
+    "handshake": {
+      "protocol": "TLSv1.2",
+      "ciphers": [
+        "ECDHE-RSA-NULL-SHA"
+      ]
+    },
     "verify": "ok",
     "ats": "block",
     "atsFix": {
@@ -641,6 +755,11 @@ package enum BuiltinScenarioFiles {
     "digest": "sha1"
   },
   "expect": {
+    "handshake": {
+      "leafSignature": [
+        "ecdsa-with-SHA1"
+      ]
+    },
     "verify": "CA signature digest algorithm too weak",
     "ats": "block",
     "atsFix": {
@@ -690,6 +809,13 @@ package enum BuiltinScenarioFiles {
     "issuer": "sha1-intermediate"
   },
   "expect": {
+    "handshake": {
+      "leafSignature": [
+        "ecdsa-with-SHA256",
+        "sha256WithRSAEncryption"
+      ],
+      "certificates": 2
+    },
     "verify": "CA signature digest algorithm too weak",
     "ats": "block",
     "atsFix": {
@@ -740,6 +866,12 @@ package enum BuiltinScenarioFiles {
     "issuer": "intermediate"
   },
   "expect": {
+    "handshake": {
+      "leafSignature": [
+        "md5WithRSAEncryption"
+      ],
+      "certificates": 2
+    },
     "verify": "CA signature digest algorithm too weak",
     "ats": "block",
     "atsFix": {
@@ -765,6 +897,9 @@ package enum BuiltinScenarioFiles {
     "key": "rsa:1024"
   },
   "expect": {
+    "handshake": {
+      "keyBits": 1024
+    },
     "verify": "EE certificate key too weak",
     "ats": "block",
     "atsFix": {
@@ -844,6 +979,14 @@ package enum BuiltinScenarioFiles {
     "key": "rsa:512"
   },
   "expect": {
+    "handshake": {
+      "protocol": "TLSv1.2",
+      "ciphers": [
+        "ECDHE-RSA-AES256-GCM-SHA384",
+        "ECDHE-RSA-AES128-GCM-SHA256"
+      ],
+      "keyBits": 512
+    },
     "verify": "EE certificate key too weak",
     "ats": "block",
     "atsFix": {
@@ -892,6 +1035,11 @@ package enum BuiltinScenarioFiles {
     "issuer": "self"
   },
   "expect": {
+    "handshake": {
+      "leafSignature": [
+        "sha256WithRSAEncryption"
+      ]
+    },
     "verify": "self-signed certificate",
     "ats": "block",
     "atsFix": {
@@ -917,6 +1065,13 @@ package enum BuiltinScenarioFiles {
     "issuer": "untrusted-root"
   },
   "expect": {
+    "handshake": {
+      "leafSignature": [
+        "ecdsa-with-SHA256",
+        "sha256WithRSAEncryption"
+      ],
+      "certificates": 2
+    },
     "verify": "self-signed certificate in certificate chain",
     "ats": "block",
     "atsFix": {
@@ -1142,6 +1297,12 @@ package enum BuiltinScenarioFiles {
     "issuer": "intermediate"
   },
   "expect": {
+    "handshake": {
+      "leafSignature": [
+        "ecdsa-with-SHA256",
+        "sha256WithRSAEncryption"
+      ]
+    },
     "verify": "unable to get local issuer certificate",
     "ats": "block",
     "atsFix": {
@@ -1291,6 +1452,13 @@ package enum BuiltinScenarioFiles {
     "issuer": "interception-root"
   },
   "expect": {
+    "handshake": {
+      "leafSignature": [
+        "ecdsa-with-SHA256",
+        "sha256WithRSAEncryption"
+      ],
+      "verifyTrustingDeviceRoots": "ok"
+    },
     "verify": "unable to get local issuer certificate",
     "ats": "allow",
     "atsFix": {
@@ -1366,6 +1534,18 @@ package enum BuiltinScenarioFiles {
     ]
   },
   "expect": {
+    "handshake": {
+      "protocol": "TLSv1",
+      "ciphers": [
+        "AES128-SHA",
+        "AES256-SHA"
+      ],
+      "keyExchange": "RSA",
+      "leafSignature": [
+        "sha1WithRSAEncryption"
+      ],
+      "keyBits": 1024
+    },
     "verify": "EE certificate key too weak",
     "ats": "block",
     "atsFix": {
@@ -1386,6 +1566,13 @@ package enum BuiltinScenarioFiles {
     "issuer": "intermediate"
   },
   "expect": {
+    "handshake": {
+      "leafSignature": [
+        "ecdsa-with-SHA256",
+        "sha256WithRSAEncryption"
+      ],
+      "certificates": 2
+    },
     "verify": "ok",
     "ats": "allow",
     "atsFix": {
@@ -1442,6 +1629,12 @@ package enum BuiltinScenarioFiles {
     }
   },
   "expect": {
+    "handshake": {
+      "leafSignature": [
+        "sha256WithRSAEncryption"
+      ],
+      "certificates": 2
+    },
     "verify": "ok",
     "ats": "allow",
     "atsFix": {
@@ -1474,6 +1667,12 @@ package enum BuiltinScenarioFiles {
     }
   },
   "expect": {
+    "handshake": {
+      "leafSignature": [
+        "sha256WithRSAEncryption"
+      ],
+      "certificates": 2
+    },
     "verify": "ok",
     "ats": "block",
     "atsFix": {
@@ -1510,6 +1709,12 @@ package enum BuiltinScenarioFiles {
     }
   },
   "expect": {
+    "handshake": {
+      "leafSignature": [
+        "sha256WithRSAEncryption"
+      ],
+      "certificates": 2
+    },
     "verify": "ok",
     "ats": "allow",
     "atsFix": {
@@ -1540,6 +1745,12 @@ package enum BuiltinScenarioFiles {
     }
   },
   "expect": {
+    "handshake": {
+      "leafSignature": [
+        "sha256WithRSAEncryption"
+      ],
+      "certificates": 2
+    },
     "verify": "ok",
     "ats": "allow",
     "atsFix": {
@@ -1571,6 +1782,12 @@ package enum BuiltinScenarioFiles {
     }
   },
   "expect": {
+    "handshake": {
+      "leafSignature": [
+        "sha256WithRSAEncryption"
+      ],
+      "certificates": 2
+    },
     "verify": "ok",
     "ats": "allow",
     "atsFix": {
@@ -1602,6 +1819,12 @@ package enum BuiltinScenarioFiles {
     }
   },
   "expect": {
+    "handshake": {
+      "leafSignature": [
+        "sha256WithRSAEncryption"
+      ],
+      "certificates": 2
+    },
     "verify": "ok",
     "ats": "allow",
     "atsFix": {
@@ -1631,6 +1854,12 @@ package enum BuiltinScenarioFiles {
     "issuer": "intermediate"
   },
   "expect": {
+    "handshake": {
+      "leafSignature": [
+        "sha256WithRSAEncryption"
+      ],
+      "certificates": 3
+    },
     "verify": "ok",
     "ats": "allow",
     "atsFix": {
@@ -1671,6 +1900,9 @@ package enum BuiltinScenarioFiles {
     "generatedHosts": 9998
   },
   "expect": {
+    "handshake": {
+      "stockOpenSSLRefuses": "excessive message size"
+    },
     "verify": "ok",
     "ats": "allow",
     "atsFix": {
@@ -1694,6 +1926,14 @@ package enum BuiltinScenarioFiles {
   },
   "certificate": {},
   "expect": {
+    "handshake": {
+      "protocol": "TLSv1.2",
+      "ciphers": [
+        "DHE-RSA-AES256-GCM-SHA384",
+        "DHE-RSA-AES128-GCM-SHA256"
+      ],
+      "keyExchange": "DHE 2048"
+    },
     "verify": "ok",
     "ats": "block",
     "atsFix": {
@@ -1730,6 +1970,10 @@ package enum BuiltinScenarioFiles {
     }
   },
   "expect": {
+    "handshake": {
+      "keyType": "EC",
+      "keyBits": 256
+    },
     "verify": "ok",
     "ats": "allow",
     "atsFix": {
@@ -1767,6 +2011,12 @@ package enum BuiltinScenarioFiles {
     }
   },
   "expect": {
+    "handshake": {
+      "leafSignature": [
+        "sha256WithRSAEncryption"
+      ],
+      "certificates": 2
+    },
     "verify": "ok",
     "ats": "allow",
     "atsFix": {
@@ -1804,6 +2054,12 @@ package enum BuiltinScenarioFiles {
     }
   },
   "expect": {
+    "handshake": {
+      "leafSignature": [
+        "sha256WithRSAEncryption"
+      ],
+      "certificates": 2
+    },
     "verify": "ok",
     "ats": "allow",
     "atsFix": {
