@@ -57,20 +57,20 @@ struct PKIErrorTests {
 
     @Test("signing: an empty subjectAltName and a digest the issuer's key cannot sign with")
     func signing() throws {
-        let ecKey = try KeySpec.ec(.p256).generate()
-        var profile = CertificateProfile(subject: Subject(commonName: "x", organization: nil), subjectAltNames: [])
-        let empty = Self.expectCode(.emptySubjectAltNames) { _ = try profile.sign(subjectKey: ecKey, issuer: nil) }
+        let ecCA = try CertificateAuthority.ephemeral(key: .ec(.p256))
+        let edCA = try CertificateAuthority.ephemeral(key: .ed25519)
+        var profile = CertificateProfile(subject: Subject(commonName: "x"), subjectAltNames: [])
+        let empty = Self.expectCode(.emptySubjectAltNames) { _ = try ecCA.issue(profile) }
         #expect(empty?.fix?.contains("subjectAltNames") == true)
-        profile.subjectAltNames = nil
+        profile.subjectAltNames = [try SubjectAltName(host: "a.test")]
         profile.digest = .md5
-        Self.expectCode(.digestNotSignable) { _ = try profile.sign(subjectKey: ecKey, issuer: nil) }
+        Self.expectCode(.digestNotSignable) { _ = try ecCA.issue(profile) }
         profile.digest = .sha1
-        let ed = try KeySpec.ed25519.generate()
-        Self.expectCode(.digestNotSignable) { _ = try profile.sign(subjectKey: ed, issuer: nil) }
-        // The control: the same profile signs with a digest each key can use.
+        Self.expectCode(.digestNotSignable) { _ = try edCA.issue(profile) }
+        // The control: the same profile is signed with a digest each issuer's key can use.
         profile.digest = .sha256
-        _ = try profile.sign(subjectKey: ecKey, issuer: nil)
-        _ = try profile.sign(subjectKey: ed, issuer: nil)
+        _ = try ecCA.issue(profile)
+        _ = try edCA.issue(profile)
     }
 
     @Test("the store: an existing CA, paths inside it, exports that would replace a file, a damaged CA")
