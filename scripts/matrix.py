@@ -27,6 +27,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import urllib.request
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -449,11 +450,24 @@ def serve(cli, store, port_base, names, log):
         text += line
         try:
             document, _ = decoder.raw_decode(text.strip())
-            return process, document
         except ValueError:
             continue
+        return process, wait_until_prepared(document, deadline)
     process.kill()
     raise SystemExit(f"tls-fixtures serve did not start; see {log.name}")
+
+
+def wait_until_prepared(document, deadline):
+    """serve answers before its slow keys exist (RSA-4096 and RSA-8192 on a fresh store are "preparing"): ask its
+    /scenarios.json until nothing is, so those scenarios are judged rather than left out of the report."""
+    while any(entry["status"] == "preparing" for entry in document["scenarios"]) and time.time() < deadline:
+        time.sleep(2)
+        try:
+            with urllib.request.urlopen(document["dashboard"].rstrip("/") + "/scenarios.json", timeout=10) as answer:
+                document = json.load(answer)
+        except (OSError, ValueError):
+            continue
+    return document
 
 
 # --- Output ---------------------------------------------------------------------------------------------------------
