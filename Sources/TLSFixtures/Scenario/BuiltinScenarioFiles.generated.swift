@@ -21,7 +21,8 @@ enum BuiltinScenarioFiles {
     "ats": "allow",
     "atsFix": {
       "kind": "not-needed"
-    }
+    },
+    "clients": []
   }
 }
 """#),
@@ -40,7 +41,8 @@ enum BuiltinScenarioFiles {
     "ats": "allow",
     "atsFix": {
       "kind": "not-needed"
-    }
+    },
+    "clients": []
   }
 }
 """#),
@@ -59,7 +61,8 @@ enum BuiltinScenarioFiles {
     "ats": "allow",
     "atsFix": {
       "kind": "not-needed"
-    }
+    },
+    "clients": []
   }
 }
 """#),
@@ -78,7 +81,8 @@ enum BuiltinScenarioFiles {
     "ats": "allow",
     "atsFix": {
       "kind": "not-needed"
-    }
+    },
+    "clients": []
   }
 }
 """#),
@@ -97,7 +101,8 @@ enum BuiltinScenarioFiles {
     "ats": "allow",
     "atsFix": {
       "kind": "not-needed"
-    }
+    },
+    "clients": []
   }
 }
 """#),
@@ -116,7 +121,8 @@ enum BuiltinScenarioFiles {
     "ats": "allow",
     "atsFix": {
       "kind": "not-needed"
-    }
+    },
+    "clients": []
   }
 }
 """#),
@@ -135,7 +141,8 @@ enum BuiltinScenarioFiles {
     "ats": "allow",
     "atsFix": {
       "kind": "not-needed"
-    }
+    },
+    "clients": []
   }
 }
 """#),
@@ -155,7 +162,8 @@ enum BuiltinScenarioFiles {
     "ats": "allow",
     "atsFix": {
       "kind": "not-needed"
-    }
+    },
+    "clients": []
   }
 }
 """#),
@@ -175,7 +183,8 @@ enum BuiltinScenarioFiles {
     "ats": "allow",
     "atsFix": {
       "kind": "not-needed"
-    }
+    },
+    "clients": []
   }
 }
 """#),
@@ -351,7 +360,8 @@ enum BuiltinScenarioFiles {
       "domainKeys": {
         "NSExceptionRequiresForwardSecrecy": false
       }
-    }
+    },
+    "clients": []
   }
 }
 """#),
@@ -534,7 +544,8 @@ enum BuiltinScenarioFiles {
     "ats": "allow",
     "atsFix": {
       "kind": "not-needed"
-    }
+    },
+    "clients": []
   }
 }
 """#),
@@ -748,7 +759,8 @@ enum BuiltinScenarioFiles {
         "NSExceptionAllowsInsecureHTTPLoads": true
       },
       "alsoRequires": "trust-override"
-    }
+    },
+    "clients": []
   }
 }
 """#),
@@ -900,7 +912,8 @@ enum BuiltinScenarioFiles {
         "NSExceptionAllowsInsecureHTTPLoads": true
       },
       "alsoRequires": "trust-override"
-    }
+    },
+    "clients": []
   }
 }
 """#),
@@ -925,7 +938,8 @@ enum BuiltinScenarioFiles {
         "NSExceptionAllowsInsecureHTTPLoads": true
       },
       "alsoRequires": "trust-override"
-    }
+    },
+    "clients": []
   }
 }
 """#),
@@ -950,7 +964,8 @@ enum BuiltinScenarioFiles {
         "NSExceptionAllowsInsecureHTTPLoads": true
       },
       "alsoRequires": "trust-override"
-    }
+    },
+    "clients": []
   }
 }
 """#),
@@ -1025,7 +1040,8 @@ enum BuiltinScenarioFiles {
     "ats": "allow",
     "atsFix": {
       "kind": "not-needed"
-    }
+    },
+    "clients": []
   }
 }
 """#),
@@ -1051,7 +1067,8 @@ enum BuiltinScenarioFiles {
         "NSExceptionAllowsInsecureHTTPLoads": true
       },
       "alsoRequires": "trust-override"
-    }
+    },
+    "clients": []
   }
 }
 """#),
@@ -1077,7 +1094,8 @@ enum BuiltinScenarioFiles {
         "NSExceptionAllowsInsecureHTTPLoads": true
       },
       "alsoRequires": "trust-override"
-    }
+    },
+    "clients": []
   }
 }
 """#),
@@ -1100,7 +1118,8 @@ enum BuiltinScenarioFiles {
     "atsFix": {
       "kind": "not-needed"
     },
-    "note": "Apple's 825-day limit binds chains anchored in the system store or in app-supplied anchors (pinning code), not user-installed roots: a default ATS load with the built-in CA installed is allowed; SecTrustSetAnchorCertificates with the CA blocks it."
+    "note": "Apple's 825-day limit binds chains anchored in the system store or in app-supplied anchors (pinning code), not user-installed roots: a default ATS load with the built-in CA installed is allowed; SecTrustSetAnchorCertificates with the CA blocks it.",
+    "clients": []
   }
 }
 """#),
@@ -1125,7 +1144,8 @@ enum BuiltinScenarioFiles {
         "NSExceptionAllowsInsecureHTTPLoads": true
       },
       "alsoRequires": "trust-override"
-    }
+    },
+    "clients": []
   }
 }
 """#),
@@ -1151,7 +1171,8 @@ enum BuiltinScenarioFiles {
       },
       "alsoRequires": "trust-override"
     },
-    "note": "Browsers that fetch missing intermediates (AIA) may still connect; the fixture has no AIA URL on purpose."
+    "note": "Browsers that fetch missing intermediates (AIA) may still connect; the fixture has no AIA URL on purpose.",
+    "clients": []
   }
 }
 """#),
@@ -1206,7 +1227,8 @@ enum BuiltinScenarioFiles {
     "ats": "allow",
     "atsFix": {
       "kind": "not-needed"
-    }
+    },
+    "clients": []
   }
 }
 """#),
@@ -1230,7 +1252,8 @@ enum BuiltinScenarioFiles {
       "leafSPKI": true,
       "caSPKI": true,
       "certificate": true
-    }
+    },
+    "clients": []
   }
 }
 """#),
@@ -1254,7 +1277,8 @@ enum BuiltinScenarioFiles {
       "leafSPKI": true,
       "caSPKI": true,
       "certificate": false
-    }
+    },
+    "clients": []
   }
 }
 """#),
@@ -1276,7 +1300,8 @@ enum BuiltinScenarioFiles {
       "leafSPKI": false,
       "caSPKI": true,
       "certificate": false
-    }
+    },
+    "clients": []
   }
 }
 """#),
@@ -1304,7 +1329,8 @@ enum BuiltinScenarioFiles {
       "caSPKI": false,
       "certificate": false
     },
-    "note": "Trusted because the device is assumed to trust the interception root (as with a debugging proxy's CA); every pin must still fail."
+    "note": "Trusted because the device is assumed to trust the interception root (as with a debugging proxy's CA); every pin must still fail.",
+    "clients": []
   }
 }
 """#),
@@ -1371,7 +1397,8 @@ enum BuiltinScenarioFiles {
     "atsFix": {
       "kind": "arbitrary-loads",
       "alsoRequires": "trust-override"
-    }
+    },
+    "clients": []
   }
 }
 """#),
@@ -1391,7 +1418,8 @@ enum BuiltinScenarioFiles {
     "atsFix": {
       "kind": "not-needed"
     },
-    "note": "incomplete-chain, sha1-intermediate and md5-leaf each change one thing of this chain: the intermediate not sent, signed with SHA-1, or signing the leaf with MD5."
+    "note": "incomplete-chain, sha1-intermediate and md5-leaf each change one thing of this chain: the intermediate not sent, signed with SHA-1, or signing the leaf with MD5.",
+    "clients": []
   }
 }
 """#),
@@ -1454,7 +1482,8 @@ enum BuiltinScenarioFiles {
       "staple": "none",
       "apple": "loads: ATS checks no revocation, and default trust fetches no OCSP response or CRL for a certificate that is not Extended Validation (Security/trust/trustd/SecRevocationServer.c, SecPathBuilderCheckRevocation)",
       "appleWithRevocationPolicy": "fails: with SecPolicyCreateRevocation (kSecRevocationOCSPMethod or kSecRevocationUseAnyAvailableMethod) trustd asks the OCSP responder, which answers revoked"
-    }
+    },
+    "clients": []
   }
 }
 """#),
@@ -1490,7 +1519,23 @@ enum BuiltinScenarioFiles {
       "staple": "revoked",
       "apple": "fails default trust (likely NSURLErrorDomain -1202): the stapled response, signed by the issuer, says revoked, and trustd honours stapled responses whatever the policy",
       "appleWithRevocationPolicy": "fails: the staple (or the responder) says revoked"
-    }
+    },
+    "clients": [
+      {
+        "clients": [
+          "gnutls"
+        ],
+        "outcome": "reject",
+        "because": "gnutls-cli asks for a staple by default and GnuTLS's verification checks a stapled OCSP response: \"The certificate chain is revoked\" (it loads revoked, whose server staples nothing)"
+      },
+      {
+        "clients": [
+          "chromium"
+        ],
+        "outcome": "reject",
+        "because": "Chrome's verifier checks a stapled OCSP response for the leaf (net/cert/internal/revocation_checker.cc) though it fetches no OCSP or CRL itself: ERR_CERT_REVOKED (it loads revoked)"
+      }
+    ]
   }
 }
 """#),
@@ -1521,7 +1566,8 @@ enum BuiltinScenarioFiles {
       "staple": "good",
       "apple": "loads: trustd checks the stapled response, which says good",
       "appleWithRevocationPolicy": "loads: the staple (or the responder) says good"
-    }
+    },
+    "clients": []
   }
 }
 """#),
@@ -1552,7 +1598,16 @@ enum BuiltinScenarioFiles {
       "staple": "none",
       "apple": "loads: Apple's trust code ignores the TLS Feature extension, and with nothing stapled fetches no OCSP response for a non-EV certificate",
       "appleWithRevocationPolicy": "loads: trustd asks the OCSP responder, which says good; it still ignores the missing staple"
-    }
+    },
+    "clients": [
+      {
+        "clients": [
+          "gnutls"
+        ],
+        "outcome": "reject",
+        "because": "GnuTLS enforces the TLS Feature extension (RFC 7633): \"The certificate requires the server to include an OCSP status in its response, but the OCSP status is missing\""
+      }
+    ]
   }
 }
 """#),
@@ -1583,7 +1638,8 @@ enum BuiltinScenarioFiles {
       "staple": "none",
       "apple": "loads: ATS checks no revocation, and default trust fetches no OCSP response or CRL for a certificate that is not Extended Validation (Security/trust/trustd/SecRevocationServer.c, SecPathBuilderCheckRevocation)",
       "appleWithRevocationPolicy": "loads: an unreachable responder is not fatal (\"best attempt\"); with kSecRevocationRequirePositiveResponse it fails (Apple's documentation of that flag; trustd has no CRL to fall back on)"
-    }
+    },
+    "clients": []
   }
 }
 """#),
@@ -1614,7 +1670,8 @@ enum BuiltinScenarioFiles {
       "staple": "none",
       "apple": "loads: ATS checks no revocation, and default trust fetches no OCSP response or CRL for a certificate that is not Extended Validation (Security/trust/trustd/SecRevocationServer.c, SecPathBuilderCheckRevocation)",
       "appleWithRevocationPolicy": "loads: trustd fetches no CRLs and the leaf names no OCSP responder; with kSecRevocationRequirePositiveResponse it fails for want of any answer"
-    }
+    },
+    "clients": []
   }
 }
 """#),
@@ -1636,7 +1693,8 @@ enum BuiltinScenarioFiles {
     "atsFix": {
       "kind": "not-needed"
     },
-    "note": "TLS fixes only the leaf's place (RFC 8446 \u00a74.4.2: clients SHOULD accept the rest in any order). An intermediate literally before the leaf would make it the server's own certificate, which every client rejects as a wrong host (badssl.com's reversed-chain does that by giving leaf and intermediate one key); here the part TLS lets vary is reversed. OpenSSL, GnuTLS, NSS and Apple's trustd build the path from an unordered set; strict order-checking clients fail."
+    "note": "TLS fixes only the leaf's place (RFC 8446 \u00a74.4.2: clients SHOULD accept the rest in any order). An intermediate literally before the leaf would make it the server's own certificate, which every client rejects as a wrong host (badssl.com's reversed-chain does that by giving leaf and intermediate one key); here the part TLS lets vary is reversed. OpenSSL, GnuTLS, NSS and Apple's trustd build the path from an unordered set; strict order-checking clients fail. No client of the matrix checks the order: all twelve load it.",
+    "clients": []
   }
 }
 """#),
@@ -1656,7 +1714,8 @@ enum BuiltinScenarioFiles {
     "atsFix": {
       "kind": "not-needed"
     },
-    "note": "RFC 5280 \u00a74.2.1.6 allows an empty subject when the SAN extension is present and critical. Parsers that expect a CN (logging, pinning code that reads the subject) are what this exercises."
+    "note": "RFC 5280 \u00a74.2.1.6 allows an empty subject when the SAN extension is present and critical. Parsers that expect a CN (logging, pinning code that reads the subject) are what this exercises.",
+    "clients": []
   }
 }
 """#),
@@ -1676,7 +1735,56 @@ enum BuiltinScenarioFiles {
     "atsFix": {
       "kind": "not-needed"
     },
-    "note": "The certificate verifies, but many clients refuse the handshake first: OpenSSL's default limit on a peer's certificate list is 100 KiB (\"excessive message size\"), as are curl's and Python's. Apple does not document a limit; Safari was reported to load badssl.com's 10000-sans (low confidence), hence allow."
+    "note": "The certificate verifies (openssl verify; pyca/cryptography's verifier given the chain), but every client of the matrix refuses the handshake before verifying it: each caps a handshake message or certificate list below this one's 312 KiB (OpenSSL and BoringSSL at 100 KiB, GnuTLS and NSS at 128 KiB, Go at 64 KiB, Java at 32 KiB; expect.clients has each error), and so does Python's ssl. ATS has no rule about size, hence allow; whether Apple's loader completes the handshake is unconfirmed: Apple documents no limit, Safari was reported to load badssl.com's 10000-sans (low confidence), and Network.framework's TLS is Apple's build of BoringSSL, whose stock limit refuses it.",
+    "clients": [
+      {
+        "clients": [
+          "openssl",
+          "curl",
+          "urlsession",
+          "node"
+        ],
+        "outcome": "reject",
+        "because": "OpenSSL refuses a peer's certificate list over 100 KiB (SSL_CTX_set_max_cert_list's default) before verifying it: \"excessive message size\"; this Certificate message is about 312 KiB"
+      },
+      {
+        "clients": [
+          "swift-nio-ssl",
+          "async-http-client",
+          "chromium"
+        ],
+        "outcome": "reject",
+        "because": "BoringSSL keeps OpenSSL's 100 KiB limit on the certificate list (SSL_CTX_set_max_cert_list): EXCESSIVE_MESSAGE_SIZE, which Chromium shows as ERR_SSL_PROTOCOL_ERROR"
+      },
+      {
+        "clients": [
+          "gnutls"
+        ],
+        "outcome": "reject",
+        "because": "GnuTLS refuses handshake messages over 128 KiB by default (gnutls_handshake_set_max_packet_length): \"The handshake data size is too large\""
+      },
+      {
+        "clients": [
+          "nss"
+        ],
+        "outcome": "reject",
+        "because": "NSS refuses handshake messages over 128 KiB (MAX_HANDSHAKE_MSG_LEN) as SSL_ERROR_RX_MALFORMED_HANDSHAKE"
+      },
+      {
+        "clients": [
+          "java"
+        ],
+        "outcome": "reject",
+        "because": "JSSE refuses handshake messages over jdk.tls.maxHandshakeMessageSize, 32768 bytes by default"
+      },
+      {
+        "clients": [
+          "go"
+        ],
+        "outcome": "reject",
+        "because": "Go's crypto/tls refuses handshake messages over 65536 bytes (maxHandshake), a limit no Config changes"
+      }
+    ]
   }
 }
 """#),
@@ -1699,7 +1807,25 @@ enum BuiltinScenarioFiles {
     "atsFix": {
       "kind": "arbitrary-loads"
     },
-    "note": "Stock OpenSSL clients (curl, Python, s_client) accept it where they refuse dh1024 with \"dh key too small\": the group size is the only difference. ATS still blocks it: DHE is not an ATS suite."
+    "note": "Stock OpenSSL clients (curl, Python, s_client) accept it where they refuse dh1024 with \"dh key too small\": the group size is the only difference. ATS still blocks it: DHE is not an ATS suite.",
+    "clients": [
+      {
+        "clients": [
+          "swift-nio-ssl",
+          "async-http-client",
+          "chromium"
+        ],
+        "outcome": "reject",
+        "because": "BoringSSL (swift-nio-ssl, AsyncHTTPClient, Chrome) implements no finite-field DHE cipher suite, whatever the group size"
+      },
+      {
+        "clients": [
+          "go"
+        ],
+        "outcome": "reject",
+        "because": "Go's crypto/tls implements no finite-field DHE cipher suite, whatever the group size"
+      }
+    ]
   }
 }
 """#),
@@ -1735,7 +1861,8 @@ enum BuiltinScenarioFiles {
     "atsFix": {
       "kind": "not-needed"
     },
-    "note": "Mozilla server-side TLS guidelines 5.8 (https://ssl-config.mozilla.org/guidelines/5.8.json): TLS 1.3 with its three suites, curves X25519/P-256/P-384, client's order, ECDSA certificate signed with ecdsa-with-SHA256 (so straight from the built-in root, which is EC: every built-in intermediate is RSA), 90-day lifetime, OCSP stapling. Not reproduced: the HSTS header (the fixture answers every request alike). Guidelines 6.0 add the X25519MLKEM768 group, which needs OpenSSL 3.5; the linked OpenSSL 3.0 has none."
+    "note": "Mozilla server-side TLS guidelines 5.8 (https://ssl-config.mozilla.org/guidelines/5.8.json): TLS 1.3 with its three suites, curves X25519/P-256/P-384, client's order, ECDSA certificate signed with ecdsa-with-SHA256 (so straight from the built-in root, which is EC: every built-in intermediate is RSA), 90-day lifetime, OCSP stapling. Not reproduced: the HSTS header (the fixture answers every request alike). Guidelines 6.0 add the X25519MLKEM768 group, which needs OpenSSL 3.5; the linked OpenSSL 3.0 has none.",
+    "clients": []
   }
 }
 """#),
@@ -1772,7 +1899,8 @@ enum BuiltinScenarioFiles {
     "atsFix": {
       "kind": "not-needed"
     },
-    "note": "Mozilla server-side TLS guidelines 5.8 (https://ssl-config.mozilla.org/guidelines/5.8.json): its nine TLS 1.2 suites and three TLS 1.3 suites, curves X25519/P-256/P-384, the ffdhe2048 DH group, client's order, RSA-2048 certificate signed with sha256WithRSAEncryption (by the RSA intermediate, sent), 90-day lifetime, OCSP stapling. Not reproduced: the HSTS header. Guidelines 6.0 drop the DHE suites and add X25519MLKEM768 (OpenSSL 3.5)."
+    "note": "Mozilla server-side TLS guidelines 5.8 (https://ssl-config.mozilla.org/guidelines/5.8.json): its nine TLS 1.2 suites and three TLS 1.3 suites, curves X25519/P-256/P-384, the ffdhe2048 DH group, client's order, RSA-2048 certificate signed with sha256WithRSAEncryption (by the RSA intermediate, sent), 90-day lifetime, OCSP stapling. Not reproduced: the HSTS header. Guidelines 6.0 drop the DHE suites and add X25519MLKEM768 (OpenSSL 3.5).",
+    "clients": []
   }
 }
 """#),
@@ -1809,7 +1937,8 @@ enum BuiltinScenarioFiles {
     "atsFix": {
       "kind": "not-needed"
     },
-    "note": "Mozilla server-side TLS guidelines 5.8 (https://ssl-config.mozilla.org/guidelines/5.8.json): TLS 1.0 to 1.3, its 26 TLS 1.2 suites in its order (server's preference), the 1024-bit DH group, RSA-2048 certificate signed with sha256WithRSAEncryption (by the RSA intermediate, sent), 90-day lifetime, OCSP stapling. ATS connects with TLS 1.3. Not reproduced: DES-CBC3-SHA, which OpenSSL 3 builds without weak ciphers drop (Debian's, Homebrew's; the served list says so), and the HSTS header. Guidelines 6.0 no longer define \"old\"."
+    "note": "Mozilla server-side TLS guidelines 5.8 (https://ssl-config.mozilla.org/guidelines/5.8.json): TLS 1.0 to 1.3, its 26 TLS 1.2 suites in its order (server's preference), the 1024-bit DH group, RSA-2048 certificate signed with sha256WithRSAEncryption (by the RSA intermediate, sent), 90-day lifetime, OCSP stapling. ATS connects with TLS 1.3. Not reproduced: DES-CBC3-SHA, which OpenSSL 3 builds without weak ciphers drop (Debian's, Homebrew's; the served list says so), and the HSTS header. Guidelines 6.0 no longer define \"old\".",
+    "clients": []
   }
 }
 """#),
@@ -1831,7 +1960,8 @@ enum BuiltinScenarioFiles {
     "atsFix": {
       "kind": "not-needed"
     },
-    "note": "Connect by the long name (tls-fixtures hosts maps it to 127.0.0.1): clients with fixed-size host buffers or label limits below 63 fail; everything RFC 1035 allows loads."
+    "note": "Connect by the long name (tls-fixtures hosts maps it to 127.0.0.1): clients with fixed-size host buffers or label limits below 63 fail; everything RFC 1035 allows loads.",
+    "clients": []
   }
 }
 """#),
