@@ -541,7 +541,7 @@ def markdown(report):
         lines += [f"- `{item['scenario']}`: {item['reason']}" for item in report["notServed"]]
     differences = [(row["scenario"], d) for row in report["rows"] if row["primary"] for d in row.get("differences", [])]
     if differences:
-        lines += ["", "## Where clients differ from OpenSSL, and why", "",
+        lines += ["", "## Where clients differ from OpenSSL's verify result, and why", "",
                   "From the scenario files' `expect.clients` (shown on the dashboard and in `/scenarios.json`).", ""]
         for scenario, difference in differences:
             who = ", ".join(f"`{c}`" for c in difference["clients"])
