@@ -252,6 +252,11 @@ public final class Certificate: @unchecked Sendable, Equatable, CustomStringConv
     /// The whole certificate as `openssl x509 -text` prints it.
     public var text: String { MemoryBIO.text { X509_print($0, pointer) } }
 
+    /// The signature verifies with `issuer`'s public key (the signature alone: no names, dates or chain).
+    package func isSigned(by issuer: Certificate) -> Bool {
+        X509_verify(pointer, X509_get0_pubkey(issuer.pointer)) == 1
+    }
+
     // MARK: Helpers
 
     static func render(_ name: OpaquePointer?) -> String {

@@ -8,7 +8,7 @@ import Foundation
 /// (x509v3_config(5)) rather than against our code. Profiles, defaults and policy live in the PKI layer.
 package struct CertificateBuilder {
     package init(subject: [(field: String, value: String)] = [], notBefore: Date, notAfter: Date,
-                 extensions: [(nid: Int32, value: String)] = [], serial: Data? = nil) {
+                 extensions: [(kind: X509ExtensionKind, value: String)] = [], serial: Data? = nil) {
         self.subject = subject; self.notBefore = notBefore; self.notAfter = notAfter
         self.extensions = extensions; self.serial = serial
     }
@@ -16,8 +16,8 @@ package struct CertificateBuilder {
     package var subject: [(field: String, value: String)] = []
     var notBefore: Date
     var notAfter: Date
-    /// NID and config text, added in order.
-    package var extensions: [(nid: Int32, value: String)] = []
+    /// Kind and x509v3_config(5) text, added in order.
+    package var extensions: [(kind: X509ExtensionKind, value: String)] = []
     /// Positive random serial when nil (RFC 5280: ≤ 20 octets, positive).
     var serial: Data? = nil
 
@@ -56,7 +56,8 @@ package struct CertificateBuilder {
         X509V3_set_ctx(&context, issuer?.certificate.pointer ?? x509, x509, nil, nil, 0)
         // Lets authorityKeyIdentifier be computed for self-signed certificates too.
         try checkOne(X509V3_set_issuer_pkey(&context, issuer?.key.pointer ?? subjectKey.pointer), "set the issuer key")
-        for (nid, value) in extensions {
+        for (kind, value) in extensions {
+            let nid = kind.nid
             guard let ext = X509V3_EXT_nconf_nid(nil, &context, nid, value) else {
                 throw OpenSSLError.drain("build the \(String(cString: OBJ_nid2ln(nid))) extension from \"\(value.prefix(120))\"")
             }
@@ -93,5 +94,26 @@ package struct CertificateBuilder {
         let time = try checkNotNull(ASN1_TIME_set(nil, time_t(date.timeIntervalSince1970.rounded(.down))), "encode \(label)")
         defer { ASN1_TIME_free(time) }
         try checkOne(setter(x509, time), "set \(label)")
+    }
+}
+
+/// The X.509 v3 extensions the PKI layer writes, named so it needs none of OpenSSL's NIDs.
+package enum X509ExtensionKind: Sendable {
+    case basicConstraints, keyUsage, extendedKeyUsage, subjectKeyIdentifier, authorityKeyIdentifier
+    case subjectAltName, nameConstraints, authorityInfoAccess, crlDistributionPoints, tlsFeature
+
+    var nid: Int32 {
+        switch self {
+        case .basicConstraints: return NID_basic_constraints
+        case .keyUsage: return NID_key_usage
+        case .extendedKeyUsage: return NID_ext_key_usage
+        case .subjectKeyIdentifier: return NID_subject_key_identifier
+        case .authorityKeyIdentifier: return NID_authority_key_identifier
+        case .subjectAltName: return NID_subject_alt_name
+        case .nameConstraints: return NID_name_constraints
+        case .authorityInfoAccess: return NID_info_access
+        case .crlDistributionPoints: return NID_crl_distribution_points
+        case .tlsFeature: return NID_tlsfeature
+        }
     }
 }

@@ -1,4 +1,3 @@
-import COpenSSL
 import Foundation
 import TLSFixturesOpenSSL
 
@@ -112,30 +111,30 @@ public struct CertificateProfile: Hashable, Sendable, Codable {
     }
 
     /// The extensions in x509v3_config(5) syntax, in the order `openssl req -x509` would add them.
-    func extensionLines(subjectKey: PrivateKey) throws -> [(nid: Int32, value: String)] {
-        var lines: [(Int32, String)] = []
+    func extensionLines(subjectKey: PrivateKey) throws -> [(kind: X509ExtensionKind, value: String)] {
+        var lines: [(X509ExtensionKind, String)] = []
         if let bc = basicConstraints {
             var value = bc.critical ? "critical," : ""
             value += bc.isCA ? "CA:TRUE" : "CA:FALSE"
             if bc.isCA, let length = bc.pathLength { value += ",pathlen:\(length)" }
-            lines.append((NID_basic_constraints, value))
+            lines.append((.basicConstraints, value))
         }
         let usages = keyUsage ?? KeyUsage.defaults(isAuthority: isAuthority, keyType: subjectKey.description.type)
         if !usages.isEmpty {
-            lines.append((NID_key_usage, "critical," + usages.map(\.rawValue).joined(separator: ",")))
+            lines.append((.keyUsage, "critical," + usages.map(\.rawValue).joined(separator: ",")))
         }
         if let eku = extendedKeyUsage, !eku.isEmpty {
-            lines.append((NID_ext_key_usage, eku.map(\.rawValue).joined(separator: ",")))
+            lines.append((.extendedKeyUsage, eku.map(\.rawValue).joined(separator: ",")))
         }
-        lines.append((NID_subject_key_identifier, "hash"))
-        lines.append((NID_authority_key_identifier, "keyid:always"))
+        lines.append((.subjectKeyIdentifier, "hash"))
+        lines.append((.authorityKeyIdentifier, "keyid:always"))
         if let sans = subjectAltNames {
             // RFC 5280 4.2.1.6: with an empty subject the SAN extension must be critical.
             let critical = subject.entries.isEmpty ? "critical," : ""
-            lines.append((NID_subject_alt_name, critical + sans.map(\.configText).joined(separator: ",")))
+            lines.append((.subjectAltName, critical + sans.map(\.configText).joined(separator: ",")))
         }
         if let nc = nameConstraints, !nc.isEmpty {
-            lines.append((NID_name_constraints, try nc.configText()))
+            lines.append((.nameConstraints, try nc.configText()))
         }
         if let sources = statusSources { lines += try sources.extensionLines() }
         return lines
@@ -153,12 +152,12 @@ public struct CertificateStatusSources: Hashable, Sendable, Codable {
         self.ocspURL = ocspURL; self.crlURL = crlURL; self.mustStaple = mustStaple
     }
 
-    func extensionLines() throws -> [(nid: Int32, value: String)] {
-        var lines: [(Int32, String)] = []
-        if let url = ocspURL { lines.append((NID_info_access, "OCSP;URI:" + (try Self.checked(url)))) }
-        if let url = crlURL { lines.append((NID_crl_distribution_points, "URI:" + (try Self.checked(url)))) }
+    func extensionLines() throws -> [(kind: X509ExtensionKind, value: String)] {
+        var lines: [(X509ExtensionKind, String)] = []
+        if let url = ocspURL { lines.append((.authorityInfoAccess, "OCSP;URI:" + (try Self.checked(url)))) }
+        if let url = crlURL { lines.append((.crlDistributionPoints, "URI:" + (try Self.checked(url)))) }
         // Non-critical, as RFC 7633 §4.2 asks: a client that does not know the extension still connects.
-        if mustStaple { lines.append((NID_tlsfeature, "status_request")) }
+        if mustStaple { lines.append((.tlsFeature, "status_request")) }
         return lines
     }
 

@@ -433,7 +433,7 @@ public final class CertificateStore: Sendable {
     }
 
     private func verifySignature(_ certificate: Certificate, by issuer: Certificate) -> Bool {
-        X509_verify(certificate.pointer, X509_get0_pubkey(issuer.pointer)) == 1
+        certificate.isSigned(by: issuer)
     }
 
     // MARK: Keys
@@ -589,7 +589,6 @@ public final class CertificateStore: Sendable {
     }
 }
 
-import COpenSSL
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Darwin)

@@ -6,6 +6,7 @@ import TLSFixturesWire
 import TLSFixturesPKI
 import TLSFixturesScenario
 import TLSFixturesServer
+import TLSFixturesOpenSSL
 
 /// Why a control API request failed: the HTTP status and the one-line body.
 public struct ControlAPIFailure: Error, Sendable, Equatable, CustomStringConvertible {

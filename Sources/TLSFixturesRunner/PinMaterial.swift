@@ -2,6 +2,7 @@ import Foundation
 import TLSFixturesATS
 import TLSFixturesPKI
 import TLSFixturesScenario
+import TLSFixturesOpenSSL
 
 /// The pins and certificate files an app under test needs, for the catalog or for one scenario.
 public struct PinMaterial: Codable, Sendable, Equatable {
