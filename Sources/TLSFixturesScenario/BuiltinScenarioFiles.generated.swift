@@ -21,7 +21,8 @@ package enum BuiltinScenarioFiles {
     "ats": "allow",
     "atsFix": {
       "kind": "not-needed"
-    }
+    },
+    "clients": []
   }
 }
 """#),
@@ -44,7 +45,8 @@ package enum BuiltinScenarioFiles {
     "ats": "allow",
     "atsFix": {
       "kind": "not-needed"
-    }
+    },
+    "clients": []
   }
 }
 """#),
@@ -67,7 +69,8 @@ package enum BuiltinScenarioFiles {
     "ats": "allow",
     "atsFix": {
       "kind": "not-needed"
-    }
+    },
+    "clients": []
   }
 }
 """#),
@@ -89,7 +92,8 @@ package enum BuiltinScenarioFiles {
     "ats": "allow",
     "atsFix": {
       "kind": "not-needed"
-    }
+    },
+    "clients": []
   }
 }
 """#),
@@ -111,7 +115,8 @@ package enum BuiltinScenarioFiles {
     "ats": "allow",
     "atsFix": {
       "kind": "not-needed"
-    }
+    },
+    "clients": []
   }
 }
 """#),
@@ -135,7 +140,8 @@ package enum BuiltinScenarioFiles {
     "ats": "allow",
     "atsFix": {
       "kind": "not-needed"
-    }
+    },
+    "clients": []
   }
 }
 """#),
@@ -159,7 +165,8 @@ package enum BuiltinScenarioFiles {
     "ats": "allow",
     "atsFix": {
       "kind": "not-needed"
-    }
+    },
+    "clients": []
   }
 }
 """#),
@@ -186,7 +193,8 @@ package enum BuiltinScenarioFiles {
     "ats": "allow",
     "atsFix": {
       "kind": "not-needed"
-    }
+    },
+    "clients": []
   }
 }
 """#),
@@ -206,7 +214,8 @@ package enum BuiltinScenarioFiles {
     "ats": "allow",
     "atsFix": {
       "kind": "not-needed"
-    }
+    },
+    "clients": []
   }
 }
 """#),
@@ -415,7 +424,8 @@ package enum BuiltinScenarioFiles {
       "domainKeys": {
         "NSExceptionRequiresForwardSecrecy": false
       }
-    }
+    },
+    "clients": []
   }
 }
 """#),
@@ -628,7 +638,8 @@ package enum BuiltinScenarioFiles {
     "ats": "allow",
     "atsFix": {
       "kind": "not-needed"
-    }
+    },
+    "clients": []
   }
 }
 """#),
@@ -880,7 +891,8 @@ package enum BuiltinScenarioFiles {
         "NSExceptionAllowsInsecureHTTPLoads": true
       },
       "alsoRequires": "trust-override"
-    }
+    },
+    "clients": []
   }
 }
 """#),
@@ -1048,7 +1060,8 @@ package enum BuiltinScenarioFiles {
         "NSExceptionAllowsInsecureHTTPLoads": true
       },
       "alsoRequires": "trust-override"
-    }
+    },
+    "clients": []
   }
 }
 """#),
@@ -1080,7 +1093,8 @@ package enum BuiltinScenarioFiles {
         "NSExceptionAllowsInsecureHTTPLoads": true
       },
       "alsoRequires": "trust-override"
-    }
+    },
+    "clients": []
   }
 }
 """#),
@@ -1105,7 +1119,8 @@ package enum BuiltinScenarioFiles {
         "NSExceptionAllowsInsecureHTTPLoads": true
       },
       "alsoRequires": "trust-override"
-    }
+    },
+    "clients": []
   }
 }
 """#),
@@ -1180,7 +1195,8 @@ package enum BuiltinScenarioFiles {
     "ats": "allow",
     "atsFix": {
       "kind": "not-needed"
-    }
+    },
+    "clients": []
   }
 }
 """#),
@@ -1206,7 +1222,8 @@ package enum BuiltinScenarioFiles {
         "NSExceptionAllowsInsecureHTTPLoads": true
       },
       "alsoRequires": "trust-override"
-    }
+    },
+    "clients": []
   }
 }
 """#),
@@ -1232,7 +1249,8 @@ package enum BuiltinScenarioFiles {
         "NSExceptionAllowsInsecureHTTPLoads": true
       },
       "alsoRequires": "trust-override"
-    }
+    },
+    "clients": []
   }
 }
 """#),
@@ -1255,7 +1273,8 @@ package enum BuiltinScenarioFiles {
     "atsFix": {
       "kind": "not-needed"
     },
-    "note": "Apple's 825-day limit binds chains anchored in the system store or in app-supplied anchors (pinning code), not user-installed roots: a default ATS load with the built-in CA installed is allowed; SecTrustSetAnchorCertificates with the CA blocks it."
+    "note": "Apple's 825-day limit binds chains anchored in the system store or in app-supplied anchors (pinning code), not user-installed roots: a default ATS load with the built-in CA installed is allowed; SecTrustSetAnchorCertificates with the CA blocks it.",
+    "clients": []
   }
 }
 """#),
@@ -1280,7 +1299,8 @@ package enum BuiltinScenarioFiles {
         "NSExceptionAllowsInsecureHTTPLoads": true
       },
       "alsoRequires": "trust-override"
-    }
+    },
+    "clients": []
   }
 }
 """#),
@@ -1312,7 +1332,8 @@ package enum BuiltinScenarioFiles {
       },
       "alsoRequires": "trust-override"
     },
-    "note": "Browsers that fetch missing intermediates (AIA) may still connect; the fixture has no AIA URL on purpose."
+    "note": "Browsers that fetch missing intermediates (AIA) may still connect; the fixture has no AIA URL on purpose.",
+    "clients": []
   }
 }
 """#),
@@ -1367,7 +1388,8 @@ package enum BuiltinScenarioFiles {
     "ats": "allow",
     "atsFix": {
       "kind": "not-needed"
-    }
+    },
+    "clients": []
   }
 }
 """#),
@@ -1391,7 +1413,8 @@ package enum BuiltinScenarioFiles {
       "leafSPKI": true,
       "caSPKI": true,
       "certificate": true
-    }
+    },
+    "clients": []
   }
 }
 """#),
@@ -1415,7 +1438,8 @@ package enum BuiltinScenarioFiles {
       "leafSPKI": true,
       "caSPKI": true,
       "certificate": false
-    }
+    },
+    "clients": []
   }
 }
 """#),
@@ -1437,7 +1461,8 @@ package enum BuiltinScenarioFiles {
       "leafSPKI": false,
       "caSPKI": true,
       "certificate": false
-    }
+    },
+    "clients": []
   }
 }
 """#),
@@ -1472,7 +1497,8 @@ package enum BuiltinScenarioFiles {
       "caSPKI": false,
       "certificate": false
     },
-    "note": "Trusted because the device is assumed to trust the interception root (as with a debugging proxy's CA); every pin must still fail."
+    "note": "Trusted because the device is assumed to trust the interception root (as with a debugging proxy's CA); every pin must still fail.",
+    "clients": []
   }
 }
 """#),
@@ -1551,7 +1577,8 @@ package enum BuiltinScenarioFiles {
     "atsFix": {
       "kind": "arbitrary-loads",
       "alsoRequires": "trust-override"
-    }
+    },
+    "clients": []
   }
 }
 """#),
@@ -1578,7 +1605,8 @@ package enum BuiltinScenarioFiles {
     "atsFix": {
       "kind": "not-needed"
     },
-    "note": "incomplete-chain, sha1-intermediate and md5-leaf each change one thing of this chain: the intermediate not sent, signed with SHA-1, or signing the leaf with MD5."
+    "note": "incomplete-chain, sha1-intermediate and md5-leaf each change one thing of this chain: the intermediate not sent, signed with SHA-1, or signing the leaf with MD5.",
+    "clients": []
   }
 }
 """#),
@@ -1647,7 +1675,8 @@ package enum BuiltinScenarioFiles {
       "staple": "none",
       "apple": "loads: ATS checks no revocation, and default trust fetches no OCSP response or CRL for a certificate that is not Extended Validation (Security/trust/trustd/SecRevocationServer.c, SecPathBuilderCheckRevocation)",
       "appleWithRevocationPolicy": "fails: with SecPolicyCreateRevocation (kSecRevocationOCSPMethod or kSecRevocationUseAnyAvailableMethod) trustd asks the OCSP responder, which answers revoked"
-    }
+    },
+    "clients": []
   }
 }
 """#),
@@ -1689,7 +1718,23 @@ package enum BuiltinScenarioFiles {
       "staple": "revoked",
       "apple": "fails default trust (likely NSURLErrorDomain -1202): the stapled response, signed by the issuer, says revoked, and trustd honours stapled responses whatever the policy",
       "appleWithRevocationPolicy": "fails: the staple (or the responder) says revoked"
-    }
+    },
+    "clients": [
+      {
+        "clients": [
+          "gnutls"
+        ],
+        "outcome": "reject",
+        "because": "gnutls-cli asks for a staple by default and GnuTLS's verification checks a stapled OCSP response: \"The certificate chain is revoked\" (it loads revoked, whose server staples nothing)"
+      },
+      {
+        "clients": [
+          "chromium"
+        ],
+        "outcome": "reject",
+        "because": "Chrome's verifier checks a stapled OCSP response for the leaf (net/cert/internal/revocation_checker.cc) though it fetches no OCSP or CRL itself: ERR_CERT_REVOKED (it loads revoked)"
+      }
+    ]
   }
 }
 """#),
@@ -1726,7 +1771,8 @@ package enum BuiltinScenarioFiles {
       "staple": "good",
       "apple": "loads: trustd checks the stapled response, which says good",
       "appleWithRevocationPolicy": "loads: the staple (or the responder) says good"
-    }
+    },
+    "clients": []
   }
 }
 """#),
@@ -1763,7 +1809,16 @@ package enum BuiltinScenarioFiles {
       "staple": "none",
       "apple": "loads: Apple's trust code ignores the TLS Feature extension, and with nothing stapled fetches no OCSP response for a non-EV certificate",
       "appleWithRevocationPolicy": "loads: trustd asks the OCSP responder, which says good; it still ignores the missing staple"
-    }
+    },
+    "clients": [
+      {
+        "clients": [
+          "gnutls"
+        ],
+        "outcome": "reject",
+        "because": "GnuTLS enforces the TLS Feature extension (RFC 7633): \"The certificate requires the server to include an OCSP status in its response, but the OCSP status is missing\""
+      }
+    ]
   }
 }
 """#),
@@ -1800,7 +1855,8 @@ package enum BuiltinScenarioFiles {
       "staple": "none",
       "apple": "loads: ATS checks no revocation, and default trust fetches no OCSP response or CRL for a certificate that is not Extended Validation (Security/trust/trustd/SecRevocationServer.c, SecPathBuilderCheckRevocation)",
       "appleWithRevocationPolicy": "loads: an unreachable responder is not fatal (\"best attempt\"); with kSecRevocationRequirePositiveResponse it fails (Apple's documentation of that flag; trustd has no CRL to fall back on)"
-    }
+    },
+    "clients": []
   }
 }
 """#),
@@ -1837,7 +1893,8 @@ package enum BuiltinScenarioFiles {
       "staple": "none",
       "apple": "loads: ATS checks no revocation, and default trust fetches no OCSP response or CRL for a certificate that is not Extended Validation (Security/trust/trustd/SecRevocationServer.c, SecPathBuilderCheckRevocation)",
       "appleWithRevocationPolicy": "loads: trustd fetches no CRLs and the leaf names no OCSP responder; with kSecRevocationRequirePositiveResponse it fails for want of any answer"
-    }
+    },
+    "clients": []
   }
 }
 """#),
@@ -1865,7 +1922,8 @@ package enum BuiltinScenarioFiles {
     "atsFix": {
       "kind": "not-needed"
     },
-    "note": "TLS fixes only the leaf's place (RFC 8446 \u00a74.4.2: clients SHOULD accept the rest in any order). An intermediate literally before the leaf would make it the server's own certificate, which every client rejects as a wrong host (badssl.com's reversed-chain does that by giving leaf and intermediate one key); here the part TLS lets vary is reversed. OpenSSL, GnuTLS, NSS and Apple's trustd build the path from an unordered set; strict order-checking clients fail."
+    "note": "TLS fixes only the leaf's place (RFC 8446 \u00a74.4.2: clients SHOULD accept the rest in any order). An intermediate literally before the leaf would make it the server's own certificate, which every client rejects as a wrong host (badssl.com's reversed-chain does that by giving leaf and intermediate one key); here the part TLS lets vary is reversed. OpenSSL, GnuTLS, NSS and Apple's trustd build the path from an unordered set; strict order-checking clients fail. No client of the matrix checks the order: all twelve load it.",
+    "clients": []
   }
 }
 """#),
@@ -1885,7 +1943,8 @@ package enum BuiltinScenarioFiles {
     "atsFix": {
       "kind": "not-needed"
     },
-    "note": "RFC 5280 \u00a74.2.1.6 allows an empty subject when the SAN extension is present and critical. Parsers that expect a CN (logging, pinning code that reads the subject) are what this exercises."
+    "note": "RFC 5280 \u00a74.2.1.6 allows an empty subject when the SAN extension is present and critical. Parsers that expect a CN (logging, pinning code that reads the subject) are what this exercises.",
+    "clients": []
   }
 }
 """#),
@@ -1908,7 +1967,56 @@ package enum BuiltinScenarioFiles {
     "atsFix": {
       "kind": "not-needed"
     },
-    "note": "The certificate verifies, but many clients refuse the handshake first: OpenSSL's default limit on a peer's certificate list is 100 KiB (\"excessive message size\"), as are curl's and Python's. Apple does not document a limit; Safari was reported to load badssl.com's 10000-sans (low confidence), hence allow."
+    "note": "The certificate verifies (openssl verify; pyca/cryptography's verifier given the chain), but every client of the matrix refuses the handshake before verifying it: each caps a handshake message or certificate list below this one's 312 KiB (OpenSSL and BoringSSL at 100 KiB, GnuTLS and NSS at 128 KiB, Go at 64 KiB, Java at 32 KiB; expect.clients has each error), and so does Python's ssl. ATS has no rule about size, hence allow; whether Apple's loader completes the handshake is unconfirmed: Apple documents no limit, Safari was reported to load badssl.com's 10000-sans (low confidence), and Network.framework's TLS is Apple's build of BoringSSL, whose stock limit refuses it.",
+    "clients": [
+      {
+        "clients": [
+          "openssl",
+          "curl",
+          "urlsession",
+          "node"
+        ],
+        "outcome": "reject",
+        "because": "OpenSSL refuses a peer's certificate list over 100 KiB (SSL_CTX_set_max_cert_list's default) before verifying it: \"excessive message size\"; this Certificate message is about 312 KiB"
+      },
+      {
+        "clients": [
+          "swift-nio-ssl",
+          "async-http-client",
+          "chromium"
+        ],
+        "outcome": "reject",
+        "because": "BoringSSL keeps OpenSSL's 100 KiB limit on the certificate list (SSL_CTX_set_max_cert_list): EXCESSIVE_MESSAGE_SIZE, which Chromium shows as ERR_SSL_PROTOCOL_ERROR"
+      },
+      {
+        "clients": [
+          "gnutls"
+        ],
+        "outcome": "reject",
+        "because": "GnuTLS refuses handshake messages over 128 KiB by default (gnutls_handshake_set_max_packet_length): \"The handshake data size is too large\""
+      },
+      {
+        "clients": [
+          "nss"
+        ],
+        "outcome": "reject",
+        "because": "NSS refuses handshake messages over 128 KiB (MAX_HANDSHAKE_MSG_LEN) as SSL_ERROR_RX_MALFORMED_HANDSHAKE"
+      },
+      {
+        "clients": [
+          "java"
+        ],
+        "outcome": "reject",
+        "because": "JSSE refuses handshake messages over jdk.tls.maxHandshakeMessageSize, 32768 bytes by default"
+      },
+      {
+        "clients": [
+          "go"
+        ],
+        "outcome": "reject",
+        "because": "Go's crypto/tls refuses handshake messages over 65536 bytes (maxHandshake), a limit no Config changes"
+      }
+    ]
   }
 }
 """#),
@@ -1939,7 +2047,25 @@ package enum BuiltinScenarioFiles {
     "atsFix": {
       "kind": "arbitrary-loads"
     },
-    "note": "Stock OpenSSL clients (curl, Python, s_client) accept it where they refuse dh1024 with \"dh key too small\": the group size is the only difference. ATS still blocks it: DHE is not an ATS suite."
+    "note": "Stock OpenSSL clients (curl, Python, s_client) accept it where they refuse dh1024 with \"dh key too small\": the group size is the only difference. ATS still blocks it: DHE is not an ATS suite.",
+    "clients": [
+      {
+        "clients": [
+          "swift-nio-ssl",
+          "async-http-client",
+          "chromium"
+        ],
+        "outcome": "reject",
+        "because": "BoringSSL (swift-nio-ssl, AsyncHTTPClient, Chrome) implements no finite-field DHE cipher suite, whatever the group size"
+      },
+      {
+        "clients": [
+          "go"
+        ],
+        "outcome": "reject",
+        "because": "Go's crypto/tls implements no finite-field DHE cipher suite, whatever the group size"
+      }
+    ]
   }
 }
 """#),
@@ -1979,7 +2105,8 @@ package enum BuiltinScenarioFiles {
     "atsFix": {
       "kind": "not-needed"
     },
-    "note": "Mozilla server-side TLS guidelines 5.8 (https://ssl-config.mozilla.org/guidelines/5.8.json): TLS 1.3 with its three suites, curves X25519/P-256/P-384, client's order, ECDSA certificate signed with ecdsa-with-SHA256 (so straight from the built-in root, which is EC: every built-in intermediate is RSA), 90-day lifetime, OCSP stapling. Not reproduced: the HSTS header (the fixture answers every request alike). Guidelines 6.0 add the X25519MLKEM768 group, which needs OpenSSL 3.5; the linked OpenSSL 3.0 has none."
+    "note": "Mozilla server-side TLS guidelines 5.8 (https://ssl-config.mozilla.org/guidelines/5.8.json): TLS 1.3 with its three suites, curves X25519/P-256/P-384, client's order, ECDSA certificate signed with ecdsa-with-SHA256 (so straight from the built-in root, which is EC: every built-in intermediate is RSA), 90-day lifetime, OCSP stapling. Not reproduced: the HSTS header (the fixture answers every request alike). Guidelines 6.0 add the X25519MLKEM768 group, which needs OpenSSL 3.5; the linked OpenSSL 3.0 has none.",
+    "clients": []
   }
 }
 """#),
@@ -2022,7 +2149,8 @@ package enum BuiltinScenarioFiles {
     "atsFix": {
       "kind": "not-needed"
     },
-    "note": "Mozilla server-side TLS guidelines 5.8 (https://ssl-config.mozilla.org/guidelines/5.8.json): its nine TLS 1.2 suites and three TLS 1.3 suites, curves X25519/P-256/P-384, the ffdhe2048 DH group, client's order, RSA-2048 certificate signed with sha256WithRSAEncryption (by the RSA intermediate, sent), 90-day lifetime, OCSP stapling. Not reproduced: the HSTS header. Guidelines 6.0 drop the DHE suites and add X25519MLKEM768 (OpenSSL 3.5)."
+    "note": "Mozilla server-side TLS guidelines 5.8 (https://ssl-config.mozilla.org/guidelines/5.8.json): its nine TLS 1.2 suites and three TLS 1.3 suites, curves X25519/P-256/P-384, the ffdhe2048 DH group, client's order, RSA-2048 certificate signed with sha256WithRSAEncryption (by the RSA intermediate, sent), 90-day lifetime, OCSP stapling. Not reproduced: the HSTS header. Guidelines 6.0 drop the DHE suites and add X25519MLKEM768 (OpenSSL 3.5).",
+    "clients": []
   }
 }
 """#),
@@ -2065,7 +2193,8 @@ package enum BuiltinScenarioFiles {
     "atsFix": {
       "kind": "not-needed"
     },
-    "note": "Mozilla server-side TLS guidelines 5.8 (https://ssl-config.mozilla.org/guidelines/5.8.json): TLS 1.0 to 1.3, its 26 TLS 1.2 suites in its order (server's preference), the 1024-bit DH group, RSA-2048 certificate signed with sha256WithRSAEncryption (by the RSA intermediate, sent), 90-day lifetime, OCSP stapling. ATS connects with TLS 1.3. Not reproduced: DES-CBC3-SHA, which OpenSSL 3 builds without weak ciphers drop (Debian's, Homebrew's; the served list says so), and the HSTS header. Guidelines 6.0 no longer define \"old\"."
+    "note": "Mozilla server-side TLS guidelines 5.8 (https://ssl-config.mozilla.org/guidelines/5.8.json): TLS 1.0 to 1.3, its 26 TLS 1.2 suites in its order (server's preference), the 1024-bit DH group, RSA-2048 certificate signed with sha256WithRSAEncryption (by the RSA intermediate, sent), 90-day lifetime, OCSP stapling. ATS connects with TLS 1.3. Not reproduced: DES-CBC3-SHA, which OpenSSL 3 builds without weak ciphers drop (Debian's, Homebrew's; the served list says so), and the HSTS header. Guidelines 6.0 no longer define \"old\".",
+    "clients": []
   }
 }
 """#),
@@ -2087,7 +2216,8 @@ package enum BuiltinScenarioFiles {
     "atsFix": {
       "kind": "not-needed"
     },
-    "note": "Connect by the long name (tls-fixtures hosts maps it to 127.0.0.1): clients with fixed-size host buffers or label limits below 63 fail; everything RFC 1035 allows loads."
+    "note": "Connect by the long name (tls-fixtures hosts maps it to 127.0.0.1): clients with fixed-size host buffers or label limits below 63 fail; everything RFC 1035 allows loads.",
+    "clients": []
   }
 }
 """#),

@@ -219,7 +219,9 @@ public struct Expectations: Codable, Sendable, Hashable {
     /// For scenarios whose leaf names revocation sources: what OCSP, the CRL and a staple say, and what Apple does.
     public var revocation: RevocationExpectation?
     /// Clients of the client matrix whose verdict differs from `verify`'s (docs/CLIENTS.md); every client not listed
-    /// accepts when `verify` is `ok` and rejects otherwise. A test holds these to what the clients really do.
+    /// accepts when `verify` is `ok` and rejects otherwise. `[]` says the matrix was run and every client agrees; nil,
+    /// that nobody has looked. A test holds these to what the clients really do, and requires them of every built-in
+    /// scenario the matrix can serve (`make matrix` fails, naming the scenario, while one has none).
     public var clients: [ClientDifference]?
     /// What a client sees in the handshake (protocol, suite, key exchange, the leaf and the chain), where it differs
     /// from the baseline; nil for a TLS scenario is the baseline. The test suite holds the server to it.
