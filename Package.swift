@@ -29,21 +29,77 @@ let package = Package(
             pkgConfig: "openssl",
             providers: [.apt(["libssl-dev"]), .brew(["openssl@3"])]
         ),
-        // The values both sides of the control API see (the runner encodes them, TLSFixturesClient decodes them), and
-        // the pins a test reads in either world: one definition, Foundation only, at the bottom of the stack.
+        // The layers, bottom to top, one target each so the compiler holds every arrow pointing down (README,
+        // "Architecture", says why each sits where it does). Only TLSFixturesOpenSSL imports COpenSSL; the ATS model
+        // and the wire values link neither OpenSSL nor NIO.
+        //
+        // Foundation-only values every layer and TLSFixturesClient share: the control API's bodies, pins,
+        // expectations, and reading a file a person named.
         .target(name: "TLSFixturesWire"),
+        // The ATS model as pure values: a policy, handshake facts in, a verdict out. Live handshakes reach it through
+        // `ATSLiveHandshaker`, which the layers above implement.
+        .target(name: "TLSFixturesATS", dependencies: ["TLSFixturesWire"]),
+        // Small types that each own one OpenSSL object; the only importer of COpenSSL.
         .target(
-            name: "TLSFixtures",
+            name: "TLSFixturesOpenSSL",
             dependencies: [
-                "TLSFixturesWire",
-                "COpenSSL",
+                "COpenSSL", "TLSFixturesWire",
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
+            ]
+        ),
+        // Key specs, certificate profiles, the CA, the store, exports and pins.
+        .target(
+            name: "TLSFixturesPKI",
+            dependencies: [
+                "TLSFixturesOpenSSL", "TLSFixturesWire",
+                .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
+            ]
+        ),
+        // Scenario values, the catalog, and a scenario prepared against a store.
+        .target(name: "TLSFixturesScenario", dependencies: ["TLSFixturesPKI", "TLSFixturesATS"]),
+        // The TLS fixture server: NIO plus an OpenSSL connection through memory BIOs.
+        .target(
+            name: "TLSFixturesServer",
+            dependencies: [
+                "TLSFixturesScenario",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),
-                // The probe decodes HTTP answers with NIOHTTP1's codecs in an EmbeddedChannel (ProbeHTTPExchange).
-                .product(name: "NIOEmbedded", package: "swift-nio"),
                 .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
+        // The OpenSSL client that reports what a server presents, and the facts the ATS model judges.
+        .target(
+            name: "TLSFixturesProbe",
+            dependencies: [
+                "TLSFixturesServer", "TLSFixturesATS",
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
+                // ProbeHTTPExchange decodes answers with NIOHTTP1's codecs in an EmbeddedChannel.
+                .product(name: "NIOEmbedded", package: "swift-nio"),
+            ]
+        ),
+        // `serve`: every scenario, the dashboard, the control API, the proxy.
+        .target(
+            name: "TLSFixturesRunner",
+            dependencies: [
+                "TLSFixturesProbe",
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
+                .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
+        // What users import: every layer, re-exported.
+        .target(
+            name: "TLSFixtures",
+            dependencies: [
+                "TLSFixturesWire", "TLSFixturesATS", "TLSFixturesOpenSSL", "TLSFixturesPKI", "TLSFixturesScenario",
+                "TLSFixturesServer", "TLSFixturesProbe", "TLSFixturesRunner",
             ]
         ),
         // XCTest glue lives apart so the library and the CLI never link XCTest.

@@ -1,0 +1,258 @@
+import Foundation
+import TLSFixturesWire
+
+/// An app's `NSAppTransportSecurity` configuration, parsed and checked.
+///
+/// Every field is optional in the sense ATS means it: `nil` = the key is absent (or was ignored because
+/// its value had the wrong type). Absence and `false` are different for the keys that switch
+/// `NSAllowsArbitraryLoads` off merely by being present, so they are not collapsed to `Bool`.
+public struct ATSPolicy: Sendable, Equatable {
+    public var allowsArbitraryLoads: Bool?
+    /// `NSAllowsArbitraryLoadsForMedia` (`NSAllowsArbitraryLoadsInMedia` is not a key: a 2016 documentation typo).
+    public var allowsArbitraryLoadsForMedia: Bool?
+    public var allowsArbitraryLoadsInWebContent: Bool?
+    public var allowsLocalNetworking: Bool?
+    /// `NSExceptionDomains`, keyed as written in the plist (so warnings and verdicts can quote the key).
+    public var exceptionDomains: [String: ATSExceptionDomain]
+    /// `NSPinnedDomains` (iOS 14+), keyed as written.
+    public var pinnedDomains: [String: ATSPinnedDomain]
+    /// What Apple's loader would log about this dictionary: unknown keys, wrong types, unusable domain keys.
+    public var warnings: [ATSPolicyWarning]
+    /// Model rules the parser applied while reading the dictionary (wrong types, numbers read as booleans, keys
+    /// that are not keys), so verdicts can name them with their confidence.
+    public var parserRules: [ATSModelRule]
+    /// The `NSAppTransportSecurity` dictionary exactly as given, for display and round trips.
+    public var dictionary: [String: ATSPlistValue]
+
+    /// No `NSAppTransportSecurity` at all: every default applies.
+    public static let empty = ATSPolicy(parsing: [:])
+
+    /// Builds a policy from a dictionary literal, the way tests and the exception finder write one:
+    /// `ATSPolicy(["NSExceptionDomains": ["example.com": ["NSIncludesSubdomains": true]]])`.
+    public init(_ ats: [String: ATSPlistValue]) {
+        self.init(parsing: ats)
+    }
+
+    /// A bare `NSAppTransportSecurity` dictionary as Foundation hands it over.
+    /// Throws only when a value is not a property-list type at all.
+    public init(atsDictionary: [String: Any]) throws {
+        guard case .dictionary(let converted)? = ATSPlistValue(foundation: atsDictionary) else {
+            throw ATSPolicyError.notAPropertyList
+        }
+        self.init(parsing: converted)
+    }
+
+    /// A bare `NSAppTransportSecurity` dictionary serialized as a plist (XML, binary or OpenStep).
+    public init(atsDictionary data: Data) throws {
+        self.init(parsing: try ATSPolicy.topLevelDictionary(from: data))
+    }
+
+    /// A whole `Info.plist` (XML or binary). Throws if it has no `NSAppTransportSecurity`: that is a
+    /// legitimate app configuration (use `ATSPolicy.empty`), but when a user hands the file to an ATS
+    /// tool they almost always expected a key to be there.
+    public init(infoPlist data: Data) throws {
+        try self.init(infoPlistTopLevel: try ATSPolicy.topLevelDictionary(from: data))
+    }
+
+    /// An Info.plist already read (so `parse(plist:)` reads the bytes once).
+    private init(infoPlistTopLevel top: [String: ATSPlistValue]) throws {
+        guard let ats = top[ATSKey.root] else { throw ATSPolicyError.missingATSDictionary }
+        guard case .dictionary(let dictionary) = ats else {
+            throw ATSPolicyError.atsNotADictionary(found: ats.typeName)
+        }
+        self.init(parsing: dictionary)
+    }
+
+    /// Either form, told apart by content: a top level with `NSAppTransportSecurity` is an Info.plist;
+    /// one whose keys are all ATS top-level keys is a bare ATS dictionary; anything else is an Info.plist
+    /// without ATS, reported as such.
+    public static func parse(plist data: Data) throws -> ATSPolicy {
+        let top = try topLevelDictionary(from: data)
+        if top[ATSKey.root] != nil { return try ATSPolicy(infoPlistTopLevel: top) }
+        // The typo'd media key counts here: a bare dictionary holding it is still meant as an ATS dictionary.
+        let recognised = ATSKey.topLevel.union([ATSKey.allowsArbitraryLoadsInMedia])
+        if !top.isEmpty, top.keys.allSatisfy(recognised.contains) { return ATSPolicy(parsing: top) }
+        throw ATSPolicyError.missingATSDictionary
+    }
+
+    static func topLevelDictionary(from data: Data) throws -> [String: ATSPlistValue] {
+        // Two binary shapes crash or swamp Foundation's reader; refuse them before it sees them.
+        if let problem = BinaryPlistPrecheck.problem(in: data) { throw ATSPolicyError.malformed(detail: "\(problem)") }
+        let object: Any
+        do {
+            object = try PropertyListSerialization.propertyList(from: data, options: [], format: nil)
+        } catch {
+            // The parser's own reason (it names the line) is more useful than the generic localized text.
+            let detail = (error as NSError).userInfo[NSDebugDescriptionErrorKey] as? String ?? error.localizedDescription
+            let oneLine = detail.split(whereSeparator: \.isNewline).joined(separator: " ")
+            throw ATSPolicyError.malformed(detail: oneLine)
+        }
+        guard let value = ATSPlistValue(foundation: object) else { throw ATSPolicyError.notAPropertyList }
+        guard case .dictionary(let dictionary) = value else {
+            throw ATSPolicyError.topLevelNotADictionary(found: value.typeName)
+        }
+        return dictionary
+    }
+
+    private init(parsing ats: [String: ATSPlistValue]) {
+        var parser = ATSPolicyParser()
+        let parsed = parser.parse(ats)
+        self = parsed
+    }
+
+    /// Memberwise, used by the parser.
+    init(allowsArbitraryLoads: Bool?, allowsArbitraryLoadsForMedia: Bool?, allowsArbitraryLoadsInWebContent: Bool?,
+         allowsLocalNetworking: Bool?, exceptionDomains: [String: ATSExceptionDomain],
+         pinnedDomains: [String: ATSPinnedDomain], warnings: [ATSPolicyWarning], parserRules: [ATSModelRule],
+         dictionary: [String: ATSPlistValue]) {
+        self.allowsArbitraryLoads = allowsArbitraryLoads
+        self.allowsArbitraryLoadsForMedia = allowsArbitraryLoadsForMedia
+        self.allowsArbitraryLoadsInWebContent = allowsArbitraryLoadsInWebContent
+        self.allowsLocalNetworking = allowsLocalNetworking
+        self.exceptionDomains = exceptionDomains
+        self.pinnedDomains = pinnedDomains
+        self.warnings = warnings
+        self.parserRules = parserRules
+        self.dictionary = dictionary
+    }
+}
+
+/// One `NSExceptionDomains` entry. `nil` fields were absent, so the ATS default applies to them.
+public struct ATSExceptionDomain: Sendable, Equatable {
+    /// How the key can match a connection; decided at parse time from the key's shape.
+    public enum KeyKind: Sendable, Equatable {
+        /// A lowercase DNS name: matches hosts by name (and subdomains if `includesSubdomains`).
+        case dns
+        /// An IP literal (iOS 17+): matches connections to exactly that address.
+        case ip(ATSIPAddress)
+        /// A CIDR block (iOS 17+): matches addresses inside it; the longest prefix wins.
+        case network(ATSIPNetwork)
+        /// A key that can never match (uppercase, port, scheme, wildcard, empty); a warning says why.
+        case unusable
+    }
+
+    public var key: String
+    public var keyKind: KeyKind
+    public var includesSubdomains: Bool?
+    public var allowsInsecureHTTPLoads: Bool?
+    public var minimumTLSVersion: TLSVersion?
+    public var requiresForwardSecrecy: Bool?
+    /// Required CT for this domain on earlier systems (iOS 10–12); no effect later, where CT is enforced for public
+    /// certificates whatever this says.
+    public var requiresCertificateTransparency: Bool?
+    /// The `NSThirdPartyException*` keys, parsed so the older reading (`ATSReadings.ThirdPartyKeys.asPlainKeys`) can
+    /// use them; Apple's current parser ignores them. `nil` when the entry has none.
+    public var thirdParty: ATSThirdPartyExceptionKeys?
+}
+
+/// The `NSThirdPartyException*` twins of the exception keys (removed from Apple's documentation in 2016).
+public struct ATSThirdPartyExceptionKeys: Sendable, Equatable {
+    public var allowsInsecureHTTPLoads: Bool?
+    public var minimumTLSVersion: TLSVersion?
+    public var requiresForwardSecrecy: Bool?
+
+    public init(allowsInsecureHTTPLoads: Bool?, minimumTLSVersion: TLSVersion?, requiresForwardSecrecy: Bool?) {
+        self.allowsInsecureHTTPLoads = allowsInsecureHTTPLoads
+        self.minimumTLSVersion = minimumTLSVersion
+        self.requiresForwardSecrecy = requiresForwardSecrecy
+    }
+}
+
+/// One `NSPinnedDomains` entry: base64 SHA-256 SPKI hashes (`SPKI-SHA256-BASE64`).
+public struct ATSPinnedDomain: Sendable, Equatable {
+    public var key: String
+    public var includesSubdomains: Bool?
+    /// `nil` when the key is absent: then the CA side is not checked at all (an empty list is different:
+    /// nothing can match it).
+    public var caIdentities: [String]?
+    public var leafIdentities: [String]?
+}
+
+/// One thing Apple's loader would complain about, naming the key so the user can find it.
+public struct ATSPolicyWarning: Sendable, Equatable, Codable, CustomStringConvertible {
+    /// From the `NSAppTransportSecurity` dictionary down, e.g. `["NSExceptionDomains", "Example.com"]`.
+    public var keyPath: [String]
+    public var message: String
+
+    public init(keyPath: [String], message: String) {
+        self.keyPath = keyPath
+        self.message = message
+    }
+
+    /// The key the warning is about.
+    public var key: String { keyPath.last ?? ATSKey.root }
+
+    /// One line: keys come from the plist as written, so their control characters are shown escaped
+    /// (a key holding a newline would otherwise split the warning and forge a line of `ats check` output).
+    public var description: String {
+        "\(([ATSKey.root] + keyPath).joined(separator: " ▸ ")): \(message)".escapingControlCharacters
+    }
+}
+
+/// Why a plist could not be turned into a policy. Each message is one line: the problem, then the fix.
+public enum ATSPolicyError: Error, Sendable, Equatable, CustomStringConvertible, LocalizedError {
+    case malformed(detail: String)
+    case topLevelNotADictionary(found: String)
+    case missingATSDictionary
+    case atsNotADictionary(found: String)
+    case notAPropertyList
+
+    public var description: String { text.escapingControlCharacters }
+
+    private var text: String {
+        switch self {
+        case .malformed(let detail):
+            return "malformed property list (\(detail)); fix the file, e.g. check it with `plutil -lint Info.plist`"
+        case .topLevelNotADictionary(let found):
+            return "the property list's top level is \(Self.article(found)) \(found), not a dictionary; "
+                + "an Info.plist must have <dict> at its top level"
+        case .missingATSDictionary:
+            return "the property list has no NSAppTransportSecurity key, so ATS runs with all defaults; "
+                + "add an NSAppTransportSecurity dictionary, or evaluate with the defaults (ATSPolicy.empty)"
+        case .atsNotADictionary(let found):
+            return "NSAppTransportSecurity is \(Self.article(found)) \(found), not a dictionary, so iOS ignores it; "
+                + "make it a <dict>"
+        case .notAPropertyList:
+            return "the value contains something a property list cannot hold; "
+                + "use only dictionaries, arrays, strings, numbers, booleans, dates and data"
+        }
+    }
+
+    public var errorDescription: String? { description }
+
+    private static func article(_ word: String) -> String {
+        word.first.map { "aeiou".contains($0) } == true ? "an" : "a"
+    }
+}
+
+/// The key spellings, in one place so the parser, the finder and diagnostics agree on them.
+public enum ATSKey {
+    public static let root = "NSAppTransportSecurity"
+    public static let allowsArbitraryLoads = "NSAllowsArbitraryLoads"
+    public static let allowsArbitraryLoadsForMedia = "NSAllowsArbitraryLoadsForMedia"
+    /// Not a key: a typo in Apple's documentation, corrected 2016-11-14. Kept to recognise it and say so.
+    public static let allowsArbitraryLoadsInMedia = "NSAllowsArbitraryLoadsInMedia"
+    public static let allowsArbitraryLoadsInWebContent = "NSAllowsArbitraryLoadsInWebContent"
+    public static let allowsLocalNetworking = "NSAllowsLocalNetworking"
+    public static let exceptionDomains = "NSExceptionDomains"
+    public static let pinnedDomains = "NSPinnedDomains"
+
+    public static let includesSubdomains = "NSIncludesSubdomains"
+    public static let exceptionAllowsInsecureHTTPLoads = "NSExceptionAllowsInsecureHTTPLoads"
+    public static let exceptionMinimumTLSVersion = "NSExceptionMinimumTLSVersion"
+    public static let exceptionRequiresForwardSecrecy = "NSExceptionRequiresForwardSecrecy"
+    public static let requiresCertificateTransparency = "NSRequiresCertificateTransparency"
+    public static let thirdPartyAllowsInsecureHTTPLoads = "NSThirdPartyExceptionAllowsInsecureHTTPLoads"
+    public static let thirdPartyMinimumTLSVersion = "NSThirdPartyExceptionMinimumTLSVersion"
+    public static let thirdPartyRequiresForwardSecrecy = "NSThirdPartyExceptionRequiresForwardSecrecy"
+
+    public static let pinnedCAIdentities = "NSPinnedCAIdentities"
+    public static let pinnedLeafIdentities = "NSPinnedLeafIdentities"
+    public static let spkiSHA256Base64 = "SPKI-SHA256-BASE64"
+
+    /// The keys allowed directly inside `NSAppTransportSecurity`.
+    public static let topLevel: Set<String> = [
+        allowsArbitraryLoads, allowsArbitraryLoadsForMedia, allowsArbitraryLoadsInWebContent, allowsLocalNetworking,
+        exceptionDomains, pinnedDomains,
+    ]
+}

@@ -1,0 +1,276 @@
+import Foundation
+import TLSFixturesWire
+
+/// Turns an `NSAppTransportSecurity` dictionary into an `ATSPolicy`, collecting warnings on the way.
+///
+/// The parser is lenient the way iOS is: a bad value never fails the whole policy, it is ignored (as iOS ignores
+/// it) and reported, so the evaluation that follows matches what the device does. Its value rules follow Apple's
+/// own parser (Security/protocol/SecProtocolConfiguration.m, `sec_protocol_configuration_set_ats_overrides`): a
+/// boolean key takes any number and compares it with YES; anything that is not a number is absent, in every
+/// respect — it does not even count as "present" for the keys that switch `NSAllowsArbitraryLoads` off.
+struct ATSPolicyParser {
+    private var warnings: [ATSPolicyWarning] = []
+    private var rules: [ATSModelRule] = []
+
+    mutating func parse(_ ats: [String: ATSPlistValue]) -> ATSPolicy {
+        let policy = ATSPolicy(
+            allowsArbitraryLoads: boolean(ats, ATSKey.allowsArbitraryLoads, path: []),
+            allowsArbitraryLoadsForMedia: boolean(ats, ATSKey.allowsArbitraryLoadsForMedia, path: []),
+            allowsArbitraryLoadsInWebContent: boolean(ats, ATSKey.allowsArbitraryLoadsInWebContent, path: []),
+            allowsLocalNetworking: boolean(ats, ATSKey.allowsLocalNetworking, path: []),
+            exceptionDomains: exceptionDomains(ats[ATSKey.exceptionDomains]),
+            pinnedDomains: pinnedDomains(ats[ATSKey.pinnedDomains]),
+            warnings: [], parserRules: [], dictionary: ats)
+        for key in ats.keys.sorted() where !ATSKey.topLevel.contains(key) {
+            if key == ATSKey.allowsArbitraryLoadsInMedia {
+                note(.inMediaIsNotAKey)
+                warn([key], "not a key (a typo in Apple's documentation, corrected in 2016): iOS ignores it, so it neither "
+                     + "exempts media loads nor switches \(ATSKey.allowsArbitraryLoads) off; write \(ATSKey.allowsArbitraryLoadsForMedia)")
+            } else {
+                warn([key], unknownKeyMessage(key, known: ATSKey.topLevel))
+            }
+        }
+        var result = policy
+        result.warnings = warnings
+        result.parserRules = rules
+        return result
+    }
+
+    // MARK: - Exception domains
+
+    private static let exceptionKeys: Set<String> = [
+        ATSKey.includesSubdomains, ATSKey.exceptionAllowsInsecureHTTPLoads, ATSKey.exceptionMinimumTLSVersion,
+        ATSKey.exceptionRequiresForwardSecrecy, ATSKey.requiresCertificateTransparency,
+    ]
+    private static let thirdPartyKeys: [(thirdParty: String, plain: String)] = [
+        (ATSKey.thirdPartyAllowsInsecureHTTPLoads, ATSKey.exceptionAllowsInsecureHTTPLoads),
+        (ATSKey.thirdPartyMinimumTLSVersion, ATSKey.exceptionMinimumTLSVersion),
+        (ATSKey.thirdPartyRequiresForwardSecrecy, ATSKey.exceptionRequiresForwardSecrecy),
+    ]
+
+    private mutating func exceptionDomains(_ value: ATSPlistValue?) -> [String: ATSExceptionDomain] {
+        guard let value else { return [:] }
+        guard case .dictionary(let domains) = value else {
+            note(.wrongTypeIsAbsent)
+            warn([ATSKey.exceptionDomains], "expected a dictionary, found \(value.typeName); ignored")
+            return [:]
+        }
+        var result: [String: ATSExceptionDomain] = [:]
+        for key in domains.keys.sorted() {
+            let path = [ATSKey.exceptionDomains, key]
+            guard case .dictionary(let entry) = domains[key]! else {
+                note(.wrongTypeIsAbsent)
+                warn(path, "expected a dictionary, found \(domains[key]!.typeName); entry ignored")
+                continue
+            }
+            result[key] = exceptionDomain(key: key, entry: entry, path: path)
+        }
+        return result
+    }
+
+    private mutating func exceptionDomain(key: String, entry: [String: ATSPlistValue], path: [String]) -> ATSExceptionDomain {
+        let transparency = boolean(entry, ATSKey.requiresCertificateTransparency, path: path)
+        if transparency == true {
+            warn(path + [ATSKey.requiresCertificateTransparency],
+                 "only earlier systems (iOS 10–12) read this key and required Certificate Transparency for the domain; "
+                    + "later ones enforce CT for publicly trusted certificates whatever it says")
+        }
+        var thirdParty: ATSThirdPartyExceptionKeys?
+        if Self.thirdPartyKeys.contains(where: { entry[$0.thirdParty] != nil }) {
+            note(.thirdPartyKeys)
+            thirdParty = ATSThirdPartyExceptionKeys(
+                allowsInsecureHTTPLoads: boolean(entry, ATSKey.thirdPartyAllowsInsecureHTTPLoads, path: path),
+                minimumTLSVersion: tlsVersion(entry, ATSKey.thirdPartyMinimumTLSVersion, path: path),
+                requiresForwardSecrecy: boolean(entry, ATSKey.thirdPartyRequiresForwardSecrecy, path: path))
+            for (thirdPartyKey, plain) in Self.thirdPartyKeys where entry[thirdPartyKey] != nil {
+                warn(path + [thirdPartyKey], "ignored: Apple's current ATS parser reads only \(plain) (the NSThirdParty "
+                     + "keys left the documentation in 2016); write \(plain) instead")
+            }
+        }
+        let known = Self.exceptionKeys.union(Self.thirdPartyKeys.map(\.thirdParty))
+        for entryKey in entry.keys.sorted() where !known.contains(entryKey) {
+            warn(path + [entryKey], unknownKeyMessage(entryKey, known: Self.exceptionKeys))
+        }
+        return ATSExceptionDomain(
+            key: key, keyKind: domainKeyKind(key, path: path),
+            includesSubdomains: boolean(entry, ATSKey.includesSubdomains, path: path),
+            allowsInsecureHTTPLoads: boolean(entry, ATSKey.exceptionAllowsInsecureHTTPLoads, path: path),
+            minimumTLSVersion: tlsVersion(entry, ATSKey.exceptionMinimumTLSVersion, path: path),
+            requiresForwardSecrecy: boolean(entry, ATSKey.exceptionRequiresForwardSecrecy, path: path),
+            requiresCertificateTransparency: transparency, thirdParty: thirdParty)
+    }
+
+    /// Classifies a domain key. Apple looks the host up in the dictionary exactly as the key is written, so a key
+    /// with capitals, a scheme, a port or a wildcard silently never matches: exactly what a user needs told.
+    private mutating func domainKeyKind(_ key: String, path: [String]) -> ATSExceptionDomain.KeyKind {
+        if key.isEmpty {
+            warn(path, "empty domain key never matches; write the host name")
+            return .unusable
+        }
+        if key.contains("://") {
+            warn(path, "domain key contains a scheme and never matches; write only the host name")
+            return .unusable
+        }
+        if key.contains("/"), ATSIPNetwork(key) == nil {
+            warn(path, "domain key contains a path or an invalid CIDR prefix and never matches")
+            return .unusable
+        }
+        if let network = ATSIPNetwork(key) {
+            return .network(network)
+        }
+        if let ip = ATSIPAddress(key), !key.hasPrefix("[") {
+            return .ip(ip)
+        }
+        if key.hasPrefix("[") || key.range(of: #":\d+$"#, options: .regularExpression) != nil {
+            warn(path, "domain key contains a port (or brackets) and never matches; write only the host name")
+            return .unusable
+        }
+        if key.contains("*") {
+            warn(path, "wildcards are not supported in domain keys; use the parent domain with NSIncludesSubdomains")
+            return .unusable
+        }
+        if key != key.lowercased() {
+            warn(path, "domain keys must be lowercase; this one never matches (write \"\(key.lowercased())\")")
+            return .unusable
+        }
+        if key.hasSuffix(".") {
+            // Valid, and a trap: Apple's page says a dotted key matches only a host written with the dot.
+            warn(path, "ends with a dot, so it matches only URLs whose host is written with a trailing dot "
+                 + "(\(key)), not \(key.dropLast()); drop the dot unless that is what you mean")
+        }
+        return .dns
+    }
+
+    // MARK: - Pinned domains
+
+    private static let pinnedKeys: Set<String> = [
+        ATSKey.includesSubdomains, ATSKey.pinnedCAIdentities, ATSKey.pinnedLeafIdentities,
+    ]
+
+    /// Read as Security/OSX/sec/Security/SecPolicy.c (`parseNSPinnedDomains`) reads them: keys compared with the
+    /// host case-insensitively, `NSIncludesSubdomains` honoured only when it is the boolean true.
+    private mutating func pinnedDomains(_ value: ATSPlistValue?) -> [String: ATSPinnedDomain] {
+        guard let value else { return [:] }
+        guard case .dictionary(let domains) = value else {
+            warn([ATSKey.pinnedDomains], "expected a dictionary, found \(value.typeName); ignored")
+            return [:]
+        }
+        var result: [String: ATSPinnedDomain] = [:]
+        for key in domains.keys.sorted() {
+            let path = [ATSKey.pinnedDomains, key]
+            guard case .dictionary(let entry) = domains[key]! else {
+                warn(path, "expected a dictionary, found \(domains[key]!.typeName); entry ignored")
+                continue
+            }
+            if key.isEmpty || key.contains(":") || key.contains("/") {
+                warn(path, "pinned domain keys are host names; this one never matches")
+            } else if key.hasSuffix(".") {
+                warn(path, "the host's trailing dot is dropped before pinned domains are compared, so a key ending "
+                     + "with a dot never matches; write \"\(key.dropLast())\"")
+            }
+            let ca = identities(entry, ATSKey.pinnedCAIdentities, path: path)
+            let leaf = identities(entry, ATSKey.pinnedLeafIdentities, path: path)
+            if ca == nil, leaf == nil {
+                warn(path, "has neither \(ATSKey.pinnedCAIdentities) nor \(ATSKey.pinnedLeafIdentities); pins nothing")
+            }
+            for entryKey in entry.keys.sorted() where !Self.pinnedKeys.contains(entryKey) {
+                warn(path + [entryKey], unknownKeyMessage(entryKey, known: Self.pinnedKeys))
+            }
+            result[key] = ATSPinnedDomain(key: key, includesSubdomains: strictBoolean(entry, ATSKey.includesSubdomains, path: path),
+                                          caIdentities: ca, leafIdentities: leaf)
+        }
+        return result
+    }
+
+    private mutating func identities(_ entry: [String: ATSPlistValue], _ key: String, path: [String]) -> [String]? {
+        guard let value = entry[key] else { return nil }
+        let path = path + [key]
+        guard case .array(let items) = value else {
+            warn(path, "expected an array of { SPKI-SHA256-BASE64 = … } dictionaries, found \(value.typeName); "
+                 + "the domain counts as pinned with no identity, so every connection to it fails")
+            return []
+        }
+        if items.isEmpty {
+            warn(path, "empty list: no certificate can match it, so every connection to this domain fails")
+        }
+        var hashes: [String] = []
+        for (index, item) in items.enumerated() {
+            let itemPath = path + ["[\(index)]"]
+            guard case .dictionary(let identity) = item, let hash = identity[ATSKey.spkiSHA256Base64]?.stringValue else {
+                warn(itemPath, "expected a dictionary with a \(ATSKey.spkiSHA256Base64) string; ignored")
+                continue
+            }
+            if Data(base64Encoded: hash)?.count != 32 {
+                warn(itemPath, "\(ATSKey.spkiSHA256Base64) is not base64 of a 32-byte SHA-256 digest; it can never match")
+            }
+            hashes.append(hash)
+        }
+        return hashes
+    }
+
+    // MARK: - Values
+
+    /// A boolean key as Apple's ATS parser reads it: a real boolean; a number compared with YES (so 1 is YES and
+    /// any other number NO); anything else absent.
+    private mutating func boolean(_ dictionary: [String: ATSPlistValue], _ key: String, path: [String]) -> Bool? {
+        guard let value = dictionary[key] else { return nil }
+        switch value {
+        case .bool(let flag):
+            return flag
+        case .integer(let number):
+            note(.numbersComparedWithYes)
+            warn(path + [key], "the integer \(number) is read as \(number == 1 ? "YES" : "NO") (Apple's parser compares "
+                 + "numbers with YES); write <true/> or <false/>")
+            return number == 1
+        case .real(let number):
+            note(.numbersComparedWithYes)
+            warn(path + [key], "the real \(number) is read as \(number == 1 ? "YES" : "NO") (Apple's parser compares "
+                 + "numbers with YES); write <true/> or <false/>")
+            return number == 1
+        case .string(let text):
+            note(.wrongTypeIsAbsent)
+            warn(path + [key], "the string \"\(text)\" is not a boolean; ignored as if the key were absent (use <true/> or <false/>)")
+            return nil
+        default:
+            note(.wrongTypeIsAbsent)
+            warn(path + [key], "expected a boolean, found \(value.typeName); ignored as if the key were absent")
+            return nil
+        }
+    }
+
+    /// `NSIncludesSubdomains` in a pinned-domain entry: SecPolicy.c compares it with the boolean true itself, so a
+    /// number does not count.
+    private mutating func strictBoolean(_ dictionary: [String: ATSPlistValue], _ key: String, path: [String]) -> Bool? {
+        guard let value = dictionary[key] else { return nil }
+        if case .bool(let flag) = value { return flag }
+        note(.wrongTypeIsAbsent)
+        warn(path + [key], "expected <true/> or <false/>, found \(value.typeName); pinned domains honour only the boolean "
+             + "true, so this is ignored")
+        return nil
+    }
+
+    private mutating func tlsVersion(_ dictionary: [String: ATSPlistValue], _ key: String, path: [String]) -> TLSVersion? {
+        guard let value = dictionary[key] else { return nil }
+        let allowed = ["TLSv1.0", "TLSv1.1", "TLSv1.2", "TLSv1.3"]
+        guard case .string(let text) = value, allowed.contains(text), let version = TLSVersion(rawValue: text) else {
+            if value.stringValue == nil { note(.wrongTypeIsAbsent) }
+            warn(path + [key], "\(value.stringValue.map { "\"\($0)\"" } ?? value.typeName) is not one of "
+                 + "\(allowed.joined(separator: ", ")); ignored, so the default TLSv1.2 applies")
+            return nil
+        }
+        return version
+    }
+
+    private func unknownKeyMessage(_ key: String, known: Set<String>) -> String {
+        let near = known.first { $0.lowercased() == key.lowercased() }
+        return near.map { "unknown key (keys are case-sensitive: did you mean \($0)?); ignored" } ?? "unknown key; ignored"
+    }
+
+    private mutating func warn(_ path: [String], _ message: String) {
+        warnings.append(ATSPolicyWarning(keyPath: path, message: message))
+    }
+
+    private mutating func note(_ rule: ATSModelRule) {
+        if !rules.contains(rule) { rules.append(rule) }
+    }
+}

@@ -1,0 +1,126 @@
+import Foundation
+import TLSFixturesWire
+
+// The facts a TLS client observes about a server. The probe produces them from real handshakes;
+// the ATS layer only ever reads them (it never reaches into a server).
+
+/// One certificate as a client sees it. Every field is read from the DER by OpenSSL.
+public struct CertificateFacts: Codable, Sendable, Equatable {
+    /// RFC 2253 rendering, e.g. `CN=localhost,O=swift-tls-fixtures`.
+    public var subject: String
+    public var issuer: String
+    /// The subject's commonName, if it has one (`nil` when absent, `""` when present but empty).
+    public var commonName: String?
+    /// DNS names in the subjectAltName extension; `nil` when the certificate has no SAN extension.
+    public var dnsNames: [String]?
+    /// IP addresses in the subjectAltName extension, in their textual form.
+    public var ipAddresses: [String]
+    /// `RSA`, `EC` or `Ed25519`.
+    public var keyType: String
+    public var keyBits: Int
+    /// The curve's short name (`prime256v1`, `secp384r1`) for EC keys.
+    public var curve: String?
+    /// OpenSSL's long name of the signature algorithm, e.g. `sha256WithRSAEncryption`, `ecdsa-with-SHA1`.
+    public var signatureAlgorithm: String
+    /// The digest of that signature, lowercase: `md5`, `sha1`, `sha224`, `sha256`, `sha384`, `sha512`;
+    /// `none` for Ed25519 (which hashes internally).
+    public var signatureDigest: String
+    public var notBefore: Date
+    public var notAfter: Date
+    public var isCA: Bool
+    public var isSelfIssued: Bool
+    /// Extended key usages by short name (`serverAuth`, `clientAuth`, …); `nil` when the extension is absent
+    /// (which means "any" to every verifier).
+    public var extendedKeyUsage: [String]?
+    /// Base64 SHA-256 of the DER SubjectPublicKeyInfo: the pin format of NSPinnedDomains, TrustKit and HPKP.
+    public var spkiSHA256: String
+    /// Hex SHA-256 of the whole DER certificate (what certificate pinning compares).
+    public var sha256Fingerprint: String
+    public var der: Data
+    /// Whether the certificate embeds Signed Certificate Timestamps (the CT precertificate SCT list extension);
+    /// `nil` when not recorded. SCTs delivered in the handshake or an OCSP response are not seen here.
+    public var hasEmbeddedSCTs: Bool?
+    /// The OCSP responder URLs of the authorityInfoAccess extension; `nil` when not recorded.
+    public var ocspURLs: [String]?
+    /// The URIs of the CRL distribution points; `nil` when not recorded.
+    public var crlURLs: [String]?
+    /// The TLS Feature extension asks for a stapled OCSP response ("must-staple", RFC 7633); `nil` when not recorded.
+    public var mustStaple: Bool?
+
+    public init(subject: String, issuer: String, commonName: String?, dnsNames: [String]?, ipAddresses: [String],
+                keyType: String, keyBits: Int, curve: String?, signatureAlgorithm: String, signatureDigest: String,
+                notBefore: Date, notAfter: Date, isCA: Bool, isSelfIssued: Bool, extendedKeyUsage: [String]?,
+                spkiSHA256: String, sha256Fingerprint: String, der: Data, hasEmbeddedSCTs: Bool? = nil,
+                ocspURLs: [String]? = nil, crlURLs: [String]? = nil, mustStaple: Bool? = nil) {
+        self.subject = subject; self.issuer = issuer; self.commonName = commonName; self.dnsNames = dnsNames
+        self.ipAddresses = ipAddresses; self.keyType = keyType; self.keyBits = keyBits; self.curve = curve
+        self.signatureAlgorithm = signatureAlgorithm; self.signatureDigest = signatureDigest
+        self.notBefore = notBefore; self.notAfter = notAfter; self.isCA = isCA; self.isSelfIssued = isSelfIssued
+        self.extendedKeyUsage = extendedKeyUsage; self.spkiSHA256 = spkiSHA256
+        self.sha256Fingerprint = sha256Fingerprint; self.der = der; self.hasEmbeddedSCTs = hasEmbeddedSCTs
+        self.ocspURLs = ocspURLs; self.crlURLs = crlURLs; self.mustStaple = mustStaple
+    }
+}
+
+/// Who vouches for the root a chain ends in. Apple applies different certificate rules to each.
+public enum TrustAnchorKind: String, Codable, Sendable, CaseIterable {
+    /// A root the user installed and marked trusted (Settings ▸ Certificate Trust Settings, `simctl keychain add-root-cert`).
+    case userInstalled = "user"
+    /// A root Apple ships in the system trust store.
+    case system
+    /// An anchor the app supplied with `SecTrustSetAnchorCertificates` (typical pinning code).
+    case appSupplied = "app"
+}
+
+/// The outcome of building and verifying the presented chain against a set of trusted roots.
+public struct TrustFacts: Codable, Sendable, Equatable {
+    /// OpenSSL's verdict with only chain building, signatures and dates checked — no hostname, no purpose,
+    /// no security level — so Apple's own rules can be applied on top by the ATS model. `nil` = chain OK.
+    public var chainError: VerifyError?
+    /// The verified chain from leaf to anchor when one was built (may include a root the server did not send).
+    public var verifiedChain: [CertificateFacts]
+    /// Which kind of anchor the trusted roots stand for (the probe's caller says; the built-in CA is `.userInstalled`).
+    public var anchor: TrustAnchorKind
+
+    public init(chainError: VerifyError?, verifiedChain: [CertificateFacts], anchor: TrustAnchorKind) {
+        self.chainError = chainError; self.verifiedChain = verifiedChain; self.anchor = anchor
+    }
+}
+
+/// An OpenSSL `X509_V_ERR_*` result: its number and OpenSSL's own text
+/// (`X509_verify_cert_error_string`), e.g. `10` / `certificate has expired`. When the platform judged (SecTrust on
+/// macOS), the number is the nearest OpenSSL one and the text is the platform's own (`PlatformTrust`).
+public struct VerifyError: Codable, Sendable, Equatable, CustomStringConvertible, Error {
+    public var code: Int32
+    public var text: String
+    /// Depth in the chain at which it was found (0 = leaf).
+    public var depth: Int
+
+    public init(code: Int32, text: String, depth: Int) { self.code = code; self.text = text; self.depth = depth }
+    public var description: String { "\(text) (X509 error \(code) at depth \(depth))" }
+}
+
+/// The cipher suites a server accepted, found by real handshakes, for each protocol version it speaks.
+/// Keys are versions; values are IANA suite names (`TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256`).
+public typealias AcceptedSuites = [TLSVersion: [String]]
+
+/// Everything the ATS model needs to know about one server, gathered from the client side.
+public struct ServerFacts: Codable, Sendable, Equatable {
+    /// `https` or `http`.
+    public var scheme: String
+    /// The protocol versions the server completed a handshake with, and the suites it accepted at each.
+    /// Empty for `http`.
+    public var accepted: AcceptedSuites
+    /// The chain exactly as the server sent it, leaf first.
+    public var presentedChain: [CertificateFacts]
+    /// Trust as evaluated against the device's roots; `nil` for `http`.
+    public var trust: TrustFacts?
+    /// The OCSP response the server stapled when asked (status_request); `nil` when it sent none.
+    public var stapledOCSP: OCSPResponseFacts?
+
+    public init(scheme: String, accepted: AcceptedSuites, presentedChain: [CertificateFacts], trust: TrustFacts?,
+                stapledOCSP: OCSPResponseFacts? = nil) {
+        self.scheme = scheme; self.accepted = accepted; self.presentedChain = presentedChain; self.trust = trust
+        self.stapledOCSP = stapledOCSP
+    }
+}

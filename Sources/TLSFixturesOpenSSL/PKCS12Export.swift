@@ -1,0 +1,28 @@
+import COpenSSL
+import Foundation
+
+/// PKCS#12 archives.
+public enum PKCS12Export {
+    /// Documented in the README: PKCS#12 cannot be written without a password that every importer accepts.
+    public static let defaultPassword = "tls-fixtures"
+
+    /// A `.p12` holding `certificate`, its `key` (when given) and `chain`.
+    ///
+    /// Protected with PBE-SHA1-3DES and a SHA-1 MAC, the legacy profile: OpenSSL 3's default (AES-256 + PBKDF2)
+    /// is rejected by older iOS/macOS importers with "MAC verification failed", and this file protects test material.
+    public static func archive(certificate: Certificate, key: PrivateKey?, chain: [Certificate] = [],
+                               friendlyName: String, password: String = defaultPassword) throws -> Data {
+        OpenSSLError.clearQueue()
+        let extra = try checkNotNull(shim_sk_X509_new_null(), "allocate the chain")
+        defer { shim_sk_X509_free(extra) }
+        for certificate in chain { _ = shim_sk_X509_push(extra, certificate.pointer) }
+        let pbe = NID_pbe_WithSHA1And3_Key_TripleDES_CBC
+        // mac_iter -1: no MAC yet; it is added below with an explicit digest.
+        let p12 = try checkNotNull(
+            PKCS12_create(password, friendlyName, key?.pointer, certificate.pointer, extra, pbe, pbe, 2048, -1, 0),
+            "build the PKCS#12 archive")
+        defer { PKCS12_free(p12) }
+        try checkOne(PKCS12_set_mac(p12, password, -1, nil, 0, 2048, EVP_sha1()), "add the PKCS#12 MAC")
+        return try derEncode("encode the PKCS#12 archive") { i2d_PKCS12(p12, $0) }
+    }
+}

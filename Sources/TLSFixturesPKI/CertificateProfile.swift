@@ -1,0 +1,501 @@
+import Foundation
+import TLSFixturesOpenSSL
+
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// Everything about a certificate except its keys: a value, so it can be stored, compared and hashed
+/// (the store reuses a certificate exactly as long as its profile is unchanged).
+public struct CertificateProfile: Hashable, Sendable, Codable {
+    public var subject: Subject
+    /// `nil` means no subjectAltName extension at all (the `no-san` case), `[]` is not allowed by OpenSSL.
+    public var subjectAltNames: [SubjectAltName]?
+    public var validity: Validity
+    public var digest: SignatureDigest
+    /// `nil` leaves the extension out ("any purpose" to every verifier).
+    public var extendedKeyUsage: [ExtendedKeyUsage]?
+    /// `nil` derives the usual set from the role and key type.
+    public var keyUsage: [KeyUsage]?
+    /// `nil` leaves the extension out; leaves get `CA:FALSE` from the presets.
+    public var basicConstraints: BasicConstraints?
+    public var nameConstraints: NameConstraints?
+    /// Where the certificate says its revocation status is published; `nil` names nothing (and leaves every existing
+    /// profile's encoding, which the store fingerprints, unchanged).
+    public var statusSources: CertificateStatusSources?
+
+    public init(subject: Subject, subjectAltNames: [SubjectAltName]?, validity: Validity = .standardLeaf,
+                digest: SignatureDigest = .sha256, extendedKeyUsage: [ExtendedKeyUsage]? = [.serverAuth],
+                keyUsage: [KeyUsage]? = nil, basicConstraints: BasicConstraints? = .endEntity,
+                nameConstraints: NameConstraints? = nil, statusSources: CertificateStatusSources? = nil) {
+        self.subject = subject; self.subjectAltNames = subjectAltNames; self.validity = validity
+        self.digest = digest; self.extendedKeyUsage = extendedKeyUsage; self.keyUsage = keyUsage
+        self.basicConstraints = basicConstraints; self.nameConstraints = nameConstraints
+        self.statusSources = statusSources
+    }
+
+    /// One limit for every certificate the kit makes, whatever the names come from (`cert issue --host`, a scenario's
+    /// hosts, extraHosts and generatedHosts): 10,000 names make a certificate of about 250 KB, which OpenSSL-family
+    /// clients still accept; 100,000 made one of 2.4 MB that no client accepts.
+    public static let maximumSubjectAltNames = 10_000
+
+    /// Throws `PKIError.tooManyNames` past `maximumSubjectAltNames`: called before any key is generated for them.
+    public static func checkNameCount(_ count: Int) throws {
+        if count > maximumSubjectAltNames { throw PKIError.tooManyNames(count) }
+    }
+
+    // MARK: Presets
+
+    /// A TLS server certificate for `hosts` (DNS names or IP addresses), valid 397 days from one day ago —
+    /// inside Apple's 398-day limit for publicly trusted certificates, so nothing but what a scenario changes is wrong.
+    public static func server(hosts: [String], commonName: String? = nil) throws -> CertificateProfile {
+        let names = try hosts.map(SubjectAltName.init(host:))
+        let cn = commonName ?? names.first(where: { if case .dns = $0 { true } else { false } })?.value ?? hosts.first
+        return CertificateProfile(subject: Subject(commonName: cn, organization: "swift-tls-fixtures"), subjectAltNames: names)
+    }
+
+    /// A TLS client certificate (EKU clientAuth, no SAN).
+    public static func client(commonName: String) -> CertificateProfile {
+        CertificateProfile(subject: Subject(commonName: commonName, organization: "swift-tls-fixtures"), subjectAltNames: nil,
+                           extendedKeyUsage: [.clientAuth])
+    }
+
+    /// A certificate authority. Roots get no path length, intermediates `pathLength: 0`.
+    public static func authority(commonName: String, organizationalUnit: String? = nil, pathLength: Int? = nil,
+                                 digest: SignatureDigest = .sha256, days: Int = 3650,
+                                 nameConstraints: NameConstraints? = nil) -> CertificateProfile {
+        CertificateProfile(
+            subject: Subject(commonName: commonName, organization: "swift-tls-fixtures", organizationalUnit: organizationalUnit),
+            subjectAltNames: nil, validity: Validity(notBefore: .daysFromNow(-1), notAfter: .daysFromNow(days - 1)),
+            digest: digest, extendedKeyUsage: nil, keyUsage: [.keyCertSign, .cRLSign, .digitalSignature],
+            basicConstraints: BasicConstraints(isCA: true, pathLength: pathLength), nameConstraints: nameConstraints)
+    }
+
+    var isAuthority: Bool { basicConstraints?.isCA == true }
+
+    // MARK: Issuing
+
+    /// Signs a certificate for `subjectKey`; self-signed when `issuer` is nil.
+    func sign(subjectKey: PrivateKey, issuer: (certificate: Certificate, key: PrivateKey)?, now: Date = Date()) throws -> Certificate {
+        try Self.checkNameCount(subjectAltNames?.count ?? 0)
+        let signer = issuer?.key ?? subjectKey
+        let signerType = signer.description.type
+        var digestName: String? = digest.openSSLName
+        switch signerType {
+        case "Ed25519", "Ed448":
+            // EdDSA hashes internally; OpenSSL requires a NULL digest and there is no "Ed25519 with SHA-1".
+            guard digest == .sha256 || digest == .sha512 else {
+                throw PKIError.unsupportedCombination("an Ed25519 issuer cannot sign with \(digest.rawValue): EdDSA has no digest choice; use an RSA or EC issuer")
+            }
+            digestName = nil
+        case "EC":
+            if digest == .md5 {
+                throw PKIError.unsupportedCombination("an EC issuer cannot sign with md5: there is no ECDSA-with-MD5 algorithm; use an RSA issuer (for example `--issuer rsa-intermediate`)")
+            }
+        default: break
+        }
+        if let sans = subjectAltNames, sans.isEmpty {
+            throw PKIError.unsupportedCombination("a subjectAltName extension needs at least one name; omit it instead (--no-san)")
+        }
+        try validity.check()
+        let (notBefore, notAfter) = validity.resolve(now: now)
+        guard notBefore <= notAfter else {
+            throw PKIError.unsupportedCombination("notBefore (\(notBefore)) is after notAfter (\(notAfter))")
+        }
+        var builder = CertificateBuilder(notBefore: notBefore, notAfter: notAfter)
+        builder.subject = subject.entries
+        builder.extensions = try extensionLines(subjectKey: subjectKey)
+        return try builder.sign(subjectKey: subjectKey, issuer: issuer, digest: digestName)
+    }
+
+    /// The extensions in x509v3_config(5) syntax, in the order `openssl req -x509` would add them.
+    func extensionLines(subjectKey: PrivateKey) throws -> [(kind: X509ExtensionKind, value: String)] {
+        var lines: [(X509ExtensionKind, String)] = []
+        if let bc = basicConstraints {
+            var value = bc.critical ? "critical," : ""
+            value += bc.isCA ? "CA:TRUE" : "CA:FALSE"
+            if bc.isCA, let length = bc.pathLength { value += ",pathlen:\(length)" }
+            lines.append((.basicConstraints, value))
+        }
+        let usages = keyUsage ?? KeyUsage.defaults(isAuthority: isAuthority, keyType: subjectKey.description.type)
+        if !usages.isEmpty {
+            lines.append((.keyUsage, "critical," + usages.map(\.rawValue).joined(separator: ",")))
+        }
+        if let eku = extendedKeyUsage, !eku.isEmpty {
+            lines.append((.extendedKeyUsage, eku.map(\.rawValue).joined(separator: ",")))
+        }
+        lines.append((.subjectKeyIdentifier, "hash"))
+        lines.append((.authorityKeyIdentifier, "keyid:always"))
+        if let sans = subjectAltNames {
+            // RFC 5280 4.2.1.6: with an empty subject the SAN extension must be critical.
+            let critical = subject.entries.isEmpty ? "critical," : ""
+            lines.append((.subjectAltName, critical + sans.map(\.configText).joined(separator: ",")))
+        }
+        if let nc = nameConstraints, !nc.isEmpty {
+            lines.append((.nameConstraints, try nc.configText()))
+        }
+        if let sources = statusSources { lines += try sources.extensionLines() }
+        return lines
+    }
+}
+
+/// The revocation pointers of a certificate: an OCSP responder (authorityInfoAccess, RFC 5280 §4.2.2.1), a CRL
+/// distribution point (§4.2.1.13), and the TLS Feature extension asking for a stapled response ("must-staple", RFC 7633).
+public struct CertificateStatusSources: Hashable, Sendable, Codable {
+    public var ocspURL: String?
+    public var crlURL: String?
+    public var mustStaple: Bool
+
+    public init(ocspURL: String? = nil, crlURL: String? = nil, mustStaple: Bool = false) {
+        self.ocspURL = ocspURL; self.crlURL = crlURL; self.mustStaple = mustStaple
+    }
+
+    func extensionLines() throws -> [(kind: X509ExtensionKind, value: String)] {
+        var lines: [(X509ExtensionKind, String)] = []
+        if let url = ocspURL { lines.append((.authorityInfoAccess, "OCSP;URI:" + (try Self.checked(url)))) }
+        if let url = crlURL { lines.append((.crlDistributionPoints, "URI:" + (try Self.checked(url)))) }
+        // Non-critical, as RFC 7633 §4.2 asks: a client that does not know the extension still connects.
+        if mustStaple { lines.append((.tlsFeature, "status_request")) }
+        return lines
+    }
+
+    /// An http(s) URL that cannot break out of the extension's configuration text (no commas, spaces or controls).
+    static func checked(_ url: String) throws -> String {
+        guard url.hasPrefix("http://") || url.hasPrefix("https://"),
+              url.unicodeScalars.allSatisfy({ $0.value > 0x20 && $0.value < 0x7f && $0 != "," }) else {
+            throw PKIError.unsupportedCombination("\"\(url)\" is not a usable revocation URL: give an http:// URL without commas or spaces")
+        }
+        return url
+    }
+}
+
+/// The subject distinguished name. `commonName == nil` leaves CN out; `""` writes an empty CN on purpose.
+public struct Subject: Hashable, Sendable, Codable {
+    public var commonName: String?
+    public var organization: String?
+    public var organizationalUnit: String?
+
+    public init(commonName: String?, organization: String? = nil, organizationalUnit: String? = nil) {
+        self.commonName = commonName; self.organization = organization; self.organizationalUnit = organizationalUnit
+    }
+
+    var entries: [(field: String, value: String)] {
+        var result: [(String, String)] = []
+        if let organization { result.append(("O", organization)) }
+        if let organizationalUnit { result.append(("OU", organizationalUnit)) }
+        if let commonName { result.append(("CN", commonName)) }
+        return result
+    }
+}
+
+/// A subjectAltName entry.
+public enum SubjectAltName: Hashable, Sendable, Codable, CustomStringConvertible {
+    case dns(String)
+    case ip(String)
+
+    /// Classifies `host` as an IP address or a DNS name and validates it.
+    public init(host: String) throws {
+        let trimmed = host.trimmingCharacters(in: CharacterSet(charactersIn: "[] "))
+        if IPAddress.parse(trimmed) != nil {
+            self = .ip(trimmed)
+            return
+        }
+        try SubjectAltName.validateDNS(trimmed)
+        self = .dns(trimmed.lowercased())
+    }
+
+    package static func validateDNS(_ name: String) throws {
+        guard !name.isEmpty, name.count <= 253 else { throw PKIError.invalidHost(name, "a DNS name is 1–253 characters") }
+        // Letters, digits, '-', '.', '_' and a leftmost '*': anything else (',' ':' spaces) would corrupt the
+        // extension text or be a mistake.
+        let allowed = CharacterSet(charactersIn: "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-._*")
+        guard name.unicodeScalars.allSatisfy(allowed.contains) else {
+            throw PKIError.invalidHost(name, "use letters, digits, '-', '.', or a leading '*.'")
+        }
+        if name.contains("*") && !(name.hasPrefix("*.") && name.dropFirst(2).allSatisfy({ $0 != "*" })) {
+            throw PKIError.invalidHost(name, "a wildcard must be the whole leftmost label, as in *.example.test")
+        }
+        // RFC 1035 §2.3.4: labels of 1–63 octets (a trailing dot, the root, is allowed).
+        let labels = name.hasSuffix(".") ? name.dropLast().split(separator: ".", omittingEmptySubsequences: false)
+                                         : name.split(separator: ".", omittingEmptySubsequences: false)
+        if let bad = labels.first(where: { $0.isEmpty || $0.count > 63 }) {
+            throw PKIError.invalidHost(name, bad.isEmpty ? "a DNS name has no empty labels (no \"..\", no leading dot)"
+                                                         : "a DNS label is 1–63 characters; \"\(bad.prefix(20))…\" has \(bad.count)")
+        }
+    }
+
+    public var value: String {
+        switch self { case .dns(let v), .ip(let v): return v }
+    }
+
+    public var description: String {
+        switch self {
+        case .dns(let name): return "DNS:\(name)"
+        case .ip(let address): return "IP:\(address)"
+        }
+    }
+
+    var configText: String { description }
+
+    public init(from decoder: Decoder) throws {
+        let container = try decoder.singleValueContainer()
+        do { try self.init(host: try container.decode(String.self)) } catch let error as PKIError {
+            throw DecodingError.dataCorruptedError(in: container, debugDescription: "\(error)")
+        }
+    }
+
+    public func encode(to encoder: Encoder) throws {
+        var container = encoder.singleValueContainer()
+        try container.encode(value)
+    }
+}
+
+/// When a certificate is valid. Days are counted from the moment of issue, so `expired` is expired the moment
+/// it is made and stays so.
+public struct Validity: Hashable, Sendable, Codable {
+    public var notBefore: Moment
+    public var notAfter: Moment
+
+    public init(notBefore: Moment, notAfter: Moment) { self.notBefore = notBefore; self.notAfter = notAfter }
+
+    /// 397 days starting one day ago (the catalog's baseline).
+    public static let standardLeaf = Validity(notBefore: .daysFromNow(-1), notAfter: .daysFromNow(396))
+
+    /// `days` long, starting one day ago so a slightly slow device clock still accepts it. (`&-`: `Int.min` days must
+    /// reach `check()`, which refuses it, rather than trap here.)
+    public static func days(_ days: Int) -> Validity { Validity(notBefore: .daysFromNow(-1), notAfter: .daysFromNow(days &- 1)) }
+
+    public func resolve(now: Date) -> (Date, Date) { (notBefore.resolve(now: now), notAfter.resolve(now: now)) }
+
+    /// Both moments within what a certificate can carry (`Moment.check`).
+    public func check() throws {
+        try notBefore.check("notBefore")
+        try notAfter.check("notAfter")
+    }
+
+    /// Whether a certificate made from this profile is meant to be expired, not yet valid, or valid right now.
+    func intendedState(now: Date) -> ValidityState {
+        let (start, end) = resolve(now: now)
+        return ValidityState(notBefore: start, notAfter: end, now: now)
+    }
+}
+
+enum ValidityState: Equatable {
+    case notYetValid, valid, expired
+    init(notBefore: Date, notAfter: Date, now: Date) {
+        if now < notBefore { self = .notYetValid } else if now > notAfter { self = .expired } else { self = .valid }
+    }
+}
+
+/// A point in time: days relative to the moment of issue, or an absolute date.
+public enum Moment: Hashable, Sendable, Codable, CustomStringConvertible {
+    case daysFromNow(Int)
+    case date(Date)
+
+    func resolve(now: Date) -> Date {
+        switch self {
+        case .daysFromNow(let days): return now.addingTimeInterval(TimeInterval(days) * 86_400)
+        case .date(let date): return date
+        }
+    }
+
+    /// The furthest a number of days may reach either way: 100 years, far more than any fixture needs. Without a
+    /// limit, `--days 9223372036854775807` trapped converting the date to `time_t`, and a million years was signed.
+    public static let maximumDays = 36_525
+    /// The dates a certificate's validity can carry: UTCTime starts at 1950 (RFC 5280 4.1.2.5), GeneralizedTime ends
+    /// at 9999-12-31T23:59:59Z.
+    public static let earliestDate = Date(timeIntervalSince1970: -631_152_000)      // 1950-01-01T00:00:00Z
+    public static let latestDate = Date(timeIntervalSince1970: 253_402_300_799)     // 9999-12-31T23:59:59Z
+
+    /// Refuses a moment no certificate can carry, naming `field` (notBefore, notAfter).
+    public func check(_ field: String) throws {
+        switch self {
+        case .daysFromNow(let days):
+            guard days.magnitude <= Moment.maximumDays.magnitude else {
+                throw PKIError.unsupportedCombination("\(field) of \(days) days from now is more than 100 years away (at most \(Moment.maximumDays) days either way)")
+            }
+        case .date(let date):
+            guard (Moment.earliestDate...Moment.latestDate).contains(date) else {
+                throw PKIError.unsupportedCombination("\(field) \(description) is outside the dates a certificate can carry (1950-01-01 to 9999-12-31)")
+            }
+        }
+    }
+
+    /// Accepts an integer number of days (`-1`, `396`) or an ISO 8601 date (`2030-01-01` or `2030-01-01T00:00:00Z`).
+    public init(parsing text: String) throws {
+        if let days = Int(text.trimmingCharacters(in: .whitespaces)) { self = .daysFromNow(days); return }
+        if let date = Moment.parseDate(text) { self = .date(date); return }
+        throw PKIError.unsupportedCombination("\"\(text)\" is neither a number of days nor an ISO 8601 date (2030-01-01 or 2030-01-01T00:00:00Z)")
+    }
+
+    static func parseDate(_ text: String) -> Date? {
+        let full = ISO8601DateFormatter()
+        if let date = full.date(from: text) { return date }
+        let dayOnly = ISO8601DateFormatter()
+        dayOnly.formatOptions = [.withFullDate]
+        return dayOnly.date(from: text)
+    }
+
+    public var description: String {
+        switch self {
+        case .daysFromNow(let days): return "\(days)"
+        case .date(let date): return ISO8601DateFormatter().string(from: date)
+        }
+    }
+
+    public init(from decoder: Decoder) throws {
+        let container = try decoder.singleValueContainer()
+        if let days = try? container.decode(Int.self) { self = .daysFromNow(days); return }
+        do { try self.init(parsing: try container.decode(String.self)) } catch let error as PKIError {
+            throw DecodingError.dataCorruptedError(in: container, debugDescription: "\(error)")
+        }
+    }
+
+    public func encode(to encoder: Encoder) throws {
+        var container = encoder.singleValueContainer()
+        switch self {
+        case .daysFromNow(let days): try container.encode(days)
+        case .date: try container.encode(description)
+        }
+    }
+}
+
+public enum ExtendedKeyUsage: String, CaseIterable, Hashable, Sendable, Codable {
+    case serverAuth, clientAuth, codeSigning, emailProtection, timeStamping, OCSPSigning
+}
+
+public enum KeyUsage: String, CaseIterable, Hashable, Sendable, Codable {
+    case digitalSignature, nonRepudiation, keyEncipherment, dataEncipherment, keyAgreement, keyCertSign, cRLSign
+
+    /// What a well-formed certificate of this role carries. RSA leaves need keyEncipherment for RSA key exchange
+    /// (the `static-rsa` scenario); EC leaves must not claim it.
+    static func defaults(isAuthority: Bool, keyType: String) -> [KeyUsage] {
+        if isAuthority { return [.digitalSignature, .keyCertSign, .cRLSign] }
+        return keyType == "RSA" ? [.digitalSignature, .keyEncipherment] : [.digitalSignature]
+    }
+}
+
+public struct BasicConstraints: Hashable, Sendable, Codable {
+    public var isCA: Bool
+    public var pathLength: Int?
+    public var critical: Bool
+
+    public init(isCA: Bool, pathLength: Int? = nil, critical: Bool = true) {
+        self.isCA = isCA; self.pathLength = pathLength; self.critical = critical
+    }
+
+    public static let endEntity = BasicConstraints(isCA: false)
+}
+
+/// RFC 5280 name constraints. Entries are DNS names (`localhost`, `test`) or CIDR blocks (`127.0.0.0/8`, `::1/128`).
+///
+/// A DNS entry is a bare name: RFC 5280 4.2.1.10 says a DNS constraint covers the name itself and every name made by
+/// adding labels on its left, so `test` permits `test` and `a.b.test`. The leading-dot form (`.test`) is defined only
+/// for URI constraints; OpenSSL and BoringSSL accept it for DNS as a legacy extension, but strict verifiers
+/// (pyca/cryptography, sslyze) refuse the whole CA, so it is rejected here.
+public struct NameConstraints: Hashable, Sendable, Codable {
+    public var permitted: [String]
+    public var excluded: [String]
+
+    public init(permitted: [String], excluded: [String] = []) { self.permitted = permitted; self.excluded = excluded }
+
+    /// The reserved names the built-in CA may sign for: `localhost` (RFC 6761) and the test TLDs of RFC 2606.
+    public static let reservedDNSSubtrees = ["localhost", "test", "example", "invalid"]
+
+    /// Loopback. Leaves do not name these addresses by default (see `localDevelopment`), but the CA keeps the
+    /// constraint so that, whatever it signs, no client that checks iPAddress constraints trusts it for a real address.
+    public static let loopbackAddressSubtrees = ["127.0.0.0/8", "::1/128"]
+
+    /// What the built-in CA may sign by default: the reserved test names and loopback, so a developer who trusts it
+    /// on a device cannot be impersonated for any real site or address.
+    ///
+    /// BoringSSL (swift-nio-ssl, AsyncHTTPClient, Chrome's TLS) cannot evaluate iPAddress constraints: it fails any
+    /// chain whose leaf carries an IP subjectAltName under a CA that has them ("unsupported name constraint type"). A
+    /// name that is not an IP address never meets those constraints, which is why leaves name DNS names only unless a
+    /// scenario is about IP addresses (`ip-san`).
+    public static let localDevelopment = localDevelopment()
+
+    /// `localDevelopment` plus more permitted DNS subtrees (a team's own test domain, say), each a bare DNS name.
+    public static func localDevelopment(addingDNSSubtrees extra: [String] = []) -> NameConstraints {
+        var dns = reservedDNSSubtrees
+        for name in extra.map({ $0.lowercased() }) where !dns.contains(name) { dns.append(name) }
+        return NameConstraints(permitted: dns + loopbackAddressSubtrees)
+    }
+
+    var isEmpty: Bool { permitted.isEmpty && excluded.isEmpty }
+
+    /// Whether a certificate naming `name` satisfies these constraints (RFC 5280 4.2.1.10): not inside any excluded
+    /// subtree, and inside a permitted one whenever any subtree of its type (DNS or IP) is permitted. A DNS subtree
+    /// covers the name itself and every name under it (the leading-dot form of older CAs covers only names under it).
+    public func permits(_ name: SubjectAltName) -> Bool {
+        func covers(_ entry: String) -> Bool? {   // nil: the entry is of the other type
+            switch name {
+            case .dns(let host):
+                guard !entry.contains("/"), !entry.hasPrefix("type ") else { return nil }
+                let host = host.lowercased(), base = entry.lowercased()
+                if base.hasPrefix(".") { return host.hasSuffix(base) }
+                return host == base || host.hasSuffix("." + base)
+            case .ip(let address):
+                guard let slash = entry.firstIndex(of: "/"), let bytes = IPAddress.parse(address),
+                      let network = IPAddress.parse(String(entry[..<slash])), let prefix = Int(entry[entry.index(after: slash)...]) else { return nil }
+                guard bytes.count == network.count else { return false }
+                for bit in 0..<min(prefix, bytes.count * 8) where (bytes[bit / 8] ^ network[bit / 8]) & UInt8(0x80 >> (bit % 8)) != 0 {
+                    return false
+                }
+                return true
+            }
+        }
+        if excluded.contains(where: { covers($0) == true }) { return false }
+        let sameType = permitted.filter { covers($0) != nil }
+        return sameType.isEmpty || sameType.contains { covers($0) == true }
+    }
+
+    /// DNS entries in the leading-dot form (`.test`): what CAs made before bare names were used carry, and what
+    /// strict RFC 5280 verifiers refuse.
+    public var leadingDotDNSEntries: [String] {
+        (permitted + excluded).filter { $0.hasPrefix(".") && !$0.contains("/") }
+    }
+
+    package func configText() throws -> String {
+        let items = try permitted.map { "permitted;" + (try NameConstraints.generalName($0)) }
+            + excluded.map { "excluded;" + (try NameConstraints.generalName($0)) }
+        return "critical," + items.joined(separator: ",")
+    }
+
+    /// `test` → `DNS:test`; `127.0.0.0/8` → `IP:127.0.0.0/255.0.0.0` (OpenSSL wants an address mask, not a prefix).
+    static func generalName(_ entry: String) throws -> String {
+        if let slash = entry.firstIndex(of: "/") {
+            let address = String(entry[..<slash])
+            guard let prefix = Int(entry[entry.index(after: slash)...]), let bytes = IPAddress.parse(address),
+                  prefix >= 0, prefix <= bytes.count * 8 else {
+                throw PKIError.invalidNameConstraint(entry, "a CIDR block is ADDRESS/PREFIX, as in 127.0.0.0/8 or ::1/128")
+            }
+            var mask = [UInt8](repeating: 0, count: bytes.count)
+            for bit in 0..<prefix { mask[bit / 8] |= UInt8(0x80 >> (bit % 8)) }
+            return "IP:\(address)/\(Certificate.ipText(mask))"
+        }
+        if entry.hasPrefix(".") {
+            throw PKIError.invalidNameConstraint(entry, "a DNS constraint has no leading dot (RFC 5280 4.2.1.10): \"\(entry.dropFirst())\" already permits every name under it")
+        }
+        if entry.contains("*") {
+            throw PKIError.invalidNameConstraint(entry, "a DNS constraint is a plain name, no wildcard: \"example.test\" permits every name under it")
+        }
+        do { try SubjectAltName.validateDNS(entry) } catch PKIError.invalidHost(_, let why) {
+            throw PKIError.invalidNameConstraint(entry, why)
+        }
+        return "DNS:\(entry.lowercased())"
+    }
+}
+
+/// IPv4/IPv6 literal parsing (inet_pton), used to tell hosts from DNS names.
+package enum IPAddress {
+    package static func parse(_ text: String) -> [UInt8]? {
+        var v4 = in_addr()
+        if inet_pton(AF_INET, text, &v4) == 1 { return withUnsafeBytes(of: &v4) { Array($0) } }
+        var v6 = in6_addr()
+        if inet_pton(AF_INET6, text, &v6) == 1 { return withUnsafeBytes(of: &v6) { Array($0) } }
+        return nil
+    }
+}

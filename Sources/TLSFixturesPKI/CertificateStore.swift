@@ -1,0 +1,596 @@
+import Foundation
+import Logging
+import NIOConcurrencyHelpers
+import TLSFixturesOpenSSL
+
+/// The CAs the store keeps. Roots are made once and never replaced without an explicit `force`, because devices
+/// trust them and apps pin them; intermediates are derived from their root and re-made when it changes.
+public enum BuiltinAuthority: String, CaseIterable, Sendable, Codable {
+    /// The built-in CA: the root users install on simulators and devices.
+    case root
+    /// root → intermediate (SHA-256), for chains with an intermediate (`intermediate`, `incomplete-chain`, `md5-leaf`).
+    case intermediate
+    /// root → intermediate signed with SHA-1 (`sha1-intermediate`).
+    case sha1Intermediate = "sha1-intermediate"
+    /// root → RSA intermediate. Every intermediate is RSA now, so this is `intermediate`'s twin, kept for scenario
+    /// files that name it.
+    case rsaIntermediate = "rsa-intermediate"
+    /// A second root nobody trusts (`untrusted-root`).
+    case untrustedRoot = "untrusted-root"
+    /// A root standing in for a TLS-intercepting proxy's CA (`pin-mitm`): trusted, but never pinned.
+    case interceptionRoot = "interception-root"
+    /// The root that issues client certificates (`client-cert-required`).
+    case clientCA = "client-ca"
+
+    public var isRoot: Bool { parent == nil }
+
+    var parent: BuiltinAuthority? {
+        switch self {
+        case .intermediate, .sha1Intermediate, .rsaIntermediate: return .root
+        default: return nil
+        }
+    }
+
+    /// Intermediates are RSA: MD5 signatures exist only as md5WithRSAEncryption (the root is EC by default), and the
+    /// two-level scenarios share one shape, so `sha1-intermediate` and `md5-leaf` each differ from `intermediate` in
+    /// one thing.
+    var keySpec: KeySpec { parent == nil ? .ec(.p256) : .rsa(bits: 2048) }
+
+    func profile(rootCommonName: String) -> CertificateProfile {
+        switch self {
+        case .root:
+            return .authority(commonName: rootCommonName, nameConstraints: .localDevelopment)
+        case .intermediate:
+            return .authority(commonName: "swift-tls-fixtures intermediate", pathLength: 0)
+        case .sha1Intermediate:
+            return .authority(commonName: "swift-tls-fixtures SHA-1 intermediate", pathLength: 0, digest: .sha1)
+        case .rsaIntermediate:
+            return .authority(commonName: "swift-tls-fixtures RSA intermediate", pathLength: 0)
+        case .untrustedRoot:
+            return .authority(commonName: "swift-tls-fixtures untrusted root (never install this)", nameConstraints: .localDevelopment)
+        case .interceptionRoot:
+            return .authority(commonName: "swift-tls-fixtures interception CA (simulated TLS proxy)", nameConstraints: .localDevelopment)
+        case .clientCA:
+            return .authority(commonName: "swift-tls-fixtures client CA")
+        }
+    }
+}
+
+/// How `ca init` makes the built-in root.
+public struct CAOptions: Sendable, Equatable {
+    public var key: KeySpec
+    public var commonName: String
+    public var nameConstraints: Bool
+    public var days: Int
+    /// DNS subtrees permitted besides the reserved test names (`ca init --domain`): domains of the user's own that
+    /// `serve --domain` names fixtures under.
+    public var permittedDomains: [String]
+
+    public init(key: KeySpec = .ec(.p256), commonName: String = CertificateAuthority.defaultCommonName,
+                nameConstraints: Bool = true, days: Int = 3650, permittedDomains: [String] = []) {
+        self.key = key; self.commonName = commonName; self.nameConstraints = nameConstraints; self.days = days
+        self.permittedDomains = permittedDomains
+    }
+}
+
+/// Who signs a leaf.
+public enum LeafIssuer: Sendable, Hashable {
+    case authority(BuiltinAuthority)
+    case selfSigned
+}
+
+/// Generated keys and certificates on disk, shared by every process that points at the same directory.
+///
+/// Layout (documented in `Certs/README.md`):
+/// ```
+/// ca/      0700  root.pem root.key(0600) and the other built-in authorities
+/// keys/    0700  NAME.SPEC.key (0600): leaf keys, kept across re-issues so SPKI pins survive
+/// certs/   0700  NAME.pem (leaf + intermediates as served), NAME.json (what it was made from)
+/// params/  0700  dh-BITS.pem
+/// locks/   0700  one lock file per item
+/// ```
+/// Guarantees: every write is atomic (temporary file + rename); concurrent processes that "load or create" the same
+/// item serialise on a per-item `flock`, so they all end with the same single CA; a leaf is re-issued only when its
+/// profile, key or issuer changed or it no longer has the validity its profile intends; nothing is generated twice.
+public final class CertificateStore: Sendable {
+    public let directory: URL
+    private let cache = NIOLockedValueBox(Cache())
+    private let logger = Logger(label: "tls-fixtures.store")
+
+    private struct Cache {
+        var authorities: [BuiltinAuthority: CertificateAuthority] = [:]
+        var keys: [String: PrivateKey] = [:]
+        var credentials: [String: (fingerprint: String, credential: Credential)] = [:]
+        var dh: [Int: DHParameters] = [:]
+        var warnings: [String] = []
+    }
+
+    // MARK: Location
+
+    public static let environmentVariable = "TLS_FIXTURES_CERTS"
+
+    /// The per-user default, shared by the CLI and by tests in any package so they all use the one CA a developer
+    /// installed: `~/Library/Application Support/swift-tls-fixtures` on macOS,
+    /// `${XDG_DATA_HOME:-~/.local/share}/swift-tls-fixtures` elsewhere.
+    public static var defaultDirectory: URL {
+        let environment = ProcessInfo.processInfo.environment
+        let home = URL(fileURLWithPath: environment["HOME"] ?? NSHomeDirectory())
+        #if os(macOS)
+        return home.appendingPathComponent("Library/Application Support/swift-tls-fixtures")
+        #else
+        if let xdg = environment["XDG_DATA_HOME"], xdg.hasPrefix("/") {
+            return URL(fileURLWithPath: xdg).appendingPathComponent("swift-tls-fixtures")
+        }
+        return home.appendingPathComponent(".local/share/swift-tls-fixtures")
+        #endif
+    }
+
+    /// `explicit` (the `--dir` option), else `$TLS_FIXTURES_CERTS`, else `defaultDirectory`.
+    public static func resolveDirectory(explicit: String? = nil) -> URL {
+        if let explicit, !explicit.isEmpty { return URL(fileURLWithPath: explicit).standardizedFileURL }
+        if let fromEnvironment = ProcessInfo.processInfo.environment[environmentVariable], !fromEnvironment.isEmpty {
+            return URL(fileURLWithPath: fromEnvironment).standardizedFileURL
+        }
+        return defaultDirectory
+    }
+
+    private static let instances = NIOLockedValueBox([String: CertificateStore]())
+
+    /// One instance per directory per process, so every fixture shares the in-memory cache.
+    public static func at(_ directory: URL) -> CertificateStore {
+        let key = directory.standardizedFileURL.path
+        return instances.withLockedValue { instances in
+            if let existing = instances[key] { return existing }
+            let store = CertificateStore(directory: directory)
+            instances[key] = store
+            return store
+        }
+    }
+
+    /// The store the resolution rule picks (`--dir`, `TLS_FIXTURES_CERTS`, default).
+    public static func resolved(explicit: String? = nil) -> CertificateStore { at(resolveDirectory(explicit: explicit)) }
+
+    /// Creates nothing until something is needed.
+    public init(directory: URL) {
+        self.directory = directory.standardizedFileURL
+    }
+
+    // MARK: Counters
+
+    private static let issued = NIOLockedValueBox(0)
+    /// Certificates this process has signed (leaves and authorities).
+    public static var issuedCount: Int { issued.withLockedValue { $0 } }
+
+    private let counts = NIOLockedValueBox((keys: 0, certificates: 0))
+    /// Keys this store instance generated (unlike `PrivateKey.generatedCount`, not moved by other stores' work).
+    public var keysGenerated: Int { counts.withLockedValue { $0.keys } }
+    /// Certificates this store instance signed.
+    public var certificatesIssued: Int { counts.withLockedValue { $0.certificates } }
+
+    private func generate(_ spec: KeySpec) throws -> PrivateKey {
+        let key = try spec.generate()
+        counts.withLockedValue { $0.keys += 1 }
+        return key
+    }
+
+    private func countIssued() {
+        CertificateStore.issued.withLockedValue { $0 += 1 }
+        counts.withLockedValue { $0.certificates += 1 }
+    }
+
+    /// Problems found and repaired (a damaged leaf re-issued, a damaged key moved aside), each naming its path.
+    public var warnings: [String] { cache.withLockedValue { $0.warnings } }
+
+    private func warn(_ message: String) {
+        logger.warning("\(message)")
+        cache.withLockedValue { $0.warnings.append(message) }
+    }
+
+    // MARK: Paths
+
+    var caDirectory: URL { directory.appendingPathComponent("ca") }
+    var keysDirectory: URL { directory.appendingPathComponent("keys") }
+    var certsDirectory: URL { directory.appendingPathComponent("certs") }
+    var paramsDirectory: URL { directory.appendingPathComponent("params") }
+    var locksDirectory: URL { directory.appendingPathComponent("locks") }
+
+    public func certificatePath(_ authority: BuiltinAuthority) -> URL { caDirectory.appendingPathComponent("\(authority.rawValue).pem") }
+    package func keyPath(_ authority: BuiltinAuthority) -> URL { caDirectory.appendingPathComponent("\(authority.rawValue).key") }
+    package func keyPath(name: String, spec: KeySpec) -> URL { keysDirectory.appendingPathComponent("\(name).\(spec.slug).key") }
+    public func leafPath(_ name: String) -> URL { certsDirectory.appendingPathComponent("\(name).pem") }
+    func leafRecordPath(_ name: String) -> URL { certsDirectory.appendingPathComponent("\(name).json") }
+
+    /// Checks the store (`StoreTrust`) and makes what is missing of it: the root, `subdirectory` and `locks/`.
+    private func prepare(_ subdirectory: URL) throws {
+        try FileSystem.ensureStoreRoot(directory, mode: 0o700)
+        try FileSystem.ensureStoreSubdirectory(subdirectory, mode: 0o700)
+        try FileSystem.ensureStoreSubdirectory(locksDirectory, mode: 0o700)
+    }
+
+    /// Reads one of the store's files after checking the store and the folder it is in (`StoreTrust`): reads happen
+    /// without a lock too (`existingCA`, a read-only store), so they check for themselves. nil when missing.
+    func read(_ file: URL, privateKey: Bool = false) throws -> Data? {
+        try StoreTrust.checkRoot(directory)
+        let folder = file.deletingLastPathComponent()
+        if folder.standardizedFileURL.path != directory.path { try StoreTrust.checkInside(folder) }
+        return try FileSystem.readStoreFile(file, privateKey: privateKey, warn: warnOnce)
+    }
+
+    /// `warn`, once per message in this process: the checks of a file run every time it is read, and a command may
+    /// open the same folder as more than one store (`probe --builtin-ca` did, and said the same line twice).
+    private func warnOnce(_ message: String) {
+        guard CertificateStore.fileWarningsSaid.withLockedValue({ $0.insert(message).inserted }) else { return }
+        warn(message)
+    }
+    private static let fileWarningsSaid = NIOLockedValueBox(Set<String>())
+
+    private func locked<T>(_ item: String, in subdirectory: URL, _ body: () throws -> T) throws -> T {
+        var bodyStarted = false
+        do {
+            try prepare(subdirectory)
+            return try FileSystem.withExclusiveLock(locksDirectory.appendingPathComponent("\(item).lock")) {
+                bodyStarted = true
+                return try body()
+            }
+        } catch let lockError as PKIError where !bodyStarted && isReadOnly && !lockError.refusesTheStore {
+            // A store nobody can write (a prepared store baked into a CI image, a read-only mount) cannot change
+            // under us, so reading it needs no lock. If something would have to be written, the reason it cannot
+            // be (read-only, permission denied) is the error worth reporting.
+            do { return try body() } catch { throw lockError }
+        }
+    }
+
+    /// True when this process cannot write to the store's directory at all.
+    private var isReadOnly: Bool {
+        FileSystem.exists(directory) && access(directory.path, W_OK) != 0
+    }
+
+    /// Refuses an output path (an export, `cert issue --out-dir`) inside the store, through symbolic links too: its files
+    /// are the kit's own, and `ca export --out STORE/ca/root.key --force` wrote the CA's certificate over its key.
+    public func requireOutside(_ destination: URL) throws {
+        let target = FileSystem.resolved(destination.standardizedFileURL).path
+        let store = FileSystem.resolved(directory).path
+        if target == store || target.hasPrefix(store.hasSuffix("/") ? store : store + "/") {
+            throw PKIError.insideStore(path: destination.path, store: directory.path)
+        }
+    }
+
+    /// Names become file names, so they are held to a safe alphabet (no `/`, no `..`).
+    package static func validate(name: String) throws {
+        let allowed = CharacterSet(charactersIn: "abcdefghijklmnopqrstuvwxyz0123456789-_.")
+        guard !name.isEmpty, name.count <= 80, !name.hasPrefix("."), !name.contains(".."),
+              name.unicodeScalars.allSatisfy(allowed.contains) else {
+            throw PKIError.invalidName(name, "use 1–80 lowercase letters, digits, '-', '_' or '.', not starting with '.'")
+        }
+    }
+
+    // MARK: The built-in CA
+
+    /// The built-in CA if one exists; throws if it exists but is damaged.
+    public func existingCA() throws -> CertificateAuthority? {
+        if let cached = cache.withLockedValue({ $0.authorities[.root] }) { return cached }
+        // Unlocked (a look must not create a store at a mistyped --dir), so it must not repair either: a key without
+        // its certificate may be a CA being written right now by another process.
+        guard let root = try loadRoot(.root, repairingOrphanKey: false) else { return nil }
+        cache.withLockedValue { $0.authorities[.root] = root }
+        return root
+    }
+
+    /// What `initializeCA` does when a CA already exists.
+    public enum ExistingCAPolicy: Sendable {
+        /// Throw `PKIError.caExists` (the default: devices trust it and apps pin it).
+        case refuse
+        /// Return the existing CA unchanged (`ca init --if-missing`).
+        case keep
+        /// Move the old CA to a new `ca/replaced-DATE/` (`replaced-DATE-2/`, … when one was retired in the same
+        /// second; never deleted or overwritten) and make a new one; everything it signed is re-issued on next use
+        /// (`ca init --force`).
+        case replace
+    }
+
+    /// Creates the built-in CA. The existence check and the creation happen under one cross-process lock, so
+    /// concurrent callers with `.keep` all end with the same single CA. Returns the CA and whether it was created.
+    @discardableResult
+    public func initializeCA(_ options: CAOptions = CAOptions(), ifExists policy: ExistingCAPolicy = .refuse) throws -> (ca: CertificateAuthority, created: Bool) {
+        let outcome = try locked("ca-root", in: caDirectory) { () throws -> (CertificateAuthority, Bool) in
+            let existing: CertificateAuthority?
+            do { existing = try loadRoot(.root) } catch where policy == .replace { existing = nil }
+            if let existing {
+                switch policy {
+                case .refuse: throw PKIError.caExists(path: directory.path, fingerprint: existing.certificate.sha256Fingerprint.colonHex)
+                case .keep: return (existing, false)
+                case .replace: break
+                }
+            }
+            if policy == .replace { try retireAuthorities() }
+            return (try createRoot(.root, options: options), true)
+        }
+        cache.withLockedValue { cache in
+            if outcome.1 { cache = Cache(warnings: cache.warnings) }
+            cache.authorities[.root] = outcome.0
+        }
+        return outcome
+    }
+
+    /// The built-in CA, created with default options on first use (what tests and `serve` call).
+    public func ca() throws -> CertificateAuthority { try authority(.root) }
+
+    /// Any built-in authority, created on first use.
+    public func authority(_ id: BuiltinAuthority) throws -> CertificateAuthority {
+        if let cached = cache.withLockedValue({ $0.authorities[id] }) { return cached }
+        let made: CertificateAuthority
+        if let parentID = id.parent {
+            made = try loadOrCreateIntermediate(id, parent: try authority(parentID))
+        } else {
+            made = try locked("ca-\(id.rawValue)", in: caDirectory) {
+                try loadRoot(id) ?? createRoot(id, options: CAOptions())
+            }
+        }
+        cache.withLockedValue { $0.authorities[id] = made }
+        return made
+    }
+
+    /// Moves the root and everything derived from it into a folder of its own, `ca/replaced-DATE[-N]/`. The folder is
+    /// new (made with `mkdir`, so a second retirement in the same second gets `-2`), so nothing in it can be
+    /// overwritten; and any file that cannot be moved stops the replacement before a new CA is written over it.
+    private func retireAuthorities() throws {
+        let stamp = ISO8601DateFormatter().string(from: Date()).replacingOccurrences(of: ":", with: "")
+        let retired = try FileSystem.makeNewDirectory(in: caDirectory, named: "replaced-\(stamp)", mode: 0o700)
+        // The root and everything derived from it; the other roots are independent and stay.
+        for id in BuiltinAuthority.allCases where id == .root || id.parent == .root {
+            for file in [certificatePath(id), keyPath(id)] where FileSystem.exists(file) {
+                try FileSystem.move(file, to: retired.appendingPathComponent(file.lastPathComponent))
+            }
+        }
+    }
+
+    /// `repairingOrphanKey` only under the authority's lock, where a key without its certificate can only be a crash.
+    private func loadRoot(_ id: BuiltinAuthority, repairingOrphanKey: Bool = true) throws -> CertificateAuthority? {
+        let certificateFile = certificatePath(id)
+        let keyFile = keyPath(id)
+        let certificateData = try read(certificateFile)
+        let keyData = try read(keyFile, privateKey: true)
+        let fix = id == .root
+            ? "restore it from a backup, or replace the CA with `tls-fixtures ca init --force` (devices that trust the old one must then trust the new one)"
+            : "restore it from a backup, or move it away to have a new \(id.rawValue) made"
+        switch (certificateData, keyData) {
+        case (nil, nil):
+            return nil
+        case (nil, .some):
+            // A crash between writing the key and the certificate: no device can trust a certificate that was
+            // never written, so the orphan key is set aside and the root made again.
+            if repairingOrphanKey { FileSystem.moveAside(keyFile, reason: "orphaned") }
+            return nil
+        case (.some, nil):
+            throw PKIError.damaged(path: keyFile.path, problem: "missing, but \(certificateFile.lastPathComponent) exists", fix: fix)
+        case let (.some(certificateData), .some(keyData)):
+            let certificate: Certificate
+            let key: PrivateKey
+            do { certificate = try Certificate(pem: certificateData) } catch {
+                throw PKIError.damaged(path: certificateFile.path, problem: "\(error)", fix: fix)
+            }
+            do { key = try PrivateKey(pem: keyData) } catch {
+                throw PKIError.damaged(path: keyFile.path, problem: "\(error)", fix: fix)
+            }
+            guard key.matches(certificate) else { throw PKIError.keyMismatch(path: keyFile.path) }
+            return CertificateAuthority(certificate: certificate, privateKey: key)
+        }
+    }
+
+    private func createRoot(_ id: BuiltinAuthority, options: CAOptions) throws -> CertificateAuthority {
+        let key = try generate(id == .root ? options.key : id.keySpec)
+        var profile = id.profile(rootCommonName: options.commonName)
+        if id == .root {
+            profile.validity = .days(options.days)
+            profile.nameConstraints = options.nameConstraints ? .localDevelopment(addingDNSSubtrees: options.permittedDomains) : nil
+        }
+        let certificate = try profile.sign(subjectKey: key, issuer: nil)
+        countIssued()
+        // Key first: a crash after it leaves an orphan key (recovered above), never a certificate without its key.
+        try FileSystem.writeAtomically(try key.pem, to: keyPath(id), mode: 0o600)
+        try FileSystem.writeAtomically(certificate.pem, to: certificatePath(id), mode: 0o644)
+        logger.info("created \(id.rawValue) \(certificate.subject) in \(caDirectory.path)")
+        return CertificateAuthority(certificate: certificate, privateKey: key)
+    }
+
+    private func loadOrCreateIntermediate(_ id: BuiltinAuthority, parent: CertificateAuthority) throws -> CertificateAuthority {
+        try locked("ca-\(id.rawValue)", in: caDirectory) {
+            let certificateFile = certificatePath(id)
+            let keyFile = keyPath(id)
+            var key: PrivateKey? = nil
+            if let keyData = try read(keyFile, privateKey: true) {
+                key = try? PrivateKey(pem: keyData)
+                if key == nil { warn("\(keyFile.path) is damaged; it was moved aside and a new \(id.rawValue) key made"); FileSystem.moveAside(keyFile, reason: "damaged") }
+                else if let existing = key, !id.keySpec.matches(existing) {
+                    // Made by a version that used another key type: nothing pins an intermediate, so it is simply
+                    // re-made (the old key is kept beside it).
+                    logger.info("\(id.rawValue) key is not \(id.keySpec); making a new one")
+                    FileSystem.moveAside(keyFile, reason: "superseded")
+                    key = nil
+                }
+            }
+            if let key, let data = try read(certificateFile) {
+                let stored = try? Certificate(pem: data)
+                if stored == nil {
+                    warn("\(certificateFile.path) is damaged; a new \(id.rawValue) is issued (it is not a root, so nothing pins it)")
+                }
+                if let certificate = stored,
+                   certificate.issuer == parent.certificate.subject,
+                   verifySignature(certificate, by: parent.certificate), key.matches(certificate),
+                   certificate.notAfter > Date() {
+                    return CertificateAuthority(certificate: certificate, privateKey: key,
+                                                chainToRoot: [certificate] + parent.chainToRoot, root: parent.root)
+                }
+            }
+            let subjectKey = try key ?? generate(id.keySpec)
+            if key == nil { try FileSystem.writeAtomically(try subjectKey.pem, to: keyFile, mode: 0o600) }
+            let issued = try parent.issue(id.profile(rootCommonName: ""), key: subjectKey)
+            countIssued()
+            try FileSystem.writeAtomically(issued.certificate.pem, to: certificateFile, mode: 0o644)
+            return CertificateAuthority(certificate: issued.certificate, privateKey: subjectKey,
+                                        chainToRoot: [issued.certificate] + parent.chainToRoot, root: parent.root)
+        }
+    }
+
+    private func verifySignature(_ certificate: Certificate, by issuer: Certificate) -> Bool {
+        certificate.isSigned(by: issuer)
+    }
+
+    // MARK: Keys
+
+    /// The key called `name` of kind `spec`, generated once and then reused — across re-issued certificates too,
+    /// which is what keeps SPKI pins valid. A damaged key file is moved aside (never deleted) and reported.
+    public func key(named name: String, spec: KeySpec) throws -> PrivateKey {
+        try CertificateStore.validate(name: name)
+        let cacheKey = "\(name).\(spec.slug)"
+        if let cached = cache.withLockedValue({ $0.keys[cacheKey] }) { return cached }
+        let path = keyPath(name: name, spec: spec)
+        let key = try locked("key-\(cacheKey)", in: keysDirectory) { () throws -> PrivateKey in
+            if let data = try read(path, privateKey: true) {
+                if let key = try? PrivateKey(pem: data), spec.matches(key) { return key }
+                let aside = FileSystem.moveAside(path, reason: "damaged")
+                warn("\(path.path) is not a readable \(spec) key; moved it to \(aside?.lastPathComponent ?? "?") and generated a new one")
+            }
+            let key = try generate(spec)
+            try FileSystem.writeAtomically(try key.pem, to: path, mode: 0o600)
+            return key
+        }
+        cache.withLockedValue { $0.keys[cacheKey] = key }
+        return key
+    }
+
+    /// Whether the key already exists on disk (so using it generates nothing).
+    public func hasKey(named name: String, spec: KeySpec) -> Bool {
+        FileSystem.exists(keyPath(name: name, spec: spec))
+    }
+
+    // MARK: Leaves
+
+    /// What a leaf was made from, stored beside it; a leaf is reused only while this is unchanged.
+    struct LeafRecord: Codable {
+        var fingerprint: String
+        var keyFile: String
+        var issuer: String
+        var issuedAt: Date
+    }
+
+    /// The certificate `name` made from `profile` for the key `keyName`/`keySpec`, signed by `issuer`. Re-issued only
+    /// when one of those changed, the file is damaged, or it no longer has the validity the profile intends
+    /// (and, for valid certificates, when fewer than 30 days remain).
+    public func credential(named name: String, profile: CertificateProfile, keyName: String, keySpec: KeySpec,
+                           issuer: LeafIssuer, now: Date = Date()) throws -> Credential {
+        try CertificateStore.validate(name: name)
+        let signer: CertificateAuthority? = try {
+            if case .authority(let id) = issuer { return try authority(id) }
+            return nil
+        }()
+        let key = try self.key(named: keyName, spec: keySpec)
+        let fingerprint = try leafFingerprint(profile: profile, key: key, signer: signer)
+        if let cached = cache.withLockedValue({ $0.credentials[name] }), cached.fingerprint == fingerprint,
+           isStillFit(cached.credential.certificate, profile: profile, now: now) {
+            return cached.credential
+        }
+        let credential = try locked("leaf-\(name)", in: certsDirectory) { () throws -> Credential in
+            if let reused = try reusableLeaf(name: name, fingerprint: fingerprint, key: key, signer: signer, profile: profile, now: now) {
+                return reused
+            }
+            let made: Credential
+            if let signer {
+                made = try signer.issue(profile, key: key)
+            } else {
+                made = try CertificateAuthority.selfSigned(profile, key: key)
+            }
+            countIssued()
+            try FileSystem.writeAtomically(made.chainPEM, to: leafPath(name), mode: 0o644)
+            let record = LeafRecord(fingerprint: fingerprint, keyFile: keyPath(name: keyName, spec: keySpec).lastPathComponent,
+                                    issuer: signer.map { $0.certificate.subject } ?? "self", issuedAt: now)
+            let encoder = JSONEncoder()
+            encoder.outputFormatting = [.prettyPrinted, .sortedKeys]
+            encoder.dateEncodingStrategy = .iso8601
+            // The record is written last: it is the commit marker that says the PEM beside it is complete.
+            try FileSystem.writeAtomically(try encoder.encode(record), to: leafRecordPath(name), mode: 0o644)
+            return made
+        }
+        cache.withLockedValue { $0.credentials[name] = (fingerprint, credential) }
+        return credential
+    }
+
+    private func reusableLeaf(name: String, fingerprint: String, key: PrivateKey, signer: CertificateAuthority?,
+                              profile: CertificateProfile, now: Date) throws -> Credential? {
+        guard let recordData = try read(leafRecordPath(name)) else { return nil }
+        let decoder = JSONDecoder()
+        decoder.dateDecodingStrategy = .iso8601
+        guard let record = try? decoder.decode(LeafRecord.self, from: recordData) else {
+            warn("\(leafRecordPath(name).path) is damaged; re-issuing \(name)")
+            return nil
+        }
+        guard record.fingerprint == fingerprint else { return nil }
+        guard let pem = try read(leafPath(name)) else { return nil }
+        guard let chain = try? Certificate.all(pem: pem), let leaf = chain.first, key.matches(leaf) else {
+            warn("\(leafPath(name).path) is damaged or does not match its key; re-issuing \(name)")
+            return nil
+        }
+        guard isStillFit(leaf, profile: profile, now: now) else { return nil }
+        return Credential(certificate: leaf, privateKey: key, intermediates: Array(chain.dropFirst()),
+                          root: signer?.root ?? leaf)
+    }
+
+    private func isStillFit(_ certificate: Certificate, profile: CertificateProfile, now: Date) -> Bool {
+        let actual = ValidityState(notBefore: certificate.notBefore, notAfter: certificate.notAfter, now: now)
+        guard actual == profile.validity.intendedState(now: now) else { return false }
+        if actual == .valid {
+            let (_, intendedEnd) = profile.validity.resolve(now: now)
+            let margin = min(30 * 86_400, intendedEnd.timeIntervalSince(now) / 2)
+            return certificate.notAfter.timeIntervalSince(now) >= margin
+        }
+        return true
+    }
+
+    private func leafFingerprint(profile: CertificateProfile, key: PrivateKey, signer: CertificateAuthority?) throws -> String {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys]
+        var material = try encoder.encode(profile)
+        material.append(contentsOf: Array("|\(try key.spkiSHA256)|\(signer?.certificate.sha256Fingerprint.hexString ?? "self")|v1".utf8))
+        return Digest.sha256(material).hexString
+    }
+
+    // MARK: DH parameters
+
+    /// DH sizes served with a published group (RFC 2409 group 2, RFC 7919 ffdhe2048): nothing to generate.
+    static let namedDHGroupBits: Set<Int> = [1024, 2048]
+
+    /// Whether DH parameters of `bits` are ready without generating anything: a named group, or made and kept before.
+    public func hasDHParameters(bits: Int) -> Bool {
+        Self.namedDHGroupBits.contains(bits) || FileSystem.exists(paramsDirectory.appendingPathComponent("dh-\(bits).pem"))
+    }
+
+    /// 1024 bits: RFC 2409 group 2; 2048 bits: RFC 7919 ffdhe2048 (nothing to generate). Other sizes: generated once
+    /// and kept in `params/`.
+    public func dhParameters(bits: Int) throws -> DHParameters {
+        if let cached = cache.withLockedValue({ $0.dh[bits] }) { return cached }
+        let parameters: DHParameters
+        if bits == 1024 {
+            parameters = try DHParameters.rfc2409Group2()
+        } else if bits == 2048 {
+            parameters = try DHParameters.ffdhe2048()
+        } else {
+            let path = paramsDirectory.appendingPathComponent("dh-\(bits).pem")
+            parameters = try locked("dh-\(bits)", in: paramsDirectory) {
+                if let data = try read(path), let existing = try? DHParameters(pem: data), existing.bits == bits {
+                    return existing
+                }
+                let fresh = try DHParameters.generate(bits: bits)
+                try FileSystem.writeAtomically(try fresh.pem, to: path, mode: 0o644)
+                return fresh
+            }
+        }
+        cache.withLockedValue { $0.dh[bits] = parameters }
+        return parameters
+    }
+}
+
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif

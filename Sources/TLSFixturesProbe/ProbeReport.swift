@@ -1,0 +1,68 @@
+import Foundation
+import TLSFixturesATS
+import TLSFixturesOpenSSL
+import TLSFixturesServer
+
+/// `tls-fixtures probe`'s text: what was negotiated, the chain as sent, the verify result in words, pins.
+public enum ProbeReport {
+    public static func text(_ result: ProbeResult, pins: PinOutcome? = nil) -> String {
+        var lines: [(String, String)] = [("Target", result.target + (result.connectedTo.map { " (connected to \($0))" } ?? ""))]
+        if let failure = result.failure {
+            lines.append(("Handshake", "FAILED: \(failure)"))
+        } else if result.protocolName != nil {
+            lines.append(("Protocol", result.protocolName ?? "?"))
+            if let cipher = result.cipher { lines.append(("Cipher", cipher.openssl == cipher.iana ? cipher.iana : "\(cipher.openssl) (\(cipher.iana))")) }
+            lines.append(("Key exch.", keyExchange(result)))
+            if let alpn = result.alpn { lines.append(("ALPN", alpn)) }
+        } else {
+            lines.append(("Transport", "plain TCP (http)"))
+        }
+        var text = table(lines)
+        if !result.presentedChain.isEmpty {
+            text += "\nChain as sent (\(result.presentedChain.count)):"
+            for (index, certificate) in result.presentedChain.enumerated() {
+                let key = certificate.curve.map { "\(certificate.keyType) \($0)" } ?? "\(certificate.keyType) \(certificate.keyBits)"
+                text += "\n  [\(index)] \(certificate.subject.isEmpty ? "(empty subject)" : certificate.subject)"
+                text += "\n      issuer \(certificate.issuer); \(certificate.signatureAlgorithm); \(key); "
+                text += "until \(ISO8601DateFormatter().string(from: certificate.notAfter))"
+                if index == 0 {
+                    let names = (certificate.dnsNames ?? []).map { "DNS:\($0)" } + certificate.ipAddresses.map { "IP:\($0)" }
+                    let shown = names.count > 6 ? names.prefix(6).joined(separator: ", ") + ", … (\(names.count))" : names.joined(separator: ", ")
+                    text += "\n      SANs \(certificate.dnsNames == nil ? "(none)" : shown); pin sha256/\(certificate.spkiSHA256)"
+                }
+            }
+        }
+        var tail: [(String, String)] = []
+        if let verification = result.verification {
+            tail.append(("Verify", "\(verification.summary)" + (verification.error.map { " (X509 error \($0.code) at depth \($0.depth))" } ?? "")
+                         + " — host \(verification.host ?? "none"), "
+                         + (verification.verifier ?? "OpenSSL security level \(verification.securityLevel)")))
+        }
+        if let pins { tail.append(("Pins", pins.description)) }
+        if let http = result.http {
+            let scenario = (try? JSONDecoder().decode(FixtureResponse.self, from: Data(http.body.utf8)))?.scenario
+            tail.append(("HTTP", "\(http.status)" + (scenario.map { ", fixture \"\($0)\"" } ?? "")))
+        } else if let stopped = result.httpNotSent {
+            tail.append(("HTTP", "not sent: \(stopped)"))
+        }
+        if !tail.isEmpty { text += "\n" + table(tail) }
+        return text
+    }
+
+    /// The key exchange in words. No temporary key and no group is static RSA before TLS 1.3; TLS 1.3 always agrees an
+    /// ephemeral key, so there it only means the linked OpenSSL could not name the group.
+    static func keyExchange(_ result: ProbeResult) -> String {
+        if let named = result.keyExchange {
+            // The group's own name when it says more than the key's (a hybrid's parts, a curve's TLS name).
+            if let group = result.group, KeyExchangeName.display(group: group) != named { return "\(named) (group \(group))" }
+            return named
+        }
+        if result.version == .tls1_3 { return "ephemeral (group not named by the linked OpenSSL)" }
+        return "RSA (no ephemeral key: no forward secrecy)"
+    }
+
+    static func table(_ rows: [(String, String)]) -> String {
+        let width = rows.map(\.0.count).max() ?? 0
+        return rows.map { $0.0.padding(toLength: width, withPad: " ", startingAt: 0) + "  " + $0.1 }.joined(separator: "\n")
+    }
+}

@@ -1,0 +1,143 @@
+import Foundation
+import NIOPosix
+import TLSFixturesWire
+import TLSFixturesATS
+import TLSFixturesOpenSSL
+import TLSFixturesPKI
+import TLSFixturesServer
+
+/// An OpenSSL client that reports what it negotiated, what it was shown, and why verification failed.
+///
+/// ```swift
+/// let result = try TLSProbe(trusting: [ca.certificate]).probe(ProbeTarget(host: "localhost", port: fixture.port))
+/// ```
+///
+/// One connection: `ProbeSocket` connects and moves bytes, `TLSClientSession` is OpenSSL's side of it,
+/// `ProbeHTTPExchange` sends `GET /` and decodes the answer with NIOHTTP1, `ChainVerifier` judges the chain as a
+/// standard client would. All of them wait on one `ProbeClock`, so the probe ends by its deadline whatever the server
+/// does, and none of them touches the process's signal handling.
+public struct TLSProbe: Sendable {
+    public var options: ProbeOptions
+
+    public init(options: ProbeOptions = ProbeOptions()) { self.options = options }
+
+    public init(trusting roots: [Certificate]) {
+        var options = ProbeOptions()
+        options.trustRoots = roots
+        self.init(options: options)
+    }
+
+    /// Blocks the calling thread for at most `options.timeout` (or until `options.deadline`), whatever the server does.
+    /// Throws when the timeout is out of range or no TCP connection can be made in time; every TLS failure, a timeout
+    /// during the handshake or the HTTP answer included, is a result.
+    public func probe(_ target: ProbeTarget) throws -> ProbeResult {
+        let clock = ProbeClock(timeout: try Timeout(seconds: options.timeout, name: "the probe's timeout"), shared: options.deadline)
+        let socket = try ProbeSocket.connect(target, clock: clock)
+        var result = ProbeResult(target: target.description, connectedTo: socket.address, presentedChain: [])
+        if target.scheme == "http" {
+            if options.sendHTTPRequest { result.record(exchange(target).run(over: socket), clock: clock) }
+            return result
+        }
+        let session: TLSClientSession
+        do {
+            var settings = TLSSettings(minVersion: options.minVersion, maxVersion: options.maxVersion, ciphers: options.ciphers,
+                                       tls13Suites: options.tls13Suites, securityLevel: 0)
+            if options.minVersion >= .tls1_3 { settings.ciphers = nil }
+            let context = try TLSContext.client(settings: settings, clientCertificate: options.clientCredential.map {
+                ($0.certificate, $0.privateKey, $0.intermediates)
+            }, maximumCertificateListBytes: options.maximumCertificateListBytes, alpn: ["http/1.1"])
+            // No SNI for an IP address (RFC 6066).
+            session = try TLSClientSession(context: context, serverName: options.serverName ?? (target.isIPLiteral ? nil : target.host))
+        } catch {
+            result.failure = "client configuration: \(error)"
+            return result
+        }
+        let connection = ProbeTLSConnection(session: session, socket: socket)
+
+        let handshook: Bool
+        do {
+            result.failure = try connection.handshake()
+            handshook = result.failure == nil
+        } catch {
+            result.failure = "\(clock.timedOut) during the TLS handshake"
+            result.timedOut = true
+            handshook = false
+        }
+        if handshook { fill(&result, from: session.negotiated) }
+        // The chain is available even when the handshake failed after the Certificate message (TLS 1.2 client auth).
+        let chain = session.peerChain
+        result.presentedChain = chain.map(\.facts)
+        if !chain.isEmpty { judge(chain, stapled: session.stapledOCSP, target: target, into: &result) }
+
+        if handshook && options.sendHTTPRequest {
+            if let stop = options.beforeHTTPRequest?(result) {
+                result.httpNotSent = stop
+            } else {
+                result.record(exchange(target).run(over: connection), clock: clock)
+            }
+        }
+        if handshook { connection.close() }
+        return result
+    }
+
+    /// The same, off the cooperative thread pool.
+    public func probe(_ target: ProbeTarget) async throws -> ProbeResult {
+        try await NIOThreadPool.singleton.runIfActive { try self.probe(target) }
+    }
+
+    private func exchange(_ target: ProbeTarget) -> ProbeHTTPExchange {
+        ProbeHTTPExchange(host: target.host, maximumBodyBytes: options.maximumHTTPBodyBytes)
+    }
+
+    private func fill(_ result: inout ProbeResult, from negotiated: TLSClientSession.Negotiated) {
+        result.protocolName = negotiated.protocolName
+        result.version = negotiated.version
+        result.cipher = negotiated.cipher.map { HandshakeDetails.Cipher(openssl: $0.openssl, iana: $0.iana) }
+        result.group = negotiated.group
+        result.keyExchange = KeyExchangeName.summary(temporaryKey: negotiated.temporaryKey, group: negotiated.group)
+        result.alpn = negotiated.alpn
+    }
+
+    /// Verification as a standard client would judge the chain, trust facts for the ATS model, and the stapled response.
+    private func judge(_ chain: [Certificate], stapled: Data?, target: ProbeTarget, into result: inout ProbeResult) {
+        // The name checked is the one sent as SNI (`--servername`), as curl and s_client -verify_hostname do.
+        let name = options.serverName ?? target.host
+        if options.trustRoots == nil, let platform = options.systemTrust {
+            (result.verification, result.trust) = PlatformTrust.outcome(platform, chain: result.presentedChain, host: name,
+                                                                        anchor: options.anchorKind)
+        } else {
+            result.verification = ChainVerifier.verify(chain: chain, roots: options.trustRoots, host: name, securityLevel: 2, purpose: true)
+            result.trust = ChainVerifier.trust(chain: chain, roots: options.trustRoots, anchor: options.anchorKind)
+        }
+        if let stapled, let leaf = chain.first {
+            // The issuer the response must be signed by: from the verified path, else from what was sent or trusted.
+            let verified = ChainVerifier.verifiedChain(chain: chain, roots: options.trustRoots)
+            let issuer = verified.count > 1 ? verified[1]
+                : (Array(chain.dropFirst()) + (options.trustRoots ?? [])).first { $0.subject == leaf.issuer }
+            result.stapledOCSP = OCSPResponseReader.facts(der: stapled, certificate: leaf, issuer: issuer)
+        }
+    }
+}
+
+extension ProbeResult {
+    /// Keeps the HTTP answer, or says in one line why there is none.
+    fileprivate mutating func record(_ outcome: Result<ProbeHTTPResponse?, ProbeHTTPExchange.Failure>, clock: ProbeClock) {
+        switch outcome {
+        case .success(let response):
+            http = response
+        case .failure(.rejected(let reason)):
+            // In TLS 1.3 the client finishes first, so a server that rejects the session (no client certificate, say)
+            // answers with an alert only after the handshake has succeeded on the client's side.
+            failure = "the server rejected the session after the handshake: \(reason)"
+        case .failure(.timedOut(let during)):
+            failure = "\(clock.timedOut) \(during)"
+            timedOut = true
+        case .failure(.broken(let why)):
+            failure = why
+        case .failure(.malformed(let why)):
+            failure = "the answer is not HTTP/1.1: \(why)"
+        case .failure(.bodyTooLarge(let limit)):
+            failure = "the HTTP answer's body is over \(limit) bytes, the probe's limit (ProbeOptions.maximumHTTPBodyBytes)"
+        }
+    }
+}

@@ -1,0 +1,63 @@
+import Foundation
+import TLSFixturesATS
+import TLSFixturesPKI
+import TLSFixturesScenario
+import TLSFixturesOpenSSL
+
+/// The pins and certificate files an app under test needs, for the catalog or for one scenario.
+public struct PinMaterial: Codable, Sendable, Equatable {
+    public var domain: String
+    /// This server's leaf SPKI (the published `pinned` key when no scenario is named).
+    public var leaf: String
+    public var ca: String
+    public var backup: String
+    /// DER files written into the store's `exports/`, for AFNetworking/Alamofire bundles.
+    public var caCertificateFile: String
+    public var leafCertificateFile: String
+    /// For a revocation scenario: what the leaf names, what OCSP, the CRL and a staple say, and what Apple does.
+    public var revocation: RevocationExpectation?
+    public var revocationSources: RevocationSources?
+    /// For a scenario that demands a client certificate (`client-cert-required`): the identity to present.
+    public var clientIdentity: ClientIdentityFiles?
+
+    public var pinSet: PinSet { PinSet(domain: domain, leafPins: [leaf], caPins: [ca], backupPin: backup) }
+}
+
+/// Where a client identity lives: the certificate chain and its key (both PEM, in the store) and a `.p12` of both
+/// (written into the store's `exports/`, password `PKCS12Export.defaultPassword`).
+public struct ClientIdentityFiles: Codable, Sendable, Equatable {
+    public var certificateFile: String
+    /// The private key (PEM, PKCS#8, mode 0600).
+    public var keyFile: String
+    public var pkcs12File: String
+    public var pkcs12Password: String
+}
+
+extension CertificateStore {
+    var exportsDirectory: URL { directory.appendingPathComponent("exports") }
+
+    /// Pins for `prepared` (or, with nil, for the published `pinned` scenario) and the `.cer` files written for them.
+    public func pinMaterial(for prepared: PreparedScenario) throws -> PinMaterial {
+        try FileSystem.ensureStoreRoot(directory, mode: 0o700)
+        try FileSystem.ensureStoreSubdirectory(exportsDirectory, mode: 0o700)
+        let caFile = exportsDirectory.appendingPathComponent("ca.cer")
+        try FileSystem.writeAtomically(prepared.caCertificate.der, to: caFile, mode: 0o644)
+        let leafFile = exportsDirectory.appendingPathComponent("\(prepared.scenario.name).cer")
+        guard let leaf = prepared.credential?.certificate else {
+            throw PKIError.unsupportedCombination("scenario \(prepared.scenario.name) has no certificate to pin (plain HTTP)")
+        }
+        try FileSystem.writeAtomically(leaf.der, to: leafFile, mode: 0o644)
+        var clientIdentity: ClientIdentityFiles? = nil
+        if let client = prepared.clientCredential {
+            let p12 = exportsDirectory.appendingPathComponent("client.p12")
+            try FileSystem.writeAtomically(try client.pkcs12(), to: p12, mode: 0o600)
+            clientIdentity = ClientIdentityFiles(certificateFile: clientCredentialFiles.certificate.path,
+                                                 keyFile: clientCredentialFiles.key.path, pkcs12File: p12.path,
+                                                 pkcs12Password: PKCS12Export.defaultPassword)
+        }
+        return PinMaterial(domain: prepared.scenario.qualifiedHost, leaf: leaf.spkiSHA256, ca: prepared.pins.ca,
+                           backup: prepared.pins.backup, caCertificateFile: caFile.path, leafCertificateFile: leafFile.path,
+                           revocation: prepared.scenario.expect.revocation, revocationSources: RevocationSources(leaf: leaf),
+                           clientIdentity: clientIdentity)
+    }
+}

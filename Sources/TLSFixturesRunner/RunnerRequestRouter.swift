@@ -1,0 +1,422 @@
+import Foundation
+import Logging
+import NIOCore
+import NIOHTTP1
+import NIOPosix
+import TLSFixturesWire
+import TLSFixturesServer
+
+/// What one listener of the runner answers besides the dashboard: the control API, the proxy, or both.
+struct RunnerServices: Sendable {
+    /// The control API (`/api/…`); nil where it is not served.
+    var leases: FixtureLeases?
+    /// The CONNECT and forward proxy; nil where it is not served.
+    var proxy: ProxyPolicy?
+    /// Where the proxy is when it is not here (for the hint a stray CONNECT gets).
+    var proxyElsewhere: Int?
+    /// Serve the API and the proxy to clients on other machines too (`serve --allow-remote-clients`).
+    var allowRemoteClients = false
+}
+
+/// The HTTP pipeline of the runner's listeners: NIOHTTP1 parses each request, `RunnerRequestRouter` takes the API's,
+/// the proxy's and CONNECT, and the dashboard (when this listener has one) answers the rest.
+enum RunnerHTTPPipeline {
+    /// The limits every runner connection meets while it speaks HTTP (see `DashboardServer`).
+    struct Limits: Sendable {
+        var idleTimeout: TimeAmount
+        var headerTimeout: TimeAmount
+        var logger: Logger
+    }
+
+    static func configure(_ channel: Channel, services: RunnerServices, dashboard: DashboardContent?, limits: Limits? = nil) throws {
+        let pipeline = channel.pipeline.syncOperations
+        if let limits { try pipeline.addHandler(IdleStateHandler(allTimeout: limits.idleTimeout)) }
+        // Bytes a client sends after CONNECT and before the tunnel is up go to the tunnel, not to the floor.
+        let decoder = ByteToMessageHandler(HTTPRequestDecoder(leftOverBytesStrategy: .forwardBytes))
+        let encoder = HTTPResponseEncoder()
+        try pipeline.addHandler(decoder)
+        try pipeline.addHandler(encoder)
+        let deadline = limits.map { HTTPRequestDeadlineHandler(timeout: $0.headerTimeout, startsAfterHandshake: false, logger: $0.logger) }
+        if let deadline { try pipeline.addHandler(deadline) }
+        // Each small request can ask for the whole catalog: answers wait while the client is not reading.
+        let backPressure = limits.map { _ in HTTPBackPressureHandler() }
+        let responder = dashboard.map(DashboardResponder.init(content:))
+        let router = RunnerRequestRouter(services: services, layer: HTTPLayer(decoder: decoder, encoder: encoder, responder: responder,
+                                                                              deadline: deadline, backPressure: backPressure))
+        try pipeline.addHandler(router)
+        if let backPressure { try pipeline.addHandler(backPressure) }
+        if let responder { try pipeline.addHandler(responder) }
+    }
+}
+
+extension RunnerHTTPPipeline {
+    /// A listener for runner connections (the dashboard's port, or the proxy's own) with the fixtures' limits: a capped
+    /// connection count (at most 256), a pause in accepting when descriptors run out, and per connection the header and
+    /// idle timeouts and back-pressure of `configure`.
+    static func listen(label: String, runner: ScenarioRunner, port: Int, bindAddresses: [String]?, services: RunnerServices,
+                       dashboard: DashboardContent?) async throws -> (channels: [Channel], connections: ConnectionTracker) {
+        let options = runner.options
+        let logger = options.fixtureConfiguration(port: port).logger
+        let cap = min(options.maximumConnections ?? ListenerLimits.automaticConnectionCap(), ListenerLimits.dashboardConnectionCap)
+        let connections = ConnectionTracker(limit: cap, label: label, logger: logger)
+        let limits = Limits(idleTimeout: options.idleTimeout, headerTimeout: options.headerTimeout, logger: logger)
+        let bootstrap = ListenerLimits.bootstrap(label: label, logger: logger, backlog: 256, connections: connections) { channel in
+            try configure(channel, services: services, dashboard: dashboard, limits: limits)
+        }
+        var channels: [Channel] = []
+        do {
+            channels = try await FixtureServer.bind(bootstrap, addresses: bindAddresses ?? ["127.0.0.1"], port: port)
+            if bindAddresses == nil,
+               let v6 = try? await FixtureServer.bind(bootstrap, address: "::1", port: channels.first?.localAddress?.port ?? port) {
+                channels.append(v6)
+            }
+        } catch {
+            for channel in channels { try? await channel.close() }
+            throw error
+        }
+        return (channels, connections)
+    }
+}
+
+/// The HTTP handlers a CONNECT takes out of the pipeline once the tunnel is up.
+struct HTTPLayer {
+    var decoder: ByteToMessageHandler<HTTPRequestDecoder>
+    var encoder: HTTPResponseEncoder
+    var responder: DashboardResponder?
+    var deadline: HTTPRequestDeadlineHandler? = nil
+    var backPressure: HTTPBackPressureHandler? = nil
+}
+
+/// Routes each request of a runner connection.
+///
+/// Reads: `HTTPServerRequestPart`. Writes: `HTTPServerResponsePart` for the answers it makes, raw `ByteBuffer`s once a
+/// CONNECT tunnel is up (then it takes itself out). Passes on: the dashboard's requests, unchanged.
+///
+/// - `/api/…`: the control API, answered asynchronously; reading pauses meanwhile and pipelined requests wait their turn.
+/// - `CONNECT HOST:PORT`: a tunnel to the fixture on PORT, when `ProxyPolicy` allows it (`403` otherwise).
+/// - `GET http://HOST:PORT/…` (absolute form): forwarded to the cleartext fixture on PORT.
+/// - anything else: the dashboard.
+///
+/// The API and the proxy answer loopback clients only unless `allowRemoteClients`; the API also refuses requests a
+/// web page could make (a foreign `Origin`, a `Host` that is not this machine: DNS rebinding).
+final class RunnerRequestRouter: ChannelInboundHandler, RemovableChannelHandler {
+    typealias InboundIn = HTTPServerRequestPart
+    typealias InboundOut = HTTPServerRequestPart
+    typealias OutboundOut = HTTPServerResponsePart
+
+    private enum State {
+        case idle
+        /// A dashboard request: its parts go on to the responder.
+        case passing
+        /// An API or forward-proxy request, collecting its body.
+        case collecting(HTTPRequestHead, ByteBuffer, Kind)
+        /// An answer is on its way; requests that arrive meanwhile wait in `queued`.
+        case answering
+        /// A tunnel is up (or being built); nothing here reads HTTP any more.
+        case tunnelling
+        /// After a refusal that closes the connection.
+        case closing
+    }
+
+    private enum Kind { case api, forward, connect }
+
+    private let services: RunnerServices
+    private let layer: HTTPLayer
+    private var state = State.idle
+    private var queued: [HTTPServerRequestPart] = []
+
+    init(services: RunnerServices, layer: HTTPLayer) {
+        self.services = services
+        self.layer = layer
+    }
+
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        process(context, unwrapInboundIn(data))
+    }
+
+    private func process(_ context: ChannelHandlerContext, _ part: HTTPServerRequestPart) {
+        switch state {
+        case .answering:
+            queued.append(part)
+        case .tunnelling, .closing:
+            break
+        case .passing:
+            context.fireChannelRead(wrapInboundOut(part))
+            if case .end = part { state = .idle }
+        case .collecting(let head, var body, let kind):
+            switch part {
+            case .head:
+                state = .closing
+                context.close(promise: nil)
+            case .body(var bytes):
+                guard body.readableBytes + bytes.readableBytes <= FixtureAPI.maximumBodyBytes else {
+                    refuse(context, head, .payloadTooLarge, "the body is over \(FixtureAPI.maximumBodyBytes) bytes", closing: true)
+                    return
+                }
+                body.writeBuffer(&bytes)
+                state = .collecting(head, body, kind)
+            case .end:
+                dispatch(context, head, body, kind)
+            }
+        case .idle:
+            guard case .head(let head) = part else { return }
+            guard let kind = classify(head) else {
+                if layer.responder == nil {
+                    state = .collecting(head, ByteBuffer(), .api)   // answered below with the proxy port's 404
+                    notHere(context, head)
+                    return
+                }
+                state = .passing
+                context.fireChannelRead(wrapInboundOut(part))
+                return
+            }
+            state = .collecting(head, context.channel.allocator.buffer(capacity: 0), kind)
+        }
+    }
+
+    /// nil: the dashboard's.
+    private func classify(_ head: HTTPRequestHead) -> Kind? {
+        if head.method == .CONNECT { return .connect }
+        let uri = head.uri.lowercased()
+        if uri.hasPrefix("http://") || uri.hasPrefix("https://") { return .forward }
+        if uri == "/api" || uri.hasPrefix("/api/") || uri.hasPrefix("/api?") { return .api }
+        return nil
+    }
+
+    private func dispatch(_ context: ChannelHandlerContext, _ head: HTTPRequestHead, _ body: ByteBuffer, _ kind: Kind) {
+        if !services.allowRemoteClients && !Self.isLoopback(context.channel.remoteAddress) {
+            refuse(context, head, .forbidden, "the control API and the proxy answer clients on this machine only "
+                   + "(`serve --allow-remote-clients` lets others in)", closing: true)
+            return
+        }
+        switch kind {
+        case .api: api(context, head, body)
+        case .connect: connect(context, head)
+        case .forward: forward(context, head, body)
+        }
+    }
+
+    // MARK: The control API
+
+    private func api(_ context: ChannelHandlerContext, _ head: HTTPRequestHead, _ body: ByteBuffer) {
+        guard let leases = services.leases else {
+            refuse(context, head, .notFound, "this port serves the proxy only; the control API is on the dashboard's port", closing: false)
+            return
+        }
+        if let problem = Self.crossSiteProblem(head, localPort: context.channel.localAddress?.port, allowRemote: services.allowRemoteClients) {
+            refuse(context, head, .forbidden, problem, closing: false, json: true)
+            return
+        }
+        let request = ControlAPIRoutes.Request(method: head.method, uri: head.uri, contentType: head.headers.first(name: "Content-Type"),
+                                               body: Data(body.readableBytesView))
+        wait(context, for: context.eventLoop.makeFutureWithTask { await ControlAPIRoutes.answer(request, leases: leases) }, head: head)
+    }
+
+    /// A request a web page in the user's browser could make: refused, so no site can start or stop fixtures.
+    static func crossSiteProblem(_ head: HTTPRequestHead, localPort: Int?, allowRemote: Bool) -> String? {
+        let port = localPort.map { ":\($0)" } ?? ""
+        if let origin = head.headers.first(name: "Origin")?.lowercased(),
+           !["http://localhost\(port)", "http://127.0.0.1\(port)", "http://[::1]\(port)"].contains(origin) {
+            return "a request from the web page \(origin) is refused: only the dashboard itself and programs may use the control API"
+        }
+        guard !allowRemote, let host = head.headers.first(name: "Host")?.lowercased() else { return nil }
+        let name = host.hasPrefix("[") ? String(host.prefix { $0 != "]" }) + "]" : String(host.split(separator: ":").first ?? "")
+        if !["localhost", "127.0.0.1", "[::1]"].contains(name) {
+            return "Host \"\(host)\" is not this machine's loopback name: the control API answers http://localhost:PORT (a name that resolves here by DNS could be any site's)"
+        }
+        return nil
+    }
+
+    // MARK: The proxy
+
+    private func connect(_ context: ChannelHandlerContext, _ head: HTTPRequestHead) {
+        guard let policy = services.proxy else { proxyNotHere(context, head); return }
+        let entry: FixtureDirectory.Entry
+        switch policy.target(authority: head.uri) {
+        case .failure(let refusal):
+            refuse(context, head, HTTPResponseStatus(statusCode: refusal.status), refusal.reason, closing: true)
+            return
+        case .success(let found):
+            entry = found
+        }
+        state = .tunnelling
+        setReading(context, false)
+        let (clientEnd, fixtureEnd) = TunnelHandler.pair()
+        let loopBound = NIOLoopBound((self, context), eventLoop: context.eventLoop)
+        ProxyConnector.connect(to: entry, on: context.eventLoop).assumeIsolated().whenComplete { result in
+            let (router, context) = loopBound.value
+            switch result {
+            case .failure(let error):
+                router.state = .idle
+                router.refuse(context, head, .badGateway, "cannot reach the \(entry.scenario) fixture on port \(entry.port): \(error)", closing: true)
+                router.setReading(context, true)
+            case .success(let upstream):
+                router.splice(context, upstream: upstream, clientEnd: clientEnd, fixtureEnd: fixtureEnd)
+            }
+        }
+    }
+
+    /// Takes the HTTP handlers out, answers `200` in raw bytes (nothing may add a body or framing to it), and joins the
+    /// two channels. The tunnel end goes in right behind the decoder, so bytes the decoder still holds reach it.
+    private func splice(_ context: ChannelHandlerContext, upstream: Channel, clientEnd: TunnelHandler, fixtureEnd: TunnelHandler) {
+        do {
+            try upstream.pipeline.syncOperations.addHandler(fixtureEnd)
+            let pipeline = context.pipeline.syncOperations
+            if let responder = layer.responder { pipeline.removeHandler(responder, promise: nil) }
+            if let backPressure = layer.backPressure { pipeline.removeHandler(backPressure, promise: nil) }
+            if let deadline = layer.deadline { pipeline.removeHandler(deadline, promise: nil) }
+            pipeline.removeHandler(layer.encoder, promise: nil)
+            var established = context.channel.allocator.buffer(capacity: 64)
+            established.writeString("HTTP/1.1 200 Connection established\r\n\r\n")
+            context.writeAndFlush(NIOAny(established), promise: nil)
+            try pipeline.addHandler(clientEnd, position: .after(layer.decoder))
+            pipeline.removeHandler(layer.decoder, promise: nil)
+            pipeline.removeHandler(self, promise: nil)
+            context.channel.setOption(ChannelOptions.autoRead, value: true).whenComplete { _ in }
+            context.read()
+        } catch {
+            upstream.close(promise: nil)
+            context.close(promise: nil)
+        }
+    }
+
+    private func forward(_ context: ChannelHandlerContext, _ head: HTTPRequestHead, _ body: ByteBuffer) {
+        guard let policy = services.proxy else { proxyNotHere(context, head); return }
+        guard let url = URL(string: head.uri), let scheme = url.scheme?.lowercased(), let host = url.host else {
+            refuse(context, head, .badRequest, "\"\(head.uri.escapingControlCharacters)\" is not an absolute http:// URL", closing: true)
+            return
+        }
+        guard scheme == "http" else {
+            refuse(context, head, .badRequest, "send https:// through the proxy as CONNECT (what URLSession and curl do), not as \(head.method.rawValue) \(scheme)://",
+                   closing: true)
+            return
+        }
+        let entry: FixtureDirectory.Entry
+        switch policy.target(host: host, port: url.port ?? 80) {
+        case .failure(let refusal):
+            refuse(context, head, HTTPResponseStatus(statusCode: refusal.status), refusal.reason, closing: true)
+            return
+        case .success(let found):
+            entry = found
+        }
+        guard entry.isCleartext else {
+            refuse(context, head, .badRequest, "port \(entry.port) is the \(entry.scenario) fixture, which speaks TLS: use https:// (a CONNECT through the proxy)",
+                   closing: true)
+            return
+        }
+        var upstreamHead = HTTPRequestHead(version: .http1_1, method: head.method, uri: Self.originForm(url))
+        upstreamHead.headers = head.headers
+        for hopByHop in ["Proxy-Connection", "Proxy-Authorization", "Connection", "Keep-Alive", "TE", "Trailer", "Upgrade"] {
+            upstreamHead.headers.remove(name: hopByHop)
+        }
+        upstreamHead.headers.replaceOrAdd(name: "Connection", value: "close")
+        let forwardedHead = upstreamHead
+        let promise = context.eventLoop.makePromise(of: ForwardedRequestHandler.Answer.self)
+        let connected = ProxyConnector.connect(to: entry, on: context.eventLoop) { channel in
+            channel.eventLoop.makeCompletedFuture {
+                try channel.pipeline.syncOperations.addHTTPClientHandlers()
+                try channel.pipeline.syncOperations.addHandler(ForwardedRequestHandler(answer: promise, limit: FixtureAPI.maximumBodyBytes))
+            }
+        }
+        connected.whenSuccess { upstream in
+            upstream.write(HTTPClientRequestPart.head(forwardedHead), promise: nil)
+            if body.readableBytes > 0 { upstream.write(HTTPClientRequestPart.body(.byteBuffer(body)), promise: nil) }
+            upstream.writeAndFlush(HTTPClientRequestPart.end(nil), promise: nil)
+        }
+        connected.whenFailure { promise.fail($0) }
+        let answer = promise.futureResult.map { forwarded -> HTTPAnswer in
+            var answer = HTTPAnswer(status: forwarded.head.status, contentType: nil, body: Data(forwarded.body.readableBytesView))
+            for (name, value) in forwarded.head.headers
+            where !["connection", "keep-alive", "transfer-encoding", "content-length", "cache-control"].contains(name.lowercased()) {
+                answer.extraHeaders.append((name, value))
+            }
+            return answer
+        }.flatMapErrorThrowing { error in
+            HTTPAnswer.text(.badGateway, "cannot reach the \(entry.scenario) fixture on port \(entry.port): \(error)")
+        }
+        wait(context, for: answer, head: head)
+    }
+
+    static func originForm(_ url: URL) -> String {
+        let path = url.path.isEmpty ? "/" : url.path
+        return url.query.map { "\(path)?\($0)" } ?? path
+    }
+
+    private func proxyNotHere(_ context: ChannelHandlerContext, _ head: HTTPRequestHead) {
+        let hint = services.proxyElsewhere.map { "; the proxy listens on port \($0)" } ?? ""
+        refuse(context, head, .methodNotAllowed, "this port does not proxy\(hint)", closing: true)
+    }
+
+    private func notHere(_ context: ChannelHandlerContext, _ head: HTTPRequestHead) {
+        refuse(context, head, .notFound, "this is the proxy port of tls-fixtures serve: send CONNECT NAME.fixtures.test:PORT "
+               + "(or GET http://http.fixtures.test:PORT/); the dashboard and the control API are on the dashboard's port", closing: false)
+    }
+
+    // MARK: Answers
+
+    /// Waits for `answer` with reading paused, writes it, then lets queued requests through.
+    private func wait(_ context: ChannelHandlerContext, for answer: EventLoopFuture<HTTPAnswer>, head: HTTPRequestHead) {
+        state = .answering
+        setReading(context, false)
+        let loopBound = NIOLoopBound((self, context), eventLoop: context.eventLoop)
+        answer.assumeIsolated().whenComplete { result in
+            let (router, context) = loopBound.value
+            let answer = (try? result.get()) ?? HTTPAnswer.text(.internalServerError, "internal error")
+            router.state = .idle
+            router.write(context, head, answer, closing: false)
+            router.setReading(context, true)
+            let waiting = router.queued
+            router.queued = []
+            for part in waiting { router.process(context, part) }
+        }
+    }
+
+    private func refuse(_ context: ChannelHandlerContext, _ head: HTTPRequestHead, _ status: HTTPResponseStatus, _ reason: String,
+                        closing: Bool, json: Bool = false) {
+        let answer = json || classify(head) == .api
+            ? HTTPAnswer.failure(ControlAPIFailure(Int(status.code), reason))
+            : HTTPAnswer.text(status, "\(status.code) \(reason)")
+        state = closing ? .closing : .idle
+        write(context, head, answer, closing: closing)
+    }
+
+    private func write(_ context: ChannelHandlerContext, _ request: HTTPRequestHead, _ answer: HTTPAnswer, closing: Bool) {
+        var headers = HTTPHeaders()
+        if let type = answer.contentType { headers.add(name: "Content-Type", value: type) }
+        for (name, value) in answer.extraHeaders { headers.add(name: name, value: value) }
+        if answer.status != .noContent { headers.add(name: "Content-Length", value: "\(answer.body.count)") }
+        headers.add(name: "Cache-Control", value: "no-store")
+        let keepAlive = request.isKeepAlive && !closing
+        if !keepAlive { headers.add(name: "Connection", value: "close") }
+        context.write(wrapOutboundOut(.head(HTTPResponseHead(version: request.version, status: answer.status, headers: headers))), promise: nil)
+        if !answer.body.isEmpty && request.method != .HEAD {
+            var buffer = context.channel.allocator.buffer(capacity: answer.body.count)
+            buffer.writeBytes(answer.body)
+            context.write(wrapOutboundOut(.body(.byteBuffer(buffer))), promise: nil)
+        }
+        let loopBound = NIOLoopBound(context, eventLoop: context.eventLoop)
+        context.writeAndFlush(wrapOutboundOut(.end(nil))).assumeIsolated().whenComplete { _ in
+            if !keepAlive { loopBound.value.close(promise: nil) }
+        }
+    }
+
+    private func setReading(_ context: ChannelHandlerContext, _ on: Bool) {
+        context.channel.setOption(ChannelOptions.autoRead, value: on).whenComplete { _ in }
+        if on { context.read() }
+    }
+
+    func errorCaught(context: ChannelHandlerContext, error: Error) {
+        guard error is HTTPParserError, case .idle = state else {
+            context.close(promise: nil)
+            return
+        }
+        // Not HTTP at all: one line saying so, then close (what the dashboard did through NIO's error handler).
+        let head = HTTPRequestHead(version: .http1_1, method: .GET, uri: "/")
+        refuse(context, head, .badRequest, "not an HTTP request", closing: true)
+    }
+
+    static func isLoopback(_ address: SocketAddress?) -> Bool {
+        guard let ip = address?.ipAddress else { return false }
+        return ip.hasPrefix("127.") || ip == "::1" || ip.hasPrefix("::ffff:127.")
+    }
+}

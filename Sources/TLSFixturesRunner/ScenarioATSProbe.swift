@@ -1,0 +1,33 @@
+import Foundation
+import TLSFixturesATS
+import TLSFixturesPKI
+import TLSFixturesScenario
+import TLSFixturesServer
+import TLSFixturesProbe
+
+/// Probes a catalog scenario the way an ATS test must reach it: by its qualified name (`NAME.fixtures.test`) with
+/// the name resolved to loopback, trusting the roots the device is assumed to trust.
+public enum ScenarioATSProbe {
+    public struct Observation: Sendable {
+        public var url: URL
+        public var facts: ServerFacts
+        public var target: ProbeTarget
+        public var probeOptions: ProbeOptions
+    }
+
+    /// Starts the scenario on a free port, gathers its facts, stops it.
+    public static func observe(_ scenario: Scenario, store: CertificateStore) async throws -> Observation {
+        try await withFixture(scenario, store: store) { try await observe($0) }
+    }
+
+    /// Gathers the facts of a running fixture.
+    public static func observe(_ fixture: FixtureServer) async throws -> Observation {
+        var options = ProbeOptions()
+        options.trustRoots = fixture.prepared.deviceTrustRoots
+        options.anchorKind = .userInstalled
+        options.clientCredential = fixture.prepared.clientCredential
+        let target = ProbeTarget(host: fixture.scenario.qualifiedHost, port: fixture.port, connectAddress: "127.0.0.1", scheme: fixture.scheme)
+        let facts = try await ServerFactsCollector(probe: TLSProbe(options: options)).collect(target)
+        return Observation(url: fixture.qualifiedURL, facts: facts, target: target, probeOptions: options)
+    }
+}

@@ -1,0 +1,13 @@
+import TLSFixturesPKI
+
+// `serve`'s ports are the catalog's (a port base plus fixed offsets), so the endpoints it publishes are named here,
+// one layer above the PKI value they fill in.
+extension RevocationEndpoints {
+    /// What `serve` uses with `--port-base portBase`.
+    public static func serve(portBase: Int = ScenarioCatalog.defaultPortBase, host: String = "localhost") -> RevocationEndpoints {
+        RevocationEndpoints(host: host, responderPort: portBase + ScenarioCatalog.revocationResponderOffset,
+                            refusingPort: portBase + ScenarioCatalog.refusingPortOffset)
+    }
+
+    public static let serveDefault = RevocationEndpoints.serve()
+}

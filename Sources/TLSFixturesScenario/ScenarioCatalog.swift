@@ -1,0 +1,202 @@
+import Foundation
+import TLSFixturesWire
+
+/// Scenarios by name: the built-in catalog (the files of `Scenarios/`, compiled in so tests in any package can use
+/// them without a path) plus any directory of the user's own files.
+public struct ScenarioCatalog: Sendable {
+    public let scenarios: [Scenario]
+
+    /// The port of the dashboard; scenario ports follow it. `--port-base` moves them all together.
+    public static let defaultPortBase = 9800
+    /// `serve` runs the OCSP responder and CRL endpoint of the revocation scenarios here (9899 with the default base)…
+    public static let revocationResponderOffset = 99
+    /// …and holds this port bound but never listening, so `ocsp-unreachable`'s responder URL refuses (9898).
+    public static let refusingPortOffset = 98
+    /// Offsets from the base no scenario may take.
+    static let reservedOffsets: [Int: String] = [0: "the dashboard", revocationResponderOffset: "the OCSP responder",
+                                                refusingPortOffset: "the refusing OCSP port"]
+
+    public init(scenarios: [Scenario]) { self.scenarios = scenarios }
+
+    /// The catalog shipped in `Scenarios/`, decoded once.
+    public static let builtIn: ScenarioCatalog = {
+        do {
+            let scenarios = try BuiltinScenarioFiles.all.map { file in
+                try ScenarioCatalog.decode(Data(file.json.utf8), source: "Scenarios/\(file.name)")
+            }
+            return ScenarioCatalog(scenarios: scenarios)
+        } catch {
+            // The built-in files are checked by the test suite; reaching this means a build from edited sources.
+            fatalError("the built-in scenario catalog does not decode: \(error)")
+        }
+    }()
+
+    /// The built-in catalog plus every `*.json` in `directory`. A user file may not reuse a built-in name or port.
+    public static func withUserScenarios(from directory: URL?) throws -> ScenarioCatalog {
+        guard let directory else { return builtIn }
+        let user = try load(directory: directory)
+        var names = Set(builtIn.scenarios.map(\.name))
+        var ports = Dictionary(builtIn.scenarios.compactMap { s in s.port.map { ($0, s.name) } }, uniquingKeysWith: { a, _ in a })
+        for scenario in user {
+            guard names.insert(scenario.name).inserted else {
+                throw ScenarioError.duplicate(scenario.name, directory.appendingPathComponent("\(scenario.name).json").path)
+            }
+            if let port = scenario.port {
+                // `serve` puts the dashboard on the base port and the revocation services above it: those offsets are taken.
+                if let other = ports[port] ?? reservedOffsets[port - defaultPortBase] {
+                    throw ScenarioError.portTaken(directory.appendingPathComponent("\(scenario.name).json").path, port, other)
+                }
+                ports[port] = scenario.name
+            }
+        }
+        return ScenarioCatalog(scenarios: builtIn.scenarios + user)
+    }
+
+    /// Every `*.json` file in `directory`, sorted by file name. Each must be named after its scenario.
+    public static func load(directory: URL) throws -> [Scenario] {
+        let files: [String]
+        do {
+            files = try FileManager.default.contentsOfDirectory(atPath: directory.path).filter { $0.hasSuffix(".json") }.sorted()
+        } catch {
+            throw ScenarioError.unreadable(directory.path, (error as NSError).localizedFailureReason ?? "no such directory or no permission")
+        }
+        return try files.map { file in
+            let url = directory.appendingPathComponent(file)
+            let data: Data
+            do { data = try UserFile.read(url.path) } catch let error as UserFileError { throw ScenarioError.unreadable(url.path, error.problem) }
+            let scenario = try decode(data, source: url.path)
+            let expected = String(file.dropLast(".json".count))
+            guard scenario.name == expected else { throw ScenarioError.misnamed(url.path, scenario.name) }
+            return scenario
+        }
+    }
+
+    /// Decodes one scenario file; errors are one line naming the file and the key. `ScenarioJSONPrecheck` runs first
+    /// for what the decoder does not report (duplicate keys, numbers that are not whole or do not fit, control
+    /// characters in strings).
+    public static func decode(_ data: Data, source: String) throws -> Scenario {
+        if let problem = ScenarioJSONPrecheck.problem(in: Array(data)) { throw ScenarioError.malformed(source, problem) }
+        do {
+            return try JSONDecoder().decode(Scenario.self, from: data)
+        } catch let error as DecodingError {
+            if case .dataCorrupted(let context) = error, context.codingPath.isEmpty {
+                throw ScenarioError.malformed(source, syntaxProblem(in: data) ?? error.oneLine)
+            }
+            throw ScenarioError.malformed(source, error.oneLine)
+        }
+    }
+
+    /// Where a file that is not JSON at all goes wrong, as line and column. JSONDecoder on Linux says only "The given
+    /// data was not valid JSON"; JSONSerialization names the byte ("Invalid value around character 13."), which is
+    /// turned into a position an editor can jump to.
+    package static func syntaxProblem(in data: Data) -> String? {
+        if data.allSatisfy({ [0x20, 0x09, 0x0a, 0x0d].contains($0) }) {
+            return "the file is empty; a scenario is one JSON object (see Scenarios/*.json)"
+        }
+        let problem: String
+        do {
+            _ = try JSONSerialization.jsonObject(with: data)
+            return nil
+        } catch {
+            problem = ((error as NSError).userInfo[NSDebugDescriptionErrorKey] as? String) ?? "not valid JSON"
+        }
+        var text = problem.hasSuffix(".") ? String(problem.dropLast()) : problem
+        if let range = text.range(of: #"around (line \d+, column \d+|character \d+)"#, options: .regularExpression) {
+            let found = text[range]
+            if found.contains("character"), let offset = Int(found.split(separator: " ").last ?? "") {
+                let before = data.prefix(max(0, min(offset, data.count)))
+                let line = before.filter { $0 == 0x0a }.count + 1
+                let column = before.count - (before.lastIndex(of: 0x0a).map { $0 - before.startIndex + 1 } ?? 0) + 1
+                text.replaceSubrange(range, with: "at line \(line), column \(column)")
+            }
+        }
+        return "not valid JSON: \(text) (a missing comma, quote or brace?)"
+    }
+
+    public func scenario(named name: String) throws -> Scenario {
+        if let found = scenarios.first(where: { $0.name == name }) { return found }
+        throw ScenarioError.unknown(name, suggestion: closest(to: name))
+    }
+
+    public func scenarios(named names: [String]) throws -> [Scenario] {
+        try names.map(scenario(named:))
+    }
+
+    public var names: [String] { scenarios.map(\.name) }
+
+    /// Certificates issued by name (`cert issue --name`) share the store's `certs/` with the scenarios, so a scenario's
+    /// name there would replace that scenario's certificate — and break every app that pins it. Throws unless `name`
+    /// belongs to no scenario in this catalog.
+    public func requireFreeCertificateName(_ name: String) throws {
+        if names.contains(name) { throw ScenarioError.certificateNameTaken(name) }
+    }
+
+    /// The port a scenario is served on with `portBase` (its catalog offset from `defaultPortBase` kept).
+    public func port(of scenario: Scenario, portBase: Int = ScenarioCatalog.defaultPortBase) -> Int? {
+        if let port = scenario.port { return port - ScenarioCatalog.defaultPortBase + portBase }
+        // User scenarios without a port go after the highest catalog port, in catalog order, skipping the reserved ones.
+        let highest = scenarios.compactMap(\.port).max() ?? ScenarioCatalog.defaultPortBase
+        let unported = scenarios.filter { $0.port == nil }
+        guard let index = unported.firstIndex(of: scenario) else { return nil }
+        var candidate = highest
+        for _ in 0...index {
+            candidate += 1
+            while Self.reservedOffsets[candidate - ScenarioCatalog.defaultPortBase] != nil { candidate += 1 }
+        }
+        return candidate - ScenarioCatalog.defaultPortBase + portBase
+    }
+
+    private func closest(to name: String) -> String? {
+        let ranked = names.map { ($0, Self.distance($0, name)) }.sorted { $0.1 < $1.1 }
+        guard let best = ranked.first, best.1 <= max(2, name.count / 3) else { return nil }
+        return best.0
+    }
+
+    /// Levenshtein distance, for "did you mean".
+    static func distance(_ a: String, _ b: String) -> Int {
+        let a = Array(a), b = Array(b)
+        var row = Array(0...b.count)
+        for i in 1...max(a.count, 1) where !a.isEmpty {
+            var previous = row[0]
+            row[0] = i
+            for j in 1...max(b.count, 1) where !b.isEmpty {
+                let current = row[j]
+                row[j] = min(row[j] + 1, row[j - 1] + 1, previous + (a[i - 1] == b[j - 1] ? 0 : 1))
+                previous = current
+            }
+        }
+        return a.isEmpty ? b.count : row[b.count]
+    }
+}
+
+public enum ScenarioError: Error, CustomStringConvertible, Sendable, Equatable {
+    case unknown(String, suggestion: String?)
+    case malformed(String, String)
+    case unreadable(String, String)
+    case misnamed(String, String)
+    case duplicate(String, String)
+    case portTaken(String, Int, String)   // file, port, the scenario that has it
+    case certificateNameTaken(String)
+
+    /// One line, whatever the file held: a key or value quoted from it is written with its control characters escaped
+    /// (`"a\nb"` in JSON is a key with a newline, and would otherwise split the message).
+    public var description: String { text.escapingControlCharacters }
+
+    private var text: String {
+        switch self {
+        case .unknown(let name, let suggestion):
+            return "unknown scenario \"\(name)\"" + (suggestion.map { "; did you mean \"\($0)\"?" } ?? "") + " (`tls-fixtures scenarios list` shows them all)"
+        case .malformed(let source, let problem): return "\(source): \(problem)"
+        case .unreadable(let path, let why): return "cannot read scenarios from \(path): \(why)"
+        case .misnamed(let path, let name): return "\(path): the file must be named after its scenario (\(name).json)"
+        case .duplicate(let name, let path): return "\(path): a scenario named \"\(name)\" already exists; choose another name"
+        case .portTaken(let path, let port, let other) where other == "the dashboard":
+            return "\(path): port \(port) is the dashboard's (serve puts it on --port-base, 9800 by default); choose another port, or leave \"port\" out to get the next free one"
+        case .portTaken(let path, let port, let other):
+            return "\(path): port \(port) is already the port of \"\(other)\"; choose another port, or leave \"port\" out to get the next free one"
+        case .certificateNameTaken(let name):
+            return "\"\(name)\" is the certificate of the \(name) scenario, and apps may pin it: choose another --name, or add "
+                + "--force to replace it (the scenario makes its own again the next time it is served)"
+        }
+    }
+}
