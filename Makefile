@@ -17,7 +17,7 @@ ifneq ($(LOW_FD_LIMIT),)
 export SWT_EXPERIMENTAL_MAXIMUM_PARALLELIZATION_WIDTH ?= 8
 endif
 
-.PHONY: help deps build test run bench bench-quick test-asan test-tsan fuzz fuzz-build clean scenarios lint matrix matrix-test-clients legacy-openssl test-legacy
+.PHONY: help deps build test run bench bench-quick test-asan test-tsan fuzz fuzz-build clean scenarios lint lint-docs matrix matrix-test-clients legacy-openssl test-legacy
 
 help:
 	@echo "make run         build (release) and serve every scenario plus the dashboard"
@@ -47,6 +47,7 @@ run: deps
 # thousands of ephemeral ports, so it runs alone, after everything else (which runs in parallel).
 # TLS_FIXTURES_MATRIX_REQUIRED: the reduced client matrix (ClientMatrixTests) must run; a missing client fails it.
 test: deps lint matrix-test-clients
+	@python3 scripts/generate-builtin-scenarios.py --check
 	@scripts/ensure-deps.sh test
 	swift build --build-tests
 	TLS_FIXTURES_MATRIX_REQUIRED=1 swift test --skip-build --skip ReliabilitySuite
@@ -71,6 +72,11 @@ lint:
 	@python3 scripts/lint-darwin.py
 	@python3 scripts/check-client-graph.py
 	@python3 scripts/check-layers.py
+
+# check-public-docs.py lists public declarations without a `///` comment. It joins `lint` once Sources/ passes it
+# (issue 14); until then it runs alone.
+lint-docs:
+	@python3 scripts/check-public-docs.py
 
 clean:
 	rm -rf .build .build-asan .build-tsan .build-fuzz .build-matrix fuzz-out
@@ -111,9 +117,16 @@ test-legacy: legacy-openssl
 	swift build --product tls-fixtures
 	scripts/test-legacy.sh
 
-# Scenarios/*.json is the catalog; the library embeds it through generated code (checked by a test).
+# Scenarios/*.json is the catalog, and the one place a scenario is edited. This target makes everything else from it:
+# the library's embedded copy (generated Swift), then the README's table (printed by the CLI that embeds it). `make
+# test` fails first, naming this target, when the embedded copy is stale, and the suite when the README's table is.
+# Not a SwiftPM build-tool plugin: every Xcode user of the package would have to trust and enable it (CI passes
+# -skipPackagePluginValidation), for a file that changes only when a scenario does.
 scenarios:
 	python3 scripts/generate-builtin-scenarios.py
+	swift build --product tls-fixtures
+	mkdir -p .build && "$$(swift build --show-bin-path)/tls-fixtures" scenarios list --markdown > .build/scenario-table.md
+	python3 scripts/generate-builtin-scenarios.py --readme-table .build/scenario-table.md
 
 # --- Sanitizers -------------------------------------------------------------------------------------------------
 # The whole suite (in the same two processes as `make test`) under AddressSanitizer or ThreadSanitizer, each in its own scratch path so .build is never touched.

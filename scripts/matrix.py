@@ -27,6 +27,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import urllib.request
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -36,8 +37,18 @@ OUT_OF_SCOPE = {
     "http": "plain HTTP: no TLS to judge",
     "client-cert-required": "judges the client's certificate, which the matrix clients do not present",
 }
-# The host each scenario's verdicts are for (its expectations describe this row), when not localhost.
-PRIMARY_HOST = {"impersonation": "www.apple.com"}
+
+
+def primary_host(entry):
+    """The host a scenario's own row connects as (its `expect.clients` describe that row): localhost, but for the two
+    scenarios whose point is a name — `impersonation`'s www.apple.com, and `long-subdomain`'s 63-character label, the
+    first of its file's extraHosts."""
+    if entry["name"] == "impersonation":
+        return "www.apple.com"
+    if entry["name"] == "long-subdomain":
+        return entry["certificate"]["extraHosts"][0]
+    return "localhost"
+
 # More rows where the name matters: the qualified name under the CA's bare `test` constraint, and the address rows of
 # the only scenario whose leaf names addresses.
 EXTRA_ROWS = [("ats-compliant", "ats-compliant.fixtures.test"), ("ip-san", "127.0.0.1"), ("ip-san", "::1")]
@@ -449,11 +460,24 @@ def serve(cli, store, port_base, names, log):
         text += line
         try:
             document, _ = decoder.raw_decode(text.strip())
-            return process, document
         except ValueError:
             continue
+        return process, wait_until_prepared(document, deadline)
     process.kill()
     raise SystemExit(f"tls-fixtures serve did not start; see {log.name}")
+
+
+def wait_until_prepared(document, deadline):
+    """serve answers before its slow keys exist (RSA-4096 and RSA-8192 on a fresh store are "preparing"): ask its
+    /scenarios.json until nothing is, so those scenarios are judged rather than left out of the report."""
+    while any(entry["status"] == "preparing" for entry in document["scenarios"]) and time.time() < deadline:
+        time.sleep(2)
+        try:
+            with urllib.request.urlopen(document["dashboard"].rstrip("/") + "/scenarios.json", timeout=10) as answer:
+                document = json.load(answer)
+        except (OSError, ValueError):
+            continue
+    return document
 
 
 # --- Output ---------------------------------------------------------------------------------------------------------
@@ -488,8 +512,9 @@ def markdown(report):
              f"Measured {report['generated']} on {report['machine']}.", "",
              "Each scenario's own row is checked against its file's expectations; it connects as `localhost`, but for "
              "`impersonation` (a leaf for `www.apple.com` from the built-in CA, served from Matrix/Scenarios), which "
-             "connects as `www.apple.com`. The extra rows show where the name matters and carry no expectations: the "
-             "qualified name (under the CA's bare `test` constraint) and the addresses `ip-san` names.", "",
+             "connects as `www.apple.com`, and `long-subdomain`, which connects by its 63-character label. The extra "
+             "rows show where the name matters and carry no expectations: the qualified name (under the CA's bare "
+             "`test` constraint) and the addresses `ip-san` names.", "",
              "| client | stack | what runs | version |", "| --- | --- | --- | --- |"]
     for client in clients:
         version = short_version(client["version"]) if client["status"] == "ok" else f"**missing**: {client['reason']}"
@@ -516,7 +541,7 @@ def markdown(report):
         lines += [f"- `{item['scenario']}`: {item['reason']}" for item in report["notServed"]]
     differences = [(row["scenario"], d) for row in report["rows"] if row["primary"] for d in row.get("differences", [])]
     if differences:
-        lines += ["", "## Where clients differ from OpenSSL, and why", "",
+        lines += ["", "## Where clients differ from OpenSSL's verify result, and why", "",
                   "From the scenario files' `expect.clients` (shown on the dashboard and in `/scenarios.json`).", ""]
         for scenario, difference in differences:
             who = ", ".join(f"`{c}`" for c in difference["clients"])
@@ -585,9 +610,24 @@ def main():
     missing = [c for c in report["clients"] if c["status"] != "ok"]
     for client in missing:
         print(f"missing client {client['id']}: {client['reason']}", file=sys.stderr)
+    # Every scenario the matrix judges must say what the clients do: `expect.clients` lists those that differ from its
+    # `verify`, and an empty list says none does. Absent means nobody has looked yet, which fails the run (after the
+    # report is written, since the report is what to write them from); ClientExpectationTests holds the files to it.
+    expectations = {entry["name"]: "clients" in entry["expect"] for entry in document["scenarios"]}
+    without = [row["scenario"] for row in report["rows"] if row["primary"] and not expectations[row["scenario"]]]
+    for name in without:
+        print(f"{name} has no expect.clients: add to its scenario file the clients that differ from its expect.verify, "
+              f"each with the reason, from this report (\"clients\": [] when none does); then `make scenarios`", file=sys.stderr)
+    # A scenario still being prepared, or one that failed, is a gap in the report, not a verdict.
+    unjudged = [item for item in report["notServed"] if item["status"] in ("preparing", "failed", "listed")]
+    for item in unjudged:
+        print(f"{item['scenario']} was not served ({item['status']}): {item['reason']}", file=sys.stderr)
     shutil.rmtree(work, ignore_errors=True)
     print(f"{len(report['rows'])} rows x {len(chosen) - len(missing)} clients; "
-          f"{len(mismatches)} differ from the scenario files; {len(missing)} clients missing", file=sys.stderr)
+          f"{len(mismatches)} differ from the scenario files; {len(missing)} clients missing; "
+          f"{len(without)} scenarios without expect.clients", file=sys.stderr)
+    if without or unjudged:
+        sys.exit(1)
 
 
 def write(options, report):
@@ -610,11 +650,12 @@ def measure(options, chosen, document, ctx):
     rows, not_served = [], []
     for entry in document["scenarios"]:
         if entry["name"] in OUT_OF_SCOPE:
-            not_served.append({"scenario": entry["name"], "reason": OUT_OF_SCOPE[entry["name"]]})
+            not_served.append({"scenario": entry["name"], "status": "out of scope", "reason": OUT_OF_SCOPE[entry["name"]]})
         elif entry["status"] != "serving":
-            not_served.append({"scenario": entry["name"], "reason": one_line(entry.get("reason") or entry["status"])})
+            not_served.append({"scenario": entry["name"], "status": entry["status"],
+                               "reason": one_line(entry.get("reason") or entry["status"])})
         else:
-            rows.append({"scenario": entry["name"], "host": PRIMARY_HOST.get(entry["name"], "localhost"),
+            rows.append({"scenario": entry["name"], "host": primary_host(entry),
                          "port": entry["port"], "primary": True})
     if not options.no_extra_rows:
         for name, host in EXTRA_ROWS:

@@ -8,9 +8,9 @@ package enum KeyExchangeName {
     package static func describe(_ key: OpaquePointer) -> String {
         let description = KeyDescription(pkey: key)
         switch description.type {
-        case "EC": return "ECDH \(description.curve ?? "?")"
-        case "DH": return "DH \(description.bits)"
-        default: return description.type
+        case .ec: return "ECDH \(description.curve ?? "?")"
+        case .dh: return "DH \(description.bits)"
+        default: return description.type.rawValue
         }
     }
 

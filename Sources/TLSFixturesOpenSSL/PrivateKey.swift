@@ -110,10 +110,30 @@ public final class PrivateKey: @unchecked Sendable {
     }
 }
 
+/// A key's algorithm, compared as a value rather than as text. A struct with static members, not a closed enum, because
+/// OpenSSL can hand back a key of any type it knows (its short name is kept); encoded as that name (`RSA`, `EC`).
+public struct KeyAlgorithm: RawRepresentable, Hashable, Sendable, Codable, CustomStringConvertible {
+    public let rawValue: String
+    public init(rawValue: String) { self.rawValue = rawValue }
+
+    public static let rsa = KeyAlgorithm(rawValue: "RSA")
+    public static let ec = KeyAlgorithm(rawValue: "EC")
+    public static let ed25519 = KeyAlgorithm(rawValue: "Ed25519")
+    public static let ed448 = KeyAlgorithm(rawValue: "Ed448")
+    public static let dh = KeyAlgorithm(rawValue: "DH")
+    public static let x25519 = KeyAlgorithm(rawValue: "X25519")
+    public static let x448 = KeyAlgorithm(rawValue: "X448")
+
+    /// EdDSA (Ed25519, Ed448): the signature hashes internally, so no digest can be chosen.
+    public var isEdDSA: Bool { self == .ed25519 || self == .ed448 }
+
+    public var description: String { rawValue }
+}
+
 /// Type and size of a key, read from OpenSSL.
 public struct KeyDescription: Sendable, Equatable, Codable, CustomStringConvertible {
     /// `RSA`, `EC`, `Ed25519`, or OpenSSL's name for anything else.
-    public var type: String
+    public var type: KeyAlgorithm
     public var bits: Int
     /// OpenSSL's group name for EC keys (`prime256v1`, `secp384r1`).
     public var curve: String?
@@ -121,14 +141,14 @@ public struct KeyDescription: Sendable, Equatable, Codable, CustomStringConverti
     init(pkey: OpaquePointer) {
         bits = Int(EVP_PKEY_get_bits(pkey))
         switch EVP_PKEY_get_base_id(pkey) {
-        case EVP_PKEY_RSA: type = "RSA"
-        case NID_X9_62_id_ecPublicKey: type = "EC"
-        case NID_ED25519: type = "Ed25519"
-        case NID_ED448: type = "Ed448"
-        case NID_dhKeyAgreement: type = "DH"
-        case NID_X25519: type = "X25519"
-        case NID_X448: type = "X448"
-        case let id: type = String(cString: OBJ_nid2sn(id))
+        case EVP_PKEY_RSA: type = .rsa
+        case NID_X9_62_id_ecPublicKey: type = .ec
+        case NID_ED25519: type = .ed25519
+        case NID_ED448: type = .ed448
+        case NID_dhKeyAgreement: type = .dh
+        case NID_X25519: type = .x25519
+        case NID_X448: type = .x448
+        case let id: type = KeyAlgorithm(rawValue: String(cString: OBJ_nid2sn(id)))
         }
         curve = KeyDescription.groupName(pkey)
     }

@@ -84,25 +84,28 @@ public struct CertificateProfile: Hashable, Sendable, Codable {
         let signerType = signer.description.type
         var digestName: String? = digest.openSSLName
         switch signerType {
-        case "Ed25519", "Ed448":
+        case let type where type.isEdDSA:
             // EdDSA hashes internally; OpenSSL requires a NULL digest and there is no "Ed25519 with SHA-1".
             guard digest == .sha256 || digest == .sha512 else {
-                throw PKIError.unsupportedCombination("an Ed25519 issuer cannot sign with \(digest.rawValue): EdDSA has no digest choice; use an RSA or EC issuer")
+                throw PKIError(code: .digestNotSignable, subject: digest.rawValue, reason: "an Ed25519 issuer cannot sign with \(digest.rawValue): EdDSA has no digest choice",
+                               fix: "sign with an RSA or EC issuer, or use sha256")
             }
             digestName = nil
-        case "EC":
+        case .ec:
             if digest == .md5 {
-                throw PKIError.unsupportedCombination("an EC issuer cannot sign with md5: there is no ECDSA-with-MD5 algorithm; use an RSA issuer (for example `--issuer rsa-intermediate`)")
+                throw PKIError(code: .digestNotSignable, subject: digest.rawValue, reason: "an EC issuer cannot sign with md5: there is no ECDSA-with-MD5 algorithm",
+                               fix: "sign with an RSA issuer (for example BuiltinAuthority.rsaIntermediate)")
             }
         default: break
         }
         if let sans = subjectAltNames, sans.isEmpty {
-            throw PKIError.unsupportedCombination("a subjectAltName extension needs at least one name; omit it instead (--no-san)")
+            throw PKIError(code: .emptySubjectAltNames, reason: "a subjectAltName extension needs at least one name",
+                           fix: "set subjectAltNames to nil to leave the extension out")
         }
         try validity.check()
         let (notBefore, notAfter) = validity.resolve(now: now)
         guard notBefore <= notAfter else {
-            throw PKIError.unsupportedCombination("notBefore (\(notBefore)) is after notAfter (\(notAfter))")
+            throw PKIError(code: .invalidValidity, reason: "notBefore (\(notBefore)) is after notAfter (\(notAfter))", fix: "end the validity after it starts")
         }
         var builder = CertificateBuilder(notBefore: notBefore, notAfter: notAfter)
         builder.subject = subject.entries
@@ -165,7 +168,8 @@ public struct CertificateStatusSources: Hashable, Sendable, Codable {
     static func checked(_ url: String) throws -> String {
         guard url.hasPrefix("http://") || url.hasPrefix("https://"),
               url.unicodeScalars.allSatisfy({ $0.value > 0x20 && $0.value < 0x7f && $0 != "," }) else {
-            throw PKIError.unsupportedCombination("\"\(url)\" is not a usable revocation URL: give an http:// URL without commas or spaces")
+            throw PKIError(code: .invalidRevocationURL, subject: url, reason: "\"\(url)\" is not a usable revocation URL",
+                           fix: "give an http:// URL without commas or spaces")
         }
         return url
     }
@@ -207,23 +211,30 @@ public enum SubjectAltName: Hashable, Sendable, Codable, CustomStringConvertible
     }
 
     package static func validateDNS(_ name: String) throws {
-        guard !name.isEmpty, name.count <= 253 else { throw PKIError.invalidHost(name, "a DNS name is 1–253 characters") }
+        if let problem = dnsNameProblem(name) { throw PKIError.invalidHost(name, problem) }
+    }
+
+    /// Why `name` is not a DNS name a certificate can carry, nil when it is one. Shared by hosts, name constraints and
+    /// fixture domains (the runner), each of which words its own error around it.
+    package static func dnsNameProblem(_ name: String) -> String? {
+        guard !name.isEmpty, name.count <= 253 else { return "a DNS name is 1–253 characters" }
         // Letters, digits, '-', '.', '_' and a leftmost '*': anything else (',' ':' spaces) would corrupt the
         // extension text or be a mistake.
         let allowed = CharacterSet(charactersIn: "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-._*")
         guard name.unicodeScalars.allSatisfy(allowed.contains) else {
-            throw PKIError.invalidHost(name, "use letters, digits, '-', '.', or a leading '*.'")
+            return "use letters, digits, '-', '.', or a leading '*.'"
         }
         if name.contains("*") && !(name.hasPrefix("*.") && name.dropFirst(2).allSatisfy({ $0 != "*" })) {
-            throw PKIError.invalidHost(name, "a wildcard must be the whole leftmost label, as in *.example.test")
+            return "a wildcard must be the whole leftmost label, as in *.example.test"
         }
         // RFC 1035 §2.3.4: labels of 1–63 octets (a trailing dot, the root, is allowed).
         let labels = name.hasSuffix(".") ? name.dropLast().split(separator: ".", omittingEmptySubsequences: false)
                                          : name.split(separator: ".", omittingEmptySubsequences: false)
         if let bad = labels.first(where: { $0.isEmpty || $0.count > 63 }) {
-            throw PKIError.invalidHost(name, bad.isEmpty ? "a DNS name has no empty labels (no \"..\", no leading dot)"
-                                                         : "a DNS label is 1–63 characters; \"\(bad.prefix(20))…\" has \(bad.count)")
+            return bad.isEmpty ? "a DNS name has no empty labels (no \"..\", no leading dot)"
+                               : "a DNS label is 1–63 characters; \"\(bad.prefix(20))…\" has \(bad.count)"
         }
+        return nil
     }
 
     public var value: String {
@@ -314,11 +325,13 @@ public enum Moment: Hashable, Sendable, Codable, CustomStringConvertible {
         switch self {
         case .daysFromNow(let days):
             guard days.magnitude <= Moment.maximumDays.magnitude else {
-                throw PKIError.unsupportedCombination("\(field) of \(days) days from now is more than 100 years away (at most \(Moment.maximumDays) days either way)")
+                throw PKIError(code: .invalidValidity, subject: field,
+                               reason: "\(field) of \(days) days from now is more than 100 years away (at most \(Moment.maximumDays) days either way)")
             }
         case .date(let date):
             guard (Moment.earliestDate...Moment.latestDate).contains(date) else {
-                throw PKIError.unsupportedCombination("\(field) \(description) is outside the dates a certificate can carry (1950-01-01 to 9999-12-31)")
+                throw PKIError(code: .invalidValidity, subject: field,
+                               reason: "\(field) \(description) is outside the dates a certificate can carry (1950-01-01 to 9999-12-31)")
             }
         }
     }
@@ -327,7 +340,8 @@ public enum Moment: Hashable, Sendable, Codable, CustomStringConvertible {
     public init(parsing text: String) throws {
         if let days = Int(text.trimmingCharacters(in: .whitespaces)) { self = .daysFromNow(days); return }
         if let date = Moment.parseDate(text) { self = .date(date); return }
-        throw PKIError.unsupportedCombination("\"\(text)\" is neither a number of days nor an ISO 8601 date (2030-01-01 or 2030-01-01T00:00:00Z)")
+        throw PKIError(code: .invalidValidity, subject: text,
+                       reason: "\"\(text)\" is neither a number of days nor an ISO 8601 date (2030-01-01 or 2030-01-01T00:00:00Z)")
     }
 
     static func parseDate(_ text: String) -> Date? {
@@ -371,9 +385,9 @@ public enum KeyUsage: String, CaseIterable, Hashable, Sendable, Codable {
 
     /// What a well-formed certificate of this role carries. RSA leaves need keyEncipherment for RSA key exchange
     /// (the `static-rsa` scenario); EC leaves must not claim it.
-    static func defaults(isAuthority: Bool, keyType: String) -> [KeyUsage] {
+    static func defaults(isAuthority: Bool, keyType: KeyAlgorithm) -> [KeyUsage] {
         if isAuthority { return [.digitalSignature, .keyCertSign, .cRLSign] }
-        return keyType == "RSA" ? [.digitalSignature, .keyEncipherment] : [.digitalSignature]
+        return keyType == .rsa ? [.digitalSignature, .keyEncipherment] : [.digitalSignature]
     }
 }
 
@@ -482,9 +496,7 @@ public struct NameConstraints: Hashable, Sendable, Codable {
         if entry.contains("*") {
             throw PKIError.invalidNameConstraint(entry, "a DNS constraint is a plain name, no wildcard: \"example.test\" permits every name under it")
         }
-        do { try SubjectAltName.validateDNS(entry) } catch PKIError.invalidHost(_, let why) {
-            throw PKIError.invalidNameConstraint(entry, why)
-        }
+        if let problem = SubjectAltName.dnsNameProblem(entry) { throw PKIError.invalidNameConstraint(entry, problem) }
         return "DNS:\(entry.lowercased())"
     }
 }

@@ -30,7 +30,8 @@ public struct CertificateRequest: Sendable {
     public func profile() throws -> CertificateProfile {
         try CertificateStore.validate(name: name)
         if hosts.isEmpty && !omitSubjectAltNames && namesAServer {
-            throw PKIError.unsupportedCombination("give at least one --host (DNS name or IP address), or --no-san for a certificate without subjectAltName")
+            throw PKIError(code: .missingHost, reason: "a server certificate needs a name to be verified against",
+                           fix: "add at least one host (DNS name or IP address), or set omitSubjectAltNames for a certificate without subjectAltName")
         }
         try CertificateProfile.checkNameCount(hosts.count)
         try validity.check()
@@ -43,11 +44,15 @@ public struct CertificateRequest: Sendable {
             validity: validity, digest: digest, extendedKeyUsage: extendedKeyUsage, keyUsage: keyUsage,
             basicConstraints: BasicConstraints(isCA: isCA, pathLength: isCA ? pathLength : nil))
         if !permitted.isEmpty || !excluded.isEmpty {
-            guard isCA else { throw PKIError.unsupportedCombination("name constraints (--permit/--exclude) belong on a CA certificate; add --ca") }
+            guard isCA else {
+                throw PKIError(code: .requiresCA, reason: "name constraints (permitted, excluded) belong on a CA certificate", fix: "set isCA")
+            }
             profile.nameConstraints = NameConstraints(permitted: permitted, excluded: excluded)
             _ = try profile.nameConstraints?.configText()
         }
-        if pathLength != nil && !isCA { throw PKIError.unsupportedCombination("--path-len applies to CA certificates; add --ca") }
+        if pathLength != nil && !isCA {
+            throw PKIError(code: .requiresCA, reason: "a path length (pathLength) applies to CA certificates", fix: "set isCA")
+        }
         return profile
     }
 
@@ -87,7 +92,8 @@ public struct CertificateRequest: Sendable {
             case "client", "clientauth": return [.clientAuth]
             default:
                 guard let usage = ExtendedKeyUsage.allCases.first(where: { $0.rawValue.lowercased() == item.lowercased() }) else {
-                    throw PKIError.unsupportedCombination("unknown extended key usage \"\(item)\": use \(ExtendedKeyUsage.allCases.map(\.rawValue).joined(separator: ", ")), both, or none")
+                    throw PKIError(code: .invalidUsage, subject: item, reason: "unknown extended key usage \"\(item)\"",
+                                   fix: "use \(ExtendedKeyUsage.allCases.map(\.rawValue).joined(separator: ", ")), both, or none")
                 }
                 return [usage]
             }
@@ -100,7 +106,8 @@ public struct CertificateRequest: Sendable {
         if items.map({ $0.lowercased() }) == ["none"] { return [] }
         return try items.map { item in
             guard let usage = KeyUsage.allCases.first(where: { $0.rawValue.lowercased() == item.lowercased() }) else {
-                throw PKIError.unsupportedCombination("unknown key usage \"\(item)\": use \(KeyUsage.allCases.map(\.rawValue).joined(separator: ", ")), or none")
+                throw PKIError(code: .invalidUsage, subject: item, reason: "unknown key usage \"\(item)\"",
+                               fix: "use \(KeyUsage.allCases.map(\.rawValue).joined(separator: ", ")), or none")
             }
             return usage
         }
@@ -109,7 +116,8 @@ public struct CertificateRequest: Sendable {
     public static func parseIssuer(_ text: String) throws -> LeafIssuer {
         if text == "self" { return .selfSigned }
         guard let authority = BuiltinAuthority(rawValue: text) else {
-            throw PKIError.unsupportedCombination("unknown issuer \"\(text)\": use self or one of \(BuiltinAuthority.allCases.map(\.rawValue).joined(separator: ", "))")
+            throw PKIError(code: .invalidIssuer, subject: text, reason: "unknown issuer \"\(text)\"",
+                           fix: "use self or one of \(BuiltinAuthority.allCases.map(\.rawValue).joined(separator: ", "))")
         }
         return .authority(authority)
     }

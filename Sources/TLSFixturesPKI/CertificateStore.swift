@@ -351,8 +351,9 @@ public final class CertificateStore: Sendable {
         let certificateData = try read(certificateFile)
         let keyData = try read(keyFile, privateKey: true)
         let fix = id == .root
-            ? "restore it from a backup, or replace the CA with `tls-fixtures ca init --force` (devices that trust the old one must then trust the new one)"
+            ? "restore it from a backup, or replace the CA with initializeCA(ifExists: .replace) (devices that trust the old one must then trust the new one)"
             : "restore it from a backup, or move it away to have a new \(id.rawValue) made"
+        let code: PKIError.Code = id == .root ? .damagedCA : .damaged
         switch (certificateData, keyData) {
         case (nil, nil):
             return nil
@@ -362,15 +363,15 @@ public final class CertificateStore: Sendable {
             if repairingOrphanKey { FileSystem.moveAside(keyFile, reason: "orphaned") }
             return nil
         case (.some, nil):
-            throw PKIError.damaged(path: keyFile.path, problem: "missing, but \(certificateFile.lastPathComponent) exists", fix: fix)
+            throw PKIError.damaged(path: keyFile.path, problem: "missing, but \(certificateFile.lastPathComponent) exists", fix: fix, code: code)
         case let (.some(certificateData), .some(keyData)):
             let certificate: Certificate
             let key: PrivateKey
             do { certificate = try Certificate(pem: certificateData) } catch {
-                throw PKIError.damaged(path: certificateFile.path, problem: "\(error)", fix: fix)
+                throw PKIError.damaged(path: certificateFile.path, problem: "\(error)", fix: fix, code: code)
             }
             do { key = try PrivateKey(pem: keyData) } catch {
-                throw PKIError.damaged(path: keyFile.path, problem: "\(error)", fix: fix)
+                throw PKIError.damaged(path: keyFile.path, problem: "\(error)", fix: fix, code: code)
             }
             guard key.matches(certificate) else { throw PKIError.keyMismatch(path: keyFile.path) }
             return CertificateAuthority(certificate: certificate, privateKey: key)

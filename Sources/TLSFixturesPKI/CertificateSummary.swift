@@ -2,25 +2,25 @@ import Foundation
 import TLSFixturesOpenSSL
 
 /// A human- and machine-readable account of one certificate: what `cert show` and `ca show` print.
-public struct CertificateSummary: Codable, Sendable, Equatable {
-    public var subject: String
-    public var issuer: String
-    public var serial: String
-    public var subjectAltNames: [String]?
-    public var signatureAlgorithm: String
-    public var key: KeyDescription
-    public var notBefore: Date
-    public var notAfter: Date
-    public var validityDays: Int
-    public var status: String
-    public var extendedKeyUsage: [String]?
-    public var keyUsage: String?
-    public var basicConstraints: String?
-    public var nameConstraints: String?
-    public var spkiSHA256: String
-    public var sha256Fingerprint: String
+package struct CertificateSummary: Codable, Sendable, Equatable {
+    package var subject: String
+    package var issuer: String
+    package var serial: String
+    package var subjectAltNames: [String]?
+    package var signatureAlgorithm: String
+    package var key: KeyDescription
+    package var notBefore: Date
+    package var notAfter: Date
+    package var validityDays: Int
+    package var status: String
+    package var extendedKeyUsage: [String]?
+    package var keyUsage: String?
+    package var basicConstraints: String?
+    package var nameConstraints: String?
+    package var spkiSHA256: String
+    package var sha256Fingerprint: String
 
-    public init(_ certificate: Certificate, now: Date = Date()) {
+    package init(_ certificate: Certificate, now: Date = Date()) {
         let extensions = certificate.extensionTexts
         func ext(_ name: String) -> String? { extensions.first { $0.name == name }?.text }
         subject = certificate.subject
@@ -52,7 +52,7 @@ public struct CertificateSummary: Codable, Sendable, Equatable {
     }
 
     /// Aligned `label: value` lines.
-    public var text: String {
+    package var text: String {
         let formatter = ISO8601DateFormatter()
         var rows: [(String, String)] = [
             ("Subject", subject.isEmpty ? "(empty)" : subject),

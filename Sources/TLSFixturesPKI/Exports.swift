@@ -69,13 +69,13 @@ public enum ExportWriter {
             if existing != data {
                 unchanged = false
                 if !force {
-                    throw PKIError.unsupportedCombination("\(url.path) exists and differs; pass --force to replace it, or choose another --out-dir")
+                    throw PKIError.fileExists(url.path)
                 }
             }
         }
         let p12 = directory.appendingPathComponent("\(name).p12")
         if !unchanged && !force && FileSystem.exists(p12) {
-            throw PKIError.unsupportedCombination("\(p12.path) exists and belongs to other material; pass --force to replace it, or choose another --out-dir")
+            throw PKIError.fileExists(p12.path, "exists and belongs to other material")
         }
         return try files.map { file, data, mode, kind in
             let url = directory.appendingPathComponent(file)
@@ -90,7 +90,7 @@ public enum ExportWriter {
     /// One certificate in one format.
     public static func write(_ data: Data, to url: URL, force: Bool) throws {
         if !force, let existing = try FileSystem.read(url), existing != data {
-            throw PKIError.unsupportedCombination("\(url.path) exists and differs; pass --force to replace it")
+            throw PKIError.fileExists(url.path)
         }
         try FileSystem.createMissingDirectory(url.deletingLastPathComponent(), mode: 0o755)
         try FileSystem.writeAtomically(data, to: url, mode: 0o644)

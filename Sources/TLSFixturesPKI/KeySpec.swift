@@ -96,9 +96,9 @@ public enum KeySpec: Hashable, Sendable, Codable, CustomStringConvertible, Lossl
     public func matches(_ key: PrivateKey) -> Bool {
         let d = key.description
         switch self {
-        case .rsa(let bits): return d.type == "RSA" && d.bits == bits
-        case .ec(let curve): return d.type == "EC" && d.bits == curve.bits
-        case .ed25519: return d.type == "Ed25519"
+        case .rsa(let bits): return d.type == .rsa && d.bits == bits
+        case .ec(let curve): return d.type == .ec && d.bits == curve.bits
+        case .ed25519: return d.type == .ed25519
         }
     }
 
@@ -123,57 +123,6 @@ public enum SignatureDigest: String, CaseIterable, Sendable, Codable {
         let container = try decoder.singleValueContainer()
         do { try self.init(parsing: try container.decode(String.self)) } catch let error as PKIError {
             throw DecodingError.dataCorruptedError(in: container, debugDescription: "\(error)")
-        }
-    }
-}
-
-/// One-line, actionable errors from the PKI layer.
-public enum PKIError: Error, CustomStringConvertible, Sendable, Equatable {
-    case invalidKeySpec(String, String)
-    case invalidDigest(String)
-    case invalidHost(String, String)
-    case invalidName(String, String)
-    case invalidNameConstraint(String, String)
-    case unsupportedCombination(String)
-    case damaged(path: String, problem: String, fix: String)
-    case caExists(path: String, fingerprint: String)
-    case noCA(path: String)
-    case storeUnavailable(path: String, problem: String)
-    case keyMismatch(path: String)
-    /// More subject alternative names than `CertificateProfile.maximumSubjectAltNames`.
-    case tooManyNames(Int)
-    /// An export or output path inside the store (`CertificateStore.requireOutside`).
-    case insideStore(path: String, store: String)
-    /// The store (or something in it) is not one this user can trust (`StoreTrust`): refused, never repaired.
-    case untrustedStore(path: String, problem: String, fix: String)
-
-    /// Whether this is a refusal of the store itself, which no fallback may get around.
-    public var refusesTheStore: Bool {
-        if case .untrustedStore = self { return true }
-        return false
-    }
-
-    public var description: String {
-        switch self {
-        case .invalidKeySpec(let spec, let hint): return "unknown key spec \"\(spec)\": \(hint)"
-        case .invalidDigest(let digest):
-            return "unknown digest \"\(digest)\": use one of \(SignatureDigest.allCases.map(\.rawValue).joined(separator: ", "))"
-        case .invalidHost(let host, let why): return "invalid host \"\(host)\": \(why)"
-        case .invalidName(let name, let why): return "invalid name \"\(name)\": \(why)"
-        case .invalidNameConstraint(let entry, let why): return "invalid name constraint \"\(entry)\": \(why)"
-        case .unsupportedCombination(let why): return why
-        case .damaged(let path, let problem, let fix): return "\(path) is damaged (\(problem)); \(fix)"
-        case .caExists(let path, let fingerprint):
-            return "a CA already exists in \(path) (SHA-256 \(fingerprint.prefix(23))…); apps and devices may trust or pin it, so it is kept. Pass --force to replace it (the old one is moved aside, not deleted)"
-        case .noCA(let path): return "no CA in \(path): run `tls-fixtures ca init` (or point --dir / TLS_FIXTURES_CERTS at an existing store)"
-        case .storeUnavailable(let path, let problem):
-            return "cannot use the certificate store \(path): \(problem). Choose another with --dir or TLS_FIXTURES_CERTS"
-        case .keyMismatch(let path): return "\(path) does not hold the private key of its certificate; restore the pair or re-create it"
-        case .untrustedStore(let path, let problem, let fix): return "refusing \(path): \(problem); \(fix)"
-        case .insideStore(let path, let store):
-            return "\(path) is inside the certificate store \(store), whose files are the kit's own (writing there could replace the CA's key); write it elsewhere"
-        case .tooManyNames(let count):
-            return "\(count) subject alternative names, but at most \(CertificateProfile.maximumSubjectAltNames) go in one certificate: far more make it megabytes long, and clients refuse it"
         }
     }
 }

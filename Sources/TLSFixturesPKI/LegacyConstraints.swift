@@ -8,12 +8,12 @@ import TLSFixturesOpenSSL
 /// extension, but pyca/cryptography's verifier, sslyze and zlint reject the CA ("malformed DNS name constraint"), so
 /// every fixture fails there. Such a CA keeps working everywhere else and is never replaced behind the user's back:
 /// devices trust it and apps pin it. `ca show` reports it with the way out.
-public struct LegacyNameConstraints: Sendable, Equatable {
+package struct LegacyNameConstraints: Sendable, Equatable {
     /// The offending entries, as stored (`.localhost`, `.test`, …).
-    public let leadingDotEntries: [String]
+    package let leadingDotEntries: [String]
 
     /// Nil when `certificate` has no leading-dot DNS constraint.
-    public init?(_ certificate: Certificate) {
+    package init?(_ certificate: Certificate) {
         guard let entries = certificate.nameConstraintEntries else { return nil }
         let found = NameConstraints(permitted: entries.permitted, excluded: entries.excluded).leadingDotDNSEntries
         guard !found.isEmpty else { return nil }
@@ -21,7 +21,7 @@ public struct LegacyNameConstraints: Sendable, Equatable {
     }
 
     /// One paragraph for `ca show`: what is wrong, who it affects, and how to replace the authority.
-    public func explanation(for authority: BuiltinAuthority = .root) -> String {
+    package func explanation(for authority: BuiltinAuthority = .root) -> String {
         let listed = leadingDotEntries.map { "DNS:\($0)" }.joined(separator: ", ")
         let problem = """
             warning: this \(authority == .root ? "CA" : authority.rawValue) was made by an earlier swift-tls-fixtures. Its \

@@ -166,7 +166,7 @@ public enum SimulatorTrustError: Error, CustomStringConvertible, Sendable, Equat
                 + "`sudo xcode-select -s /Applications/Xcode.app`)"
         case .nothingBooted(let known):
             return "no simulator is booted (\(known) known): boot one (`xcrun simctl boot \"iPhone 15\"`, or open Simulator.app), "
-                + "or name one with --device UDID"
+                + "or name one (SimulatorTrust.Target.udid)"
         case .unknownDevice(let udid):
             return "no simulator has the UDID \(udid.escapingControlCharacters) (`xcrun simctl list devices` lists them)"
         case .notBooted(let device):

@@ -39,7 +39,7 @@ package enum StoreTrust {
             if stat(folder.path, &info) == 0 && (info.st_mode & S_IFMT) == S_IFDIR
                 && info.st_mode & 0o002 != 0 && info.st_mode & 0o1000 == 0 {   // 0o1000: the sticky bit (S_ISVTX)
                 throw PKIError.untrustedStore(path: url.path, problem: "the folder above it, \(folder.path), is writable by others (mode \(octal(info.st_mode))) without the sticky bit, so anyone could put their own store in its place",
-                                              fix: "run chmod o-w \(folder.path) (or chmod +t, as /tmp has), or use a store elsewhere (--dir)")
+                                              fix: "run chmod o-w \(folder.path) (or chmod +t, as /tmp has), or use a store elsewhere")
             }
             let parent = folder.deletingLastPathComponent()
             if parent.path == folder.path || folder.path == "/" { return }
@@ -80,18 +80,18 @@ package enum StoreTrust {
     static func checkOwnerAndMode(_ info: stat, _ url: URL) throws {
         if info.st_uid != geteuid() && info.st_uid != 0 {
             throw PKIError.untrustedStore(path: url.path, problem: "it belongs to \(userName(info.st_uid)), not to you, so a CA in it could be anyone's",
-                                          fix: "use a store you own (--dir or TLS_FIXTURES_CERTS)")
+                                          fix: "use a store you own")
         }
         if info.st_mode & 0o022 != 0 {
             let who = info.st_mode & 0o020 != 0 ? (info.st_mode & 0o002 != 0 ? "group and others" : "its group") : "others"
             throw PKIError.untrustedStore(path: url.path, problem: "it is writable by \(who) (mode \(octal(info.st_mode))), so anyone could have replaced the CA in it",
-                                          fix: "run chmod go-w \(url.path) if everything in it is yours, or use another store (--dir)")
+                                          fix: "run chmod go-w \(url.path) if everything in it is yours, or use another store")
         }
     }
 
     static func symbolicLink(_ url: URL) -> PKIError {
         .untrustedStore(path: url.path, problem: "it is a symbolic link, and the store follows none inside it",
-                        fix: "put the file or folder itself there, or point --dir at the folder the link leads to")
+                        fix: "put the file or folder itself there, or open the store at the folder the link leads to", code: .untrustedStoreFile)
     }
 
     /// Checks an open store file (`fd`, opened with `O_NOFOLLOW`): a regular file; a private key readable by others is
@@ -102,7 +102,7 @@ package enum StoreTrust {
             throw PKIError.storeUnavailable(path: url.path, problem: "cannot inspect it: \(FileSystem.errnoText())")
         }
         guard (info.st_mode & S_IFMT) == S_IFREG else {
-            throw PKIError.untrustedStore(path: url.path, problem: "it is not a regular file", fix: "move it out of the store")
+            throw PKIError.untrustedStore(path: url.path, problem: "it is not a regular file", fix: "move it out of the store", code: .untrustedStoreFile)
         }
         guard privateKey, info.st_mode & 0o077 != 0 else { return }
         if info.st_uid == geteuid() && fchmod(fd, 0o600) == 0 {
@@ -116,7 +116,7 @@ package enum StoreTrust {
             return
         }
         throw PKIError.untrustedStore(path: url.path, problem: "this private key is readable by others (mode \(octal(info.st_mode))) and cannot be made private",
-                                      fix: "run chmod 600 \(url.path) as its owner (\(userName(info.st_uid)))")
+                                      fix: "run chmod 600 \(url.path) as its owner (\(userName(info.st_uid)))", code: .untrustedStoreFile)
     }
 
     static func octal(_ mode: mode_t) -> String { "0" + String(mode & 0o7777, radix: 8) }

@@ -1,8 +1,8 @@
 import TLSFixturesOpenSSL
 
 /// How to make Apple platforms trust the built-in CA — one text for the CLI, the dashboard and the README.
-public enum TrustInstructions {
-    public static func text(rootPEM path: String) -> String {
+package enum TrustInstructions {
+    package static func text(rootPEM path: String) -> String {
         """
         Trust it (once per simulator or device):
           iOS simulator:  xcrun simctl keychain booted add-root-cert '\(path)'

@@ -4,8 +4,8 @@ import TLSFixturesOpenSSL
 import TLSFixturesServer
 
 /// `tls-fixtures probe`'s text: what was negotiated, the chain as sent, the verify result in words, pins.
-public enum ProbeReport {
-    public static func text(_ result: ProbeResult, pins: PinOutcome? = nil) -> String {
+package enum ProbeReport {
+    package static func text(_ result: ProbeResult, pins: PinOutcome? = nil) -> String {
         var lines: [(String, String)] = [("Target", result.target + (result.connectedTo.map { " (connected to \($0))" } ?? ""))]
         if let failure = result.failure {
             lines.append(("Handshake", "FAILED: \(failure)"))

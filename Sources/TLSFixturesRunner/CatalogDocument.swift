@@ -38,8 +38,8 @@ public struct CatalogEntry: Codable, Sendable, Equatable {
     /// Suites the scenario names that the linked OpenSSL does not have, so they are not served (e.g. mozilla-old's
     /// DES-CBC3-SHA on Debian's and Homebrew's OpenSSL 3); nil when none.
     public var unavailableCiphers: [String]?
-    /// What each client of the client matrix is expected to make of it for host `localhost`: `expect.clients` where
-    /// it names the client, else `expect.verify`'s verdict. Nil without TLS.
+    /// What each client of the client matrix is expected to make of it for host `localhost` (for `long-subdomain`, its
+    /// long name): `expect.clients` where it names the client, else `expect.verify`'s verdict. Nil without TLS.
     public var clientOutcomes: [String: ClientOutcome]?
 
     public init(scenario: Scenario, port: Int?, host: String = "localhost", status: Status, reason: String? = nil, pins: FixturePins? = nil) {

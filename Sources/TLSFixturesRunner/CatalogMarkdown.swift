@@ -1,8 +1,8 @@
 import TLSFixturesScenario
 
 /// The catalog as a Markdown table (the README's, generated so it cannot drift from `Scenarios/`).
-public enum CatalogMarkdown {
-    public static func table(_ catalog: ScenarioCatalog) -> String {
+package enum CatalogMarkdown {
+    package static func table(_ catalog: ScenarioCatalog) -> String {
         var lines = ["| port | scenario | what is deliberately different | OpenSSL verify (host localhost) | other clients that differ ([matrix](docs/CLIENTS.md)) | ATS default | smallest ATS fix |",
                      "| --- | --- | --- | --- | --- | --- | --- |"]
         for scenario in catalog.scenarios {

@@ -18,9 +18,7 @@ public enum FixtureDomains {
             }
             if domain.contains("*") { throw FixtureDomainError.invalid(raw, "a domain is a plain name, no wildcard: every NAME.DOMAIN is served") }
             if IPAddress.parse(domain) != nil { throw FixtureDomainError.invalid(raw, "an IP address is not a domain") }
-            do { try SubjectAltName.validateDNS(domain) } catch PKIError.invalidHost(_, let why) {
-                throw FixtureDomainError.invalid(raw, why)
-            }
+            if let problem = SubjectAltName.dnsNameProblem(domain) { throw FixtureDomainError.invalid(raw, problem) }
             if !domain.contains(".") {
                 throw FixtureDomainError.invalid(raw, "use a name of at least two labels (fixtures.example.com): fixtures are named NAME.DOMAIN")
             }
@@ -61,12 +59,12 @@ public enum FixtureDomainError: Error, CustomStringConvertible, Sendable, Equata
     public var description: String {
         switch self {
         case .invalid(let domain, let why):
-            return "invalid --domain \"\(domain.escapingControlCharacters)\": \(why)"
+            return "invalid fixture domain \"\(domain.escapingControlCharacters)\": \(why)"
         case .notPermitted(let domain, let permitted):
             return "the built-in CA does not permit \(domain) (its name constraints allow only \(permitted.joined(separator: ", "))), "
                 + "so every client that checks them would refuse NAME.\(domain); make a CA that permits it: "
-                + "`tls-fixtures ca init --force --domain \(domain)` (the old CA is moved aside, not deleted; trust the new one where "
-                + "the old one was trusted)"
+                + "initializeCA(CAOptions(permittedDomains: [\"\(domain)\"]), ifExists: .replace) (the old CA is moved aside, not "
+                + "deleted; trust the new one where the old one was trusted)"
         }
     }
 }

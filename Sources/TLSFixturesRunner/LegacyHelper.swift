@@ -9,14 +9,14 @@ import Darwin
 /// The legacy helper: this same `tls-fixtures`, built by `make legacy-openssl` against an OpenSSL that still has SSLv3,
 /// RC4 and 3DES. `serve` runs it as a separate process for the scenarios the linked OpenSSL cannot serve, so the main
 /// process keeps the system's OpenSSL and those scenarios are served by real code, never replaced by something else.
-public enum LegacyHelper {
-    public static let environmentVariable = "TLS_FIXTURES_LEGACY_HELPER"
+package enum LegacyHelper {
+    package static let environmentVariable = "TLS_FIXTURES_LEGACY_HELPER"
     /// Where `make legacy-openssl` puts it, relative to the checkout.
-    public static let relativePath = ".build-legacy/bin/tls-fixtures-legacy"
+    package static let relativePath = ".build-legacy/bin/tls-fixtures-legacy"
 
     /// `$TLS_FIXTURES_LEGACY_HELPER` (`none`: no helper), else the helper of the checkout this executable was built in
     /// (found by walking up from it, as `.build/…/tls-fixtures` sits beside `.build-legacy/`); nil when there is none.
-    public static func locate(executable: URL? = Bundle.main.executableURL) -> URL? {
+    package static func locate(executable: URL? = Bundle.main.executableURL) -> URL? {
         let fileManager = FileManager.default
         if let path = ProcessInfo.processInfo.environment[environmentVariable], !path.isEmpty {
             return path != "none" && fileManager.isExecutableFile(atPath: path) ? URL(fileURLWithPath: path) : nil
@@ -87,10 +87,10 @@ final class LegacyHelperProcess: @unchecked Sendable {
     }
 }
 
-public struct LegacyHelperError: Error, CustomStringConvertible, Sendable {
-    public let helper: String
-    public let reason: String
-    public var description: String {
+package struct LegacyHelperError: Error, CustomStringConvertible, Sendable {
+    package let helper: String
+    package let reason: String
+    package var description: String {
         "the legacy helper \(helper) did not start: \(reason); rebuild it with `make legacy-openssl`, or serve without it (--legacy-helper none)"
     }
 }

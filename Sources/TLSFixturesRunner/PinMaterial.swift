@@ -44,7 +44,8 @@ extension CertificateStore {
         try FileSystem.writeAtomically(prepared.caCertificate.der, to: caFile, mode: 0o644)
         let leafFile = exportsDirectory.appendingPathComponent("\(prepared.scenario.name).cer")
         guard let leaf = prepared.credential?.certificate else {
-            throw PKIError.unsupportedCombination("scenario \(prepared.scenario.name) has no certificate to pin (plain HTTP)")
+            throw PKIError(code: .nothingToPin, subject: prepared.scenario.name, reason: "scenario \(prepared.scenario.name) has no certificate to pin (plain HTTP)",
+                           fix: "pin a scenario served over TLS")
         }
         try FileSystem.writeAtomically(leaf.der, to: leafFile, mode: 0o644)
         var clientIdentity: ClientIdentityFiles? = nil

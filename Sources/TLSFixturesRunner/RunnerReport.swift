@@ -2,8 +2,8 @@ import Foundation
 import TLSFixturesScenario
 
 /// The startup table `serve` prints.
-public enum RunnerReport {
-    public static func text(_ document: CatalogDocument) -> String {
+package enum RunnerReport {
+    package static func text(_ document: CatalogDocument) -> String {
         var lines: [String] = []
         if let dashboard = document.dashboard { lines.append("Dashboard: \(dashboard)  (catalog as JSON: \(dashboard)scenarios.json)") }
         let serving = document.scenarios.filter { $0.status == .serving }

@@ -21,7 +21,8 @@ package enum BuiltinScenarioFiles {
     "ats": "allow",
     "atsFix": {
       "kind": "not-needed"
-    }
+    },
+    "clients": []
   }
 }
 """#),
@@ -36,11 +37,16 @@ package enum BuiltinScenarioFiles {
     "key": "ec:p256"
   },
   "expect": {
+    "handshake": {
+      "keyType": "EC",
+      "keyBits": 256
+    },
     "verify": "ok",
     "ats": "allow",
     "atsFix": {
       "kind": "not-needed"
-    }
+    },
+    "clients": []
   }
 }
 """#),
@@ -55,11 +61,16 @@ package enum BuiltinScenarioFiles {
     "key": "ec:p384"
   },
   "expect": {
+    "handshake": {
+      "keyType": "EC",
+      "keyBits": 384
+    },
     "verify": "ok",
     "ats": "allow",
     "atsFix": {
       "kind": "not-needed"
-    }
+    },
+    "clients": []
   }
 }
 """#),
@@ -74,11 +85,15 @@ package enum BuiltinScenarioFiles {
     "key": "rsa:4096"
   },
   "expect": {
+    "handshake": {
+      "keyBits": 4096
+    },
     "verify": "ok",
     "ats": "allow",
     "atsFix": {
       "kind": "not-needed"
-    }
+    },
+    "clients": []
   }
 }
 """#),
@@ -93,11 +108,15 @@ package enum BuiltinScenarioFiles {
     "key": "rsa:8192"
   },
   "expect": {
+    "handshake": {
+      "keyBits": 8192
+    },
     "verify": "ok",
     "ats": "allow",
     "atsFix": {
       "kind": "not-needed"
-    }
+    },
+    "clients": []
   }
 }
 """#),
@@ -112,11 +131,17 @@ package enum BuiltinScenarioFiles {
     "digest": "sha384"
   },
   "expect": {
+    "handshake": {
+      "leafSignature": [
+        "ecdsa-with-SHA384"
+      ]
+    },
     "verify": "ok",
     "ats": "allow",
     "atsFix": {
       "kind": "not-needed"
-    }
+    },
+    "clients": []
   }
 }
 """#),
@@ -131,11 +156,17 @@ package enum BuiltinScenarioFiles {
     "digest": "sha512"
   },
   "expect": {
+    "handshake": {
+      "leafSignature": [
+        "ecdsa-with-SHA512"
+      ]
+    },
     "verify": "ok",
     "ats": "allow",
     "atsFix": {
       "kind": "not-needed"
-    }
+    },
+    "clients": []
   }
 }
 """#),
@@ -151,11 +182,19 @@ package enum BuiltinScenarioFiles {
   },
   "certificate": {},
   "expect": {
+    "handshake": {
+      "protocol": "TLSv1.2",
+      "ciphers": [
+        "ECDHE-RSA-AES256-GCM-SHA384",
+        "ECDHE-RSA-AES128-GCM-SHA256"
+      ]
+    },
     "verify": "ok",
     "ats": "allow",
     "atsFix": {
       "kind": "not-needed"
-    }
+    },
+    "clients": []
   }
 }
 """#),
@@ -175,7 +214,8 @@ package enum BuiltinScenarioFiles {
     "ats": "allow",
     "atsFix": {
       "kind": "not-needed"
-    }
+    },
+    "clients": []
   }
 }
 """#),
@@ -193,6 +233,12 @@ package enum BuiltinScenarioFiles {
   },
   "certificate": {},
   "expect": {
+    "handshake": {
+      "protocol": "TLSv1",
+      "ciphers": [
+        "ECDHE-RSA-AES128-SHA"
+      ]
+    },
     "verify": "ok",
     "ats": "block",
     "atsFix": {
@@ -257,6 +303,12 @@ package enum BuiltinScenarioFiles {
   },
   "certificate": {},
   "expect": {
+    "handshake": {
+      "protocol": "TLSv1.1",
+      "ciphers": [
+        "ECDHE-RSA-AES128-SHA"
+      ]
+    },
     "verify": "ok",
     "ats": "block",
     "atsFix": {
@@ -321,6 +373,15 @@ package enum BuiltinScenarioFiles {
   },
   "certificate": {},
   "expect": {
+    "handshake": {
+      "requires": "SSLv3",
+      "protocol": "SSLv3",
+      "ciphers": [
+        "AES128-SHA",
+        "AES256-SHA"
+      ],
+      "keyExchange": "RSA"
+    },
     "verify": "ok",
     "ats": "block",
     "atsFix": {
@@ -344,6 +405,18 @@ package enum BuiltinScenarioFiles {
   },
   "certificate": {},
   "expect": {
+    "handshake": {
+      "protocol": "TLSv1.2",
+      "ciphers": [
+        "AES128-GCM-SHA256",
+        "AES256-GCM-SHA384",
+        "AES128-SHA256",
+        "AES256-SHA256",
+        "AES128-SHA",
+        "AES256-SHA"
+      ],
+      "keyExchange": "RSA"
+    },
     "verify": "ok",
     "ats": "block",
     "atsFix": {
@@ -351,7 +424,8 @@ package enum BuiltinScenarioFiles {
       "domainKeys": {
         "NSExceptionRequiresForwardSecrecy": false
       }
-    }
+    },
+    "clients": []
   }
 }
 """#),
@@ -369,6 +443,14 @@ package enum BuiltinScenarioFiles {
   },
   "certificate": {},
   "expect": {
+    "handshake": {
+      "protocol": "TLSv1.2",
+      "ciphers": [
+        "DHE-RSA-AES256-GCM-SHA384",
+        "DHE-RSA-AES128-GCM-SHA256"
+      ],
+      "keyExchange": "DHE 2048"
+    },
     "verify": "ok",
     "ats": "block",
     "atsFix": {
@@ -410,6 +492,14 @@ package enum BuiltinScenarioFiles {
   },
   "certificate": {},
   "expect": {
+    "handshake": {
+      "protocol": "TLSv1.2",
+      "ciphers": [
+        "DHE-RSA-AES256-GCM-SHA384",
+        "DHE-RSA-AES128-GCM-SHA256"
+      ],
+      "keyExchange": "DHE 1024"
+    },
     "verify": "ok",
     "ats": "block",
     "atsFix": {
@@ -460,6 +550,14 @@ package enum BuiltinScenarioFiles {
   },
   "certificate": {},
   "expect": {
+    "handshake": {
+      "protocol": "TLSv1.2",
+      "ciphers": [
+        "DHE-RSA-AES256-GCM-SHA384",
+        "DHE-RSA-AES128-GCM-SHA256"
+      ],
+      "keyExchange": "DHE 512"
+    },
     "verify": "ok",
     "ats": "block",
     "atsFix": {
@@ -530,11 +628,18 @@ package enum BuiltinScenarioFiles {
   },
   "certificate": {},
   "expect": {
+    "handshake": {
+      "protocol": "TLSv1.2",
+      "ciphers": [
+        "ECDHE-RSA-AES128-SHA"
+      ]
+    },
     "verify": "ok",
     "ats": "allow",
     "atsFix": {
       "kind": "not-needed"
-    }
+    },
+    "clients": []
   }
 }
 """#),
@@ -552,6 +657,13 @@ package enum BuiltinScenarioFiles {
   },
   "certificate": {},
   "expect": {
+    "handshake": {
+      "requires": "RC4",
+      "protocol": "TLSv1.2",
+      "ciphers": [
+        "ECDHE-RSA-RC4-SHA"
+      ]
+    },
     "verify": "ok",
     "ats": "block",
     "atsFix": {
@@ -576,6 +688,13 @@ package enum BuiltinScenarioFiles {
   },
   "certificate": {},
   "expect": {
+    "handshake": {
+      "requires": "3DES",
+      "protocol": "TLSv1.2",
+      "ciphers": [
+        "ECDHE-RSA-DES-CBC3-SHA"
+      ]
+    },
     "verify": "ok",
     "ats": "block",
     "atsFix": {
@@ -600,6 +719,12 @@ package enum BuiltinScenarioFiles {
   },
   "certificate": {},
   "expect": {
+    "handshake": {
+      "protocol": "TLSv1.2",
+      "ciphers": [
+        "ECDHE-RSA-NULL-SHA"
+      ]
+    },
     "verify": "ok",
     "ats": "block",
     "atsFix": {
@@ -641,6 +766,11 @@ package enum BuiltinScenarioFiles {
     "digest": "sha1"
   },
   "expect": {
+    "handshake": {
+      "leafSignature": [
+        "ecdsa-with-SHA1"
+      ]
+    },
     "verify": "CA signature digest algorithm too weak",
     "ats": "block",
     "atsFix": {
@@ -690,6 +820,13 @@ package enum BuiltinScenarioFiles {
     "issuer": "sha1-intermediate"
   },
   "expect": {
+    "handshake": {
+      "leafSignature": [
+        "ecdsa-with-SHA256",
+        "sha256WithRSAEncryption"
+      ],
+      "certificates": 2
+    },
     "verify": "CA signature digest algorithm too weak",
     "ats": "block",
     "atsFix": {
@@ -740,6 +877,12 @@ package enum BuiltinScenarioFiles {
     "issuer": "intermediate"
   },
   "expect": {
+    "handshake": {
+      "leafSignature": [
+        "md5WithRSAEncryption"
+      ],
+      "certificates": 2
+    },
     "verify": "CA signature digest algorithm too weak",
     "ats": "block",
     "atsFix": {
@@ -748,7 +891,8 @@ package enum BuiltinScenarioFiles {
         "NSExceptionAllowsInsecureHTTPLoads": true
       },
       "alsoRequires": "trust-override"
-    }
+    },
+    "clients": []
   }
 }
 """#),
@@ -765,6 +909,9 @@ package enum BuiltinScenarioFiles {
     "key": "rsa:1024"
   },
   "expect": {
+    "handshake": {
+      "keyBits": 1024
+    },
     "verify": "EE certificate key too weak",
     "ats": "block",
     "atsFix": {
@@ -844,6 +991,14 @@ package enum BuiltinScenarioFiles {
     "key": "rsa:512"
   },
   "expect": {
+    "handshake": {
+      "protocol": "TLSv1.2",
+      "ciphers": [
+        "ECDHE-RSA-AES256-GCM-SHA384",
+        "ECDHE-RSA-AES128-GCM-SHA256"
+      ],
+      "keyBits": 512
+    },
     "verify": "EE certificate key too weak",
     "ats": "block",
     "atsFix": {
@@ -892,6 +1047,11 @@ package enum BuiltinScenarioFiles {
     "issuer": "self"
   },
   "expect": {
+    "handshake": {
+      "leafSignature": [
+        "sha256WithRSAEncryption"
+      ]
+    },
     "verify": "self-signed certificate",
     "ats": "block",
     "atsFix": {
@@ -900,7 +1060,8 @@ package enum BuiltinScenarioFiles {
         "NSExceptionAllowsInsecureHTTPLoads": true
       },
       "alsoRequires": "trust-override"
-    }
+    },
+    "clients": []
   }
 }
 """#),
@@ -917,6 +1078,13 @@ package enum BuiltinScenarioFiles {
     "issuer": "untrusted-root"
   },
   "expect": {
+    "handshake": {
+      "leafSignature": [
+        "ecdsa-with-SHA256",
+        "sha256WithRSAEncryption"
+      ],
+      "certificates": 2
+    },
     "verify": "self-signed certificate in certificate chain",
     "ats": "block",
     "atsFix": {
@@ -925,7 +1093,8 @@ package enum BuiltinScenarioFiles {
         "NSExceptionAllowsInsecureHTTPLoads": true
       },
       "alsoRequires": "trust-override"
-    }
+    },
+    "clients": []
   }
 }
 """#),
@@ -950,7 +1119,8 @@ package enum BuiltinScenarioFiles {
         "NSExceptionAllowsInsecureHTTPLoads": true
       },
       "alsoRequires": "trust-override"
-    }
+    },
+    "clients": []
   }
 }
 """#),
@@ -1025,7 +1195,8 @@ package enum BuiltinScenarioFiles {
     "ats": "allow",
     "atsFix": {
       "kind": "not-needed"
-    }
+    },
+    "clients": []
   }
 }
 """#),
@@ -1051,7 +1222,8 @@ package enum BuiltinScenarioFiles {
         "NSExceptionAllowsInsecureHTTPLoads": true
       },
       "alsoRequires": "trust-override"
-    }
+    },
+    "clients": []
   }
 }
 """#),
@@ -1077,7 +1249,8 @@ package enum BuiltinScenarioFiles {
         "NSExceptionAllowsInsecureHTTPLoads": true
       },
       "alsoRequires": "trust-override"
-    }
+    },
+    "clients": []
   }
 }
 """#),
@@ -1100,7 +1273,8 @@ package enum BuiltinScenarioFiles {
     "atsFix": {
       "kind": "not-needed"
     },
-    "note": "Apple's 825-day limit binds chains anchored in the system store or in app-supplied anchors (pinning code), not user-installed roots: a default ATS load with the built-in CA installed is allowed; SecTrustSetAnchorCertificates with the CA blocks it."
+    "note": "Apple's 825-day limit binds chains anchored in the system store or in app-supplied anchors (pinning code), not user-installed roots: a default ATS load with the built-in CA installed is allowed; SecTrustSetAnchorCertificates with the CA blocks it.",
+    "clients": []
   }
 }
 """#),
@@ -1125,7 +1299,8 @@ package enum BuiltinScenarioFiles {
         "NSExceptionAllowsInsecureHTTPLoads": true
       },
       "alsoRequires": "trust-override"
-    }
+    },
+    "clients": []
   }
 }
 """#),
@@ -1142,6 +1317,12 @@ package enum BuiltinScenarioFiles {
     "issuer": "intermediate"
   },
   "expect": {
+    "handshake": {
+      "leafSignature": [
+        "ecdsa-with-SHA256",
+        "sha256WithRSAEncryption"
+      ]
+    },
     "verify": "unable to get local issuer certificate",
     "ats": "block",
     "atsFix": {
@@ -1151,7 +1332,8 @@ package enum BuiltinScenarioFiles {
       },
       "alsoRequires": "trust-override"
     },
-    "note": "Browsers that fetch missing intermediates (AIA) may still connect; the fixture has no AIA URL on purpose."
+    "note": "Browsers that fetch missing intermediates (AIA) may still connect; the fixture has no AIA URL on purpose.",
+    "clients": []
   }
 }
 """#),
@@ -1206,7 +1388,8 @@ package enum BuiltinScenarioFiles {
     "ats": "allow",
     "atsFix": {
       "kind": "not-needed"
-    }
+    },
+    "clients": []
   }
 }
 """#),
@@ -1230,7 +1413,8 @@ package enum BuiltinScenarioFiles {
       "leafSPKI": true,
       "caSPKI": true,
       "certificate": true
-    }
+    },
+    "clients": []
   }
 }
 """#),
@@ -1254,7 +1438,8 @@ package enum BuiltinScenarioFiles {
       "leafSPKI": true,
       "caSPKI": true,
       "certificate": false
-    }
+    },
+    "clients": []
   }
 }
 """#),
@@ -1276,7 +1461,8 @@ package enum BuiltinScenarioFiles {
       "leafSPKI": false,
       "caSPKI": true,
       "certificate": false
-    }
+    },
+    "clients": []
   }
 }
 """#),
@@ -1291,6 +1477,13 @@ package enum BuiltinScenarioFiles {
     "issuer": "interception-root"
   },
   "expect": {
+    "handshake": {
+      "leafSignature": [
+        "ecdsa-with-SHA256",
+        "sha256WithRSAEncryption"
+      ],
+      "verifyTrustingDeviceRoots": "ok"
+    },
     "verify": "unable to get local issuer certificate",
     "ats": "allow",
     "atsFix": {
@@ -1304,7 +1497,8 @@ package enum BuiltinScenarioFiles {
       "caSPKI": false,
       "certificate": false
     },
-    "note": "Trusted because the device is assumed to trust the interception root (as with a debugging proxy's CA); every pin must still fail."
+    "note": "Trusted because the device is assumed to trust the interception root (as with a debugging proxy's CA); every pin must still fail.",
+    "clients": []
   }
 }
 """#),
@@ -1366,12 +1560,25 @@ package enum BuiltinScenarioFiles {
     ]
   },
   "expect": {
+    "handshake": {
+      "protocol": "TLSv1",
+      "ciphers": [
+        "AES128-SHA",
+        "AES256-SHA"
+      ],
+      "keyExchange": "RSA",
+      "leafSignature": [
+        "sha1WithRSAEncryption"
+      ],
+      "keyBits": 1024
+    },
     "verify": "EE certificate key too weak",
     "ats": "block",
     "atsFix": {
       "kind": "arbitrary-loads",
       "alsoRequires": "trust-override"
-    }
+    },
+    "clients": []
   }
 }
 """#),
@@ -1386,12 +1593,20 @@ package enum BuiltinScenarioFiles {
     "issuer": "intermediate"
   },
   "expect": {
+    "handshake": {
+      "leafSignature": [
+        "ecdsa-with-SHA256",
+        "sha256WithRSAEncryption"
+      ],
+      "certificates": 2
+    },
     "verify": "ok",
     "ats": "allow",
     "atsFix": {
       "kind": "not-needed"
     },
-    "note": "incomplete-chain, sha1-intermediate and md5-leaf each change one thing of this chain: the intermediate not sent, signed with SHA-1, or signing the leaf with MD5."
+    "note": "incomplete-chain, sha1-intermediate and md5-leaf each change one thing of this chain: the intermediate not sent, signed with SHA-1, or signing the leaf with MD5.",
+    "clients": []
   }
 }
 """#),
@@ -1442,6 +1657,12 @@ package enum BuiltinScenarioFiles {
     }
   },
   "expect": {
+    "handshake": {
+      "leafSignature": [
+        "sha256WithRSAEncryption"
+      ],
+      "certificates": 2
+    },
     "verify": "ok",
     "ats": "allow",
     "atsFix": {
@@ -1454,7 +1675,8 @@ package enum BuiltinScenarioFiles {
       "staple": "none",
       "apple": "loads: ATS checks no revocation, and default trust fetches no OCSP response or CRL for a certificate that is not Extended Validation (Security/trust/trustd/SecRevocationServer.c, SecPathBuilderCheckRevocation)",
       "appleWithRevocationPolicy": "fails: with SecPolicyCreateRevocation (kSecRevocationOCSPMethod or kSecRevocationUseAnyAvailableMethod) trustd asks the OCSP responder, which answers revoked"
-    }
+    },
+    "clients": []
   }
 }
 """#),
@@ -1474,6 +1696,12 @@ package enum BuiltinScenarioFiles {
     }
   },
   "expect": {
+    "handshake": {
+      "leafSignature": [
+        "sha256WithRSAEncryption"
+      ],
+      "certificates": 2
+    },
     "verify": "ok",
     "ats": "block",
     "atsFix": {
@@ -1490,7 +1718,23 @@ package enum BuiltinScenarioFiles {
       "staple": "revoked",
       "apple": "fails default trust (likely NSURLErrorDomain -1202): the stapled response, signed by the issuer, says revoked, and trustd honours stapled responses whatever the policy",
       "appleWithRevocationPolicy": "fails: the staple (or the responder) says revoked"
-    }
+    },
+    "clients": [
+      {
+        "clients": [
+          "gnutls"
+        ],
+        "outcome": "reject",
+        "because": "gnutls-cli asks for a staple by default and GnuTLS's verification checks a stapled OCSP response: \"The certificate chain is revoked\" (it loads revoked, whose server staples nothing)"
+      },
+      {
+        "clients": [
+          "chromium"
+        ],
+        "outcome": "reject",
+        "because": "Chrome's verifier checks a stapled OCSP response for the leaf (net/cert/internal/revocation_checker.cc) though it fetches no OCSP or CRL itself: ERR_CERT_REVOKED (it loads revoked)"
+      }
+    ]
   }
 }
 """#),
@@ -1510,6 +1754,12 @@ package enum BuiltinScenarioFiles {
     }
   },
   "expect": {
+    "handshake": {
+      "leafSignature": [
+        "sha256WithRSAEncryption"
+      ],
+      "certificates": 2
+    },
     "verify": "ok",
     "ats": "allow",
     "atsFix": {
@@ -1521,7 +1771,8 @@ package enum BuiltinScenarioFiles {
       "staple": "good",
       "apple": "loads: trustd checks the stapled response, which says good",
       "appleWithRevocationPolicy": "loads: the staple (or the responder) says good"
-    }
+    },
+    "clients": []
   }
 }
 """#),
@@ -1540,6 +1791,12 @@ package enum BuiltinScenarioFiles {
     }
   },
   "expect": {
+    "handshake": {
+      "leafSignature": [
+        "sha256WithRSAEncryption"
+      ],
+      "certificates": 2
+    },
     "verify": "ok",
     "ats": "allow",
     "atsFix": {
@@ -1552,7 +1809,16 @@ package enum BuiltinScenarioFiles {
       "staple": "none",
       "apple": "loads: Apple's trust code ignores the TLS Feature extension, and with nothing stapled fetches no OCSP response for a non-EV certificate",
       "appleWithRevocationPolicy": "loads: trustd asks the OCSP responder, which says good; it still ignores the missing staple"
-    }
+    },
+    "clients": [
+      {
+        "clients": [
+          "gnutls"
+        ],
+        "outcome": "reject",
+        "because": "GnuTLS enforces the TLS Feature extension (RFC 7633): \"The certificate requires the server to include an OCSP status in its response, but the OCSP status is missing\""
+      }
+    ]
   }
 }
 """#),
@@ -1571,6 +1837,12 @@ package enum BuiltinScenarioFiles {
     }
   },
   "expect": {
+    "handshake": {
+      "leafSignature": [
+        "sha256WithRSAEncryption"
+      ],
+      "certificates": 2
+    },
     "verify": "ok",
     "ats": "allow",
     "atsFix": {
@@ -1583,7 +1855,8 @@ package enum BuiltinScenarioFiles {
       "staple": "none",
       "apple": "loads: ATS checks no revocation, and default trust fetches no OCSP response or CRL for a certificate that is not Extended Validation (Security/trust/trustd/SecRevocationServer.c, SecPathBuilderCheckRevocation)",
       "appleWithRevocationPolicy": "loads: an unreachable responder is not fatal (\"best attempt\"); with kSecRevocationRequirePositiveResponse it fails (Apple's documentation of that flag; trustd has no CRL to fall back on)"
-    }
+    },
+    "clients": []
   }
 }
 """#),
@@ -1602,6 +1875,12 @@ package enum BuiltinScenarioFiles {
     }
   },
   "expect": {
+    "handshake": {
+      "leafSignature": [
+        "sha256WithRSAEncryption"
+      ],
+      "certificates": 2
+    },
     "verify": "ok",
     "ats": "allow",
     "atsFix": {
@@ -1614,7 +1893,8 @@ package enum BuiltinScenarioFiles {
       "staple": "none",
       "apple": "loads: ATS checks no revocation, and default trust fetches no OCSP response or CRL for a certificate that is not Extended Validation (Security/trust/trustd/SecRevocationServer.c, SecPathBuilderCheckRevocation)",
       "appleWithRevocationPolicy": "loads: trustd fetches no CRLs and the leaf names no OCSP responder; with kSecRevocationRequirePositiveResponse it fails for want of any answer"
-    }
+    },
+    "clients": []
   }
 }
 """#),
@@ -1631,12 +1911,19 @@ package enum BuiltinScenarioFiles {
     "issuer": "intermediate"
   },
   "expect": {
+    "handshake": {
+      "leafSignature": [
+        "sha256WithRSAEncryption"
+      ],
+      "certificates": 3
+    },
     "verify": "ok",
     "ats": "allow",
     "atsFix": {
       "kind": "not-needed"
     },
-    "note": "TLS fixes only the leaf's place (RFC 8446 \u00a74.4.2: clients SHOULD accept the rest in any order). An intermediate literally before the leaf would make it the server's own certificate, which every client rejects as a wrong host (badssl.com's reversed-chain does that by giving leaf and intermediate one key); here the part TLS lets vary is reversed. OpenSSL, GnuTLS, NSS and Apple's trustd build the path from an unordered set; strict order-checking clients fail."
+    "note": "TLS fixes only the leaf's place (RFC 8446 \u00a74.4.2: clients SHOULD accept the rest in any order). An intermediate literally before the leaf would make it the server's own certificate, which every client rejects as a wrong host (badssl.com's reversed-chain does that by giving leaf and intermediate one key); here the part TLS lets vary is reversed. OpenSSL, GnuTLS, NSS and Apple's trustd build the path from an unordered set; strict order-checking clients fail. No client of the matrix checks the order: all twelve load it.",
+    "clients": []
   }
 }
 """#),
@@ -1656,7 +1943,8 @@ package enum BuiltinScenarioFiles {
     "atsFix": {
       "kind": "not-needed"
     },
-    "note": "RFC 5280 \u00a74.2.1.6 allows an empty subject when the SAN extension is present and critical. Parsers that expect a CN (logging, pinning code that reads the subject) are what this exercises."
+    "note": "RFC 5280 \u00a74.2.1.6 allows an empty subject when the SAN extension is present and critical. Parsers that expect a CN (logging, pinning code that reads the subject) are what this exercises.",
+    "clients": []
   }
 }
 """#),
@@ -1671,12 +1959,64 @@ package enum BuiltinScenarioFiles {
     "generatedHosts": 9998
   },
   "expect": {
+    "handshake": {
+      "stockOpenSSLRefuses": "excessive message size"
+    },
     "verify": "ok",
     "ats": "allow",
     "atsFix": {
       "kind": "not-needed"
     },
-    "note": "The certificate verifies, but many clients refuse the handshake first: OpenSSL's default limit on a peer's certificate list is 100 KiB (\"excessive message size\"), as are curl's and Python's. Apple does not document a limit; Safari was reported to load badssl.com's 10000-sans (low confidence), hence allow."
+    "note": "The certificate verifies (openssl verify; pyca/cryptography's verifier given the chain), but every client of the matrix refuses the handshake before verifying it: each caps a handshake message or certificate list below this one's 312 KiB (OpenSSL and BoringSSL at 100 KiB, GnuTLS and NSS at 128 KiB, Go at 64 KiB, Java at 32 KiB; expect.clients has each error), and so does Python's ssl. ATS has no rule about size, hence allow; whether Apple's loader completes the handshake is unconfirmed: Apple documents no limit, Safari was reported to load badssl.com's 10000-sans (low confidence), and Network.framework's TLS is Apple's build of BoringSSL, whose stock limit refuses it.",
+    "clients": [
+      {
+        "clients": [
+          "openssl",
+          "curl",
+          "urlsession",
+          "node"
+        ],
+        "outcome": "reject",
+        "because": "OpenSSL refuses a peer's certificate list over 100 KiB (SSL_CTX_set_max_cert_list's default) before verifying it: \"excessive message size\"; this Certificate message is about 312 KiB"
+      },
+      {
+        "clients": [
+          "swift-nio-ssl",
+          "async-http-client",
+          "chromium"
+        ],
+        "outcome": "reject",
+        "because": "BoringSSL keeps OpenSSL's 100 KiB limit on the certificate list (SSL_CTX_set_max_cert_list): EXCESSIVE_MESSAGE_SIZE, which Chromium shows as ERR_SSL_PROTOCOL_ERROR"
+      },
+      {
+        "clients": [
+          "gnutls"
+        ],
+        "outcome": "reject",
+        "because": "GnuTLS refuses handshake messages over 128 KiB by default (gnutls_handshake_set_max_packet_length): \"The handshake data size is too large\""
+      },
+      {
+        "clients": [
+          "nss"
+        ],
+        "outcome": "reject",
+        "because": "NSS refuses handshake messages over 128 KiB (MAX_HANDSHAKE_MSG_LEN) as SSL_ERROR_RX_MALFORMED_HANDSHAKE"
+      },
+      {
+        "clients": [
+          "java"
+        ],
+        "outcome": "reject",
+        "because": "JSSE refuses handshake messages over jdk.tls.maxHandshakeMessageSize, 32768 bytes by default"
+      },
+      {
+        "clients": [
+          "go"
+        ],
+        "outcome": "reject",
+        "because": "Go's crypto/tls refuses handshake messages over 65536 bytes (maxHandshake), a limit no Config changes"
+      }
+    ]
   }
 }
 """#),
@@ -1694,12 +2034,38 @@ package enum BuiltinScenarioFiles {
   },
   "certificate": {},
   "expect": {
+    "handshake": {
+      "protocol": "TLSv1.2",
+      "ciphers": [
+        "DHE-RSA-AES256-GCM-SHA384",
+        "DHE-RSA-AES128-GCM-SHA256"
+      ],
+      "keyExchange": "DHE 2048"
+    },
     "verify": "ok",
     "ats": "block",
     "atsFix": {
       "kind": "arbitrary-loads"
     },
-    "note": "Stock OpenSSL clients (curl, Python, s_client) accept it where they refuse dh1024 with \"dh key too small\": the group size is the only difference. ATS still blocks it: DHE is not an ATS suite."
+    "note": "Stock OpenSSL clients (curl, Python, s_client) accept it where they refuse dh1024 with \"dh key too small\": the group size is the only difference. ATS still blocks it: DHE is not an ATS suite.",
+    "clients": [
+      {
+        "clients": [
+          "swift-nio-ssl",
+          "async-http-client",
+          "chromium"
+        ],
+        "outcome": "reject",
+        "because": "BoringSSL (swift-nio-ssl, AsyncHTTPClient, Chrome) implements no finite-field DHE cipher suite, whatever the group size"
+      },
+      {
+        "clients": [
+          "go"
+        ],
+        "outcome": "reject",
+        "because": "Go's crypto/tls implements no finite-field DHE cipher suite, whatever the group size"
+      }
+    ]
   }
 }
 """#),
@@ -1730,12 +2096,17 @@ package enum BuiltinScenarioFiles {
     }
   },
   "expect": {
+    "handshake": {
+      "keyType": "EC",
+      "keyBits": 256
+    },
     "verify": "ok",
     "ats": "allow",
     "atsFix": {
       "kind": "not-needed"
     },
-    "note": "Mozilla server-side TLS guidelines 5.8 (https://ssl-config.mozilla.org/guidelines/5.8.json): TLS 1.3 with its three suites, curves X25519/P-256/P-384, client's order, ECDSA certificate signed with ecdsa-with-SHA256 (so straight from the built-in root, which is EC: every built-in intermediate is RSA), 90-day lifetime, OCSP stapling. Not reproduced: the HSTS header (the fixture answers every request alike). Guidelines 6.0 add the X25519MLKEM768 group, which needs OpenSSL 3.5; the linked OpenSSL 3.0 has none."
+    "note": "Mozilla server-side TLS guidelines 5.8 (https://ssl-config.mozilla.org/guidelines/5.8.json): TLS 1.3 with its three suites, curves X25519/P-256/P-384, client's order, ECDSA certificate signed with ecdsa-with-SHA256 (so straight from the built-in root, which is EC: every built-in intermediate is RSA), 90-day lifetime, OCSP stapling. Not reproduced: the HSTS header (the fixture answers every request alike). Guidelines 6.0 add the X25519MLKEM768 group, which needs OpenSSL 3.5; the linked OpenSSL 3.0 has none.",
+    "clients": []
   }
 }
 """#),
@@ -1767,12 +2138,19 @@ package enum BuiltinScenarioFiles {
     }
   },
   "expect": {
+    "handshake": {
+      "leafSignature": [
+        "sha256WithRSAEncryption"
+      ],
+      "certificates": 2
+    },
     "verify": "ok",
     "ats": "allow",
     "atsFix": {
       "kind": "not-needed"
     },
-    "note": "Mozilla server-side TLS guidelines 5.8 (https://ssl-config.mozilla.org/guidelines/5.8.json): its nine TLS 1.2 suites and three TLS 1.3 suites, curves X25519/P-256/P-384, the ffdhe2048 DH group, client's order, RSA-2048 certificate signed with sha256WithRSAEncryption (by the RSA intermediate, sent), 90-day lifetime, OCSP stapling. Not reproduced: the HSTS header. Guidelines 6.0 drop the DHE suites and add X25519MLKEM768 (OpenSSL 3.5)."
+    "note": "Mozilla server-side TLS guidelines 5.8 (https://ssl-config.mozilla.org/guidelines/5.8.json): its nine TLS 1.2 suites and three TLS 1.3 suites, curves X25519/P-256/P-384, the ffdhe2048 DH group, client's order, RSA-2048 certificate signed with sha256WithRSAEncryption (by the RSA intermediate, sent), 90-day lifetime, OCSP stapling. Not reproduced: the HSTS header. Guidelines 6.0 drop the DHE suites and add X25519MLKEM768 (OpenSSL 3.5).",
+    "clients": []
   }
 }
 """#),
@@ -1804,12 +2182,19 @@ package enum BuiltinScenarioFiles {
     }
   },
   "expect": {
+    "handshake": {
+      "leafSignature": [
+        "sha256WithRSAEncryption"
+      ],
+      "certificates": 2
+    },
     "verify": "ok",
     "ats": "allow",
     "atsFix": {
       "kind": "not-needed"
     },
-    "note": "Mozilla server-side TLS guidelines 5.8 (https://ssl-config.mozilla.org/guidelines/5.8.json): TLS 1.0 to 1.3, its 26 TLS 1.2 suites in its order (server's preference), the 1024-bit DH group, RSA-2048 certificate signed with sha256WithRSAEncryption (by the RSA intermediate, sent), 90-day lifetime, OCSP stapling. ATS connects with TLS 1.3. Not reproduced: DES-CBC3-SHA, which OpenSSL 3 builds without weak ciphers drop (Debian's, Homebrew's; the served list says so), and the HSTS header. Guidelines 6.0 no longer define \"old\"."
+    "note": "Mozilla server-side TLS guidelines 5.8 (https://ssl-config.mozilla.org/guidelines/5.8.json): TLS 1.0 to 1.3, its 26 TLS 1.2 suites in its order (server's preference), the 1024-bit DH group, RSA-2048 certificate signed with sha256WithRSAEncryption (by the RSA intermediate, sent), 90-day lifetime, OCSP stapling. ATS connects with TLS 1.3. Not reproduced: DES-CBC3-SHA, which OpenSSL 3 builds without weak ciphers drop (Debian's, Homebrew's; the served list says so), and the HSTS header. Guidelines 6.0 no longer define \"old\".",
+    "clients": []
   }
 }
 """#),
@@ -1831,7 +2216,8 @@ package enum BuiltinScenarioFiles {
     "atsFix": {
       "kind": "not-needed"
     },
-    "note": "Connect by the long name (tls-fixtures hosts maps it to 127.0.0.1): clients with fixed-size host buffers or label limits below 63 fail; everything RFC 1035 allows loads."
+    "note": "Connect by the long name (tls-fixtures hosts maps it to 127.0.0.1): clients with fixed-size host buffers or label limits below 63 fail; everything RFC 1035 allows loads.",
+    "clients": []
   }
 }
 """#),

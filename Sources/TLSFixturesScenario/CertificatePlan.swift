@@ -219,17 +219,23 @@ public struct Expectations: Codable, Sendable, Hashable {
     /// For scenarios whose leaf names revocation sources: what OCSP, the CRL and a staple say, and what Apple does.
     public var revocation: RevocationExpectation?
     /// Clients of the client matrix whose verdict differs from `verify`'s (docs/CLIENTS.md); every client not listed
-    /// accepts when `verify` is `ok` and rejects otherwise. A test holds these to what the clients really do.
+    /// accepts when `verify` is `ok` and rejects otherwise. `[]` says the matrix was run and every client agrees; nil,
+    /// that nobody has looked. A test holds these to what the clients really do, and requires them of every built-in
+    /// scenario the matrix can serve (`make matrix` fails, naming the scenario, while one has none).
     public var clients: [ClientDifference]?
+    /// What a client sees in the handshake (protocol, suite, key exchange, the leaf and the chain), where it differs
+    /// from the baseline; nil for a TLS scenario is the baseline. The test suite holds the server to it.
+    public var handshake: Handshake?
 
     public init(verify: String?, ats: ATSExpectation, atsFix: ATSFix? = nil, trustedRoots: [String]? = nil,
                 pins: PinExpectation? = nil, note: String? = nil, revocation: RevocationExpectation? = nil,
-                clients: [ClientDifference]? = nil) {
+                clients: [ClientDifference]? = nil, handshake: Handshake? = nil) {
         self.verify = verify; self.ats = ats; self.atsFix = atsFix; self.trustedRoots = trustedRoots
         self.pins = pins; self.note = note; self.revocation = revocation; self.clients = clients
+        self.handshake = handshake
     }
 
-    enum CodingKeys: String, CodingKey, CaseIterable { case verify, ats, atsFix, trustedRoots, pins, note, revocation, clients }
+    enum CodingKeys: String, CodingKey, CaseIterable { case verify, ats, atsFix, trustedRoots, pins, note, revocation, clients, handshake }
 
     public init(from decoder: Decoder) throws {
         try decoder.rejectUnknownKeys(CodingKeys.self)
@@ -245,6 +251,7 @@ public struct Expectations: Codable, Sendable, Hashable {
         note = try c.decodeIfPresent(String.self, forKey: .note)
         revocation = try c.decodeIfPresent(RevocationExpectation.self, forKey: .revocation)
         clients = try c.decodeIfPresent([ClientDifference].self, forKey: .clients)
+        handshake = try c.decodeIfPresent(Handshake.self, forKey: .handshake)
         try validateClients(codingPath: decoder.codingPath)
     }
 }

@@ -191,12 +191,12 @@ public enum ScenarioError: Error, CustomStringConvertible, Sendable, Equatable {
         case .misnamed(let path, let name): return "\(path): the file must be named after its scenario (\(name).json)"
         case .duplicate(let name, let path): return "\(path): a scenario named \"\(name)\" already exists; choose another name"
         case .portTaken(let path, let port, let other) where other == "the dashboard":
-            return "\(path): port \(port) is the dashboard's (serve puts it on --port-base, 9800 by default); choose another port, or leave \"port\" out to get the next free one"
+            return "\(path): port \(port) is the dashboard's (a runner puts it on its portBase, 9800 by default); choose another port, or leave \"port\" out to get the next free one"
         case .portTaken(let path, let port, let other):
             return "\(path): port \(port) is already the port of \"\(other)\"; choose another port, or leave \"port\" out to get the next free one"
         case .certificateNameTaken(let name):
-            return "\"\(name)\" is the certificate of the \(name) scenario, and apps may pin it: choose another --name, or add "
-                + "--force to replace it (the scenario makes its own again the next time it is served)"
+            return "\"\(name)\" is the certificate of the \(name) scenario, and apps may pin it: name the certificate otherwise "
+                + "(CertificateRequest.name)"
         }
     }
 }

@@ -73,7 +73,7 @@ public enum FixtureError: Error, CustomStringConvertible, Sendable, Equatable {
     public var description: String {
         switch self {
         case .portInUse(let port, let address):
-            return "port \(port) on \(address) is already in use; stop what listens there (lsof -i :\(port)) or choose other ports (`serve --port-base N`; in code, FixtureConfiguration's port 0 picks a free one)"
+            return "port \(port) on \(address) is already in use; stop what listens there (lsof -i :\(port)) or choose another port (FixtureConfiguration's port 0 picks a free one; ScenarioRunner.Options.portBase moves them all)"
         case .cannotBind(let address, let port, let reason):
             return "cannot listen on \(address) port \(port): \(reason)"
         case .invalidConnectionLimit(let limit):

@@ -1,4 +1,5 @@
 import Foundation
+import NIOCore
 
 #if canImport(Glibc)
 import Glibc
@@ -29,31 +30,16 @@ package enum WildcardConflict {
     /// Binds (never listens) a throwaway TCP socket with SO_REUSEADDR to `address`:`port` and closes it; errno or 0.
     /// IPv6 sockets are IPv6-only, so the check of `::` is not also one of 0.0.0.0.
     static func probeBind(_ address: String, _ port: Int) -> Int32 {
-        let v6 = address.contains(":")
+        // NIO spells the address (IPv4 or IPv6, by its text) as the sockaddr `bind` takes.
+        guard let socketAddress = try? SocketAddress(ipAddress: address, port: port) else { return EINVAL }
+        let v6 = socketAddress.protocol == .inet6
         let fd = socket(v6 ? AF_INET6 : AF_INET, streamSocketType, 0)
         guard fd >= 0 else { return errno }
         defer { close(fd) }
         var one: Int32 = 1
         setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, socklen_t(MemoryLayout<Int32>.size))
-        let result: Int32
-        if v6 {
-            setsockopt(fd, Int32(IPPROTO_IPV6), IPV6_V6ONLY, &one, socklen_t(MemoryLayout<Int32>.size))
-            var socketAddress = sockaddr_in6()
-            socketAddress.sin6_family = sa_family_t(AF_INET6)
-            socketAddress.sin6_port = in_port_t(UInt16(truncatingIfNeeded: port).bigEndian)
-            guard inet_pton(AF_INET6, address, &socketAddress.sin6_addr) == 1 else { return EINVAL }
-            result = withUnsafePointer(to: &socketAddress) {
-                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in6>.size)) }
-            }
-        } else {
-            var socketAddress = sockaddr_in()
-            socketAddress.sin_family = sa_family_t(AF_INET)
-            socketAddress.sin_port = in_port_t(UInt16(truncatingIfNeeded: port).bigEndian)
-            guard inet_pton(AF_INET, address, &socketAddress.sin_addr) == 1 else { return EINVAL }
-            result = withUnsafePointer(to: &socketAddress) {
-                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
-            }
-        }
+        if v6 { setsockopt(fd, Int32(IPPROTO_IPV6), IPV6_V6ONLY, &one, socklen_t(MemoryLayout<Int32>.size)) }
+        let result = socketAddress.withSockAddr { bind(fd, $0, socklen_t($1)) }
         return result == 0 ? 0 : errno
     }
 }

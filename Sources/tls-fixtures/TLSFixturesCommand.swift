@@ -29,6 +29,15 @@ struct TLSFixturesCommand: AsyncParsableCommand {
                 try command.run()
             }
         } catch {
+            // Library errors speak the library's language; the CLI's line names the flag (FlagHints).
+            if let line = FlagHints.line(for: error) { exit(withError: CLIError(line)) }
+            if exitCode(for: error) == .validationFailure {
+                // A bad option value: the parser's own line (which names the valid values), without the usage text it
+                // would add, as every other bad input gets one line. Six or more values come as a list: made one line.
+                let message = message(for: error).replacingOccurrences(of: ":\n  - ", with: ": ").replacingOccurrences(of: "\n  - ", with: ", ")
+                Output.error("Error: \(message)")
+                exit(withError: ExitCode.validationFailure)
+            }
             exit(withError: error)
         }
     }

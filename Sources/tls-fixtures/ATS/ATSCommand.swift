@@ -21,34 +21,34 @@ struct ATSCommand: AsyncParsableCommand {
 /// Options shared by the `ats` commands: which device, and how to reach and trust the server.
 struct ATSClientOptions: ParsableArguments {
     @Option(help: ArgumentHelp("OS profile: ios9, ios10 (10–12), ios13, ios14 (14–16), ios17 (17+, the default), ios26 (as reported by OWASP: TLS 1.0/1.1 refused whatever the exception; low confidence); or a version such as 15.4.", valueName: "profile"))
-    var os = "ios17"
+    var os: ATSOSProfile = .ios17
 
     @Option(help: ArgumentHelp("Load kind: data (URLSession), media (AVFoundation), web (WKWebView).", valueName: "kind"))
-    var loadKind = "data"
+    var loadKind: ATSLoadKind = .data
 
     @Option(help: ArgumentHelp("A root the device trusts (PEM or DER, repeatable). Default: the system's roots (on macOS the Security framework's, Keychain included, as nscurl).", valueName: "file"))
     var trustCA: [String] = []
 
     @Option(help: ArgumentHelp("Which kind of anchor --trust-ca stands for: user (installed by the user), app (SecTrustSetAnchorCertificates), system.", valueName: "kind"))
-    var anchor = "user"
+    var anchor: TrustAnchorKind = .userInstalled
 
     @Option(help: ArgumentHelp("Connect HOST:PORT to ADDRESS instead of resolving it (repeatable).", valueName: "host:port:address"))
     var resolve: [String] = []
 
     @Option(help: ArgumentHelp("NSIncludesSubdomains in NSExceptionDomains: all (the default, as Apple's source behaves) or one-label (as the current docs read). Pinned domains always reach one label.", valueName: "reading"))
-    var subdomains = "all"
+    var subdomains = Spelled<ATSReadings.Subdomains>(.everySubdomain)
 
     @Option(help: ArgumentHelp("IP literals on iOS 17+: external (the default: loopback and local-network addresses stay exempt, as the iOS 17 release notes and Apple's test say) or all (every IP literal falls under ATS, as the NSAllowsLocalNetworking page reads).", valueName: "reading"))
-    var ipAddresses = "external"
+    var ipAddresses = Spelled<ATSReadings.IPAddresses>(.externalOnly)
 
     @Option(help: ArgumentHelp("NSThirdPartyException* keys: ignore (the default, as Apple's current parser does) or plain (the older reading: each acts as its plain twin).", valueName: "reading"))
-    var thirdPartyKeys = "ignore"
+    var thirdPartyKeys = Spelled<ATSReadings.ThirdPartyKeys>(.ignored)
 
     @Option(help: ArgumentHelp("DHE suites with ATS out of the way: offered (the default, as the catalog assumes) or refused (Apple's source lists DHE only in a legacy group).", valueName: "reading"))
-    var dhe = "offered"
+    var dhe = Spelled<ATSReadings.DHE>(.offeredWithoutATS)
 
     @Option(help: ArgumentHelp("TLS 1.2 suites under ATS: current (the default, Apple's current source) or 2015 (the list documented from 2015).", valueName: "reading"))
-    var cipherSuites = "current"
+    var cipherSuites = Spelled<ATSReadings.CipherSuites>(.currentSource)
 
     @Option(help: ArgumentHelp("Seconds all the command's handshakes may take together, however slowly the server answers.", valueName: "seconds"))
     var timeout: Double = 30
@@ -59,21 +59,9 @@ struct ATSClientOptions: ParsableArguments {
     }
 
     func evaluationOptions(trustOverride: Bool = false) throws -> ATSEvaluationOptions {
-        guard let profile = ATSOSProfile(parsing: os) else { throw CLIError("unknown --os \"\(os)\": use ios9, ios10, ios13, ios14, ios17, ios26 or a version such as 15.4") }
-        guard let kind = ATSLoadKind(parsing: loadKind) else { throw CLIError("unknown --load-kind \"\(loadKind)\": use data, media or web") }
-        let readings = ATSReadings(
-            subdomains: try Self.reading("--subdomains", subdomains, ["all": .everySubdomain, "one-label": .oneExtraLabel]),
-            cipherSuites: try Self.reading("--cipher-suites", cipherSuites, ["current": .currentSource, "2015": .documented2015]),
-            ipAddresses: try Self.reading("--ip-addresses", ipAddresses, ["external": .externalOnly, "all": .every]),
-            thirdPartyKeys: try Self.reading("--third-party-keys", thirdPartyKeys, ["ignore": .ignored, "plain": .asPlainKeys]),
-            dhe: try Self.reading("--dhe", dhe, ["offered": .offeredWithoutATS, "refused": .neverOffered]))
-        return ATSEvaluationOptions(loadKind: kind, profile: profile, readings: readings, trustOverride: trustOverride)
-    }
-
-    /// One reading option: its value from a fixed table, or a one-line error listing the choices.
-    private static func reading<Value>(_ flag: String, _ text: String, _ table: KeyValuePairs<String, Value>) throws -> Value {
-        if let value = table.first(where: { $0.key == text })?.value { return value }
-        throw CLIError("unknown \(flag) \"\(text)\": use \(table.map(\.key).joined(separator: " or "))")
+        let readings = ATSReadings(subdomains: subdomains.value, cipherSuites: cipherSuites.value, ipAddresses: ipAddresses.value,
+                                   thirdPartyKeys: thirdPartyKeys.value, dhe: dhe.value)
+        return ATSEvaluationOptions(loadKind: loadKind, profile: os, readings: readings, trustOverride: trustOverride)
     }
 
     func probeOptions() throws -> ProbeOptions {
@@ -84,8 +72,7 @@ struct ATSClientOptions: ParsableArguments {
                 do { return try Certificate.read(data) } catch { throw CLIError("\(path) is not a PEM or DER certificate (\(error))") }
             }
         }
-        guard let kind = TrustAnchorKind(rawValue: anchor) else { throw CLIError("--anchor is user, app or system") }
-        options.anchorKind = trustCA.isEmpty ? .system : kind
+        options.anchorKind = trustCA.isEmpty ? .system : anchor
         // One deadline for every handshake the command makes, starting now.
         let limit = try SecondsOption.check(timeout, "--timeout")
         options.timeout = limit.seconds

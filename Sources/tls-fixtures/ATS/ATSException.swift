@@ -21,16 +21,13 @@ struct ATSException: AsyncParsableCommand {
     @OptionGroup var source: ScenarioSourceOptions
 
     @Option(help: ArgumentHelp("fewest-keys (default) or domain-scoped-first: prefer keys in the host's exception entry over NSAllowsArbitraryLoads.", valueName: "strategy"))
-    var strategy = "fewest-keys"
+    var strategy = Spelled<ATSExceptionFinder.Strategy>(.fewestKeys)
 
     @OptionGroup var output: OutputOptions
 
     func validate() throws {
         if subject.contains("://") { _ = try client.target(subject) } else { _ = try source.catalog().scenario(named: subject) }
-        guard Self.strategies[strategy] != nil else { throw CLIError("--strategy is fewest-keys or domain-scoped-first") }
     }
-
-    static let strategies: [String: ATSExceptionFinder.Strategy] = ["fewest-keys": .fewestKeys, "domain-scoped-first": .domainScopedFirst]
 
     func run() async throws {
         let url: URL
@@ -44,7 +41,7 @@ struct ATSException: AsyncParsableCommand {
             url = observation.url
             facts = observation.facts
         }
-        let finding = ATSExceptionFinder(options: try client.evaluationOptions(), strategy: Self.strategies[strategy]!).find(url: url, facts: facts)
+        let finding = ATSExceptionFinder(options: try client.evaluationOptions(), strategy: strategy.value).find(url: url, facts: facts)
         if output.json {
             try Output.json(ExceptionJSON(finding))
             return

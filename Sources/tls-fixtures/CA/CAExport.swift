@@ -14,31 +14,27 @@ struct CAExport: AsyncParsableCommand {
 
     @OptionGroup var storeOptions: StoreOptions
 
-    @Option(help: ArgumentHelp("pem, der or p12.", valueName: "format"))
-    var format = "pem"
+    @Option(help: ArgumentHelp("Format of the file.", valueName: "format"))
+    var format: ExportFormat = .pem
 
     @Option(help: ArgumentHelp("Output file (- for standard output, PEM only).", valueName: "file"))
     var out: String
 
     @Option(help: ArgumentHelp("Which authority to export.", valueName: "name"))
-    var authority = "root"
+    var authority: BuiltinAuthority = .root
 
     @Flag(help: "Replace an existing, different output file.")
     var force = false
 
     func validate() throws {
-        guard ExportFormat(rawValue: format) != nil else { throw CLIError("unknown format \"\(format)\": use pem, der or p12") }
-        guard BuiltinAuthority(rawValue: authority) != nil else {
-            throw CLIError("unknown authority \"\(authority)\": use \(BuiltinAuthority.allCases.map(\.rawValue).joined(separator: ", "))")
-        }
-        if out == "-" && format != "pem" { throw CLIError("only PEM can go to standard output; give --out FILE for \(format)") }
+        if out == "-" && format != .pem { throw CLIError("only PEM can go to standard output; give --out FILE for \(format)") }
     }
 
     func run() async throws {
         let store = storeOptions.store
         guard try store.existingCA() != nil else { throw PKIError.noCA(path: store.directory.path) }
-        let ca = try store.authority(BuiltinAuthority(rawValue: authority)!)
-        let data = try ca.certificate.exported(as: ExportFormat(rawValue: format)!)
+        let ca = try store.authority(authority)
+        let data = try ca.certificate.exported(as: format)
         if out == "-" {
             FileHandle.standardOutput.write(data)
             return

@@ -20,8 +20,8 @@ struct CAInit: AsyncParsableCommand {
     @OptionGroup var storeOptions: StoreOptions
     @OptionGroup var output: OutputOptions
 
-    @Option(help: ArgumentHelp("Root key: rsa:BITS, ec:p224|p256|p384|p521 or ed25519.", valueName: "spec"))
-    var key = "ec:p256"
+    @Option(help: ArgumentHelp("Root key: rsa:BITS (BITS from 512 to 8192), an EC curve or ed25519.", valueName: "spec"))
+    var key: KeySpec = .ec(.p256)
 
     @Option(help: "Common name of the root (default: swift-tls-fixtures CA USER@HOST).")
     var name: String?
@@ -43,19 +43,18 @@ struct CAInit: AsyncParsableCommand {
     var ifMissing = false
 
     func validate() throws {
-        _ = try KeySpec(parsing: key)
         guard days > 0 else { throw CLIError("--days must be positive") }
         guard days <= Moment.maximumDays else { throw CLIError("--days is at most \(Moment.maximumDays) (100 years), not \(days)") }
         if force && ifMissing { throw CLIError("--force and --if-missing contradict each other; pick one") }
         if noNameConstraints && !domains.isEmpty {
             throw CLIError("--domain adds to the CA's name constraints; with --no-name-constraints it already permits every name, so leave one out")
         }
-        _ = try FixtureDomains.normalize(domains)
+        _ = try FlagHints.translating { try FixtureDomains.normalize(domains) }
     }
 
     func run() async throws {
         let store = storeOptions.store
-        let options = CAOptions(key: try KeySpec(parsing: key), commonName: name ?? CertificateAuthority.defaultCommonName,
+        let options = CAOptions(key: key, commonName: name ?? CertificateAuthority.defaultCommonName,
                                 nameConstraints: !noNameConstraints, days: days, permittedDomains: try FixtureDomains.normalize(domains))
         let replacing = force ? try? store.existingCA() : nil
         let (ca, created) = try store.initializeCA(options, ifExists: force ? .replace : ifMissing ? .keep : .refuse)

@@ -12,18 +12,12 @@ struct CAShow: AsyncParsableCommand {
     @OptionGroup var storeOptions: StoreOptions
     @OptionGroup var output: OutputOptions
 
-    @Option(help: ArgumentHelp("Which authority: \(BuiltinAuthority.allCases.map(\.rawValue).joined(separator: ", ")).", valueName: "name"))
-    var authority = "root"
-
-    func validate() throws {
-        guard BuiltinAuthority(rawValue: authority) != nil else {
-            throw CLIError("unknown authority \"\(authority)\": use \(BuiltinAuthority.allCases.map(\.rawValue).joined(separator: ", "))")
-        }
-    }
+    @Option(help: ArgumentHelp("Which authority.", valueName: "name"))
+    var authority: BuiltinAuthority = .root
 
     func run() async throws {
         let store = storeOptions.store
-        let id = BuiltinAuthority(rawValue: authority)!
+        let id = authority
         // Showing must not create: a missing CA is reported, and `ca init` makes one.
         guard let root = try store.existingCA() else { throw PKIError.noCA(path: store.directory.path) }
         let ca = id == .root ? root : try store.authority(id)

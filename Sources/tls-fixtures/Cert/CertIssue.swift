@@ -33,14 +33,14 @@ struct CertIssue: AsyncParsableCommand {
     @Option(name: .long, help: ArgumentHelp("Subject alternative name: a DNS name or an IP address (repeatable).", valueName: "host"))
     var host: [String] = []
 
-    @Option(help: ArgumentHelp("Key: rsa:BITS (512–8192), ec:p224|p256|p384|p521 or ed25519.", valueName: "spec"))
-    var key = "ec:p256"
+    @Option(help: ArgumentHelp("Key: rsa:BITS (BITS from 512 to 8192), an EC curve or ed25519.", valueName: "spec"))
+    var key: KeySpec = .ec(.p256)
 
     @Option(help: ArgumentHelp("Reuse the key of another certificate in the store (same SPKI pin).", valueName: "name"))
     var reuseKeyOf: String?
 
-    @Option(help: ArgumentHelp("Signature digest: md5, sha1, sha224, sha256, sha384, sha512.", valueName: "digest"))
-    var digest = "sha256"
+    @Option(help: ArgumentHelp("Signature digest.", valueName: "digest"))
+    var digest: SignatureDigest = .sha256
 
     @Option(help: ArgumentHelp("Validity in days, starting one day ago.", valueName: "n"))
     var days: Int?
@@ -83,8 +83,8 @@ struct CertIssue: AsyncParsableCommand {
     @Option(help: ArgumentHelp("Excluded name constraint on a CA (repeatable).", valueName: "name"))
     var exclude: [String] = []
 
-    @Option(help: ArgumentHelp("Signer: self or a built-in authority (\(BuiltinAuthority.allCases.map(\.rawValue).joined(separator: ", "))).", valueName: "issuer"))
-    var issuer = "root"
+    @Option(help: ArgumentHelp("Signer: self or a built-in authority.", valueName: "issuer"))
+    var issuer: LeafIssuer = .authority(.root)
 
     @Flag(help: "Self-signed (same as --issuer self).")
     var selfSigned = false
@@ -96,16 +96,19 @@ struct CertIssue: AsyncParsableCommand {
     var force = false
 
     func validate() throws {
-        if !force { try ScenarioCatalog.builtIn.requireFreeCertificateName(name) }
-        _ = try request().profile()
+        // ArgumentParser wraps what validate() throws, so the flags go into library errors here rather than in main.
+        try FlagHints.translating {
+            if !force { try ScenarioCatalog.builtIn.requireFreeCertificateName(name) }
+            _ = try request().profile()
+        }
     }
 
     func request() throws -> CertificateRequest {
         var request = CertificateRequest(name: name)
         request.hosts = host
-        request.key = try KeySpec(parsing: key)
+        request.key = key
         request.keyName = reuseKeyOf
-        request.digest = try SignatureDigest(parsing: digest)
+        request.digest = digest
         if days != nil && (notBefore != nil || notAfter != nil) {
             throw CLIError("give either --days or --not-before/--not-after, not both")
         }
@@ -130,7 +133,7 @@ struct CertIssue: AsyncParsableCommand {
         request.pathLength = pathLen
         request.permitted = permit
         request.excluded = exclude
-        request.issuer = selfSigned ? .selfSigned : try CertificateRequest.parseIssuer(issuer)
+        request.issuer = selfSigned ? .selfSigned : issuer
         return request
     }
 

@@ -31,11 +31,11 @@ struct ProbeCommand: AsyncParsableCommand {
     @Argument(help: ArgumentHelp("HOST:PORT or an https:// (or http://) URL.", valueName: "target"))
     var target: String
 
-    @Option(help: ArgumentHelp("Lowest protocol to offer: 1.0, 1.1, 1.2, 1.3.", valueName: "version"))
-    var tlsMin = "1.0"
+    @Option(help: ArgumentHelp("Lowest protocol to offer.", valueName: "version"))
+    var tlsMin = Spelled<TLSVersion>(.tls1_0)
 
     @Option(help: ArgumentHelp("Highest protocol to offer.", valueName: "version"))
-    var tlsMax = "1.3"
+    var tlsMax = Spelled<TLSVersion>(.tls1_3)
 
     @Option(help: ArgumentHelp("OpenSSL cipher string for TLS ≤ 1.2 (default: everything, NULL included).", valueName: "list"))
     var ciphers: String?
@@ -67,7 +67,7 @@ struct ProbeCommand: AsyncParsableCommand {
     var pin: [String] = []
 
     @Option(help: ArgumentHelp("How pins are checked: trustkit (default trust, then any chain certificate — TrustKit, Alamofire), leaf or ca (NSPinnedDomains).", valueName: "mode"))
-    var pinMode = "trustkit"
+    var pinMode: PinMode = .trustkit
 
     @Flag(help: "Do not send an HTTP request after the handshake.")
     var noHttp = false
@@ -80,14 +80,10 @@ struct ProbeCommand: AsyncParsableCommand {
     func validate() throws {
         var probeTarget = try ProbeTarget(parsing: target)
         try probeTarget.apply(resolve: resolve)
-        guard let min = TLSVersion(parsing: tlsMin), let max = TLSVersion(parsing: tlsMax) else {
-            throw CLIError("--tls-min/--tls-max take 1.0, 1.1, 1.2 or 1.3")
-        }
-        if min > max { throw CLIError("--tls-min \(tlsMin) is above --tls-max \(tlsMax)") }
+        if tlsMin.value > tlsMax.value { throw CLIError("--tls-min \(tlsMin.value.word) is above --tls-max \(tlsMax.value.word)") }
         if (clientCert == nil) != (clientKey == nil) { throw CLIError("--client-cert and --client-key go together") }
         if ca != nil && builtinCA { throw CLIError("--ca and --builtin-ca each choose the trusted roots; give one") }
         _ = try pin.map(SPKIPin.parse)
-        guard PinMode(rawValue: pinMode) != nil else { throw CLIError("--pin-mode is trustkit, leaf or ca") }
         _ = try SecondsOption.check(timeout, "--timeout")
     }
 
@@ -95,8 +91,8 @@ struct ProbeCommand: AsyncParsableCommand {
         var probeTarget = try ProbeTarget(parsing: target)
         try probeTarget.apply(resolve: resolve)
         var options = ProbeOptions()
-        options.minVersion = TLSVersion(parsing: tlsMin)!
-        options.maxVersion = TLSVersion(parsing: tlsMax)!
+        options.minVersion = tlsMin.value
+        options.maxVersion = tlsMax.value
         if let ciphers { options.ciphers = ciphers }
         options.tls13Suites = tls13Suites
         options.serverName = servername
@@ -117,7 +113,7 @@ struct ProbeCommand: AsyncParsableCommand {
         }
         let host = servername ?? probeTarget.host
         let pinList = try pin.map(SPKIPin.parse)
-        let policy: PinPolicy? = pinList.isEmpty ? nil : PinMode(rawValue: pinMode).map { PinPolicy($0.rule(pinList)) }
+        let policy: PinPolicy? = pinList.isEmpty ? nil : PinPolicy(pinMode.rule(pinList))
         if let policy {
             // As a pinning client does: a connection whose pins fail carries no request.
             options.beforeHTTPRequest = { result in

@@ -82,8 +82,11 @@ struct ServeCommand: AsyncParsableCommand {
         if let proxyPort, !(1...65_535).contains(proxyPort) || proxyPort == portBase {
             throw CLIError("--proxy-port must be a TCP port (1–65535) other than the dashboard's (--port-base \(portBase))")
         }
-        _ = try FixtureDomains.normalize(domains)
-        let catalog = try source.catalog()
+        // ArgumentParser wraps what validate() throws, so the flags go into library errors here rather than in main.
+        let catalog = try FlagHints.translating {
+            _ = try FixtureDomains.normalize(domains)
+            return try source.catalog()
+        }
         _ = try catalog.scenarios(named: names)
         if let highest = catalog.scenarios.compactMap({ catalog.port(of: $0, portBase: portBase) }).max(), highest > 65_535 {
             throw CLIError("--port-base \(portBase) puts scenario ports above 65535; use a base of at most \(65_535 - (highest - portBase))")

@@ -78,11 +78,12 @@ struct ReadmeExamplesTests {
 
 @Suite("README scenario table")
 struct ReadmeTableTests {
-    @Test("the README's table is the catalog's (regenerate with `tls-fixtures scenarios list --markdown`)")
+    @Test("the README's table is the catalog's (stale: run `make scenarios`)")
     func tableMatchesCatalog() throws {
         let readme = try String(contentsOf: TestEnvironment.packageRoot.appendingPathComponent("README.md"), encoding: .utf8)
         let begin = try #require(readme.range(of: "<!-- scenario-table begin -->\n"))
         let end = try #require(readme.range(of: "\n<!-- scenario-table end -->"))
-        #expect(String(readme[begin.upperBound..<end.lowerBound]) == CatalogMarkdown.table(ScenarioCatalog.builtIn))
+        #expect(String(readme[begin.upperBound..<end.lowerBound]) == CatalogMarkdown.table(ScenarioCatalog.builtIn),
+                "README.md's scenario table is stale: run `make scenarios`")
     }
 }

@@ -45,6 +45,33 @@ struct ClientExpectationTests {
         #expect(expired.clientDifferencesSummary == "—")
     }
 
+    @Test("every scenario with TLS has expect.clients and its own row in docs/clients.json, unless the matrix cannot serve it")
+    func everyScenarioHasClientExpectations() throws {
+        let gaps = MatrixEnvironment.expectationGaps(catalog: try MatrixEnvironment.catalog(), report: try MatrixEnvironment.committedReport())
+        #expect(gaps.isEmpty, "\(gaps.joined(separator: "\n"))")
+    }
+
+    @Test("a new scenario without client expectations is a gap that names `make matrix`; one the matrix cannot serve is not")
+    func newScenarioWithoutExpectations() throws {
+        func scenario(_ name: String, clients: String?) throws -> Scenario {
+            let expect = #"{"verify":"ok","ats":"allow""# + (clients.map { #","clients":\#($0)"# } ?? "") + "}"
+            return try ScenarioCatalog.decode(Data(#"{"name":"\#(name)","group":"custom","summary":"s","tls":{},"certificate":{},"expect":\#(expect)}"#.utf8), source: "\(name).json")
+        }
+        let everyone = Dictionary(uniqueKeysWithValues: MatrixClient.allCases.map { ($0.rawValue, MatrixEnvironment.Report.Result(accepted: true, detail: "HTTP 200")) })
+        let judged = MatrixEnvironment.Report.Row(scenario: "judged", host: "localhost", primary: true, results: everyone)
+        let report = MatrixEnvironment.Report(clients: [], rows: [judged, .init(scenario: "unlooked", host: "localhost", primary: true, results: everyone)],
+                                              notServed: [.init(scenario: "legacy", status: "unsupported", reason: "no SSLv3"),
+                                                          .init(scenario: "slow", status: "preparing", reason: "preparing…")])
+        let catalog = ScenarioCatalog(scenarios: [try scenario("judged", clients: "[]"), try scenario("unlooked", clients: nil),
+                                                  try scenario("new", clients: "[]"), try scenario("legacy", clients: nil),
+                                                  try scenario("slow", clients: "[]")])
+        let gaps = MatrixEnvironment.expectationGaps(catalog: catalog, report: report)
+        #expect(gaps.count == 3, "\(gaps)")
+        #expect(gaps.contains { $0.hasPrefix("unlooked has no expect.clients: run `make matrix`") })
+        #expect(gaps.contains { $0.hasPrefix("new is not in docs/clients.json: run `make matrix`") })
+        #expect(gaps.contains { $0.hasPrefix("slow was left out of docs/clients.json (preparing") })
+    }
+
     @Test("serve shows where clients differ: the dashboard's column and /scenarios.json's clientOutcomes", .timeLimit(.minutes(2)))
     func served() async throws {
         let base = try MatrixEnvironment.freePortBase()

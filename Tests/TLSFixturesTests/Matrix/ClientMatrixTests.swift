@@ -123,8 +123,57 @@ enum MatrixEnvironment {
         struct Client: Decodable { var id: String; var status: String; var reason: String? }
         struct Result: Decodable { var accepted: Bool?; var detail: String }
         struct Row: Decodable { var scenario: String; var host: String; var primary: Bool; var results: [String: Result] }
+        /// A scenario the matrix did not serve: `out of scope` (scripts/matrix.py's OUT_OF_SCOPE), or serve's status.
+        struct NotServed: Decodable { var scenario: String; var status: String?; var reason: String }
         var clients: [Client]
         var rows: [Row]
+        var notServed: [NotServed] = []
+
+        init(clients: [Client], rows: [Row], notServed: [NotServed] = []) {
+            self.clients = clients; self.rows = rows; self.notServed = notServed
+        }
+
+        init(from decoder: Decoder) throws {
+            let c = try decoder.container(keyedBy: CodingKeys.self)
+            clients = try c.decode([Client].self, forKey: .clients)
+            rows = try c.decode([Row].self, forKey: .rows)
+            notServed = try c.decodeIfPresent([NotServed].self, forKey: .notServed) ?? []
+        }
+
+        enum CodingKeys: String, CodingKey { case clients, rows, notServed }
+    }
+
+    /// Why the matrix may leave a scenario with TLS unjudged: it is outside what the matrix judges, or the linked
+    /// OpenSSL cannot serve it (`ssl-v3`, `rc4` and `3des` without the legacy helper). Anything else — a scenario still
+    /// preparing, or one that failed — is a hole in the report.
+    static let acceptedReasonsNotServed: Set<String> = ["out of scope", "unsupported"]
+
+    /// Every scenario with TLS must say what each client of the matrix does with it: a row of its own in the committed
+    /// report, every client's result in that row, and `expect.clients` in its file (`[]` when every client agrees with
+    /// `expect.verify`; absent means nobody has looked). One line per gap, each saying what to run.
+    static func expectationGaps(catalog: ScenarioCatalog, report: Report) -> [String] {
+        let notServed = Dictionary(report.notServed.map { ($0.scenario, $0) }, uniquingKeysWith: { first, _ in first })
+        var gaps: [String] = []
+        for scenario in catalog.scenarios where scenario.expect.defaultClientOutcome != nil {
+            if let skipped = notServed[scenario.name] {
+                if !acceptedReasonsNotServed.contains(skipped.status ?? "") {
+                    gaps.append("\(scenario.name) was left out of docs/clients.json (\(skipped.status ?? "no status"): \(skipped.reason)): run `make matrix` again")
+                }
+                continue
+            }
+            guard let row = report.rows.first(where: { $0.primary && $0.scenario == scenario.name }) else {
+                gaps.append("\(scenario.name) is not in docs/clients.json: run `make matrix`, then write its expect.clients from what the clients did")
+                continue
+            }
+            let unanswered = MatrixClient.allCases.filter { row.results[$0.rawValue] == nil }.map(\.rawValue)
+            if !unanswered.isEmpty {
+                gaps.append("\(scenario.name) has no result from \(unanswered.joined(separator: ", ")) in docs/clients.json: run `make matrix`")
+            }
+            if scenario.expect.clients == nil {
+                gaps.append("\(scenario.name) has no expect.clients: run `make matrix` and list in its scenario file the clients that differ from expect.verify, each with the reason (\"clients\": [] when none does), then `make scenarios`")
+            }
+        }
+        return gaps
     }
 
     static func committedReport() throws -> Report {

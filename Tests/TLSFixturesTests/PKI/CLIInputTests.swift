@@ -16,12 +16,13 @@ struct CLIInputTests {
     }
 
     @Test("invalid options", arguments: [
-        (["--key", "dsa:1024"], ["unknown key spec", "rsa:BITS"]),
+        // Typed options: the parser's line, naming the option and its values.
+        (["--key", "dsa:1024"], ["'dsa:1024' is invalid for '--key <spec>'", "rsa:BITS", "ed25519"]),
         (["--key", "rsa:100"], ["rsa:100", "512–8192"]),
         (["--key", "ec:p999"], ["ec:p999", "p256"]),
-        (["--digest", "sha3"], ["unknown digest", "sha256"]),
+        (["--digest", "sha3"], ["'sha3' is invalid for '--digest <digest>'", "md5, sha1, sha224, sha256, sha384, sha512"]),
         (["--eku", "flying"], ["unknown extended key usage", "serverAuth"]),
-        (["--issuer", "nobody"], ["unknown issuer", "self"]),
+        (["--issuer", "nobody"], ["'nobody' is invalid for '--issuer <issuer>'", "self, root", "rsa-intermediate"]),
         (["--host", "bad host,DNS:evil"], ["invalid host"]),
         (["--days", "5", "--not-after", "3"], ["either --days"]),
         (["--not-after", "yesterday"], ["ISO 8601"]),

@@ -63,7 +63,7 @@ extension ReliabilitySuite {
             let store = try Self.madeStore("writable")
             let target = folder.isEmpty ? store : store.appendingPathComponent(folder)
             #expect(chmod(target.path, mode_t(mode)) == 0)
-            let line = "refusing \(target.path): it is writable by \(who) (mode 0\(String(mode, radix: 8))), so anyone could have replaced the CA in it; run chmod go-w \(target.path) if everything in it is yours, or use another store (--dir)"
+            let line = "refusing \(target.path): it is writable by \(who) (mode 0\(String(mode, radix: 8))), so anyone could have replaced the CA in it; run chmod go-w \(target.path) if everything in it is yours, or use another store (--dir or TLS_FIXTURES_CERTS)"
             Self.expectRefused(try TestEnvironment.tlsFixtures(["ca", "show", "--dir", store.path]), line)
             Self.expectRefused(try TestEnvironment.tlsFixtures(["prepare", "ecc256", "--dir", store.path]), line)
             #expect(Self.mode(target) == mode_t(mode), "a refused folder was re-permissioned")
@@ -94,7 +94,7 @@ extension ReliabilitySuite {
             try? FileManager.default.removeItem(at: lock)
             try FileManager.default.createSymbolicLink(at: lock, withDestinationURL: outside)
             Self.expectRefused(try TestEnvironment.tlsFixtures(["prepare", "ecc256", "--dir", lockStore.path]),
-                               "refusing \(lock.path): it is a symbolic link, and the store follows none inside it; put the file or folder itself there, or point --dir at the folder the link leads to")
+                               "refusing \(lock.path): it is a symbolic link, and the store follows none inside it; put the file or folder itself there, or open the store at the folder the link leads to")
             #expect(!FileManager.default.fileExists(atPath: outside.path), "a file was created outside the store through the lock's link")
 
             // ca/ and keys/ moved elsewhere (0755) and linked back: refused, and the target keeps its mode.
@@ -105,7 +105,7 @@ extension ReliabilitySuite {
                 try FileManager.default.moveItem(at: store.appendingPathComponent(folder), to: real)
                 #expect(chmod(real.path, 0o755) == 0)
                 try FileManager.default.createSymbolicLink(at: store.appendingPathComponent(folder), withDestinationURL: real)
-                let line = "refusing \(store.appendingPathComponent(folder).path): it is a symbolic link, and the store follows none inside it; put the file or folder itself there, or point --dir at the folder the link leads to"
+                let line = "refusing \(store.appendingPathComponent(folder).path): it is a symbolic link, and the store follows none inside it; put the file or folder itself there, or open the store at the folder the link leads to"
                 Self.expectRefused(try TestEnvironment.tlsFixtures(["prepare", "ecc256", "--dir", store.path]), line)
                 if folder == "ca" { Self.expectRefused(try TestEnvironment.tlsFixtures(["ca", "show", "--dir", store.path]), line) }
                 #expect(Self.mode(real) == 0o755, "the link's target \(real.path) was re-permissioned")
@@ -118,7 +118,7 @@ extension ReliabilitySuite {
             try FileManager.default.removeItem(at: pem)
             try FileManager.default.createSymbolicLink(at: pem, withDestinationURL: other.appendingPathComponent("ca/root.pem"))
             Self.expectRefused(try TestEnvironment.tlsFixtures(["ca", "show", "--dir", store.path]),
-                               "refusing \(pem.path): it is a symbolic link, and the store follows none inside it; put the file or folder itself there, or point --dir at the folder the link leads to")
+                               "refusing \(pem.path): it is a symbolic link, and the store follows none inside it; put the file or folder itself there, or open the store at the folder the link leads to")
         }
 
         /// A folder above the store that anyone may write lets anyone rename the store away and put their own in its
@@ -129,7 +129,7 @@ extension ReliabilitySuite {
             try FileManager.default.createDirectory(at: parent, withIntermediateDirectories: true)
             #expect(chmod(parent.path, 0o777) == 0)
             let store = parent.appendingPathComponent("store")
-            let line = "refusing \(store.path): the folder above it, \(parent.path), is writable by others (mode 0777) without the sticky bit, so anyone could put their own store in its place; run chmod o-w \(parent.path) (or chmod +t, as /tmp has), or use a store elsewhere (--dir)"
+            let line = "refusing \(store.path): the folder above it, \(parent.path), is writable by others (mode 0777) without the sticky bit, so anyone could put their own store in its place; run chmod o-w \(parent.path) (or chmod +t, as /tmp has), or use a store elsewhere (--dir or TLS_FIXTURES_CERTS)"
             // Not made there...
             Self.expectRefused(try TestEnvironment.tlsFixtures(["ca", "init", "--dir", store.path]), line)
             #expect(!FileManager.default.fileExists(atPath: store.path), "the store was made below a folder anyone can write")
@@ -161,10 +161,10 @@ extension ReliabilitySuite {
             let foreign = base.appendingPathComponent("open")
             try FileManager.default.createDirectory(at: foreign, withIntermediateDirectories: true)
             #expect(chmod(foreign.path, 0o757) == 0)
-            #expect(throws: PKIError.untrustedStore(path: foreign.path, problem: "it is writable by others (mode 0757), so anyone could have replaced the CA in it",
-                                                    fix: "run chmod go-w \(foreign.path) if everything in it is yours, or use another store (--dir)")) {
-                try StoreTrust.checkMade(foreign)
-            }
+            let refusal = #expect(throws: PKIError.self) { try StoreTrust.checkMade(foreign) }
+            #expect(refusal?.code == .untrustedStore && refusal?.subject == foreign.path)
+            #expect(refusal?.description == "refusing \(foreign.path): it is writable by others (mode 0757), so anyone could have replaced the CA in it; "
+                        + "run chmod go-w \(foreign.path) if everything in it is yours, or use another store")
         }
 
         /// A key others can read that this user cannot make private (it belongs to someone else) is refused, not used.

@@ -34,11 +34,40 @@ struct ScenarioEndToEndTests {
     /// Scenarios that need an optional OpenSSL feature (SSLv3, RC4, 3DES) are `optionalFeatures`'s: it runs these same
     /// checks where the linked OpenSSL serves them and checks the honest refusal where it does not, so no case here
     /// can pass by returning early.
-    @Test("presents what the table says, to our probe and to openssl",
+    @Test("presents what its file declares, to our probe and to openssl",
           arguments: ScenarioExpectations.all.filter { $0.handshake != nil && $0.requires == nil })
     func presents(_ row: ScenarioExpectation) async throws {
         try await Self.withFixture(row.name) { fixture in
             try await checkHandshake(row, try #require(row.handshake), fixture)
+        }
+    }
+
+    /// Adding a scenario is adding its file: loaded from a directory as `serve --scenarios DIR` loads it, the new file
+    /// is in the catalog, in the README's table and in the expectations, and the server is held to what it declares,
+    /// with no edit anywhere else.
+    @Test("a new scenario file in a directory: catalog, README table and expectations pick it up, and the server meets them")
+    func newScenarioFileNeedsNoOtherEdit() async throws {
+        let directory = TestEnvironment.temporaryDirectory("new-scenario")
+        let json = #"""
+        {"name": "tls-v1-2-sha256-cbc", "group": "custom", "port": 9901, "summary": "TLS 1.2, ECDHE-RSA-AES128-SHA256 only",
+         "tls": {"maxVersion": "TLSv1.2", "ciphers": "ECDHE-RSA-AES128-SHA256"}, "certificate": {},
+         "expect": {"handshake": {"protocol": "TLSv1.2", "ciphers": ["ECDHE-RSA-AES128-SHA256"]},
+                    "verify": "ok", "ats": "allow", "atsFix": {"kind": "not-needed"}}}
+        """#
+        try Data(json.utf8).write(to: directory.appendingPathComponent("tls-v1-2-sha256-cbc.json"))
+        let catalog = try ScenarioCatalog.withUserScenarios(from: directory)
+
+        #expect(catalog.names.count == ScenarioCatalog.builtIn.names.count + 1)
+        let scenario = try catalog.scenario(named: "tls-v1-2-sha256-cbc")
+        #expect(catalog.port(of: scenario) == 9901)
+        #expect(CatalogMarkdown.table(catalog).split(separator: "\n").contains(
+            "| 9901 | `tls-v1-2-sha256-cbc` | TLS 1.2, ECDHE-RSA-AES128-SHA256 only | ok | — | allow | — |"))
+        let row = ScenarioExpectation(declaredBy: scenario)
+        let expected = try #require(row.handshake)
+        #expect(expected.protocolName == "TLSv1.2" && expected.ciphers == ["ECDHE-RSA-AES128-SHA256"] && expected.keyBits == 2048)
+
+        try await TLSFixtures.withFixture(scenario, store: Self.store) { fixture in
+            try await checkHandshake(row, expected, fixture)
         }
     }
 

@@ -1,0 +1,186 @@
+/// An error from the PKI layer: key specs, certificate profiles and requests, the certificate store and exports.
+///
+/// Shaped like swift-certificates' `CertificateError`: a stable ``code`` to branch and test on, a one-line ``reason``
+/// saying what is wrong, and a ``fix`` saying what to do about it in this library's own terms (the property or
+/// argument to change, never a command-line flag: the `tls-fixtures` CLI adds its flags itself). ``description`` is
+/// the reason and the fix on one line, fit for an XCTest failure or a log. The file and line that threw are kept for
+/// debugging (``debugDescription``), not shown to users.
+///
+/// Equality compares the ``code`` only, as `CertificateError`'s does, so `#expect(throws: PKIError.noCA(path: ""))` or
+/// `catch let error as PKIError where error.code == .noCA` test the kind of failure, not its wording.
+public struct PKIError: Error, Hashable, Sendable, CustomStringConvertible, CustomDebugStringConvertible {
+    /// The kind of failure. New codes may be added; existing ones keep their meaning.
+    public struct Code: Hashable, Sendable, CustomStringConvertible {
+        private enum Kind: String, Sendable {
+            case invalidKeySpec, invalidDigest, invalidHost, invalidName, invalidNameConstraint, invalidUsage, invalidIssuer
+            case invalidValidity, invalidRevocationURL, digestNotSignable, emptySubjectAltNames, missingHost, requiresCA
+            case tooManyNames, fileExists, nothingToPin, damaged, damagedCA, caExists, noCA, storeUnavailable, keyMismatch
+            case insideStore, untrustedStore, untrustedStoreFile
+        }
+        private let kind: Kind
+        private init(_ kind: Kind) { self.kind = kind }
+
+        /// A key spec that is not `rsa:BITS`, `ec:CURVE` or `ed25519`.
+        public static let invalidKeySpec = Code(.invalidKeySpec)
+        /// A signature digest name that is not one of `SignatureDigest`'s.
+        public static let invalidDigest = Code(.invalidDigest)
+        /// A host (subjectAltName) that is neither a DNS name nor an IP address.
+        public static let invalidHost = Code(.invalidHost)
+        /// A name for a certificate in the store that is not a safe file name.
+        public static let invalidName = Code(.invalidName)
+        /// A permitted or excluded name constraint that is neither a DNS name nor a CIDR block.
+        public static let invalidNameConstraint = Code(.invalidNameConstraint)
+        /// An extended key usage or key usage name that does not exist.
+        public static let invalidUsage = Code(.invalidUsage)
+        /// An issuer that is neither `self` nor a `BuiltinAuthority`.
+        public static let invalidIssuer = Code(.invalidIssuer)
+        /// A validity a certificate cannot carry: unparsable, out of range, or ending before it starts.
+        public static let invalidValidity = Code(.invalidValidity)
+        /// An OCSP or CRL URL that cannot go into the extension.
+        public static let invalidRevocationURL = Code(.invalidRevocationURL)
+        /// A digest the issuer's key cannot sign with (EdDSA takes none, ECDSA has no MD5).
+        public static let digestNotSignable = Code(.digestNotSignable)
+        /// A subjectAltName extension with no name in it.
+        public static let emptySubjectAltNames = Code(.emptySubjectAltNames)
+        /// A server certificate request without a host.
+        public static let missingHost = Code(.missingHost)
+        /// Name constraints or a path length on a certificate that is not a CA.
+        public static let requiresCA = Code(.requiresCA)
+        /// More subject alternative names than `CertificateProfile.maximumSubjectAltNames`.
+        public static let tooManyNames = Code(.tooManyNames)
+        /// An export would replace a different existing file.
+        public static let fileExists = Code(.fileExists)
+        /// A scenario without a certificate (plain HTTP) asked for pins.
+        public static let nothingToPin = Code(.nothingToPin)
+        /// A file in the store that cannot be read as what it should be.
+        public static let damaged = Code(.damaged)
+        /// A file of the built-in root CA that cannot be read: the CA must be restored or replaced.
+        public static let damagedCA = Code(.damagedCA)
+        /// `initializeCA` with `.refuse` found a CA.
+        public static let caExists = Code(.caExists)
+        /// The store has no CA and the caller asked not to make one.
+        public static let noCA = Code(.noCA)
+        /// The store (or a file in it) cannot be created, read, written or locked.
+        public static let storeUnavailable = Code(.storeUnavailable)
+        /// A stored key that is not the private key of its certificate.
+        public static let keyMismatch = Code(.keyMismatch)
+        /// An export or output path inside the store (`CertificateStore.requireOutside`).
+        public static let insideStore = Code(.insideStore)
+        /// The store's folder is not one this user can trust (its owner, its mode, a folder above it): refused, never
+        /// repaired. Fix it, or use another store.
+        public static let untrustedStore = Code(.untrustedStore)
+        /// Something inside the store is not what the store made (a symbolic link, not a regular file, a key others can
+        /// read that cannot be made private): refused, never repaired or followed.
+        public static let untrustedStoreFile = Code(.untrustedStoreFile)
+
+        public var description: String { kind.rawValue }
+    }
+
+    /// What kind of failure this is.
+    public let code: Code
+    /// What is wrong, one line.
+    public let reason: String
+    /// What to do about it, in the library's terms; nil when there is nothing to add to the reason.
+    public let fix: String?
+    /// The file, folder or value the error is about, when there is one.
+    public let subject: String?
+    /// Where the error was thrown (`#fileID`), for debugging.
+    public let file: String
+    /// The line it was thrown from.
+    public let line: UInt
+
+    public init(code: Code, subject: String? = nil, reason: String, fix: String? = nil, file: String = #fileID, line: UInt = #line) {
+        self.code = code
+        self.reason = reason
+        self.fix = fix
+        self.subject = subject
+        self.file = file
+        self.line = line
+    }
+
+    public var description: String { fix.map { "\(reason); \($0)" } ?? reason }
+
+    public var debugDescription: String { "PKIError.\(code): \(description) (\(file):\(line))" }
+
+    public static func == (lhs: PKIError, rhs: PKIError) -> Bool { lhs.code == rhs.code }
+    public func hash(into hasher: inout Hasher) { hasher.combine(code) }
+
+    /// Whether this is a refusal of the store itself, which no fallback may get around.
+    public var refusesTheStore: Bool { code == .untrustedStore || code == .untrustedStoreFile }
+}
+
+// One factory a code (a few share one), named as the cases of the enum this replaced so call sites read the same.
+extension PKIError {
+    public static func invalidKeySpec(_ spec: String, _ hint: String, file: String = #fileID, line: UInt = #line) -> PKIError {
+        PKIError(code: .invalidKeySpec, subject: spec, reason: "unknown key spec \"\(spec)\"", fix: hint, file: file, line: line)
+    }
+
+    public static func invalidDigest(_ digest: String, file: String = #fileID, line: UInt = #line) -> PKIError {
+        PKIError(code: .invalidDigest, subject: digest, reason: "unknown digest \"\(digest)\"",
+                 fix: "use one of \(SignatureDigest.allCases.map(\.rawValue).joined(separator: ", "))", file: file, line: line)
+    }
+
+    public static func invalidHost(_ host: String, _ why: String, file: String = #fileID, line: UInt = #line) -> PKIError {
+        PKIError(code: .invalidHost, subject: host, reason: "invalid host \"\(host)\"", fix: why, file: file, line: line)
+    }
+
+    public static func invalidName(_ name: String, _ why: String, file: String = #fileID, line: UInt = #line) -> PKIError {
+        PKIError(code: .invalidName, subject: name, reason: "invalid name \"\(name)\"", fix: why, file: file, line: line)
+    }
+
+    public static func invalidNameConstraint(_ entry: String, _ why: String, file: String = #fileID, line: UInt = #line) -> PKIError {
+        PKIError(code: .invalidNameConstraint, subject: entry, reason: "invalid name constraint \"\(entry)\"", fix: why, file: file, line: line)
+    }
+
+    public static func damaged(path: String, problem: String, fix: String, code: Code = .damaged,
+                               file: String = #fileID, line: UInt = #line) -> PKIError {
+        PKIError(code: code, subject: path, reason: "\(path) is damaged (\(problem))", fix: fix, file: file, line: line)
+    }
+
+    public static func caExists(path: String, fingerprint: String, file: String = #fileID, line: UInt = #line) -> PKIError {
+        PKIError(code: .caExists, subject: path,
+                 reason: "a CA already exists in \(path) (SHA-256 \(fingerprint.prefix(23))…); apps and devices may trust or pin it, so it is kept",
+                 fix: "to replace it, call initializeCA(ifExists: .replace) (the old one is moved aside, not deleted), or .keep to use it",
+                 file: file, line: line)
+    }
+
+    public static func noCA(path: String, file: String = #fileID, line: UInt = #line) -> PKIError {
+        PKIError(code: .noCA, subject: path, reason: "no CA in \(path)",
+                 fix: "make one with CertificateStore.initializeCA(), or open a store that has one (CertificateStore(directory:), TLS_FIXTURES_CERTS)",
+                 file: file, line: line)
+    }
+
+    public static func storeUnavailable(path: String, problem: String, file: String = #fileID, line: UInt = #line) -> PKIError {
+        PKIError(code: .storeUnavailable, subject: path, reason: "cannot use the certificate store \(path): \(problem)",
+                 fix: "use another directory (CertificateStore(directory:), or TLS_FIXTURES_CERTS)", file: file, line: line)
+    }
+
+    public static func keyMismatch(path: String, file: String = #fileID, line: UInt = #line) -> PKIError {
+        PKIError(code: .keyMismatch, subject: path, reason: "\(path) does not hold the private key of its certificate",
+                 fix: "restore the pair or re-create it", file: file, line: line)
+    }
+
+    public static func tooManyNames(_ count: Int, file: String = #fileID, line: UInt = #line) -> PKIError {
+        PKIError(code: .tooManyNames, subject: "\(count)",
+                 reason: "\(count) subject alternative names, but at most \(CertificateProfile.maximumSubjectAltNames) go in one certificate: "
+                    + "far more make it megabytes long, and clients refuse it",
+                 file: file, line: line)
+    }
+
+    public static func insideStore(path: String, store: String, file: String = #fileID, line: UInt = #line) -> PKIError {
+        PKIError(code: .insideStore, subject: path,
+                 reason: "\(path) is inside the certificate store \(store), whose files are the kit's own (writing there could replace the CA's key)",
+                 fix: "write it elsewhere", file: file, line: line)
+    }
+
+    public static func untrustedStore(path: String, problem: String, fix: String, code: Code = .untrustedStore,
+                                      file: String = #fileID, line: UInt = #line) -> PKIError {
+        PKIError(code: code, subject: path, reason: "refusing \(path): \(problem)", fix: fix, file: file, line: line)
+    }
+
+    /// An export would replace `path`, which holds something else.
+    static func fileExists(_ path: String, _ what: String = "exists and differs", file: String = #fileID, line: UInt = #line) -> PKIError {
+        PKIError(code: .fileExists, subject: path, reason: "\(path) \(what)", fix: "pass force: true to replace it, or write elsewhere",
+                 file: file, line: line)
+    }
+}

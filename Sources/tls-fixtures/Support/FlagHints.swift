@@ -1,0 +1,81 @@
+import ArgumentParser
+import TLSFixtures
+
+/// The one place the CLI puts its flags into the library's errors.
+///
+/// A library error says what to change in the library's terms (a property, an argument, `initializeCA(ifExists:)`),
+/// since an XCTest user has no flags to pass. A CLI user has only flags, so each error code whose remedy is a flag gets
+/// that flag here, and the one-line message keeps the library's reason.
+enum FlagHints {
+    /// How the CLI words an error's remedy.
+    enum Hint {
+        /// Say this instead of the library's fix.
+        case instead(String)
+        /// Say this after the library's fix.
+        case also(String)
+    }
+
+    /// The hint for each PKI error code whose remedy is a flag; the other codes print as the library words them.
+    static let pki: [PKIError.Code: Hint] = [
+        .emptySubjectAltNames: .instead("omit it instead (--no-san)"),
+        .missingHost: .instead("give at least one --host (DNS name or IP address), or --no-san for a certificate without subjectAltName"),
+        .requiresCA: .instead("add --ca (--permit, --exclude and --path-len apply to CA certificates only)"),
+        .digestNotSignable: .instead("choose an RSA issuer (for example `--issuer rsa-intermediate`) or another --digest"),
+        .fileExists: .instead("pass --force to replace it, or write somewhere else"),
+        .caExists: .instead("pass --force to replace it (the old one is moved aside, not deleted), or --if-missing to keep it"),
+        .noCA: .instead("run `tls-fixtures ca init` (or point --dir / TLS_FIXTURES_CERTS at an existing store)"),
+        .storeUnavailable: .instead("choose another with --dir or TLS_FIXTURES_CERTS"),
+        .damagedCA: .instead("restore it from a backup, or replace the CA with `tls-fixtures ca init --force` (devices that trust the old one must then trust the new one)"),
+        .untrustedStore: .also("(--dir or TLS_FIXTURES_CERTS)"),
+    ]
+
+    /// The CLI's one line for `error`, or nil when the library's own description is already right for a CLI user.
+    static func line(for error: any Error) -> String? {
+        switch error {
+        case let error as PKIError:
+            guard let hint = pki[error.code] else { return nil }
+            switch hint {
+            case .instead(let text): return "\(error.reason); \(text)"
+            case .also(let text): return "\(error.description) \(text)"
+            }
+        case FixtureError.portInUse(let port, let address):
+            return "port \(port) on \(address) is already in use; stop what listens there (lsof -i :\(port)) or choose other ports (--port-base N)"
+        case ScenarioError.certificateNameTaken(let name):
+            return "\"\(name)\" is the certificate of the \(name) scenario, and apps may pin it: choose another --name, or add "
+                + "--force to replace it (the scenario makes its own again the next time it is served)"
+        case ScenarioError.portTaken(let path, let port, "the dashboard"):
+            return "\(path): port \(port) is the dashboard's (serve puts it on --port-base, 9800 by default); choose another port, "
+                + "or leave \"port\" out to get the next free one"
+        case let error as FixtureDomainError:
+            if case .notPermitted(let domain, let permitted) = error {
+                return "the built-in CA does not permit \(domain) (its name constraints allow only \(permitted.joined(separator: ", "))), "
+                    + "so every client that checks them would refuse NAME.\(domain); make a CA that permits it: "
+                    + "`tls-fixtures ca init --force --domain \(domain)` (the old CA is moved aside, not deleted; trust the new one where "
+                    + "the old one was trusted)"
+            }
+            return "--domain: \(error)"
+        case SimulatorTrustError.nothingBooted(let known):
+            return "no simulator is booted (\(known) known): boot one (`xcrun simctl boot \"iPhone 15\"`, or open Simulator.app), "
+                + "or name one with --device UDID"
+        default:
+            return nil
+        }
+    }
+
+    /// Runs `body`, turning a library error into the CLI's line. For `validate()`: ArgumentParser wraps what it throws
+    /// before `main` could see it.
+    static func translating<T>(_ body: () throws -> T) throws -> T {
+        do { return try body() } catch {
+            if let line = line(for: error) { throw CLIError(line) }
+            throw error
+        }
+    }
+
+    /// The async form, for `run()` bodies that want the CLI's words before `main` (it translates too).
+    static func translating<T>(_ body: () async throws -> T) async throws -> T {
+        do { return try await body() } catch {
+            if let line = line(for: error) { throw CLIError(line) }
+            throw error
+        }
+    }
+}
