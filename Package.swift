@@ -76,7 +76,10 @@ let package = Package(
             dependencies: [
                 "TLSFixturesServer", "TLSFixturesATS",
                 .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),
+                // ProbeHTTPExchange decodes answers with NIOHTTP1's codecs in an EmbeddedChannel.
+                .product(name: "NIOEmbedded", package: "swift-nio"),
             ]
         ),
         // `serve`: every scenario, the dashboard, the control API, the proxy.

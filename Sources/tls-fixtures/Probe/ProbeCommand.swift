@@ -12,6 +12,10 @@ struct ProbeCommand: AsyncParsableCommand {
             sslserver), and whether a pin matched. The handshake itself accepts anything the linked OpenSSL can \
             speak, so weak servers are reported rather than refused.
 
+            Then it sends GET / and reads one HTTP/1.1 answer (Content-Length or chunked, interim 1xx answers \
+            skipped), done at the answer's end even on a connection the server keeps open. A body over 1 MiB, an \
+            answer cut short, a reset, or silence until --timeout is a one-line failure (exit 2).
+
             Exit status: 0 handshake done, certificate verified (and a pin matched, when --pin is given); \
             2 handshake failed; 3 certificate not verified; 4 no pin matched; 1 usage or connection errors. When pins \
             are given and none matches, the HTTP request is not sent (as a pinning client would not send it), and the \

@@ -1,0 +1,14 @@
+public enum ProbeError: Error, CustomStringConvertible, Sendable, Equatable {
+    case invalidTarget(String, String)
+    case connect(String, String)
+    /// A scan of many handshakes (`ServerFactsCollector`) reached its deadline: target, and where it stopped.
+    case timedOut(String, String)
+
+    public var description: String {
+        switch self {
+        case .invalidTarget(let text, let hint): return "invalid target \"\(text)\": \(hint)"
+        case .connect(let target, let why): return "cannot connect to \(target): \(why)"
+        case .timedOut(let target, let what): return "\(target): \(what)"
+        }
+    }
+}

@@ -1,0 +1,40 @@
+import TLSFixturesWire
+import TLSFixturesATS
+import TLSFixturesOpenSSL
+
+/// Everything a client learned from one connection attempt.
+public struct ProbeResult: Codable, Sendable, Equatable {
+    public var target: String
+    public var connectedTo: String?
+    /// nil when the handshake completed.
+    public var failure: String?
+    /// `TLSv1.2`, as `SSL_get_version` prints it.
+    public var protocolName: String?
+    public var version: TLSVersion?
+    public var cipher: HandshakeDetails.Cipher?
+    /// "Server Temp Key" in s_client's words: `X25519`, `ECDH prime256v1`, `DH 1024`; for a group with no temporary key
+    /// (OpenSSL 3.5's default hybrid) the group: `X25519MLKEM768`. nil for RSA key exchange.
+    public var keyExchange: String?
+    /// The negotiated group as OpenSSL names it (`x25519`, `secp256r1`, `X25519MLKEM768`); nil when none was used.
+    public var group: String?
+    public var alpn: String?
+    /// The chain exactly as sent, leaf first.
+    public var presentedChain: [CertificateFacts]
+    /// As a default OpenSSL 3 client judges it (security level 2, hostname, purpose sslserver).
+    public var verification: VerifyOutcome?
+    /// Chain building, signatures and dates only, for the ATS model.
+    public var trust: TrustFacts?
+    /// The OCSP response the server stapled (the probe always asks for one); nil when it sent none.
+    public var stapledOCSP: OCSPResponseFacts?
+    public var http: ProbeHTTPResponse?
+    /// The probe gave up at its deadline (`failure` says where: handshake or HTTP answer).
+    public var timedOut = false
+    /// Why no HTTP request was sent although one was asked for (`ProbeOptions.beforeHTTPRequest` stopped it).
+    public var httpNotSent: String?
+
+    package init(target: String, connectedTo: String?, presentedChain: [CertificateFacts]) {
+        self.target = target; self.connectedTo = connectedTo; self.presentedChain = presentedChain
+    }
+
+    public var succeeded: Bool { failure == nil }
+}
