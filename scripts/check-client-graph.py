@@ -6,12 +6,10 @@ Reads `swift package describe --type json` (run here, or from --describe FILE) a
 the client products; then reads the sources of those targets, so an `import NIOCore` is caught by name too.
 Exit 0 and one line when the graph is clean; exit 1 and one line per problem otherwise.
 """
-import argparse
-import json
 import re
-import subprocess
 import sys
-from pathlib import Path
+
+import package_graph
 
 PRODUCTS = ["TLSFixturesClient", "TLSFixturesClientXCTest"]
 # What the OS gives an iOS or macOS test target (FoundationNetworking and Glibc on Linux), and XCTest for the glue.
@@ -59,26 +57,7 @@ def problems(describe, root):
 
 
 def main():
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--describe", help="a saved `swift package describe --type json` (default: run it)")
-    parser.add_argument("--root", default=".", help="the package checkout (default: .)")
-    args = parser.parse_args()
-    root = Path(args.root)
-    if args.describe:
-        text = Path(args.describe).read_text(encoding="utf-8")
-    else:
-        completed = subprocess.run(["swift", "package", "--package-path", str(root), "describe", "--type", "json"],
-                                   capture_output=True, text=True)
-        if completed.returncode != 0:
-            print(f"check-client-graph: `swift package describe` failed: {completed.stderr.strip().splitlines()[-1:]}")
-            return 1
-        text = completed.stdout
-    found = problems(json.loads(text[text.index("{"):]), root)
-    for problem in found:
-        print(f"check-client-graph: {problem}")
-    if not found:
-        print(f"check-client-graph: {', '.join(PRODUCTS)} link Foundation only (no OpenSSL, no NIO)")
-    return 1 if found else 0
+    return package_graph.run("check-client-graph", __doc__.splitlines()[0], problems, f"{', '.join(PRODUCTS)} link Foundation only (no OpenSSL, no NIO)")
 
 
 if __name__ == "__main__":

@@ -9,12 +9,10 @@
 Reads `swift package describe --type json` (run here, or from --describe FILE) and the targets' sources.
 Exit 0 and one line when the layers hold; exit 1 and one line per problem otherwise.
 """
-import argparse
-import json
 import re
-import subprocess
 import sys
-from pathlib import Path
+
+import package_graph
 
 # Bottom to top. A layer may depend on any layer before it, never on one after it.
 ORDER = ["TLSFixturesWire", "TLSFixturesATS", "TLSFixturesOpenSSL", "TLSFixturesPKI", "TLSFixturesScenario",
@@ -68,27 +66,7 @@ def problems(describe, root):
 
 
 def main():
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--describe", help="a saved `swift package describe --type json` (default: run it)")
-    parser.add_argument("--root", default=".", help="the package checkout (default: .)")
-    args = parser.parse_args()
-    root = Path(args.root)
-    if args.describe:
-        text = Path(args.describe).read_text(encoding="utf-8")
-    else:
-        completed = subprocess.run(["swift", "package", "--package-path", str(root), "describe", "--type", "json"],
-                                   capture_output=True, text=True)
-        if completed.returncode != 0:
-            print(f"check-layers: `swift package describe` failed: {completed.stderr.strip().splitlines()[-1:]}")
-            return 1
-        text = completed.stdout
-    found = problems(json.loads(text[text.index("{"):]), root)
-    for problem in found:
-        print(f"check-layers: {problem}")
-    if not found:
-        print("check-layers: every layer depends only on layers below it; only TLSFixturesOpenSSL imports COpenSSL; "
-              "the ATS model and the wire values are Foundation only")
-    return 1 if found else 0
+    return package_graph.run("check-layers", __doc__.splitlines()[0], problems, "every layer depends only on layers below it; only TLSFixturesOpenSSL imports COpenSSL; the ATS model and the wire values are Foundation only")
 
 
 if __name__ == "__main__":
