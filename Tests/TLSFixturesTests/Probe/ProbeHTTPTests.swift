@@ -87,16 +87,15 @@ struct ProbeHTTPTests {
         let ca = TestEnvironment.temporaryDirectory("probe-ca").appendingPathComponent("roots.pem")
         try Certificate.pem(try ProbeTestServer.trustRoots).write(to: ca)
         let port = server.port
-        let start = Date()
         let result = try await offThePool {
             try TestEnvironment.tlsFixtures(["probe", "localhost:\(port)", "--resolve", "localhost:\(port):127.0.0.1",
                                              "--ca", ca.path, "--timeout", "40"], timeout: 60)
         }
-        let took = Date().timeIntervalSince(start)
         #expect(result.status == 0, "\(result.combined)")
         #expect(result.stdout.contains("200, fixture \"python-chunked\""), "\(result.combined)")
-        // The server keeps the connection open: a probe that waited for the end of the stream would run into its 40 s
-        // timeout. 20 s leaves a loaded machine room to start the process.
-        #expect(took < 20, "probe ran \(took) s")
+        // The server keeps the connection open, so a probe that waited for the end of the stream would end in its
+        // timeout, a failure; the in-process tests above bound the time. No wall-clock bound here: in a fresh CI clone
+        // the CLI once took 57 s to be run at all, queued for a Dispatch thread behind other tests' blocking work.
+        #expect(!result.stdout.contains("timed out") && !result.stderr.contains("timed out"), "\(result.combined)")
     }
 }
