@@ -25,7 +25,6 @@ final class ATSCatalogTests: XCTestCase {
             let verdict = ATSEvaluator().evaluate(url: row.url, facts: row.facts)
             let declared = try ScenarioCatalog.builtIn.scenario(named: row.name).expect.ats
             XCTAssertEqual(verdict.allowed, declared == .allow, "\(row.name): Scenarios/\(row.name).json says \(declared); \(verdict)")
-            XCTAssertEqual(row.atsDefaultAllows, declared == .allow, "\(row.name): the row's column disagrees with the file")
             XCTAssertTrue(verdict.atsApplies, "\(row.name): ATS must apply to a qualified name")
             if !verdict.allowed {
                 XCTAssertNotNil(verdict.likelyError, row.name)
@@ -34,38 +33,44 @@ final class ATSCatalogTests: XCTestCase {
         }
     }
 
-    func testFinderMatchesCatalog() {
+    /// The finder, given a row's facts, must find the smallest fix its scenario file declares (`expect.atsFix`), and
+    /// what it finds must work when pasted into an Info.plist.
+    func testFinderMatchesCatalog() throws {
         for row in ATSCatalog.rows() {
+            let fix = try XCTUnwrap(try ScenarioCatalog.builtIn.scenario(named: row.name).expect.atsFix,
+                                    "\(row.name): Scenarios/\(row.name).json has no expect.atsFix")
             let finding = ATSExceptionFinder().find(host: row.host, port: 8443, facts: row.facts)
-            let label = "\(row.name): \(finding.result)"
-            switch row.finder {
+            let label = "\(row.name): the file says \(fix.kind.rawValue), the finder found \(finding.result)"
+            let alsoRequires = fix.alsoRequires.map { requirement -> [String] in
+                XCTAssertEqual(requirement, "trust-override", "\(row.name): an alsoRequires the test does not know")
+                return [ATSExceptionFinder.trustOverrideRequirement]
+            } ?? []
+            switch fix.kind {
             case .notNeeded:
                 XCTAssertEqual(finding.result, .notNeeded, label)
-            case .entry(let keys):
+            case .exception:
+                let keys = (fix.domainKeys ?? [:]).mapValues { scalar -> ATSPlistValue in
+                    switch scalar {
+                    case .bool(let value): return .bool(value)
+                    case .string(let value): return .string(value)
+                    }
+                }
                 XCTAssertEqual(finding.result, .exception([ATSKey.exceptionDomains: [row.host: .dictionary(keys)]],
-                                                          alsoRequires: []), label)
+                                                          alsoRequires: alsoRequires), label)
                 XCTAssertEqual(finding.exceptionDomainKeys, keys, label)
                 XCTAssertFalse(finding.usesArbitraryLoads, label)
+                XCTAssertEqual(finding.requiresTrustOverride, !alsoRequires.isEmpty, label)
                 assertRoundTripAllows(finding, url: row.url, facts: row.facts, label)
             case .arbitraryLoads:
-                XCTAssertEqual(finding.result, .exception([ATSKey.allowsArbitraryLoads: true], alsoRequires: []), label)
+                XCTAssertEqual(finding.result, .exception([ATSKey.allowsArbitraryLoads: true], alsoRequires: alsoRequires), label)
                 XCTAssertTrue(finding.usesArbitraryLoads, label)
                 XCTAssertNil(finding.exceptionDomainKeys, label)
                 assertRoundTripAllows(finding, url: row.url, facts: row.facts, label)
-            case .insecureHTTPPlusTrustOverride:
-                XCTAssertEqual(finding.result, .exception(
-                    [ATSKey.exceptionDomains: [row.host: [ATSKey.exceptionAllowsInsecureHTTPLoads: true]]],
-                    alsoRequires: [ATSExceptionFinder.trustOverrideRequirement]), label)
-                XCTAssertTrue(finding.requiresTrustOverride, label)
-                assertRoundTripAllows(finding, url: row.url, facts: row.facts, label)
-            case .arbitraryLoadsPlusTrustOverride:
-                XCTAssertEqual(finding.result, .exception([ATSKey.allowsArbitraryLoads: true],
-                                                          alsoRequires: [ATSExceptionFinder.trustOverrideRequirement]), label)
-                assertRoundTripAllows(finding, url: row.url, facts: row.facts, label)
-            case .impossible(let mention):
+            case .impossible:
                 guard case .impossible(let reason) = finding.result else {
                     XCTFail("\(label): expected impossible"); continue
                 }
+                let mention = try XCTUnwrap(row.impossibleMention, "\(row.name): an impossible row names what is at fault")
                 XCTAssertTrue(reason.hasPrefix("no ATS key admits this"), reason)
                 XCTAssertTrue(reason.contains(mention), "\(row.name): \(reason)")
                 XCTAssertTrue(reason.contains("you need"), reason)

@@ -108,29 +108,14 @@ enum ATSFactsKit {
     static func url(_ text: String) -> URL { URL(string: text)! }
 }
 
-/// The scenario catalog (scenarios.md) as test data: facts for `NAME.fixtures.test` and the two
-/// expectation columns.
+/// The scenario catalog (scenarios.md) as test data: the facts a client would observe at `NAME.fixtures.test`. The
+/// verdict and the smallest fix each row must get are not here: they come from the scenario's file (`expect.ats`,
+/// `expect.atsFix`), so they are written once.
 struct ATSCatalogRow {
-    enum Finder {
-        /// "—": no exception needed.
-        case notNeeded
-        /// A per-domain entry with exactly these keys.
-        case entry([String: ATSPlistValue])
-        /// "none but arbitrary loads".
-        case arbitraryLoads
-        /// "none; trust override + NSExceptionAllowsInsecureHTTPLoads".
-        case insecureHTTPPlusTrustOverride
-        /// "none but arbitrary loads + trust override".
-        case arbitraryLoadsPlusTrustOverride
-        /// "none (… report it)": the finder's reason must contain this text.
-        case impossible(String)
-    }
-
     var name: String
     var facts: ServerFacts
-    var atsDefaultAllows: Bool
-    var finder: Finder
-    var anchorNote: String = ""
+    /// For a scenario no ATS key admits: a word the finder's reason must name (the suite or protocol at fault).
+    var impossibleMention: String? = nil
 
     var host: String { "\(name).fixtures.test" }
     var url: URL { URL(string: "\(facts.scheme)://\(host):8443/")! }
@@ -150,61 +135,50 @@ enum ATSCatalog {
 
         var rows: [ATSCatalogRow] = []
         // control
-        rows.append(ATSCatalogRow(name: "ats-compliant", facts: baseline("ats-compliant"), atsDefaultAllows: true, finder: .notNeeded))
+        rows.append(ATSCatalogRow(name: "ats-compliant", facts: baseline("ats-compliant")))
         for (name, bits, curve) in [("ecc256", 256, "prime256v1"), ("ecc384", 384, "secp384r1")] {
             let ecdsa: AcceptedSuites = [
                 .tls1_2: ["TLS_ECDHE_ECDSA_WITH_AES_256_GCM_SHA384", "TLS_ECDHE_ECDSA_WITH_AES_128_GCM_SHA256"],
                 .tls1_3: ["TLS_AES_256_GCM_SHA384", "TLS_AES_128_GCM_SHA256"],
             ]
             rows.append(ATSCatalogRow(name: name, facts: withLeaf(name, { $0.keyType = "EC"; $0.keyBits = bits; $0.curve = curve },
-                                                              accepted: ecdsa),
-                                   atsDefaultAllows: true, finder: .notNeeded))
+                                                              accepted: ecdsa)))
         }
         for (name, bits) in [("rsa4096", 4096), ("rsa8192", 8192)] {
-            rows.append(ATSCatalogRow(name: name, facts: withLeaf(name, { $0.keyBits = bits }), atsDefaultAllows: true, finder: .notNeeded))
+            rows.append(ATSCatalogRow(name: name, facts: withLeaf(name, { $0.keyBits = bits })))
         }
         for (name, digest) in [("sha384", "sha384"), ("sha512", "sha512")] {
             rows.append(ATSCatalogRow(name: name, facts: withLeaf(name, {
                 $0.signatureDigest = digest; $0.signatureAlgorithm = "\(digest)WithRSAEncryption"
-            }), atsDefaultAllows: true, finder: .notNeeded))
+            })))
         }
-        rows.append(ATSCatalogRow(name: "tls-v1-2", facts: F.speaking(h("tls-v1-2"), [.tls1_2: F.modernSuites[.tls1_2]!]),
-                               atsDefaultAllows: true, finder: .notNeeded))
-        rows.append(ATSCatalogRow(name: "tls-v1-3", facts: F.speaking(h("tls-v1-3"), [.tls1_3: F.modernSuites[.tls1_3]!]),
-                               atsDefaultAllows: true, finder: .notNeeded))
+        rows.append(ATSCatalogRow(name: "tls-v1-2", facts: F.speaking(h("tls-v1-2"), [.tls1_2: F.modernSuites[.tls1_2]!])))
+        rows.append(ATSCatalogRow(name: "tls-v1-3", facts: F.speaking(h("tls-v1-3"), [.tls1_3: F.modernSuites[.tls1_3]!])))
         // protocol
-        rows.append(ATSCatalogRow(name: "tls-v1-0", facts: F.speaking(h("tls-v1-0"), F.tls10Only), atsDefaultAllows: false,
-                               finder: .entry([ATSKey.exceptionMinimumTLSVersion: "TLSv1.0"])))
-        rows.append(ATSCatalogRow(name: "tls-v1-1", facts: F.speaking(h("tls-v1-1"), F.tls11Only), atsDefaultAllows: false,
-                               finder: .entry([ATSKey.exceptionMinimumTLSVersion: "TLSv1.1"])))
+        rows.append(ATSCatalogRow(name: "tls-v1-0", facts: F.speaking(h("tls-v1-0"), F.tls10Only)))
+        rows.append(ATSCatalogRow(name: "tls-v1-1", facts: F.speaking(h("tls-v1-1"), F.tls11Only)))
         // ssl-v3 as if the linked OpenSSL could serve it; the unsupported form is tested separately.
-        rows.append(ATSCatalogRow(name: "ssl-v3", facts: F.speaking(h("ssl-v3"), [.ssl3: ["TLS_RSA_WITH_AES_128_CBC_SHA"]]),
-                               atsDefaultAllows: false, finder: .impossible("SSLv3")))
+        rows.append(ATSCatalogRow(name: "ssl-v3", facts: F.speaking(h("ssl-v3"), [.ssl3: ["TLS_RSA_WITH_AES_128_CBC_SHA"]]), impossibleMention: "SSLv3"))
         // cipher
-        rows.append(ATSCatalogRow(name: "static-rsa", facts: F.speaking(h("static-rsa"), F.staticRSA), atsDefaultAllows: false,
-                               finder: .entry([ATSKey.exceptionRequiresForwardSecrecy: false])))
+        rows.append(ATSCatalogRow(name: "static-rsa", facts: F.speaking(h("static-rsa"), F.staticRSA)))
         for name in ["dhe-only", "dh1024", "dh512"] {
             // The DH group size is not in ServerFacts; the catalog says arbitrary loads admits all three.
-            rows.append(ATSCatalogRow(name: name, facts: F.speaking(h(name), F.dheOnly), atsDefaultAllows: false,
-                                   finder: .arbitraryLoads))
+            rows.append(ATSCatalogRow(name: name, facts: F.speaking(h(name), F.dheOnly)))
         }
-        rows.append(ATSCatalogRow(name: "cbc", facts: F.speaking(h("cbc"), [.tls1_2: ["TLS_ECDHE_RSA_WITH_AES_128_CBC_SHA"]]),
-                               atsDefaultAllows: true, finder: .notNeeded))
+        rows.append(ATSCatalogRow(name: "cbc", facts: F.speaking(h("cbc"), [.tls1_2: ["TLS_ECDHE_RSA_WITH_AES_128_CBC_SHA"]])))
         for (name, suite) in [("rc4", "TLS_RSA_WITH_RC4_128_SHA"), ("3des", "TLS_RSA_WITH_3DES_EDE_CBC_SHA"),
                               ("null", "TLS_RSA_WITH_NULL_SHA256")] {
-            rows.append(ATSCatalogRow(name: name, facts: F.speaking(h(name), [.tls1_2: [suite]]), atsDefaultAllows: false,
-                                   finder: .impossible(suite)))
+            rows.append(ATSCatalogRow(name: name, facts: F.speaking(h(name), [.tls1_2: [suite]]), impossibleMention: suite))
         }
         // certificate
         rows.append(ATSCatalogRow(name: "sha1-leaf", facts: withLeaf("sha1-leaf", {
             $0.signatureDigest = "sha1"; $0.signatureAlgorithm = "sha1WithRSAEncryption"
-        }), atsDefaultAllows: false, finder: .insecureHTTPPlusTrustOverride))
+        })))
         do {
             let intermediate = F.cert("Intermediate", issuer: F.builtInIssuer, notBefore: F.now - 100 * F.day, days: 1000, isCA: true, eku: nil)
             let leaf = F.leaf(h("intermediate"), issuer: intermediate.subject)
             rows.append(ATSCatalogRow(name: "intermediate",
-                                   facts: F.facts(leaf: leaf, presented: [leaf, intermediate], verified: [leaf, intermediate, F.builtInCA]),
-                                   atsDefaultAllows: true, finder: .notNeeded))
+                                   facts: F.facts(leaf: leaf, presented: [leaf, intermediate], verified: [leaf, intermediate, F.builtInCA])))
         }
         do {
             let intermediate = F.cert("SHA-1 Intermediate", issuer: F.builtInIssuer, digest: "sha1", notBefore: F.now - 100 * F.day,
@@ -212,59 +186,52 @@ enum ATSCatalog {
             let leaf = F.leaf(h("sha1-intermediate"), issuer: intermediate.subject)
             rows.append(ATSCatalogRow(name: "sha1-intermediate",
                                    facts: F.facts(leaf: leaf, presented: [leaf, intermediate],
-                                                  verified: [leaf, intermediate, F.builtInCA]),
-                                   atsDefaultAllows: false, finder: .insecureHTTPPlusTrustOverride))
+                                                  verified: [leaf, intermediate, F.builtInCA])))
         }
         rows.append(ATSCatalogRow(name: "md5-leaf", facts: withLeaf("md5-leaf", {
             $0.signatureDigest = "md5"; $0.signatureAlgorithm = "md5WithRSAEncryption"
-        }), atsDefaultAllows: false, finder: .insecureHTTPPlusTrustOverride))
+        })))
         for (name, bits) in [("rsa1024", 1024), ("rsa512", 512)] {
-            rows.append(ATSCatalogRow(name: name, facts: withLeaf(name, { $0.keyBits = bits }), atsDefaultAllows: false,
-                                   finder: .insecureHTTPPlusTrustOverride))
+            rows.append(ATSCatalogRow(name: name, facts: withLeaf(name, { $0.keyBits = bits })))
         }
         do {
             var leaf = F.leaf(h("self-signed"), issuer: "CN=self-signed.fixtures.test,O=swift-tls-fixtures")
             leaf.isSelfIssued = true
             rows.append(ATSCatalogRow(name: "self-signed",
                                    facts: F.facts(leaf: leaf, chainError: F.verifyError(18, "self-signed certificate"),
-                                                  verified: [leaf]),
-                                   atsDefaultAllows: false, finder: .insecureHTTPPlusTrustOverride))
+                                                  verified: [leaf])))
         }
         do {
             let otherRoot = F.root("Untrusted Root")
             let leaf = F.leaf(h("untrusted-root"), issuer: otherRoot.subject)
             rows.append(ATSCatalogRow(name: "untrusted-root",
                                    facts: F.facts(leaf: leaf, chainError: F.verifyError(19, "self-signed certificate in certificate chain", depth: 1),
-                                                  presented: [leaf, otherRoot], verified: [leaf, otherRoot]),
-                                   atsDefaultAllows: false, finder: .insecureHTTPPlusTrustOverride))
+                                                  presented: [leaf, otherRoot], verified: [leaf, otherRoot])))
         }
-        rows.append(ATSCatalogRow(name: "wrong-host", facts: withLeaf("wrong-host", { $0.dnsNames = ["wrong.host.invalid"]; $0.ipAddresses = [] }),
-                               atsDefaultAllows: false, finder: .insecureHTTPPlusTrustOverride))
+        rows.append(ATSCatalogRow(name: "wrong-host", facts: withLeaf("wrong-host", { $0.dnsNames = ["wrong.host.invalid"]; $0.ipAddresses = [] })))
         rows.append(ATSCatalogRow(name: "no-san", facts: withLeaf("no-san", {
             $0.commonName = "localhost"; $0.subject = "CN=localhost,O=swift-tls-fixtures"; $0.dnsNames = nil; $0.ipAddresses = []
-        }), atsDefaultAllows: false, finder: .insecureHTTPPlusTrustOverride))
+        })))
         rows.append(ATSCatalogRow(name: "no-common-name", facts: withLeaf("no-common-name", {
             $0.commonName = ""; $0.subject = "O=swift-tls-fixtures"
-        }), atsDefaultAllows: true, finder: .notNeeded))
+        })))
         rows.append(ATSCatalogRow(name: "expired", facts: withLeaf("expired", {
             $0.notBefore = F.now - 398 * F.day; $0.notAfter = F.now - F.day
-        }, chainError: F.verifyError(10, "certificate has expired")), atsDefaultAllows: false, finder: .insecureHTTPPlusTrustOverride))
+        }, chainError: F.verifyError(10, "certificate has expired"))))
         rows.append(ATSCatalogRow(name: "not-yet-valid", facts: withLeaf("not-yet-valid", {
             $0.notBefore = F.now + F.day; $0.notAfter = F.now + 398 * F.day
-        }, chainError: F.verifyError(9, "certificate is not yet valid")), atsDefaultAllows: false, finder: .insecureHTTPPlusTrustOverride))
+        }, chainError: F.verifyError(9, "certificate is not yet valid"))))
         rows.append(ATSCatalogRow(name: "validity-826-days", facts: withLeaf("validity-826-days", {
             $0.notAfter = $0.notBefore + 826 * F.day
-        }), atsDefaultAllows: true, finder: .notNeeded, anchorNote: "user root: allow (app anchor: block, tested separately)"))
-        rows.append(ATSCatalogRow(name: "no-server-auth-eku", facts: withLeaf("no-server-auth-eku", { $0.extendedKeyUsage = ["clientAuth"] }),
-                               atsDefaultAllows: false, finder: .insecureHTTPPlusTrustOverride))
+        })))  // user root: allow; app anchor: block (tested separately)
+        rows.append(ATSCatalogRow(name: "no-server-auth-eku", facts: withLeaf("no-server-auth-eku", { $0.extendedKeyUsage = ["clientAuth"] })))
         do {
             let intermediate = F.cert("Fixtures Intermediate", issuer: F.builtInIssuer, notBefore: F.now - 100 * F.day,
                                       days: 1000, isCA: true, eku: nil)
             let leaf = F.leaf(h("incomplete-chain"), issuer: intermediate.subject)
             rows.append(ATSCatalogRow(name: "incomplete-chain",
                                    facts: F.facts(leaf: leaf, chainError: F.verifyError(20, "unable to get local issuer certificate"),
-                                                  presented: [leaf], verified: [leaf]),
-                                   atsDefaultAllows: false, finder: .insecureHTTPPlusTrustOverride))
+                                                  presented: [leaf], verified: [leaf])))
         }
         do {
             let constrained = F.cert("Constrained CA", issuer: F.builtInIssuer, notBefore: F.now - 100 * F.day,
@@ -272,21 +239,18 @@ enum ATSCatalog {
             let leaf = F.leaf(h("name-constraint-violation"), issuer: constrained.subject)
             rows.append(ATSCatalogRow(name: "name-constraint-violation",
                                    facts: F.facts(leaf: leaf, chainError: F.verifyError(47, "permitted subtree violation"),
-                                                  presented: [leaf, constrained], verified: [leaf, constrained, F.builtInCA]),
-                                   atsDefaultAllows: false, finder: .insecureHTTPPlusTrustOverride))
+                                                  presented: [leaf, constrained], verified: [leaf, constrained, F.builtInCA])))
         }
-        rows.append(ATSCatalogRow(name: "ip-san", facts: withLeaf("ip-san", { $0.ipAddresses = ["127.0.0.1", "::1"] }),
-                               atsDefaultAllows: true, finder: .notNeeded))
+        rows.append(ATSCatalogRow(name: "ip-san", facts: withLeaf("ip-san", { $0.ipAddresses = ["127.0.0.1", "::1"] })))
         rows.append(ATSCatalogRow(name: "1000-sans", facts: withLeaf("1000-sans", {
             $0.dnsNames = (1...999).map { "san\($0).fixtures.test" } + ["1000-sans.fixtures.test"]
-        }), atsDefaultAllows: true, finder: .notNeeded))
+        })))
         // pinning (no NSPinnedDomains in the default policy: trust decides)
         for name in ["pinned", "pin-reissued", "pin-rotated-key", "pin-mitm"] {
-            rows.append(ATSCatalogRow(name: name, facts: ATSPinFixtures.facts(name), atsDefaultAllows: true, finder: .notNeeded))
+            rows.append(ATSCatalogRow(name: name, facts: ATSPinFixtures.facts(name)))
         }
         // cleartext
-        rows.append(ATSCatalogRow(name: "http", facts: ServerFacts(scheme: "http", accepted: [:], presentedChain: [], trust: nil),
-                               atsDefaultAllows: false, finder: .entry([ATSKey.exceptionAllowsInsecureHTTPLoads: true])))
+        rows.append(ATSCatalogRow(name: "http", facts: ServerFacts(scheme: "http", accepted: [:], presentedChain: [], trust: nil)))
         // combination
         do {
             // TLS 1.0 only, static RSA, SHA-1, RSA-1024, self-signed, wrong host.
@@ -294,8 +258,7 @@ enum ATSCatalog {
                               dns: ["wrong.host.invalid"], bits: 1024, digest: "sha1", selfIssued: true)
             rows.append(ATSCatalogRow(name: "legacy-everything",
                                    facts: F.facts(leaf: leaf, accepted: [.tls1_0: ["TLS_RSA_WITH_AES_128_CBC_SHA"]],
-                                                  chainError: F.verifyError(18, "self-signed certificate"), verified: [leaf]),
-                                   atsDefaultAllows: false, finder: .arbitraryLoadsPlusTrustOverride))
+                                                  chainError: F.verifyError(18, "self-signed certificate"), verified: [leaf])))
         }
         // revocation (second round): every leaf from the built-in intermediate, which is sent. ATS checks no revocation and
         // default trust fetches nothing; only a stapled "revoked" signed by the issuer fails (Apple's trustd honours staples).
@@ -303,7 +266,7 @@ enum ATSCatalog {
             let intermediate = F.cert("Fixtures Intermediate", issuer: F.builtInIssuer, notBefore: F.now - 100 * F.day,
                                       days: 1000, isCA: true, eku: nil)
             func revocationRow(_ name: String, ocsp: Bool = true, crl: Bool = true, mustStaple: Bool = false,
-                               stapled: String? = nil, allows: Bool = true) -> ATSCatalogRow {
+                               stapled: String? = nil) -> ATSCatalogRow {
                 var leaf = F.leaf(h(name), issuer: intermediate.subject)
                 leaf.ocspURLs = ocsp ? ["http://localhost:9899/ocsp"] : []
                 leaf.crlURLs = crl ? ["http://localhost:9899/crl/intermediate.crl"] : []
@@ -314,11 +277,10 @@ enum ATSCatalog {
                                       revokedAt: $0 == "revoked" ? F.now - F.day : nil, thisUpdate: F.now, nextUpdate: F.now + F.day,
                                       signedByIssuer: true)
                 }
-                return ATSCatalogRow(name: name, facts: facts, atsDefaultAllows: allows,
-                                     finder: allows ? .notNeeded : .insecureHTTPPlusTrustOverride)
+                return ATSCatalogRow(name: name, facts: facts)
             }
             rows.append(revocationRow("revoked"))
-            rows.append(revocationRow("revoked-stapled", stapled: "revoked", allows: false))
+            rows.append(revocationRow("revoked-stapled", stapled: "revoked"))
             rows.append(revocationRow("ocsp-good-stapled", stapled: "good"))
             rows.append(revocationRow("must-staple-missing", mustStaple: true))
             var unreachable = revocationRow("ocsp-unreachable")
@@ -330,15 +292,13 @@ enum ATSCatalog {
             let reversedLeaf = F.leaf(h("reversed-chain"), issuer: intermediate.subject)
             rows.append(ATSCatalogRow(name: "reversed-chain",
                                       facts: F.facts(leaf: reversedLeaf, presented: [reversedLeaf, F.builtInCA, intermediate],
-                                                     verified: [reversedLeaf, intermediate, F.builtInCA]),
-                                      atsDefaultAllows: true, finder: .notNeeded))
+                                                     verified: [reversedLeaf, intermediate, F.builtInCA])))
         }
-        rows.append(ATSCatalogRow(name: "no-subject", facts: withLeaf("no-subject", { $0.subject = ""; $0.commonName = nil }),
-                                  atsDefaultAllows: true, finder: .notNeeded))
+        rows.append(ATSCatalogRow(name: "no-subject", facts: withLeaf("no-subject", { $0.subject = ""; $0.commonName = nil })))
         rows.append(ATSCatalogRow(name: "10000-sans", facts: withLeaf("10000-sans", {
             $0.dnsNames = ["localhost", "10000-sans.fixtures.test"] + (1...9998).map { "n\($0).10000-sans.fixtures.test" }
-        }), atsDefaultAllows: true, finder: .notNeeded))
-        rows.append(ATSCatalogRow(name: "dh2048", facts: F.speaking(h("dh2048"), F.dheOnly), atsDefaultAllows: false, finder: .arbitraryLoads))
+        })))
+        rows.append(ATSCatalogRow(name: "dh2048", facts: F.speaking(h("dh2048"), F.dheOnly)))
         // Mozilla's configurations (guidelines 5.8): each speaks TLS 1.3 with forward-secret suites, so ATS allows all three.
         do {
             let tls13: [String] = ["TLS_AES_128_GCM_SHA256", "TLS_AES_256_GCM_SHA384", "TLS_CHACHA20_POLY1305_SHA256"]
@@ -350,8 +310,7 @@ enum ATSCatalog {
             modernLeaf.notAfter = modernLeaf.notBefore + 90 * F.day
             rows.append(ATSCatalogRow(name: "mozilla-modern", facts: F.facts(leaf: modernLeaf, accepted: [.tls1_3: tls13],
                                                                             presented: [modernLeaf],
-                                                                            verified: [modernLeaf, F.builtInCA]),
-                                      atsDefaultAllows: true, finder: .notNeeded))
+                                                                            verified: [modernLeaf, F.builtInCA])))
             var intermediateLeaf = F.leaf(h("mozilla-intermediate"), issuer: intermediate.subject)
             intermediateLeaf.notAfter = intermediateLeaf.notBefore + 90 * F.day
             rows.append(ATSCatalogRow(name: "mozilla-intermediate", facts: F.facts(
@@ -360,8 +319,7 @@ enum ATSCatalog {
                                      "TLS_ECDHE_RSA_WITH_CHACHA20_POLY1305_SHA256", "TLS_DHE_RSA_WITH_AES_128_GCM_SHA256",
                                      "TLS_DHE_RSA_WITH_AES_256_GCM_SHA384", "TLS_DHE_RSA_WITH_CHACHA20_POLY1305_SHA256"],
                            .tls1_3: tls13],
-                presented: [intermediateLeaf, intermediate], verified: [intermediateLeaf, intermediate, F.builtInCA]),
-                atsDefaultAllows: true, finder: .notNeeded))
+                presented: [intermediateLeaf, intermediate], verified: [intermediateLeaf, intermediate, F.builtInCA])))
             let rsaIntermediate = F.cert("RSA Intermediate", issuer: F.builtInIssuer, notBefore: F.now - 100 * F.day,
                                          days: 1000, isCA: true, eku: nil)
             var oldLeaf = F.leaf(h("mozilla-old"), issuer: rsaIntermediate.subject)
@@ -374,13 +332,12 @@ enum ATSCatalog {
                            .tls1_2: ["TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256", "TLS_DHE_RSA_WITH_AES_128_GCM_SHA256",
                                      "TLS_RSA_WITH_AES_128_GCM_SHA256"] + cbc,
                            .tls1_3: tls13],
-                presented: [oldLeaf, rsaIntermediate], verified: [oldLeaf, rsaIntermediate, F.builtInCA]),
-                atsDefaultAllows: true, finder: .notNeeded))
+                presented: [oldLeaf, rsaIntermediate], verified: [oldLeaf, rsaIntermediate, F.builtInCA])))
         }
         rows.append(ATSCatalogRow(name: "long-subdomain", facts: withLeaf("long-subdomain", {
             $0.dnsNames = ["localhost", "long-subdomain.fixtures.test",
                            "long-extended-subdomain-name-containing-many-letters-and-dashes.fixtures.test"]
-        }), atsDefaultAllows: true, finder: .notNeeded))
+        })))
         return rows
     }
 }
