@@ -225,33 +225,16 @@ final class RefusingPort: Sendable {
     deinit { close() }
 
     private static func bind(address: String, port: Int) throws -> Int32 {
-        let v6 = address.contains(":")
+        // NIO spells the address (IPv4 or IPv6, by its text) as the sockaddr `bind` takes.
+        guard let socketAddress = try? SocketAddress(ipAddress: address, port: port) else {
+            throw FixtureError.cannotBind(address: address, port: port, reason: "not an IPv4 or IPv6 address")
+        }
+        let v6 = socketAddress.protocol == .inet6
         let fd = socket(v6 ? AF_INET6 : AF_INET, streamSocketType, 0)
         guard fd >= 0 else { throw FixtureError.cannotBind(address: address, port: port, reason: String(cString: strerror(errno))) }
         var one: Int32 = 1
         if v6 { setsockopt(fd, Int32(IPPROTO_IPV6), IPV6_V6ONLY, &one, socklen_t(MemoryLayout<Int32>.size)) }
-        let rc: Int32
-        if v6 {
-            var address6 = sockaddr_in6()
-            address6.sin6_family = sa_family_t(AF_INET6)
-            address6.sin6_port = in_port_t(UInt16(port).bigEndian)
-            guard inet_pton(AF_INET6, address, &address6.sin6_addr) == 1 else {
-                closeSocket(fd)
-                throw FixtureError.cannotBind(address: address, port: port, reason: "not an IPv6 address")
-            }
-            rc = withUnsafePointer(to: &address6) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-                Glibc_or_Darwin_bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in6>.size)) } }
-        } else {
-            var address4 = sockaddr_in()
-            address4.sin_family = sa_family_t(AF_INET)
-            address4.sin_port = in_port_t(UInt16(port).bigEndian)
-            guard inet_pton(AF_INET, address, &address4.sin_addr) == 1 else {
-                closeSocket(fd)
-                throw FixtureError.cannotBind(address: address, port: port, reason: "not an IPv4 address")
-            }
-            rc = withUnsafePointer(to: &address4) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-                Glibc_or_Darwin_bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) } }
-        }
+        let rc = socketAddress.withSockAddr { Glibc_or_Darwin_bind(fd, $0, socklen_t($1)) }
         if rc != 0 {
             let code = errno
             closeSocket(fd)
