@@ -2,6 +2,7 @@ import Foundation
 #if canImport(FoundationNetworking)
 import FoundationNetworking
 #endif
+import TLSFixturesWire
 
 /// A fixture running in `tls-fixtures serve`, started through its control API: the same properties, by the same
 /// names, as the in-process `FixtureServer` (`url`, `qualifiedURL`, `port`, `pins`, `chainDER`, `chainPEM`,
@@ -102,26 +103,23 @@ public final class RemoteFixture: Sendable {
 ///     }
 /// }
 /// ```
+///
+/// The body's value is returned and may be ignored (`@discardableResult`), as `withFixture`'s.
+@discardableResult
 public func withRemoteFixture<T: Sendable>(_ name: String, runner: RemoteFixtures = RemoteFixtures(), ttl: Int? = nil,
                                            _ body: (RemoteFixture) async throws -> T) async throws -> T {
     try await running(try await runner.start(name, ttl: ttl), body)
 }
 
 /// The same for a scenario given as JSON.
+@discardableResult
 public func withRemoteFixture<T: Sendable>(scenario: JSONValue, runner: RemoteFixtures = RemoteFixtures(), ttl: Int? = nil,
                                            _ body: (RemoteFixture) async throws -> T) async throws -> T {
     try await running(try await runner.start(scenario: scenario, ttl: ttl), body)
 }
 
 private func running<T: Sendable>(_ fixture: RemoteFixture, _ body: (RemoteFixture) async throws -> T) async throws -> T {
-    do {
-        let value = try await body(fixture)
-        await fixture.stop()
-        return value
-    } catch {
-        await fixture.stop()
-        throw error
-    }
+    try await runThenStop(fixture, body) { await $0.stop() }
 }
 
 /// A value behind a lock (Foundation only: this module links nothing else).

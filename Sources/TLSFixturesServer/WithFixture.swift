@@ -1,5 +1,6 @@
 import Foundation
 import TLSFixturesPKI
+import TLSFixturesWire
 import TLSFixturesScenario
 
 /// Runs `body` with a started fixture and stops it afterwards, whether `body` returns or throws — the scope
@@ -31,12 +32,5 @@ public func withFixture<T: Sendable>(_ scenario: Scenario, store: CertificateSto
 }
 
 private func running<T: Sendable>(_ fixture: FixtureServer, _ body: (FixtureServer) async throws -> T) async throws -> T {
-    do {
-        let value = try await body(fixture)
-        await fixture.stop()
-        return value
-    } catch {
-        await fixture.stop()
-        throw error
-    }
+    try await runThenStop(fixture, body) { await $0.stop() }
 }
