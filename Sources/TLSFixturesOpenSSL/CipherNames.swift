@@ -2,7 +2,7 @@ import COpenSSL
 
 /// IANA suite names (`TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256`, what Apple documents) ↔ OpenSSL names
 /// (`ECDHE-RSA-AES128-GCM-SHA256`, what cipher strings take), for every suite the linked OpenSSL knows.
-public enum CipherNames {
+package enum CipherNames {
     private static let table: (ianaToOpenSSL: [String: String], tls13: Set<String>) = {
         var map: [String: String] = [:]
         var tls13: Set<String> = []
@@ -27,7 +27,7 @@ public enum CipherNames {
     /// The OpenSSL name of an IANA suite, nil when the linked OpenSSL does not have it (3DES, RC4 on most builds).
     public static func openSSLName(iana: String) -> String? { table.ianaToOpenSSL[iana] }
 
-    public static func isTLS13(iana: String) -> Bool { table.tls13.contains(iana) }
+    package static func isTLS13(iana: String) -> Bool { table.tls13.contains(iana) }
 
     /// An OpenSSL cipher string offering exactly `suites` (TLS ≤ 1.2), or nil when none is available.
     public static func cipherString(iana suites: [String]) -> String? {

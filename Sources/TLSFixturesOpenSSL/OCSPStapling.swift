@@ -43,12 +43,12 @@ extension Certificate {
 ///
 /// OpenSSL calls back on whatever thread runs the handshake, so the cache is locked. A response is remade once it is
 /// older than `refreshAfter`, long before its nextUpdate, so a server running for days never staples a stale one.
-public final class OCSPStapler: Sendable {
+package final class OCSPStapler: Sendable {
     private let make: @Sendable () throws -> Data
     private let refreshAfter: TimeInterval
     private let cache = NIOLockedValueBox<(made: Date, der: Data)?>(nil)
 
-    public init(refreshAfter: TimeInterval = 3_600, make: @escaping @Sendable () throws -> Data) {
+    package init(refreshAfter: TimeInterval = 3_600, make: @escaping @Sendable () throws -> Data) {
         self.make = make
         self.refreshAfter = refreshAfter
     }

@@ -134,7 +134,7 @@ public struct KeyAlgorithm: RawRepresentable, Hashable, Sendable, Codable, Custo
 public struct KeyDescription: Sendable, Equatable, Codable, CustomStringConvertible {
     /// `RSA`, `EC`, `Ed25519`, or OpenSSL's name for anything else.
     public var type: KeyAlgorithm
-    public var bits: Int
+    package var bits: Int
     /// OpenSSL's group name for EC keys (`prime256v1`, `secp384r1`).
     public var curve: String?
 

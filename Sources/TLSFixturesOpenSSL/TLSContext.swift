@@ -3,9 +3,9 @@ import Foundation
 import TLSFixturesWire
 
 /// The TLS knobs of one server or client context, in OpenSSL's own vocabulary.
-public struct TLSSettings: Sendable, Equatable {
-    public var minVersion: TLSVersion
-    public var maxVersion: TLSVersion
+package struct TLSSettings: Sendable, Equatable {
+    package var minVersion: TLSVersion
+    package var maxVersion: TLSVersion
     /// OpenSSL cipher string for TLS 1.2 and older (`ECDHE+AESGCM`); nil keeps OpenSSL's default.
     public var ciphers: String?
     /// TLS 1.3 suites (`TLS_AES_128_GCM_SHA256:…`); nil keeps OpenSSL's default.
@@ -14,11 +14,11 @@ public struct TLSSettings: Sendable, Equatable {
     public var securityLevel: Int?
     /// Key-exchange groups (`X25519:P-256`); nil keeps the default.
     public var groups: String?
-    public var dhParameters: DHParameterChoice
+    package var dhParameters: DHParameterChoice
     /// A server picks the suite from its own list rather than the client's (SSL_OP_CIPHER_SERVER_PREFERENCE).
     public var serverPreference: Bool
 
-    public init(minVersion: TLSVersion = .tls1_2, maxVersion: TLSVersion = .tls1_3, ciphers: String? = nil,
+    package init(minVersion: TLSVersion = .tls1_2, maxVersion: TLSVersion = .tls1_3, ciphers: String? = nil,
                 tls13Suites: String? = nil, securityLevel: Int? = nil, groups: String? = nil,
                 dhParameters: DHParameterChoice = .none, serverPreference: Bool = true) {
         self.minVersion = minVersion; self.maxVersion = maxVersion; self.ciphers = ciphers
@@ -28,7 +28,7 @@ public struct TLSSettings: Sendable, Equatable {
 }
 
 /// Finite-field DH for DHE suites.
-public enum DHParameterChoice: Sendable, Equatable {
+package enum DHParameterChoice: Sendable, Equatable {
     /// No DHE: DHE suites cannot be negotiated.
     case none
     /// OpenSSL picks an RFC 7919 group matching the certificate's strength (`SSL_CTX_set_dh_auto`).
@@ -38,8 +38,8 @@ public enum DHParameterChoice: Sendable, Equatable {
 }
 
 /// A TLS context that cannot be served by the linked OpenSSL, with the reason in OpenSSL's words.
-public struct UnsupportedByOpenSSL: Error, CustomStringConvertible, Sendable, Equatable {
-    public let reason: String
+package struct UnsupportedByOpenSSL: Error, CustomStringConvertible, Sendable, Equatable {
+    package let reason: String
     public var description: String { "unsupported by the linked OpenSSL (\(LinkedOpenSSL.versionText)): \(reason)" }
 }
 
@@ -146,7 +146,7 @@ public final class TLSContext: @unchecked Sendable {
     /// A server context presenting `certificate` with `chain` (intermediates, possibly a root) after it. Settings the
     /// default providers cannot serve are tried once more with OpenSSL's legacy provider loaded for this context only
     /// (OpenSSL 3 keeps RC4 there); if that cannot serve them either, the first reason is thrown.
-    public static func server(settings: TLSSettings, certificate: Certificate, key: PrivateKey, chain: [Certificate],
+    package static func server(settings: TLSSettings, certificate: Certificate, key: PrivateKey, chain: [Certificate],
                               clientCARoots: [Certificate]? = nil) throws -> TLSContext {
         do {
             return try server(settings: settings, certificate: certificate, key: key, chain: chain, clientCARoots: clientCARoots, library: nil)
@@ -220,7 +220,7 @@ public final class TLSContext: @unchecked Sendable {
 
     /// Throws `UnsupportedByOpenSSL` when the linked OpenSSL cannot serve `settings` at all. Needs no certificate, so
     /// callers can ask before generating any key.
-    public static func checkSupport(_ settings: TLSSettings) throws {
+    package static func checkSupport(_ settings: TLSSettings) throws {
         var bare = settings
         bare.dhParameters = .none
         do {
@@ -266,7 +266,7 @@ public final class TLSContext: @unchecked Sendable {
     /// aborts on a certificate problem and the probe can report every fact a server presents.
     /// A client context offering `alpn` (plain names, most preferred first). Everything is set here, before the context
     /// is shared: nothing changes it afterwards (the rule its `@unchecked Sendable` rests on).
-    public static func client(settings: TLSSettings, clientCertificate: (Certificate, PrivateKey, [Certificate])? = nil,
+    package static func client(settings: TLSSettings, clientCertificate: (Certificate, PrivateKey, [Certificate])? = nil,
                               maximumCertificateListBytes: Int? = nil, alpn: [String] = []) throws -> TLSContext {
         let context = try TLSContext(method: TLS_client_method(), settings: settings)
         SSL_CTX_set_verify(context.pointer, SSL_VERIFY_NONE, nil)
@@ -288,12 +288,12 @@ public final class TLSContext: @unchecked Sendable {
 }
 
 /// Owns finite-field DH parameters (an `EVP_PKEY` of type DH holding only p and g).
-public final class DHParameters: @unchecked Sendable, Equatable {
+package final class DHParameters: @unchecked Sendable, Equatable {
     let pointer: OpaquePointer
     deinit { EVP_PKEY_free(pointer) }
     private init(taking pointer: OpaquePointer) { self.pointer = pointer }
 
-    public var bits: Int { Int(EVP_PKEY_get_bits(pointer)) }
+    package var bits: Int { Int(EVP_PKEY_get_bits(pointer)) }
 
     public static func == (lhs: DHParameters, rhs: DHParameters) -> Bool { EVP_PKEY_parameters_eq(lhs.pointer, rhs.pointer) == 1 }
 
@@ -346,13 +346,13 @@ public final class DHParameters: @unchecked Sendable, Equatable {
         return DHParameters(taking: try checkNotNull(pkey, "generate DH parameters"))
     }
 
-    public convenience init(pem: Data) throws {
+    package convenience init(pem: Data) throws {
         OpenSSLError.clearQueue()
         let pkey = try MemoryBIO.reading(pem) { PEM_read_bio_Parameters($0, nil) }
         self.init(taking: try checkNotNull(pkey, "read PEM DH parameters"))
     }
 
-    public var pem: Data {
+    package var pem: Data {
         get throws { try MemoryBIO.collect("encode DH parameters") { PEM_write_bio_Parameters($0, pointer) } }
     }
 

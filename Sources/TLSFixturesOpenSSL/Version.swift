@@ -1,6 +1,6 @@
 import COpenSSL
 
 /// The OpenSSL this process actually linked (not the headers it was compiled against).
-public enum LinkedOpenSSL {
-    public static var versionText: String { String(cString: OpenSSL_version(numericCast(OPENSSL_VERSION))) }
+package enum LinkedOpenSSL {
+    package static var versionText: String { String(cString: OpenSSL_version(numericCast(OPENSSL_VERSION))) }
 }

@@ -567,7 +567,7 @@ public final class CertificateStore: Sendable {
 
     /// 1024 bits: RFC 2409 group 2; 2048 bits: RFC 7919 ffdhe2048 (nothing to generate). Other sizes: generated once
     /// and kept in `params/`.
-    public func dhParameters(bits: Int) throws -> DHParameters {
+    package func dhParameters(bits: Int) throws -> DHParameters {
         if let cached = cache.withLockedValue({ $0.dh[bits] }) { return cached }
         let parameters: DHParameters
         if bits == 1024 {

@@ -3,7 +3,7 @@ import TLSFixturesWire
 import TLSFixturesOpenSSL
 
 /// File formats iOS and macOS tooling consume.
-public enum ExportFormat: String, CaseIterable, Sendable, Codable {
+package enum ExportFormat: String, CaseIterable, Sendable, Codable {
     /// Base64 with BEGIN/END lines: `openssl`, curl, Python, Android.
     case pem
     /// Raw DER, conventionally `.cer`: what Xcode bundles for AFNetworking/Alamofire certificate pinning, and what
@@ -12,7 +12,7 @@ public enum ExportFormat: String, CaseIterable, Sendable, Codable {
     /// PKCS#12, conventionally `.p12`, protected with `PKCS12Export.defaultPassword`.
     case p12
 
-    public var fileExtension: String {
+    package var fileExtension: String {
         switch self {
         case .pem: return "pem"
         case .der: return "cer"
@@ -35,7 +35,7 @@ extension Credential {
 extension Certificate {
     /// The certificate in `format`. PKCS#12 carries only the certificate here (installing a CA's key on a device
     /// would defeat its name constraints); use `PKCS12Export.archive` to include a key on purpose.
-    public func exported(as format: ExportFormat) throws -> Data {
+    package func exported(as format: ExportFormat) throws -> Data {
         switch format {
         case .pem: return pem
         case .der: return der
@@ -45,10 +45,10 @@ extension Certificate {
 }
 
 /// Writes exported material into a folder of the user's, never replacing a different file without `force`.
-public enum ExportWriter {
-    public struct Written: Sendable, Codable, Equatable {
-        public var path: String
-        public var kind: String
+package enum ExportWriter {
+    package struct Written: Sendable, Codable, Equatable {
+        package var path: String
+        package var kind: String
     }
 
     /// `NAME.pem` (chain as served), `NAME.key` (0600), `NAME.cer` (DER leaf), `NAME.p12` (leaf + key + chain).

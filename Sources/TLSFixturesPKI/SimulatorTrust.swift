@@ -3,7 +3,7 @@ import Foundation
 /// Trusting the built-in CA in iOS simulators: `xcrun simctl keychain DEVICE add-root-cert ROOT.pem`, and `reset` to
 /// take it out again. The logic (which devices, which invocations, what went wrong) is here; `tls-fixtures simulator`
 /// only prints. `xcrun` is found on `PATH` and run through `Tool`, so the tests run all of it against a fake `xcrun`.
-public struct SimulatorTrust: Sendable {
+package struct SimulatorTrust: Sendable {
     /// Which simulators: every booted one, or one by UDID.
     public enum Target: Sendable, Equatable {
         case booted
@@ -14,30 +14,30 @@ public struct SimulatorTrust: Sendable {
     }
 
     /// A simulator as `simctl list -j devices` describes it.
-    public struct Device: Sendable, Equatable, Codable {
-        public var udid: String
-        public var name: String
-        public var state: String
+    package struct Device: Sendable, Equatable, Codable {
+        package var udid: String
+        package var name: String
+        package var state: String
         /// The runtime it belongs to, e.g. `com.apple.CoreSimulator.SimRuntime.iOS-17-5`.
         public var runtime: String
 
-        public var isBooted: Bool { state == "Booted" }
+        package var isBooted: Bool { state == "Booted" }
     }
 
     /// Runs a program and reports how it went: the seam tests replace.
-    public struct Tool: Sendable {
-        public struct Output: Sendable {
-            public var status: Int32
-            public var stdout: Data
-            public var stderr: String
-            public init(status: Int32, stdout: Data, stderr: String) { self.status = status; self.stdout = stdout; self.stderr = stderr }
+    package struct Tool: Sendable {
+        package struct Output: Sendable {
+            package var status: Int32
+            package var stdout: Data
+            package var stderr: String
+            package init(status: Int32, stdout: Data, stderr: String) { self.status = status; self.stdout = stdout; self.stderr = stderr }
         }
 
         /// The program's path, or nil when it is not installed.
         public var path: String?
-        public var run: @Sendable (_ arguments: [String]) throws -> Output
+        package var run: @Sendable (_ arguments: [String]) throws -> Output
 
-        public init(path: String?, run: @escaping @Sendable (_ arguments: [String]) throws -> Output) {
+        package init(path: String?, run: @escaping @Sendable (_ arguments: [String]) throws -> Output) {
             self.path = path; self.run = run
         }
 
@@ -81,9 +81,9 @@ public struct SimulatorTrust: Sendable {
         }
     }
 
-    public var tool: Tool
+    package var tool: Tool
 
-    public init(tool: Tool = .xcrun()) { self.tool = tool }
+    package init(tool: Tool = .xcrun()) { self.tool = tool }
 
     // MARK: Devices
 
@@ -151,7 +151,7 @@ public struct SimulatorTrust: Sendable {
     }
 }
 
-public enum SimulatorTrustError: Error, CustomStringConvertible, Sendable, Equatable {
+package enum SimulatorTrustError: Error, CustomStringConvertible, Sendable, Equatable {
     case xcrunMissing
     case nothingBooted(known: Int)
     case unknownDevice(String)

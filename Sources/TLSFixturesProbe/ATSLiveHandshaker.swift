@@ -6,16 +6,16 @@ import TLSFixturesOpenSSL
 /// under it (versions and IANA suites mapped to the linked OpenSSL's names), then one request: nscurl's PASS
 /// means the *load* completed, and a server can refuse it after a handshake that looked complete (a TLS 1.3
 /// server that wants a client certificate answers only after the client has finished).
-public struct ATSLiveHandshaker: ATSHandshaker {
-    public var target: ProbeTarget
-    public var probeOptions: ProbeOptions
+package struct ATSLiveHandshaker: ATSHandshaker {
+    package var target: ProbeTarget
+    package var probeOptions: ProbeOptions
 
-    public init(target: ProbeTarget, probeOptions: ProbeOptions) {
+    package init(target: ProbeTarget, probeOptions: ProbeOptions) {
         self.target = target
         self.probeOptions = probeOptions
     }
 
-    public func handshake(_ offer: ATSClientOffer, url: URL) async -> ATSHandshakeOutcome {
+    package func handshake(_ offer: ATSClientOffer, url: URL) async -> ATSHandshakeOutcome {
         var options = probeOptions
         options.minVersion = max(offer.minVersion, .tls1_0)
         options.maxVersion = offer.maxVersion

@@ -9,12 +9,12 @@ import Security
 /// project's CI runs; it is kept to documented calls (SecTrustCreateWithCertificates, SecPolicyCreateSSL,
 /// SecTrustEvaluateWithError, SecTrustCopyCertificateChain, SecTrustSettingsCopyTrustSettings), and everything
 /// that decides what its verdict means is in `PlatformTrust`, which is tested on Linux through a fake evaluator.
-public struct SecTrustEvaluator: PlatformTrustEvaluator {
-    public init() {}
+package struct SecTrustEvaluator: PlatformTrustEvaluator {
+    package init() {}
 
-    public var name: String { "macOS trust settings (SecTrust)" }
+    package var name: String { "macOS trust settings (SecTrust)" }
 
-    public func evaluate(chain: [Data], host: String?) -> PlatformTrustVerdict {
+    package func evaluate(chain: [Data], host: String?) -> PlatformTrustVerdict {
         let certificates = chain.compactMap { SecCertificateCreateWithData(nil, $0 as CFData) }
         guard !certificates.isEmpty, certificates.count == chain.count else {
             return PlatformTrustVerdict(failure: .init(status: errSecDecode, message: "the Security framework cannot read the certificates sent"),

@@ -11,12 +11,12 @@ import TLSFixturesServer
 /// The whole scan — dozens of handshakes — ends within the probe's `timeout` (or its `deadline`, when one is set): a
 /// server that answers slowly cannot multiply it. A handshake cut short by the deadline throws `ProbeError.timedOut`
 /// rather than passing for a refusal, since the facts would be incomplete.
-public struct ServerFactsCollector: Sendable {
-    public var probe: TLSProbe
+package struct ServerFactsCollector: Sendable {
+    package var probe: TLSProbe
 
-    public init(probe: TLSProbe) { self.probe = probe }
+    package init(probe: TLSProbe) { self.probe = probe }
 
-    public func collect(_ target: ProbeTarget) throws -> ServerFacts {
+    package func collect(_ target: ProbeTarget) throws -> ServerFacts {
         var probe = self.probe
         if probe.options.deadline == nil {
             probe.options.deadline = ProbeDeadline(try Timeout(seconds: probe.options.timeout, name: "the probe's timeout"))
@@ -72,7 +72,7 @@ public struct ServerFactsCollector: Sendable {
         return ServerFacts(scheme: "https", accepted: accepted, presentedChain: chain, trust: trust, stapledOCSP: stapled)
     }
 
-    public func collect(_ target: ProbeTarget) async throws -> ServerFacts {
+    package func collect(_ target: ProbeTarget) async throws -> ServerFacts {
         // Dozens of blocking handshakes: on NIO's blocking-I/O pool, as TLSProbe.probe does, not the cooperative pool.
         try await NIOThreadPool.singleton.runIfActive { try self.collect(target) }
     }

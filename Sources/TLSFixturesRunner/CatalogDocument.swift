@@ -5,8 +5,8 @@ import TLSFixturesPKI
 import TLSFixturesScenario
 
 /// One scenario as the outside world sees it: `/scenarios.json`, `scenarios list --json`, `serve --json`.
-public struct CatalogEntry: Codable, Sendable, Equatable {
-    public enum Status: String, Codable, Sendable {
+package struct CatalogEntry: Codable, Sendable, Equatable {
+    package enum Status: String, Codable, Sendable {
         case serving, unsupported, listed
         /// Its keys are being made in the background (a first run); served when ready.
         case preparing
@@ -14,23 +14,23 @@ public struct CatalogEntry: Codable, Sendable, Equatable {
         case failed
     }
 
-    public var name: String
-    public var group: ScenarioGroup
-    public var summary: String
-    public var port: Int?
+    package var name: String
+    package var group: ScenarioGroup
+    package var summary: String
+    package var port: Int?
     /// `https://localhost:PORT/`: fine for pinning tests.
     public var url: String?
     /// `https://NAME.fixtures.test:PORT/`: what ATS tests must use (localhost and loopback IPs are exempt from ATS).
     public var qualifiedURL: String?
     /// `https://NAME.DOMAIN:PORT/` for each `serve --domain`, when serving.
     public var domainURLs: [String]?
-    public var status: Status
-    public var reason: String?
-    public var expect: Expectations
+    package var status: Status
+    package var reason: String?
+    package var expect: Expectations
     /// Present once the scenario's certificates exist (serving).
     public var pins: FixturePins?
-    public var tls: TLSPlan?
-    public var certificate: CertificatePlan?
+    package var tls: TLSPlan?
+    package var certificate: CertificatePlan?
     /// What the served leaf says about revocation (its OCSP and CRL URLs, must-staple); nil when it names nothing.
     public var revocationSources: RevocationSources?
     /// Who serves it when not this process: the legacy helper (`make legacy-openssl`) and the OpenSSL it links.
@@ -42,7 +42,7 @@ public struct CatalogEntry: Codable, Sendable, Equatable {
     /// long name): `expect.clients` where it names the client, else `expect.verify`'s verdict. Nil without TLS.
     public var clientOutcomes: [String: ClientOutcome]?
 
-    public init(scenario: Scenario, port: Int?, host: String = "localhost", status: Status, reason: String? = nil, pins: FixturePins? = nil) {
+    package init(scenario: Scenario, port: Int?, host: String = "localhost", status: Status, reason: String? = nil, pins: FixturePins? = nil) {
         name = scenario.name
         group = scenario.group
         summary = scenario.summary
@@ -65,19 +65,19 @@ public struct CatalogEntry: Codable, Sendable, Equatable {
 }
 
 /// A client of the client matrix, as `/scenarios.json` lists them (docs/CLIENTS.md has what each one did).
-public struct MatrixClientEntry: Codable, Sendable, Equatable {
+package struct MatrixClientEntry: Codable, Sendable, Equatable {
     public var id: String
-    public var stack: String
-    public var summary: String
+    package var stack: String
+    package var summary: String
 
-    public init(_ client: MatrixClient) { id = client.rawValue; stack = client.stack; summary = client.summary }
+    package init(_ client: MatrixClient) { id = client.rawValue; stack = client.stack; summary = client.summary }
 }
 
 /// The whole catalog with where each scenario lives.
-public struct CatalogDocument: Codable, Sendable, Equatable {
-    public var generator = "swift-tls-fixtures"
-    public var openSSL = LinkedOpenSSL.versionText
-    public var dashboard: String?
+package struct CatalogDocument: Codable, Sendable, Equatable {
+    package var generator = "swift-tls-fixtures"
+    package var openSSL = LinkedOpenSSL.versionText
+    package var dashboard: String?
     /// Said once, where every reader of this document sees it.
     public var atsNote = ATSTrap.note
     /// `http://HOST:PORT` of the OCSP responder and CRL endpoint the revocation scenarios' leaves name, when running.
@@ -92,14 +92,14 @@ public struct CatalogDocument: Codable, Sendable, Equatable {
     public var proxy: ProxyEndpoint?
     /// The clients `expect.clients` and `clientOutcomes` name, in the client matrix's order.
     public var clients = MatrixClient.allCases.map(MatrixClientEntry.init)
-    public var scenarios: [CatalogEntry]
+    package var scenarios: [CatalogEntry]
 
-    public init(dashboard: String?, scenarios: [CatalogEntry]) {
+    package init(dashboard: String?, scenarios: [CatalogEntry]) {
         self.dashboard = dashboard
         self.scenarios = scenarios
     }
 
-    public func json() throws -> Data {
+    package func json() throws -> Data {
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]
         return try encoder.encode(self)
@@ -107,15 +107,15 @@ public struct CatalogDocument: Codable, Sendable, Equatable {
 }
 
 /// The localhost trap, in one sentence used everywhere a user could fall into it.
-public enum ATSTrap {
-    public static let note = "ATS does not apply to localhost, other unqualified names, .local names or loopback and local IP addresses (before iOS 17 every IP literal): an ATS test against https://localhost:PORT or https://127.0.0.1:PORT passes whatever the server does. Test ATS against https://NAME.fixtures.test:PORT/ with the names mapped to 127.0.0.1 (`tls-fixtures hosts`)."
+package enum ATSTrap {
+    package static let note = "ATS does not apply to localhost, other unqualified names, .local names or loopback and local IP addresses (before iOS 17 every IP literal): an ATS test against https://localhost:PORT or https://127.0.0.1:PORT passes whatever the server does. Test ATS against https://NAME.fixtures.test:PORT/ with the names mapped to 127.0.0.1 (`tls-fixtures hosts`)."
 }
 
 /// The revocation pointers of a served leaf, as a client reads them.
-public struct RevocationSources: Codable, Sendable, Equatable {
-    public var ocsp: [String]
-    public var crl: [String]
-    public var mustStaple: Bool
+package struct RevocationSources: Codable, Sendable, Equatable {
+    package var ocsp: [String]
+    package var crl: [String]
+    package var mustStaple: Bool
 
     /// nil when the leaf names no OCSP responder, no CRL and no TLS Feature.
     public init?(leaf: Certificate) {
@@ -127,8 +127,8 @@ public struct RevocationSources: Codable, Sendable, Equatable {
 }
 
 /// What Apple's clients do about revocation, in one paragraph used wherever revocation scenarios are shown.
-public enum RevocationNote {
-    public static let apple = "ATS checks no revocation, and Apple's default trust evaluation fetches no OCSP response or CRL for a "
+package enum RevocationNote {
+    package static let apple = "ATS checks no revocation, and Apple's default trust evaluation fetches no OCSP response or CRL for a "
         + "certificate that is not Extended Validation (Security/trust/trustd/SecRevocationServer.c, SecPathBuilderCheckRevocation), so a "
         + "revoked leaf loads. It does honour an OCSP response the server staples: a stapled \"revoked\" fails trust (the same function "
         + "consumes stapled responses first; URLSession's ClientHello asks for one). An app that wants revocation checked adds "
@@ -138,7 +138,7 @@ public enum RevocationNote {
 }
 
 /// `/etc/hosts` lines that make every `NAME.fixtures.test` resolve to loopback.
-public enum HostsFile {
+package enum HostsFile {
     /// `address` must be an IP address: users pipe these lines to `sudo tee -a /etc/hosts`, so anything else (a space,
     /// a second name, a newline and another line) would be written into their hosts file as given.
     public static func lines(for scenarios: [Scenario], address: String = "127.0.0.1") throws -> String {
@@ -150,14 +150,14 @@ public enum HostsFile {
         return text
     }
 
-    public static func validate(address: String) throws {
+    package static func validate(address: String) throws {
         guard IPAddress.parse(address) != nil else { throw InvalidHostsAddress(address: address) }
     }
 }
 
 /// An address for the hosts file that is not an IP address.
-public struct InvalidHostsAddress: Error, CustomStringConvertible, Sendable, Equatable {
-    public let address: String
+package struct InvalidHostsAddress: Error, CustomStringConvertible, Sendable, Equatable {
+    package let address: String
     public var description: String {
         "\"\(address.escapingControlCharacters)\" is not an IP address; the hosts file maps the names to one, such as 127.0.0.1 or ::1"
     }

@@ -7,8 +7,8 @@ import TLSFixturesScenario
 /// The dashboard's HTML: every scenario by group with its links, what is wrong, the expected outcomes and pins; CA
 /// downloads; and a live column in which the visiting browser tries each fixture itself (as badssl.com's dashboard does).
 /// Rendered on the server so it reads without JavaScript; the script only fills the live column.
-public enum DashboardPage {
-    public static func html(document: CatalogDocument, caSubject: String, caPin: String) -> String {
+package enum DashboardPage {
+    package static func html(document: CatalogDocument, caSubject: String, caPin: String) -> String {
         let groups = ScenarioGroup.allCases.compactMap { group -> (ScenarioGroup, [CatalogEntry])? in
             let entries = document.scenarios.filter { $0.group == group }
             return entries.isEmpty ? nil : (group, entries)

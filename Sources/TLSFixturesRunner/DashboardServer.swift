@@ -13,14 +13,14 @@ import TLSFixturesServer
 /// must arrive whole in time: no slowloris), the idle timeout, back-pressure (answers wait for a client that does not
 /// read them), at most 256 connections, and a pause in accepting when descriptors run out. A CONNECT tunnel, once up,
 /// leaves the HTTP limits behind with the HTTP handlers.
-public final class DashboardServer: Sendable {
-    public let port: Int
+package final class DashboardServer: Sendable {
+    package let port: Int
     /// `localhost`, or the address given to `--bind` when that is not loopback.
     public let host: String
     private let channels: [Channel]
     private let connections: ConnectionTracker
 
-    public var url: URL { URL(string: "http://\(host):\(port)/")! }
+    package var url: URL { URL(string: "http://\(host):\(port)/")! }
     /// Open connections right now.
     public var connectionCount: Int { connections.count }
 
@@ -44,7 +44,7 @@ public final class DashboardServer: Sendable {
         return DashboardServer(port: bound, host: host, channels: channels, connections: connections)
     }
 
-    public func stop() async {
+    package func stop() async {
         for channel in channels { try? await channel.close() }
         await connections.closeAll(within: .seconds(1))
     }

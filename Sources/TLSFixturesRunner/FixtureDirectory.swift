@@ -4,10 +4,10 @@ import TLSFixturesServer
 
 /// Every port the runner serves a fixture on right now — the catalog's fixed ports and the fixtures started through the
 /// control API — and nothing else: the CONNECT proxy tunnels to these ports only, so it can never be an open proxy.
-public final class FixtureDirectory: Sendable {
-    public struct Entry: Sendable, Equatable {
-        public var scenario: String
-        public var port: Int
+package final class FixtureDirectory: Sendable {
+    package struct Entry: Sendable, Equatable {
+        package var scenario: String
+        package var port: Int
         /// Plain HTTP (the `http` scenario): the proxy forwards `GET http://…` to it; TLS ones take CONNECT.
         public var isCleartext: Bool
         /// Where the proxy connects: loopback, or the fixture's own address when it listens elsewhere.
@@ -16,7 +16,7 @@ public final class FixtureDirectory: Sendable {
 
     private let entries = NIOLockedValueBox([Int: Entry]())
 
-    public init() {}
+    package init() {}
 
     func add(_ fixture: FixtureServer) {
         let address = Self.connectAddress(fixture.boundAddresses)
@@ -33,7 +33,7 @@ public final class FixtureDirectory: Sendable {
     /// The fixture on `port`, if this runner serves one there.
     public func entry(port: Int) -> Entry? { entries.withLockedValue { $0[port] } }
 
-    public var ports: [Int] { entries.withLockedValue { $0.keys.sorted() } }
+    package var ports: [Int] { entries.withLockedValue { $0.keys.sorted() } }
 
     /// A fixture on every address (`--bind 0.0.0.0`) is reached on loopback; one bound to a single address, there.
     static func connectAddress(_ bound: [String]) -> String {

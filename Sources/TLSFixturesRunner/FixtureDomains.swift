@@ -52,7 +52,7 @@ public enum FixtureDomains {
     }
 }
 
-public enum FixtureDomainError: Error, CustomStringConvertible, Sendable, Equatable {
+package enum FixtureDomainError: Error, CustomStringConvertible, Sendable, Equatable {
     case invalid(String, String)
     case notPermitted(String, permitted: [String])
 

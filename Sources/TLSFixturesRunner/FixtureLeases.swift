@@ -9,13 +9,13 @@ import TLSFixturesServer
 import TLSFixturesOpenSSL
 
 /// Why a control API request failed: the HTTP status and the one-line body.
-public struct ControlAPIFailure: Error, Sendable, Equatable, CustomStringConvertible {
-    public var status: Int
-    public var body: APIError
+package struct ControlAPIFailure: Error, Sendable, Equatable, CustomStringConvertible {
+    package var status: Int
+    package var body: APIError
     /// For `405`: the methods the resource takes (the `Allow` header).
     public var allow: String?
 
-    public init(_ status: Int, _ message: String, field: String? = nil) {
+    package init(_ status: Int, _ message: String, field: String? = nil) {
         self.status = status
         body = APIError(error: message.escapingControlCharacters, field: field)
     }
@@ -33,7 +33,7 @@ public struct ControlAPIFailure: Error, Sendable, Equatable, CustomStringConvert
 /// (with the catalog's key type), which is how an inline scenario re-issues on the pinned key, as `pin-reissued` does;
 /// it is read, never replaced. `backup` (the published backup pin, which no server may use) and `client` (the client
 /// identity) are not catalog keys, so they are refused.
-public final class FixtureLeases: Sendable {
+package final class FixtureLeases: Sendable {
     struct Lease: Sendable {
         var fixture: FixtureServer
         /// Everything but the lease fields, made once at start.
@@ -268,7 +268,7 @@ public final class FixtureLeases: Sendable {
         }
     }
 
-    public func describe(_ id: String) throws -> FixtureDescription {
+    package func describe(_ id: String) throws -> FixtureDescription {
         guard let lease = state.withLockedValue({ $0.leases[id] }) else { throw Self.unknown(id) }
         return withProxy(lease.description)
     }

@@ -5,39 +5,39 @@ import TLSFixturesScenario
 import TLSFixturesOpenSSL
 
 /// The pins and certificate files an app under test needs, for the catalog or for one scenario.
-public struct PinMaterial: Codable, Sendable, Equatable {
-    public var domain: String
+package struct PinMaterial: Codable, Sendable, Equatable {
+    package var domain: String
     /// This server's leaf SPKI (the published `pinned` key when no scenario is named).
     public var leaf: String
-    public var ca: String
-    public var backup: String
+    package var ca: String
+    package var backup: String
     /// DER files written into the store's `exports/`, for AFNetworking/Alamofire bundles.
     public var caCertificateFile: String
-    public var leafCertificateFile: String
+    package var leafCertificateFile: String
     /// For a revocation scenario: what the leaf names, what OCSP, the CRL and a staple say, and what Apple does.
     public var revocation: RevocationExpectation?
-    public var revocationSources: RevocationSources?
+    package var revocationSources: RevocationSources?
     /// For a scenario that demands a client certificate (`client-cert-required`): the identity to present.
     public var clientIdentity: ClientIdentityFiles?
 
-    public var pinSet: PinSet { PinSet(domain: domain, leafPins: [leaf], caPins: [ca], backupPin: backup) }
+    package var pinSet: PinSet { PinSet(domain: domain, leafPins: [leaf], caPins: [ca], backupPin: backup) }
 }
 
 /// Where a client identity lives: the certificate chain and its key (both PEM, in the store) and a `.p12` of both
 /// (written into the store's `exports/`, password `PKCS12Export.defaultPassword`).
-public struct ClientIdentityFiles: Codable, Sendable, Equatable {
-    public var certificateFile: String
+package struct ClientIdentityFiles: Codable, Sendable, Equatable {
+    package var certificateFile: String
     /// The private key (PEM, PKCS#8, mode 0600).
     public var keyFile: String
-    public var pkcs12File: String
-    public var pkcs12Password: String
+    package var pkcs12File: String
+    package var pkcs12Password: String
 }
 
 extension CertificateStore {
     var exportsDirectory: URL { directory.appendingPathComponent("exports") }
 
     /// Pins for `prepared` (or, with nil, for the published `pinned` scenario) and the `.cer` files written for them.
-    public func pinMaterial(for prepared: PreparedScenario) throws -> PinMaterial {
+    package func pinMaterial(for prepared: PreparedScenario) throws -> PinMaterial {
         try FileSystem.ensureStoreRoot(directory, mode: 0o700)
         try FileSystem.ensureStoreSubdirectory(exportsDirectory, mode: 0o700)
         let caFile = exportsDirectory.appendingPathComponent("ca.cer")

@@ -8,8 +8,8 @@ import TLSFixturesServer
 
 /// The runner's proxy on a port of its own (`serve --proxy-port`), for a client that wants the proxy and the
 /// dashboard apart. By default the proxy shares the dashboard's port and this is not used.
-public final class ProxyServer: Sendable {
-    public let port: Int
+package final class ProxyServer: Sendable {
+    package let port: Int
     private let channels: [Channel]
     private let connections: ConnectionTracker
 
@@ -17,7 +17,7 @@ public final class ProxyServer: Sendable {
         self.port = port; self.channels = channels; self.connections = connections
     }
 
-    public static func start(runner: ScenarioRunner, port: Int, bindAddresses: [String]? = nil,
+    package static func start(runner: ScenarioRunner, port: Int, bindAddresses: [String]? = nil,
                              allowRemoteClients: Bool = false) async throws -> ProxyServer {
         let services = RunnerServices(leases: nil, proxy: runner.proxyPolicy, proxyElsewhere: nil, allowRemoteClients: allowRemoteClients)
         let (channels, connections) = try await RunnerHTTPPipeline.listen(label: "proxy", runner: runner, port: port,

@@ -7,12 +7,12 @@ import TLSFixturesProbe
 
 /// Probes a catalog scenario the way an ATS test must reach it: by its qualified name (`NAME.fixtures.test`) with
 /// the name resolved to loopback, trusting the roots the device is assumed to trust.
-public enum ScenarioATSProbe {
-    public struct Observation: Sendable {
-        public var url: URL
-        public var facts: ServerFacts
-        public var target: ProbeTarget
-        public var probeOptions: ProbeOptions
+package enum ScenarioATSProbe {
+    package struct Observation: Sendable {
+        package var url: URL
+        package var facts: ServerFacts
+        package var target: ProbeTarget
+        package var probeOptions: ProbeOptions
     }
 
     /// Starts the scenario on a free port, gathers its facts, stops it.

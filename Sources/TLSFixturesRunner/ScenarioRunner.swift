@@ -12,19 +12,19 @@ import TLSFixturesServer
 /// On a store that is still empty the slow keys (RSA-4096 and -8192, and large DH groups) would hold everything up for
 /// a minute, so those scenarios are made in the background once the rest are serving: their ports are held meanwhile,
 /// the catalog document says `preparing`, and each is served the moment it is ready.
-public final class ScenarioRunner: Sendable {
-    public struct Options: Sendable {
+package final class ScenarioRunner: Sendable {
+    package struct Options: Sendable {
         /// Dashboard port; scenario `P` of the catalog listens on `P - 9800 + portBase`.
         public var portBase: Int = ScenarioCatalog.defaultPortBase
-        public var bindAddresses: [String]? = nil
-        public var handshakeTimeout: TimeAmount = .seconds(10)
+        package var bindAddresses: [String]? = nil
+        package var handshakeTimeout: TimeAmount = .seconds(10)
         /// For the fixtures and the dashboard alike.
         public var idleTimeout: TimeAmount = .seconds(60)
         /// For the fixtures and the dashboard alike (see `FixtureConfiguration.headerTimeout`).
         public var headerTimeout: TimeAmount = .seconds(20)
         /// Per fixture; nil: a quarter of the descriptor limit. The dashboard holds at most 256 whatever this says.
         public var maximumConnections: Int? = nil
-        public var logger: Logger? = nil
+        package var logger: Logger? = nil
         /// The `make legacy-openssl` helper that serves, in a process of its own, the built-in scenarios the linked
         /// OpenSSL cannot (SSLv3, RC4, 3DES); nil leaves them reported unsupported.
         public var legacyHelper: URL? = nil
@@ -32,7 +32,7 @@ public final class ScenarioRunner: Sendable {
         public var domains: [String] = []
         /// Make slow keys after the rest are serving (the default); false prepares everything before serving anything.
         public var backgroundPreparation = true
-        public init() {}
+        package init() {}
     }
 
     /// Progress for the slow first run.
@@ -49,14 +49,14 @@ public final class ScenarioRunner: Sendable {
         case failed(scenario: String, reason: String)
     }
 
-    public struct Started: Sendable {
-        public let scenario: Scenario
-        public let fixture: FixtureServer
+    package struct Started: Sendable {
+        package let scenario: Scenario
+        package let fixture: FixtureServer
     }
 
-    public let catalog: ScenarioCatalog
-    public let store: CertificateStore
-    public let options: Options
+    package let catalog: ScenarioCatalog
+    package let store: CertificateStore
+    package let options: Options
     /// Every port served right now (fixed and API-started): what the CONNECT proxy may reach.
     public let directory: FixtureDirectory
     /// Fixtures started through the control API, with their leases.
@@ -86,7 +86,7 @@ public final class ScenarioRunner: Sendable {
 
     /// Serving now, in catalog order.
     public var started: [Started] { state.withLockedValue { $0.started } }
-    public var unsupported: [(scenario: Scenario, reason: String)] { state.withLockedValue { $0.unsupported } }
+    package var unsupported: [(scenario: Scenario, reason: String)] { state.withLockedValue { $0.unsupported } }
     /// Still being made in the background.
     public var preparing: [Scenario] { state.withLockedValue { state in state.preparing.values.map(\.scenario) } }
     /// Made in the background but not served (the reason says why).

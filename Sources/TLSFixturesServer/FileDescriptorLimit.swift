@@ -8,7 +8,7 @@ import Darwin
 #endif
 
 /// This process's open-file limit (RLIMIT_NOFILE) after `FileDescriptorLimit.raiseOnce()`.
-public struct DescriptorLimit: Sendable, Equatable {
+package struct DescriptorLimit: Sendable, Equatable {
     /// The soft limit in force: how many descriptors this process may hold.
     public var current: UInt64
     /// The hard limit (`RLIM_INFINITY` when unlimited).
@@ -19,7 +19,7 @@ public struct DescriptorLimit: Sendable, Equatable {
     /// Why the limit could not be raised to what was asked; nil when it was (or needed no raising).
     public var raiseFailure: String?
 
-    public init(current: UInt64, hard: UInt64, perProcessMaximum: UInt64? = nil, raiseFailure: String? = nil) {
+    package init(current: UInt64, hard: UInt64, perProcessMaximum: UInt64? = nil, raiseFailure: String? = nil) {
         self.current = current; self.hard = hard; self.perProcessMaximum = perProcessMaximum; self.raiseFailure = raiseFailure
     }
 }
@@ -41,7 +41,7 @@ public enum FileDescriptorLimit {
     /// Raises the limit once per process (later calls return the first result). A failure is logged once and kept in
     /// `raiseFailure`; it is not fatal, a fixture still serves within the limit it has.
     @discardableResult
-    public static func raiseOnce() -> DescriptorLimit { raised }
+    package static func raiseOnce() -> DescriptorLimit { raised }
 
     private static let raised: DescriptorLimit = {
         let limit = raise()
@@ -86,7 +86,7 @@ public enum FileDescriptorLimit {
     }
 
     /// A one-line warning when `limit` is below what `scenarios` fixtures want; nil when it is enough.
-    public static func warning(_ limit: DescriptorLimit, scenarios: Int, addresses: Int) -> String? {
+    package static func warning(_ limit: DescriptorLimit, scenarios: Int, addresses: Int) -> String? {
         let wanted = wanted(scenarios: scenarios, addresses: addresses)
         guard limit.current < wanted else { return nil }
         var why = limit.current >= limit.hard ? "the hard limit is \(limit.hard)" : "it could not be raised"

@@ -5,16 +5,16 @@ import NIOHTTP1
 import TLSFixturesOpenSSL
 
 /// The JSON body every fixture request gets: which scenario answered and what the handshake negotiated.
-public struct FixtureResponse: Codable, Sendable, Equatable {
-    public struct Request: Codable, Sendable, Equatable {
-        public var method: String
-        public var path: String
-        public var httpVersion: String
+package struct FixtureResponse: Codable, Sendable, Equatable {
+    package struct Request: Codable, Sendable, Equatable {
+        package var method: String
+        package var path: String
+        package var httpVersion: String
     }
-    public var scenario: String
+    package var scenario: String
     /// nil for the plain-HTTP scenario.
     public var tls: HandshakeDetails?
-    public var request: Request
+    package var request: Request
 }
 
 /// Answers already made by one fixture, shared by its connections: every connection that negotiated the same thing

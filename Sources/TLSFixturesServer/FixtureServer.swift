@@ -101,7 +101,7 @@ public final class FixtureServer: Sendable {
     private let connections: ConnectionTracker
     private let lifecycle = NIOLockedValueBox(Lifecycle.running)
     /// The OCSP responder and CRL endpoint this fixture started for its own leaf (in-process revocation scenarios).
-    public let revocationServices: RevocationServices?
+    package let revocationServices: RevocationServices?
 
     private enum Lifecycle {
         case running
@@ -191,7 +191,7 @@ public final class FixtureServer: Sendable {
     /// Starts an already prepared scenario (what `serve` uses after preparing everything up front). A revocation
     /// scenario's leaf names the responder it was prepared for: `serve` runs those itself (`RevocationServices`);
     /// `revocationServices` given here are stopped with the fixture.
-    public static func start(_ prepared: PreparedScenario, configuration: FixtureConfiguration = FixtureConfiguration(),
+    package static func start(_ prepared: PreparedScenario, configuration: FixtureConfiguration = FixtureConfiguration(),
                              revocationServices: RevocationServices? = nil) async throws -> FixtureServer {
         try configuration.validate()
         FileDescriptorLimit.raiseOnce()

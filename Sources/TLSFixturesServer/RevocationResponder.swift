@@ -13,8 +13,8 @@ import Darwin
 
 /// The OCSP responder and CRL endpoint a revocation fixture's leaf names, and the port that refuses for
 /// `ocsp-unreachable`: one set per `serve` (on fixed ports), one per in-process fixture (on ports the system picks).
-public final class RevocationServices: Sendable {
-    public let registry: RevocationRegistry
+package final class RevocationServices: Sendable {
+    package let registry: RevocationRegistry
     /// The URLs the leaves name.
     public let endpoints: RevocationEndpoints
     private let responder: RevocationResponder?
@@ -47,12 +47,12 @@ public final class RevocationServices: Sendable {
         return RevocationServices(registry: registry, endpoints: endpoints, responder: responder, refusing: refusing)
     }
 
-    public var responderPort: Int? { responder?.port }
-    public var refusingPort: Int? { refusing?.port }
+    package var responderPort: Int? { responder?.port }
+    package var refusingPort: Int? { refusing?.port }
     /// Whether the responder still listens or the refusing port is still held (what a stopped fixture must not leave).
     package var isRunning: Bool { (responder?.isListening ?? false) || (refusing?.isHeld ?? false) }
 
-    public func stop() async {
+    package func stop() async {
         await responder?.stop()
         refusing?.close()
     }

@@ -3,8 +3,8 @@ import NIOCore
 import TLSFixturesOpenSSL
 
 /// Fired inbound once the handshake completes, carrying what was negotiated.
-public struct TLSHandshakeCompleted: Sendable {
-    public let details: HandshakeDetails
+package struct TLSHandshakeCompleted: Sendable {
+    package let details: HandshakeDetails
 }
 
 /// The server side of TLS, on OpenSSL, for one connection. Modelled on swift-nio-ssl's `NIOSSLHandler`.

@@ -10,11 +10,11 @@ import Darwin
 /// why when it cannot: a folder, a named pipe or `/dev/zero` given by mistake used to be reported as "permission
 /// denied". A named pipe is opened without waiting for a writer (`O_NONBLOCK`), so it can never hang the command,
 /// and nothing larger than `maximumSize` is read whole into memory.
-public enum UserFile {
+package enum UserFile {
     /// Far more than any certificate chain, key, Info.plist or scenario file.
     public static let maximumSize = 16 << 20
 
-    public static func read(_ path: String) throws -> Data {
+    package static func read(_ path: String) throws -> Data {
         let fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK)
         guard fd >= 0 else {
             switch errno {
@@ -51,15 +51,15 @@ public enum UserFile {
 }
 
 /// Why a named file cannot be read, in one line that names it.
-public struct UserFileError: Error, CustomStringConvertible, Sendable, Equatable {
-    public enum Reason: Sendable, Equatable {
+package struct UserFileError: Error, CustomStringConvertible, Sendable, Equatable {
+    package enum Reason: Sendable, Equatable {
         case missing, permissionDenied, directory, tooLarge
         case notRegular(String)
         case other(String)
     }
 
-    public let path: String
-    public let reason: Reason
+    package let path: String
+    package let reason: Reason
 
     /// The reason alone, for messages that name the file their own way.
     public var problem: String {
