@@ -17,12 +17,12 @@ ifneq ($(LOW_FD_LIMIT),)
 export SWT_EXPERIMENTAL_MAXIMUM_PARALLELIZATION_WIDTH ?= 8
 endif
 
-.PHONY: help deps build test run bench bench-quick test-asan test-tsan fuzz fuzz-build clean scenarios lint lint-docs matrix matrix-test-clients legacy-openssl test-legacy
+.PHONY: help deps build test run bench bench-quick test-asan test-tsan fuzz fuzz-build clean scenarios lint matrix matrix-test-clients legacy-openssl test-legacy
 
 help:
 	@echo "make run         build (release) and serve every scenario plus the dashboard"
 	@echo "make test        install missing dependencies, build, run the whole test suite"
-	@echo "make lint        the Darwin source lint and the client dependency check (make test runs them first)"
+	@echo "make lint        the Darwin lint, the client and layer graphs, public docs (make test runs them first)"
 	@echo "make bench       performance comparison with nginx and openssl s_server (BENCHMARKS.md; Linux only)"
 	@echo "make bench-quick the same in short runs (< 2 min after the build), for CI: checks that it runs (Linux only)"
 	@echo "make test-asan   the test suite under AddressSanitizer;  make test-tsan: ThreadSanitizer"
@@ -72,10 +72,6 @@ lint:
 	@python3 scripts/lint-darwin.py
 	@python3 scripts/check-client-graph.py
 	@python3 scripts/check-layers.py
-
-# check-public-docs.py lists public declarations without a `///` comment. It joins `lint` once Sources/ passes it
-# (issue 14); until then it runs alone.
-lint-docs:
 	@python3 scripts/check-public-docs.py
 
 clean:

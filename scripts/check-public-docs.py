@@ -99,6 +99,7 @@ def main(argv):
     if count:
         print(f"{count} public declaration(s) without a doc comment; {FIX}")
         return 1
+    print("check-public-docs: every public declaration of the library has a doc comment")
     return 0
 
 

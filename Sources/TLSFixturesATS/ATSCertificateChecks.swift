@@ -51,8 +51,10 @@ enum ATSDigest {
 /// Default trust: what Apple's SSL server policy checks on every HTTPS load, whether ATS applies or not
 /// (the reference: "when ATS does not apply, default trust … still applies unless the app overrides it").
 public struct ATSDefaultTrust: Sendable {
+    /// Which OS's trust rules apply (the SHA-1 and key-size limits changed between releases).
     public var profile: ATSOSProfile
 
+    /// Memberwise: each argument sets the property of the same name, unchecked.
     public init(profile: ATSOSProfile = .default) {
         self.profile = profile
     }
@@ -62,6 +64,7 @@ public struct ATSDefaultTrust: Sendable {
     /// 2020-09-01T00:00:00Z: the 398-day rule (support note 102028) covers certificates issued from then on.
     public static let publicValidityCutoff = Date(timeIntervalSince1970: 1_598_918_400)
 
+    /// Every default-trust failure of the chain for `host` (name match, dates, EKU, weak signatures, keys), in chain order; empty when trust holds.
     public func violations(host: ATSHost, presentedChain: [CertificateFacts], trust: TrustFacts?) -> [ATSViolation] {
         guard let trust else {
             return [ATSViolation(rule: .trustChain, message: "trust: no trust evaluation was recorded for this server",
@@ -185,8 +188,10 @@ public struct ATSDefaultTrust: Sendable {
 
 /// ATS's own certificate rules, on top of default trust, only where ATS applies.
 public struct ATSCertificateRules: Sendable {
+    /// The rules have no options: they are ATS's, the same on every OS the model knows.
     public init() {}
 
+    /// ATS's extra certificate failures (weak signatures, small keys, …) on top of default trust; empty when none.
     public func violations(presentedChain: [CertificateFacts], trust: TrustFacts?,
                            requiresForwardSecrecy: Bool) -> [ATSViolation] {
         let chain = ATSChainView(presented: presentedChain, trust: trust)

@@ -76,13 +76,16 @@ public enum ATSCipherSuites {
 /// suites. The diagnostics hand this to a real OpenSSL client; the evaluator intersects it with what the
 /// server accepted.
 public struct ATSClientOffer: Sendable, Codable, Equatable, CustomStringConvertible {
+    /// The lowest version offered (TLS 1.2 by default; an exception can lower it).
     public var minVersion: TLSVersion
+    /// The highest version offered (TLS 1.3).
     public var maxVersion: TLSVersion
     /// IANA names of the suites offered for TLS 1.0–1.2 (the name says 1.2 because that is where most live).
     public var tls12Suites: [String]
     /// IANA names of the TLS 1.3 suites offered (empty when TLS 1.3 is not in range).
     public var tls13Suites: [String]
 
+    /// Memberwise: each argument sets the property of the same name, unchecked.
     public init(minVersion: TLSVersion, maxVersion: TLSVersion, tls12Suites: [String], tls13Suites: [String]) {
         self.minVersion = minVersion
         self.maxVersion = maxVersion

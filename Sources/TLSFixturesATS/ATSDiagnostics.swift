@@ -9,11 +9,16 @@ public protocol ATSHandshaker: Sendable {
 
 /// What a completed handshake showed.
 public struct ATSHandshakeSuccess: Sendable, Codable, Equatable {
+    /// The version the handshake settled on.
     public var version: TLSVersion
+    /// The negotiated suite's IANA name.
     public var suite: String
+    /// The certificates the server sent, leaf first.
     public var presentedChain: [CertificateFacts]
+    /// Chain building and verification against the trusted roots; nil when it was not judged.
     public var trust: TrustFacts?
 
+    /// Memberwise: each argument sets the property of the same name, unchecked.
     public init(version: TLSVersion, suite: String, presentedChain: [CertificateFacts], trust: TrustFacts?) {
         self.version = version
         self.suite = suite
@@ -136,12 +141,15 @@ extension ATSHandshakeOutcome: Codable {
 /// version and the first server suite the offer admits. Used by tests, and by the CLI to run diagnostics
 /// against a scenario's recorded facts without starting a server.
 public struct ATSReplayHandshaker: ATSHandshaker {
+    /// The recorded server to answer from.
     public var facts: ServerFacts
 
+    /// Memberwise: each argument sets the property of the same name, unchecked.
     public init(facts: ServerFacts) {
         self.facts = facts
     }
 
+    /// Answers as the recorded server would: its newest version and first suite the offer admits, or the failure a client would see.
     public func handshake(_ offer: ATSClientOffer, url: URL) async -> ATSHandshakeOutcome {
         let spoken = facts.accepted.filter { !$0.value.isEmpty }
         guard !spoken.isEmpty else { return .failure(reason: "connection closed during the handshake", kind: .closed) }
@@ -164,10 +172,14 @@ public struct ATSReplayHandshaker: ATSHandshaker {
 
 /// One configuration nscurl tries: the group it belongs to, its name, and the ATS dictionary.
 public struct ATSDiagnosticConfiguration: Sendable, Codable, Equatable {
+    /// nscurl's group heading (`Default ATS Secure Connection`, `Allowing Arbitrary Loads`, …).
     public var group: String
+    /// The configuration's line in nscurl's output (`TLSv1.2`, `Disabling Perfect Forward Secrecy`, …).
     public var name: String
+    /// The `NSAppTransportSecurity` dictionary nscurl loads the URL with.
     public var dictionary: [String: ATSPlistValue]
 
+    /// Memberwise: each argument sets the property of the same name, unchecked.
     public init(group: String, name: String, dictionary: [String: ATSPlistValue]) {
         self.group = group
         self.name = name
@@ -178,6 +190,7 @@ public struct ATSDiagnosticConfiguration: Sendable, Codable, Equatable {
 /// The error a failed load ends with, as nscurl prints it: `NSURLErrorDomain`, the code, Foundation's message and
 /// the likely stream error — what users search for — then what the model or the TLS client found.
 public struct ATSLoadError: Sendable, Codable, Equatable {
+    /// Always `NSURLErrorDomain`: ATS failures surface as URL-loading errors.
     public var domain: String
     /// `NSURLErrorDomain` code, e.g. -1200.
     public var code: Int
@@ -187,7 +200,9 @@ public struct ATSLoadError: Sendable, Codable, Equatable {
     public var message: String
     /// `_kCFStreamErrorCodeKey`, e.g. -9836, when one is expected.
     public var streamErrorCode: Int?
+    /// Its name, e.g. `errSSLProtocol`; nil when there is no stream error.
     public var streamErrorName: String?
+    /// The URL that failed, as `NSErrorFailingURLStringKey` carries it.
     public var failingURL: String
     /// The whole error in nscurl's form: `Error Domain=NSURLErrorDomain Code=-1200 "…" UserInfo={…}`.
     public var nsError: String
@@ -198,6 +213,7 @@ public struct ATSLoadError: Sendable, Codable, Equatable {
     /// What a failed handshake amounts to, when one failed.
     public var failureKind: ATSHandshakeFailureKind?
 
+    /// Builds the error from the model's likely error for `url`; `detail` says why in the model's or the TLS client's words.
     public init(_ likely: ATSLikelyError, url: String, host: String, profile: ATSOSProfile, detail: String,
                 rule: ATSRule? = nil, failureKind: ATSHandshakeFailureKind? = nil) {
         domain = "NSURLErrorDomain"
@@ -231,12 +247,15 @@ public struct ATSLoadError: Sendable, Codable, Equatable {
 
 /// The outcome of one configuration.
 public struct ATSDiagnosticResult: Sendable, Equatable {
+    /// The configuration tried.
     public var configuration: ATSDiagnosticConfiguration
     /// nscurl's PASS: the load completed with no error (the handshake, the model's rules and the request itself).
     public var passed: Bool
     /// What nscurl would print after `Error :` in verbose mode; `nil` on PASS.
     public var error: ATSLoadError?
+    /// What the client offered under that configuration.
     public var offer: ATSClientOffer
+    /// The handshake with that offer; nil when the configuration was judged without one (plain HTTP).
     public var handshake: ATSHandshakeOutcome?
     /// The evaluator's verdict on a completed handshake (a handshake that succeeds must still pass the
     /// certificate and trust rules).
@@ -280,6 +299,7 @@ public struct ATSDiagnostics: Sendable {
     /// Profile and readings (nscurl is a data load without a trust override; those fields are ignored).
     public var options: ATSEvaluationOptions
 
+    /// Memberwise: each argument sets the property of the same name, unchecked.
     public init(options: ATSEvaluationOptions = .init()) {
         self.options = options
     }
@@ -409,13 +429,18 @@ public struct ATSDiagnostics: Sendable {
 /// The diagnostics' results, printable like nscurl and encodable as JSON. Both forms are deterministic
 /// (sorted keys, no timestamps) so they can be compared in tests and diffed between runs.
 public struct ATSDiagnosticsReport: Sendable, Equatable {
+    /// The URL diagnosed, as given.
     public var url: String
+    /// Its host, as ATS classifies it (lowercased, no brackets).
     public var host: String
     /// The system the results model. nscurl itself reports the TLS stack of the Mac it runs on.
     public var profile: ATSOSProfile
+    /// The readings of the model's uncertain rules used for every configuration.
     public var readings: ATSReadings
+    /// One result per configuration, in nscurl's order.
     public var results: [ATSDiagnosticResult]
 
+    /// Memberwise: each argument sets the property of the same name, unchecked.
     public init(url: String, host: String, profile: ATSOSProfile, readings: ATSReadings = .default,
                 results: [ATSDiagnosticResult]) {
         self.url = url
@@ -425,6 +450,7 @@ public struct ATSDiagnosticsReport: Sendable, Equatable {
         self.results = results
     }
 
+    /// The line nscurl prints between groups.
     public static let separator = String(repeating: "=", count: 80)
 
     /// Group headings nscurl prints without a blank line before the first `---` (only the first group).

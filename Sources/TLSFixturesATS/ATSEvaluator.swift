@@ -5,9 +5,12 @@ import TLSFixturesWire
 /// server. It never talks to the network: the facts come from the probe (or a test), so verdicts are
 /// reproducible and explainable rule by rule.
 public struct ATSEvaluator: Sendable {
+    /// The app's `NSAppTransportSecurity` dictionary, parsed; the default policy is an empty one (ATS fully on).
     public var policy: ATSPolicy
+    /// The load kind, OS profile, readings and trust override the verdict assumes.
     public var options: ATSEvaluationOptions
 
+    /// Memberwise: each argument sets the property of the same name, unchecked.
     public init(policy: ATSPolicy = .empty, options: ATSEvaluationOptions = .init()) {
         self.policy = policy
         self.options = options
@@ -23,6 +26,7 @@ public struct ATSEvaluator: Sendable {
         ATSClientOffer(requirements: requirements(for: url), options: options)
     }
 
+    /// Would Apple's loader complete a load of `url` from a server with these facts? The verdict names every rule that fails.
     public func evaluate(url: URL, facts: ServerFacts) -> ATSVerdict {
         let requirements = requirements(for: url)
         var verdict = ATSVerdict(allowed: false, violations: [], waived: [], atsApplies: requirements.atsApplies,

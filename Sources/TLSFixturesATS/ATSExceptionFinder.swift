@@ -14,11 +14,13 @@ public enum ATSExceptionResult: Sendable, Equatable {
 
 /// The finder's answer, with the evidence.
 public struct ATSExceptionFinding: Sendable, Equatable {
+    /// The smallest dictionary that admits the load, none needed, or why none can.
     public var result: ATSExceptionResult
     /// The app must accept the server trust in its delegate for the dictionary to work.
     public var requiresTrustOverride: Bool
     /// The evaluator's verdict with the dictionary found (for `.impossible`, with the most permissive one tried).
     public var verdict: ATSVerdict
+    /// Hints for the user (the localhost trap, keys that only matter on older systems, …).
     public var notes: [String]
 
     /// The keys of the single `NSExceptionDomains` entry, when that is all the exception is — the shape of a
@@ -59,13 +61,16 @@ public struct ATSExceptionFinder: Sendable {
 
     /// Load kind, OS profile and readings; `trustOverride` is ignored (the finder decides whether one is needed).
     public var options: ATSEvaluationOptions
+    /// Which candidates are tried first: the fewest keys, or per-domain keys before any top-level key.
     public var strategy: Strategy
 
+    /// Memberwise: each argument sets the property of the same name, unchecked.
     public init(options: ATSEvaluationOptions = .init(), strategy: Strategy = .fewestKeys) {
         self.options = options
         self.strategy = strategy
     }
 
+    /// What `alsoRequires` says when a dictionary works only with a trust override (`.useCredential`) in the app's delegate.
     public static let trustOverrideRequirement = "a trust override in your URLSessionDelegate: answer the "
         + "server-trust challenge with completionHandler(.useCredential, URLCredential(trust:))"
 
@@ -84,6 +89,7 @@ public struct ATSExceptionFinder: Sendable {
         return find(url: url, facts: facts)
     }
 
+    /// Tries candidate dictionaries from the smallest, each judged by the evaluator against `facts`, and returns the first that admits `url`.
     public func find(url: URL, facts: ServerFacts) -> ATSExceptionFinding {
         // Exception keys are looked up as the URL spells the host, trailing dot included.
         let host = ATSHost(url: url)?.exceptionLookupName ?? ""

@@ -8,8 +8,11 @@ public struct ATSIPAddress: Sendable, Hashable, CustomStringConvertible {
     /// 4 bytes for IPv4, 16 for IPv6.
     public let bytes: [UInt8]
 
+    /// True for a 4-byte (IPv4) address.
     public var isIPv4: Bool { bytes.count == 4 }
 
+    /// Parses IPv4 or IPv6 text (`127.0.0.1`, `::1`, `[::1]`, `fe80::1%en0`: brackets and a zone index are dropped);
+    /// nil for anything else.
     public init?(_ text: String) {
         var t = text
         if t.hasPrefix("["), t.hasSuffix("]") { t = String(t.dropFirst().dropLast()) }
@@ -74,6 +77,7 @@ public struct ATSIPAddress: Sendable, Hashable, CustomStringConvertible {
         case external
     }
 
+    /// Where the address lives, which decides whether iOS 17 exempts it from ATS.
     public var scope: Scope {
         if isIPv4 { return Self.scope(ipv4: bytes) }
         if bytes[..<15].allSatisfy({ $0 == 0 }) && bytes[15] == 1 { return .loopback }
@@ -107,9 +111,12 @@ public struct ATSIPAddress: Sendable, Hashable, CustomStringConvertible {
 
 /// A CIDR block such as `10.0.0.0/8` or `fd00::/8`: an iOS 17 `NSExceptionDomains` key.
 public struct ATSIPNetwork: Sendable, Hashable, CustomStringConvertible {
+    /// The block's first address as written (host bits are compared only up to the prefix).
     public let address: ATSIPAddress
+    /// The number of leading bits that must match: 0–32 for IPv4, 0–128 for IPv6.
     public let prefixLength: Int
 
+    /// Parses `ADDRESS/PREFIX`; nil when either half is malformed or the prefix is too long for the address.
     public init?(_ text: String) {
         let parts = text.split(separator: "/", omittingEmptySubsequences: false)
         guard parts.count == 2, let address = ATSIPAddress(String(parts[0])), let prefix = Int(parts[1]),
@@ -118,6 +125,7 @@ public struct ATSIPNetwork: Sendable, Hashable, CustomStringConvertible {
         self.prefixLength = prefix
     }
 
+    /// True when `ip` is of the same family and its first `prefixLength` bits equal the block's.
     public func contains(_ ip: ATSIPAddress) -> Bool {
         guard ip.bytes.count == address.bytes.count else { return false }
         var remaining = prefixLength
@@ -137,6 +145,7 @@ public struct ATSIPNetwork: Sendable, Hashable, CustomStringConvertible {
 /// The host of a URL as ATS classifies it. The class decides which exemptions and which kind of
 /// exception key can apply, so it is computed once, up front.
 public struct ATSHost: Sendable, Hashable, CustomStringConvertible {
+    /// The classes of host ATS tells apart.
     public enum Kind: String, Sendable, Codable {
         /// A dotted DNS name such as `example.com` or `static-rsa.fixtures.test`.
         case qualified
@@ -153,9 +162,12 @@ public struct ATSHost: Sendable, Hashable, CustomStringConvertible {
     /// Lowercased, without brackets, a trailing dot kept: the form looked up in `NSExceptionDomains`, where
     /// `example.com.` and `example.com` are different keys (NSExceptionDomains page).
     public let exceptionLookupName: String
+    /// Which class the host is in.
     public let kind: Kind
+    /// The address, when the host is an IP literal.
     public let ip: ATSIPAddress?
 
+    /// Classifies a URL's host as given (brackets, case and a trailing dot allowed).
     public init(_ rawHost: String) {
         var host = rawHost.lowercased()
         if host.hasPrefix("["), host.hasSuffix("]") { host = String(host.dropFirst().dropLast()) }

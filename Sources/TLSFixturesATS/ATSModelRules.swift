@@ -249,6 +249,7 @@ public enum ATSModelRule: String, Sendable, Codable, CaseIterable {
         }
     }
 
+    /// How sure the model is of the rule: high where Apple's documentation or source says it, lower where only reports do.
     public var confidence: ATSConfidence {
         switch self {
         case .exceptionIncludesSubdomains, .ios17ExternalIPs, .localNetworkingEnablesIPs, .numbersComparedWithYes,
@@ -280,14 +281,18 @@ public enum ATSModelRule: String, Sendable, Codable, CaseIterable {
 /// with two readings — which one was used.
 public struct ATSAppliedRule: Sendable, Codable, Equatable, CustomStringConvertible {
     public var id: ATSModelRule
+    /// How sure the model is of the rule.
     public var confidence: ATSConfidence
+    /// What the rule says, in one line.
     public var summary: String
+    /// Where it comes from (Apple's documentation, Apple's source file, or the report), for a user who wants to check.
     public var source: String
     /// The reading used, for rules that have another (e.g. `everySubdomain`).
     public var reading: String?
     /// Where the other reading is offered, for rules that have one.
     public var otherReading: String?
 
+    /// The rule with its confidence, summary and source; `reading` names which of two readings was used, if it has two.
     public init(_ rule: ATSModelRule, reading: String? = nil) {
         id = rule
         confidence = rule.confidence

@@ -19,6 +19,7 @@ public enum ATSOSProfile: String, Sendable, Codable, CaseIterable, Comparable, C
     /// refused for URLSession loads whatever the exception. Low confidence; choose it explicitly.
     case ios26
 
+    /// iOS 17: the newest profile from Apple's documentation and source.
     public static let `default`: ATSOSProfile = .ios17
 
     /// Accepts `ios17`, `17`, `iOS 13`, `iOS 15.4`, `iphoneos16`…: any text whose first number is the
@@ -84,6 +85,8 @@ public enum ATSLoadKind: String, Sendable, Codable, CaseIterable, CustomStringCo
     /// WebKit loads (`NSAllowsArbitraryLoadsInWebContent`).
     case web
 
+    /// Parses a profile name (`ios17`) or any text with an iOS major version in it (`iOS 16.4` → iOS 14's rules, the
+    /// profile that covers it); nil when it has no number the model knows.
     public init?(parsing text: String) {
         switch text.lowercased() {
         case "data", "urlsession": self = .data
@@ -142,12 +145,18 @@ public struct ATSReadings: Sendable, Codable, Equatable {
         case neverOffered
     }
 
+    /// How `NSIncludesSubdomains` matches names.
     public var subdomains: Subdomains
+    /// Which suites Apple's client offers with ATS on.
     public var cipherSuites: CipherSuites
+    /// Which IP literals iOS 17 leaves exempt.
     public var ipAddresses: IPAddresses
+    /// Whether the `NSThirdPartyException*` keys count.
     public var thirdPartyKeys: ThirdPartyKeys
+    /// Whether DHE suites are ever offered.
     public var dhe: DHE
 
+    /// Memberwise: each argument sets the property of the same name, unchecked.
     public init(subdomains: Subdomains = .everySubdomain, cipherSuites: CipherSuites = .currentSource,
                 ipAddresses: IPAddresses = .externalOnly, thirdPartyKeys: ThirdPartyKeys = .ignored,
                 dhe: DHE = .offeredWithoutATS) {
@@ -158,19 +167,24 @@ public struct ATSReadings: Sendable, Codable, Equatable {
         self.dhe = dhe
     }
 
+    /// The readings the model uses unless told otherwise (docs/ATS-MODEL.md names each default).
     public static let `default` = ATSReadings()
 }
 
 /// Everything about the client side of an evaluation that is not in the policy or the server facts.
 public struct ATSEvaluationOptions: Sendable, Codable, Equatable {
+    /// What loads the URL: URLSession (default), media, or a web view; the exemptions differ.
     public var loadKind: ATSLoadKind
+    /// Which OS's rules apply; default iOS 17.
     public var profile: ATSOSProfile
+    /// The readings of the rules the model is unsure of.
     public var readings: ATSReadings
     /// The app's `URLSessionDelegate` answers the server-trust challenge itself and accepts the trust
     /// (`completionHandler(.useCredential, URLCredential(trust:))`). ATS only lets that count where the
     /// matched exception allows insecure HTTP loads or ATS does not apply.
     public var trustOverride: Bool
 
+    /// Memberwise: each argument sets the property of the same name, unchecked.
     public init(loadKind: ATSLoadKind = .data, profile: ATSOSProfile = .default,
                 readings: ATSReadings = .default, trustOverride: Bool = false) {
         self.loadKind = loadKind

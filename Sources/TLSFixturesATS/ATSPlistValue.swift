@@ -102,9 +102,13 @@ public enum ATSPlistValue: Sendable, Equatable, Hashable {
         }
     }
 
+    /// The value when it is a boolean; nil for any other type (ATS ignores a key of the wrong type).
     public var boolValue: Bool? { if case .bool(let value) = self { return value } else { return nil } }
+    /// The value when it is a string; nil otherwise.
     public var stringValue: String? { if case .string(let value) = self { return value } else { return nil } }
+    /// The elements when it is an array; nil otherwise.
     public var arrayValue: [ATSPlistValue]? { if case .array(let value) = self { return value } else { return nil } }
+    /// The entries when it is a dictionary; nil otherwise.
     public var dictionaryValue: [String: ATSPlistValue]? {
         if case .dictionary(let value) = self { return value } else { return nil }
     }

@@ -7,10 +7,13 @@ import TLSFixturesWire
 /// its value had the wrong type). Absence and `false` are different for the keys that switch
 /// `NSAllowsArbitraryLoads` off merely by being present, so they are not collapsed to `Bool`.
 public struct ATSPolicy: Sendable, Equatable {
+    /// `NSAllowsArbitraryLoads`: ATS off for every host, unless another top-level key is present (then ignored on iOS 10+).
     public var allowsArbitraryLoads: Bool?
     /// `NSAllowsArbitraryLoadsForMedia` (`NSAllowsArbitraryLoadsInMedia` is not a key: a 2016 documentation typo).
     public var allowsArbitraryLoadsForMedia: Bool?
+    /// `NSAllowsArbitraryLoadsInWebContent`: ATS off for web views only; its presence switches `NSAllowsArbitraryLoads` off.
     public var allowsArbitraryLoadsInWebContent: Bool?
+    /// `NSAllowsLocalNetworking`: unqualified names, `.local` and (iOS 17) local addresses exempt.
     public var allowsLocalNetworking: Bool?
     /// `NSExceptionDomains`, keyed as written in the plist (so warnings and verdicts can quote the key).
     public var exceptionDomains: [String: ATSExceptionDomain]
@@ -131,11 +134,17 @@ public struct ATSExceptionDomain: Sendable, Equatable {
         case unusable
     }
 
+    /// The `NSExceptionDomains` key exactly as written (case and all), for warnings and verdicts.
     public var key: String
+    /// How the key can match, decided from its shape when parsed.
     public var keyKind: KeyKind
+    /// `NSIncludesSubdomains`: the entry also covers names below the key.
     public var includesSubdomains: Bool?
+    /// `NSExceptionAllowsInsecureHTTPLoads`: plain HTTP and failed trust allowed for the domain.
     public var allowsInsecureHTTPLoads: Bool?
+    /// `NSExceptionMinimumTLSVersion`: the lowest version accepted for the domain (default TLS 1.2).
     public var minimumTLSVersion: TLSVersion?
+    /// `NSExceptionRequiresForwardSecrecy`: false admits non-ECDHE suites for the domain.
     public var requiresForwardSecrecy: Bool?
     /// Required CT for this domain on earlier systems (iOS 10–12); no effect later, where CT is enforced for public
     /// certificates whatever this says.
@@ -147,10 +156,14 @@ public struct ATSExceptionDomain: Sendable, Equatable {
 
 /// The `NSThirdPartyException*` twins of the exception keys (removed from Apple's documentation in 2016).
 public struct ATSThirdPartyExceptionKeys: Sendable, Equatable {
+    /// `NSThirdPartyExceptionAllowsInsecureHTTPLoads`.
     public var allowsInsecureHTTPLoads: Bool?
+    /// `NSThirdPartyExceptionMinimumTLSVersion`.
     public var minimumTLSVersion: TLSVersion?
+    /// `NSThirdPartyExceptionRequiresForwardSecrecy`.
     public var requiresForwardSecrecy: Bool?
 
+    /// Memberwise: each argument sets the property of the same name, unchecked.
     public init(allowsInsecureHTTPLoads: Bool?, minimumTLSVersion: TLSVersion?, requiresForwardSecrecy: Bool?) {
         self.allowsInsecureHTTPLoads = allowsInsecureHTTPLoads
         self.minimumTLSVersion = minimumTLSVersion
@@ -160,11 +173,14 @@ public struct ATSThirdPartyExceptionKeys: Sendable, Equatable {
 
 /// One `NSPinnedDomains` entry: base64 SHA-256 SPKI hashes (`SPKI-SHA256-BASE64`).
 public struct ATSPinnedDomain: Sendable, Equatable {
+    /// The `NSPinnedDomains` key as written.
     public var key: String
+    /// `NSIncludesSubdomains`: the pins also apply to names below the key.
     public var includesSubdomains: Bool?
     /// `nil` when the key is absent: then the CA side is not checked at all (an empty list is different:
     /// nothing can match it).
     public var caIdentities: [String]?
+    /// `NSPinnedLeafIdentities`: the leaf's SPKI must be listed; nil when the key is absent, `[]` matches nothing.
     public var leafIdentities: [String]?
 }
 
@@ -172,8 +188,10 @@ public struct ATSPinnedDomain: Sendable, Equatable {
 public struct ATSPolicyWarning: Sendable, Equatable, Codable, CustomStringConvertible {
     /// From the `NSAppTransportSecurity` dictionary down, e.g. `["NSExceptionDomains", "Example.com"]`.
     public var keyPath: [String]
+    /// What is wrong and what the loader does about it, in one line.
     public var message: String
 
+    /// Memberwise: each argument sets the property of the same name, unchecked.
     public init(keyPath: [String], message: String) {
         self.keyPath = keyPath
         self.message = message
@@ -227,27 +245,45 @@ public enum ATSPolicyError: Error, Sendable, Equatable, CustomStringConvertible,
 
 /// The key spellings, in one place so the parser, the finder and diagnostics agree on them.
 public enum ATSKey {
+    /// The Info.plist key that holds the whole ATS dictionary.
     public static let root = "NSAppTransportSecurity"
+    /// Top level: switch ATS off for every host (ignored when a more specific top-level key is present).
     public static let allowsArbitraryLoads = "NSAllowsArbitraryLoads"
+    /// Top level: ATS off for AVFoundation media loads.
     public static let allowsArbitraryLoadsForMedia = "NSAllowsArbitraryLoadsForMedia"
     /// Not a key: a typo in Apple's documentation, corrected 2016-11-14. Kept to recognise it and say so.
     public static let allowsArbitraryLoadsInMedia = "NSAllowsArbitraryLoadsInMedia"
+    /// Top level: ATS off for web views.
     public static let allowsArbitraryLoadsInWebContent = "NSAllowsArbitraryLoadsInWebContent"
+    /// Top level: exempt local hosts (unqualified names, `.local`, local addresses on iOS 17).
     public static let allowsLocalNetworking = "NSAllowsLocalNetworking"
+    /// Top level: per-domain exceptions, keyed by domain (or IP address/CIDR on iOS 17).
     public static let exceptionDomains = "NSExceptionDomains"
+    /// Top level: per-domain SPKI pins (iOS 14+).
     public static let pinnedDomains = "NSPinnedDomains"
 
+    /// In an exception or pinned-domain entry: the entry covers subdomains too.
     public static let includesSubdomains = "NSIncludesSubdomains"
+    /// In an exception entry: allow plain HTTP and failed trust for the domain.
     public static let exceptionAllowsInsecureHTTPLoads = "NSExceptionAllowsInsecureHTTPLoads"
+    /// In an exception entry: `TLSv1.0` … `TLSv1.3`, the lowest version accepted.
     public static let exceptionMinimumTLSVersion = "NSExceptionMinimumTLSVersion"
+    /// In an exception entry: false admits suites without forward secrecy.
     public static let exceptionRequiresForwardSecrecy = "NSExceptionRequiresForwardSecrecy"
+    /// In an exception entry: require CT (only iOS 10–12 honour it).
     public static let requiresCertificateTransparency = "NSRequiresCertificateTransparency"
+    /// Removed in 2016; parsed for the older reading only.
     public static let thirdPartyAllowsInsecureHTTPLoads = "NSThirdPartyExceptionAllowsInsecureHTTPLoads"
+    /// Removed in 2016; parsed for the older reading only.
     public static let thirdPartyMinimumTLSVersion = "NSThirdPartyExceptionMinimumTLSVersion"
+    /// Removed in 2016; parsed for the older reading only.
     public static let thirdPartyRequiresForwardSecrecy = "NSThirdPartyExceptionRequiresForwardSecrecy"
 
+    /// In a pinned-domain entry: an array of CA SPKI pins.
     public static let pinnedCAIdentities = "NSPinnedCAIdentities"
+    /// In a pinned-domain entry: an array of leaf SPKI pins.
     public static let pinnedLeafIdentities = "NSPinnedLeafIdentities"
+    /// The key of each pin dictionary in those arrays: base64 of the SHA-256 of the DER SPKI.
     public static let spkiSHA256Base64 = "SPKI-SHA256-BASE64"
 
     /// The keys allowed directly inside `NSAppTransportSecurity`.

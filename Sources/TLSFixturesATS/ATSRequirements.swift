@@ -10,7 +10,9 @@ public struct ATSRequirements: Sendable, Codable, Equatable {
     public var exemptionReason: String?
     /// The `NSExceptionDomains` key that matched, as written in the plist.
     public var matchedExceptionDomain: String?
+    /// The lowest TLS version the load accepts here (TLS 1.2 unless an exception lowers it).
     public var minimumTLSVersion: TLSVersion
+    /// Whether only forward-secret (ECDHE) suites are accepted.
     public var requiresForwardSecrecy: Bool
     /// `http://` is allowed (an exception entry says so, or ATS does not apply).
     public var allowsInsecureHTTPLoads: Bool
@@ -64,9 +66,12 @@ public struct ATSRequirements: Sendable, Codable, Equatable {
 /// Finds the exception entry and pinned-domain entries for a host. Kept apart from the resolver because the
 /// exception finder needs to know what would match.
 public struct ATSDomainMatcher: Sendable {
+    /// Which reading of subdomain and IP matching to apply.
     public var readings: ATSReadings
+    /// Which OS's matching rules apply (IP keys need iOS 17).
     public var profile: ATSOSProfile
 
+    /// Memberwise: each argument sets the property of the same name, unchecked.
     public init(readings: ATSReadings = .default, profile: ATSOSProfile = .default) {
         self.readings = readings
         self.profile = profile
@@ -135,14 +140,18 @@ public struct ATSDomainMatcher: Sendable {
 /// every top-level key), then the local exemption, then the top-level keys with the "arbitrary loads is ignored
 /// when…" clause and the media/web exemptions. Every decision records the model rule behind it.
 public struct ATSRequirementsResolver: Sendable {
+    /// The app's ATS dictionary.
     public var policy: ATSPolicy
+    /// The load kind, OS profile and readings.
     public var options: ATSEvaluationOptions
 
+    /// Memberwise: each argument sets the property of the same name, unchecked.
     public init(policy: ATSPolicy, options: ATSEvaluationOptions = .init()) {
         self.policy = policy
         self.options = options
     }
 
+    /// The requirements for a load of `url`; defaults with a note when the URL has no host.
     public func resolve(url: URL) -> ATSRequirements {
         guard let host = ATSHost(url: url) else {
             return .defaults(notes: ["the URL has no host; ATS defaults shown"])
@@ -150,6 +159,7 @@ public struct ATSRequirementsResolver: Sendable {
         return resolve(host: host)
     }
 
+    /// The requirements for a connection to `host`, in Apple's order: exception entry, local exemption, top-level keys.
     public func resolve(host: ATSHost) -> ATSRequirements {
         let profile = options.profile
         let matcher = ATSDomainMatcher(readings: options.readings, profile: profile)

@@ -48,11 +48,14 @@ public enum ATSRule: String, Sendable, Codable, CaseIterable {
 public struct ATSLikelyError: Sendable, Codable, Equatable, CustomStringConvertible {
     /// `NSURLErrorDomain` code, e.g. -1200, -1022, -1202.
     public var urlErrorCode: Int
+    /// The code's name, e.g. `NSURLErrorSecureConnectionFailed`.
     public var urlErrorName: String
     /// `_kCFStreamErrorCodeKey` (Secure Transport / ATS code), e.g. -9836, when one is expected.
     public var streamErrorCode: Int?
+    /// The stream error's name, e.g. `errSSLProtocol`; nil when none is expected.
     public var streamErrorName: String?
 
+    /// Memberwise: each argument sets the property of the same name, unchecked.
     public init(urlErrorCode: Int, urlErrorName: String, streamErrorCode: Int? = nil, streamErrorName: String? = nil) {
         self.urlErrorCode = urlErrorCode
         self.urlErrorName = urlErrorName
@@ -117,12 +120,15 @@ public struct ATSLikelyError: Sendable, Codable, Equatable, CustomStringConverti
 
 /// One broken rule, in words a user can act on.
 public struct ATSViolation: Sendable, Codable, Equatable, CustomStringConvertible {
+    /// Which rule failed.
     public var rule: ATSRule
     /// One line: what is wrong and what ATS requires, e.g.
     /// "minimum TLS version: server speaks at most TLSv1.0, ATS requires TLSv1.2".
     public var message: String
+    /// The error a load fails with when this is the first violation.
     public var likelyError: ATSLikelyError
 
+    /// Memberwise: each argument sets the property of the same name, unchecked.
     public init(rule: ATSRule, message: String, likelyError: ATSLikelyError) {
         self.rule = rule
         self.message = message
@@ -134,15 +140,19 @@ public struct ATSViolation: Sendable, Codable, Equatable, CustomStringConvertibl
 
 /// The model's answer for one URL against one server.
 public struct ATSVerdict: Sendable, Codable, Equatable, CustomStringConvertible {
+    /// True when the load would complete.
     public var allowed: Bool
     /// Broken rules in the order a connection would meet them (transport, certificate, trust, pins).
     public var violations: [ATSViolation]
     /// Certificate violations the app's trust override accepted (only where ATS lets it).
     public var waived: [ATSViolation]
+    /// False when the host is exempt (unqualified, `.local`, some IP literals) or a top-level key switched ATS off; then only default trust is checked.
     public var atsApplies: Bool
     /// Why ATS does not apply, when it does not.
     public var exemptionReason: String?
+    /// The `NSExceptionDomains` key that matched, as written; nil when none did.
     public var matchedExceptionDomain: String?
+    /// The `NSPinnedDomains` key that matched, as written; nil when none did.
     public var matchedPinnedDomain: String?
     /// Caveats a user should read even when the load is allowed (the localhost trap, ignored keys, …).
     public var notes: [String]
@@ -150,7 +160,9 @@ public struct ATSVerdict: Sendable, Codable, Equatable, CustomStringConvertible 
     public var likelyError: ATSLikelyError?
     /// What the client and server would settle on, when they can.
     public var negotiatedVersion: TLSVersion?
+    /// The IANA name of the suite client and server would settle on; nil when they share none.
     public var negotiatedSuite: String?
+    /// The TLS version and suite rules that applied, with the model rules behind them.
     public var requirements: ATSRequirements
     /// Every model rule this verdict rests on, with its confidence and source (docs/ATS-MODEL.md lists them all).
     public var rules: [ATSAppliedRule]

@@ -8,6 +8,7 @@ import TLSFixturesWire
 public struct CertificateFacts: Codable, Sendable, Equatable {
     /// RFC 2253 rendering, e.g. `CN=localhost,O=swift-tls-fixtures`.
     public var subject: String
+    /// The issuer's name, in the same syntax as `subject`.
     public var issuer: String
     /// The subject's commonName, if it has one (`nil` when absent, `""` when present but empty).
     public var commonName: String?
@@ -17,6 +18,7 @@ public struct CertificateFacts: Codable, Sendable, Equatable {
     public var ipAddresses: [String]
     /// `RSA`, `EC` or `Ed25519`.
     public var keyType: String
+    /// The key size in bits (2048 for RSA-2048, 256 for P-256).
     public var keyBits: Int
     /// The curve's short name (`prime256v1`, `secp384r1`) for EC keys.
     public var curve: String?
@@ -25,9 +27,13 @@ public struct CertificateFacts: Codable, Sendable, Equatable {
     /// The digest of that signature, lowercase: `md5`, `sha1`, `sha224`, `sha256`, `sha384`, `sha512`;
     /// `none` for Ed25519 (which hashes internally).
     public var signatureDigest: String
+    /// Start of validity.
     public var notBefore: Date
+    /// End of validity.
     public var notAfter: Date
+    /// basicConstraints says CA:TRUE.
     public var isCA: Bool
+    /// Subject and issuer names are equal.
     public var isSelfIssued: Bool
     /// Extended key usages by short name (`serverAuth`, `clientAuth`, …); `nil` when the extension is absent
     /// (which means "any" to every verifier).
@@ -36,6 +42,7 @@ public struct CertificateFacts: Codable, Sendable, Equatable {
     public var spkiSHA256: String
     /// Hex SHA-256 of the whole DER certificate (what certificate pinning compares).
     public var sha256Fingerprint: String
+    /// The certificate as sent, DER.
     public var der: Data
     /// Whether the certificate embeds Signed Certificate Timestamps (the CT precertificate SCT list extension);
     /// `nil` when not recorded. SCTs delivered in the handshake or an OCSP response are not seen here.
@@ -47,6 +54,7 @@ public struct CertificateFacts: Codable, Sendable, Equatable {
     /// The TLS Feature extension asks for a stapled OCSP response ("must-staple", RFC 7633); `nil` when not recorded.
     public var mustStaple: Bool?
 
+    /// Memberwise: each argument sets the property of the same name, unchecked.
     public init(subject: String, issuer: String, commonName: String?, dnsNames: [String]?, ipAddresses: [String],
                 keyType: String, keyBits: Int, curve: String?, signatureAlgorithm: String, signatureDigest: String,
                 notBefore: Date, notAfter: Date, isCA: Bool, isSelfIssued: Bool, extendedKeyUsage: [String]?,
@@ -82,6 +90,7 @@ public struct TrustFacts: Codable, Sendable, Equatable {
     /// Which kind of anchor the trusted roots stand for (the probe's caller says; the built-in CA is `.userInstalled`).
     public var anchor: TrustAnchorKind
 
+    /// Memberwise: each argument sets the property of the same name, unchecked.
     public init(chainError: VerifyError?, verifiedChain: [CertificateFacts], anchor: TrustAnchorKind) {
         self.chainError = chainError; self.verifiedChain = verifiedChain; self.anchor = anchor
     }
@@ -91,11 +100,14 @@ public struct TrustFacts: Codable, Sendable, Equatable {
 /// (`X509_verify_cert_error_string`), e.g. `10` / `certificate has expired`. When the platform judged (SecTrust on
 /// macOS), the number is the nearest OpenSSL one and the text is the platform's own (`PlatformTrust`).
 public struct VerifyError: Codable, Sendable, Equatable, CustomStringConvertible, Error {
+    /// OpenSSL's verify code (`X509_V_ERR_*`: 10 expired, 18 self-signed, 62 hostname mismatch, …).
     public var code: Int32
+    /// OpenSSL's text for the code (`certificate has expired`).
     public var text: String
     /// Depth in the chain at which it was found (0 = leaf).
     public var depth: Int
 
+    /// Memberwise: each argument sets the property of the same name, unchecked.
     public init(code: Int32, text: String, depth: Int) { self.code = code; self.text = text; self.depth = depth }
     public var description: String { "\(text) (X509 error \(code) at depth \(depth))" }
 }
@@ -118,6 +130,7 @@ public struct ServerFacts: Codable, Sendable, Equatable {
     /// The OCSP response the server stapled when asked (status_request); `nil` when it sent none.
     public var stapledOCSP: OCSPResponseFacts?
 
+    /// Memberwise: each argument sets the property of the same name, unchecked.
     public init(scheme: String, accepted: AcceptedSuites, presentedChain: [CertificateFacts], trust: TrustFacts?,
                 stapledOCSP: OCSPResponseFacts? = nil) {
         self.scheme = scheme; self.accepted = accepted; self.presentedChain = presentedChain; self.trust = trust

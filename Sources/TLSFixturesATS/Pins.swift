@@ -2,6 +2,7 @@ import Foundation
 
 /// The pins for one domain, in the form every pinning format starts from: base64 SHA-256 of DER SPKIs.
 public struct PinSet: Sendable, Equatable, Codable {
+    /// The host the pins are for, as a pinning configuration names it.
     public var domain: String
     /// SPKI pins of leaf keys (the key the server uses now).
     public var leafPins: [String]
@@ -10,8 +11,10 @@ public struct PinSet: Sendable, Equatable, Codable {
     /// A key no server uses yet, kept offline for the next rotation. TrustKit refuses a configuration
     /// without one, and NSPinnedDomains without one bricks the app the day the key must change.
     public var backupPin: String?
+    /// Whether the pins also cover names below `domain`.
     public var includesSubdomains: Bool
 
+    /// Memberwise: each argument sets the property of the same name, unchecked.
     public init(domain: String, leafPins: [String], caPins: [String] = [], backupPin: String? = nil,
                 includesSubdomains: Bool = false) {
         self.domain = domain
@@ -22,6 +25,7 @@ public struct PinSet: Sendable, Equatable, Codable {
     }
 }
 
+/// A pin that is not base64 of 32 bytes (a SHA-256), or a configuration with no pins.
 public enum PinFormatError: Error, Sendable, Equatable, CustomStringConvertible {
     case trustKitNeedsTwoPins(found: Int)
     case noPins
@@ -125,6 +129,7 @@ public enum PinMode: String, Sendable, CaseIterable {
     /// NSPinnedDomains with `NSPinnedCAIdentities`.
     case ca
 
+    /// The rule this mode checks `pins` (base64 SPKI SHA-256) with.
     public func rule(_ pins: [String]) -> PinRule {
         switch self {
         case .trustkit: return .trustKit(spki: pins)
@@ -134,6 +139,7 @@ public enum PinMode: String, Sendable, CaseIterable {
     }
 }
 
+/// How a pinning configuration decides: which pins, compared with what, and whether default trust is checked first.
 public enum PinRule: Sendable, Equatable {
     /// TrustKit: default trust must pass, then any certificate in the chain must have a listed SPKI.
     case trustKit(spki: [String])
@@ -162,6 +168,7 @@ public enum PinRule: Sendable, Equatable {
 
 /// The result of one pin check.
 public struct PinOutcome: Sendable, Equatable, CustomStringConvertible {
+    /// True when the connection passes the pin check.
     public var matched: Bool
     /// Why, in one line.
     public var reason: String
@@ -173,15 +180,18 @@ public struct PinOutcome: Sendable, Equatable, CustomStringConvertible {
 
 /// Checks pins against what a client observed, the way each library does.
 public struct PinPolicy: Sendable {
+    /// The pins and how they are compared.
     public var rule: PinRule
     /// Which OS's default trust to apply for the library modes.
     public var profile: ATSOSProfile
 
+    /// Memberwise: each argument sets the property of the same name, unchecked.
     public init(_ rule: PinRule, profile: ATSOSProfile = .default) {
         self.rule = rule
         self.profile = profile
     }
 
+    /// Judges what a client saw (the chain as sent and how trust went) as the library or `NSPinnedDomains` would.
     public func evaluate(host: String, presentedChain: [CertificateFacts], trust: TrustFacts?) -> PinOutcome {
         if rule.checksDefaultTrust {
             let failures = ATSDefaultTrust(profile: profile)

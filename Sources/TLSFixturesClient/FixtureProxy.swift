@@ -14,11 +14,14 @@ import Network
 /// It reaches this runner's fixtures and nothing else (anything else is `403`), so a session configured with it never
 /// silently connects anywhere directly.
 public struct FixtureProxy: Sendable, Hashable {
+    /// The runner's host as the device sees it: `localhost` on a simulator, the Mac's address on a device.
     public var host: String
+    /// The proxy's TCP port: the runner's port (`serve --port-base`, 9800 by default).
     public var port: Int
     /// The domains it resolves: `fixtures.test` and every `serve --domain`.
     public var domains: [String]
 
+    /// Memberwise: each argument sets the property of the same name, unchecked.
     public init(host: String = "localhost", port: Int = 9800, domains: [String] = ["fixtures.test"]) {
         self.host = host; self.port = port; self.domains = domains
     }

@@ -12,12 +12,15 @@ import TLSFixturesWire
 public final class RemoteFixture: Sendable {
     /// The scenario it serves, as the API describes it.
     public struct Scenario: Sendable, Hashable {
+        /// The catalog name (`expired`, `pin-mitm`, …), or a custom scenario's own name.
         public var name: String
+        /// The catalog group (`protocol`, `certificate`, `pinning`, …; `custom` for your own scenarios).
         public var group: String
         /// What is deliberately different, in one line.
         public var summary: String
         /// What standard clients are expected to make of it (OpenSSL's verify result, the ATS verdict, pins).
         public var expect: FixtureExpectations
+        /// True for the plain-HTTP scenario (`http`): no TLS, no chain, no pins.
         public var isCleartext: Bool
     }
 
@@ -34,11 +37,13 @@ public final class RemoteFixture: Sendable {
     public var info: FixtureDescription { state.value }
 
     public var id: String { info.id }
+    /// The scenario this fixture serves, read from the runner's answer (no second request).
     public var scenario: Scenario {
         let info = info
         return Scenario(name: info.scenario, group: info.group, summary: info.summary, expect: info.expect,
                         isCleartext: info.chainPEM.isEmpty)
     }
+    /// The fixture's TCP port on the runner's host; every URL below uses it.
     public var port: Int { info.port }
     /// `https://localhost:PORT/` (`http://` for the cleartext scenario). Fine for pinning tests; ATS does not apply to
     /// localhost, so ATS tests use `qualifiedURL`.
@@ -51,9 +56,11 @@ public final class RemoteFixture: Sendable {
     public var pins: FixturePins { info.pins }
     /// The built-in CA, DER: what `SecCertificateCreateWithData` takes, and what a test trusts or pins.
     public var caCertificateDER: Data { (try? PEM.blocks(in: info.caPEM))?.first ?? Data() }
+    /// The built-in CA as PEM: install it (or pass it to your trust evaluator) so the control scenarios verify.
     public var caCertificatePEM: String { info.caPEM }
     /// The certificates the server sends, leaf first, DER (Alamofire's and AFNetworking's pinned `.cer` content).
     public var chainDER: [Data] { (try? PEM.blocks(in: info.chainPEM)) ?? [] }
+    /// The certificates the server sends, leaf first, as concatenated PEM; empty for plain HTTP.
     public var chainPEM: Data { Data(info.chainPEM.utf8) }
     /// The simulated TLS proxy's root (`pin-mitm`), DER, for a test that installs it as a device would.
     public var interceptionRootDER: Data? { info.interceptionRootPEM.flatMap { try? PEM.blocks(in: $0).first } }

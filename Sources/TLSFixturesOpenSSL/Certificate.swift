@@ -55,6 +55,7 @@ public final class Certificate: @unchecked Sendable, Equatable, CustomStringConv
 
     // MARK: Decoding
 
+    /// Parses DER; throws `OpenSSLError` with OpenSSL's reason when it is not a certificate.
     public convenience init(der: Data) throws {
         OpenSSLError.clearQueue()
         let x509 = der.withUnsafeBytes { raw -> OpaquePointer? in
@@ -65,6 +66,7 @@ public final class Certificate: @unchecked Sendable, Equatable, CustomStringConv
         try self.init(taking: try checkNotNull(x509, "decode a DER certificate"))
     }
 
+    /// Parses the first `CERTIFICATE` block of PEM text; use `all(pem:)` for a whole chain.
     public convenience init(pem: Data) throws {
         guard let first = try Certificate.all(pem: pem).first else {
             throw OpenSSLError(operation: "read a PEM certificate", reasons: ["no certificate found"])
@@ -102,15 +104,19 @@ public final class Certificate: @unchecked Sendable, Equatable, CustomStringConv
 
     // MARK: Encoding
 
+    /// The certificate as one PEM block, with a trailing newline.
     public var pem: Data {
         (try? MemoryBIO.collect("encode a certificate as PEM") { PEM_write_bio_X509($0, pointer) }) ?? Data()
     }
 
+    /// A chain as concatenated PEM, in the order given (leaf first, as servers send it).
     public static func pem(_ chain: [Certificate]) -> Data { chain.reduce(into: Data()) { $0.append($1.pem) } }
 
     // MARK: Reading
 
+    /// The subject in RFC 2253 order and syntax (`CN=expired.fixtures.test,O=swift-tls-fixtures`).
     public var subject: String { Certificate.render(X509_get_subject_name(pointer)) }
+    /// The issuer's name, in the same syntax as `subject`.
     public var issuer: String { Certificate.render(X509_get_issuer_name(pointer)) }
     public var description: String { subject }
 
@@ -122,14 +128,19 @@ public final class Certificate: @unchecked Sendable, Equatable, CustomStringConv
         return Certificate.utf8(X509_NAME_ENTRY_get_data(entry)) ?? ""
     }
 
+    /// The subject key's algorithm, size and curve.
     public var publicKey: KeyDescription { KeyDescription(pkey: X509_get0_pubkey(pointer)) }
 
 
+    /// SHA-256 of the DER: the fingerprint browsers show (not a pin: pins hash the SPKI).
     public var sha256Fingerprint: Data { Digest.sha256(der) }
 
+    /// Start of validity, to the second.
     public var notBefore: Date { Certificate.date(X509_get0_notBefore(pointer)) }
+    /// End of validity, to the second.
     public var notAfter: Date { Certificate.date(X509_get0_notAfter(pointer)) }
 
+    /// The serial number in upper-case hex, no leading zeros; empty when OpenSSL cannot read it.
     public var serialHex: String {
         guard let bn = ASN1_INTEGER_to_BN(X509_get0_serialNumber(pointer), nil) else { return "" }
         defer { BN_free(bn) }
@@ -151,12 +162,15 @@ public final class Certificate: @unchecked Sendable, Equatable, CustomStringConv
     }
 
     private var extensionFlags: UInt32 { X509_get_extension_flags(pointer) }
+    /// basicConstraints says CA:TRUE.
     public var isCA: Bool { extensionFlags & UInt32(EXFLAG_CA) != 0 }
     /// Whether the certificate carries a name-constraints extension (only a CA's means anything).
     public var hasNameConstraints: Bool { X509_get_ext_by_NID(pointer, NID_name_constraints, -1) >= 0 }
     /// The CT precertificate SCT list extension (1.3.6.1.4.1.11129.2.4.2) is present.
     public var hasEmbeddedSCTs: Bool { X509_get_ext_by_NID(pointer, NID_ct_precert_scts, -1) >= 0 }
+    /// Subject and issuer names are equal (a root, or a self-signed leaf).
     public var isSelfIssued: Bool { extensionFlags & UInt32(EXFLAG_SI) != 0 }
+    /// Self-issued, and OpenSSL's check (its key identifiers and key usage) says it signed itself.
     public var isSelfSigned: Bool { extensionFlags & UInt32(EXFLAG_SS) != 0 }
 
     /// basicConstraints pathLenConstraint, when set.
@@ -167,10 +181,13 @@ public final class Certificate: @unchecked Sendable, Equatable, CustomStringConv
 
     /// DNS names of the subjectAltName extension; `nil` when there is no such extension.
     public var dnsNames: [String]? { subjectAltNames.map { $0.compactMap { if case .dns(let n) = $0 { n } else { nil } } } }
+    /// The subjectAltName's IP addresses in text form (`127.0.0.1`, `::1`).
     public var ipAddresses: [String] { (subjectAltNames ?? []).compactMap { if case .ip(let a) = $0 { a } else { nil } } }
 
+    /// One subjectAltName entry: a DNS name, an IP address, or any other kind as OpenSSL prints it.
     public enum AltName: Equatable, Sendable { case dns(String), ip(String), other(String) }
 
+    /// Every subjectAltName entry in order; nil when the certificate has no subjectAltName extension.
     public var subjectAltNames: [AltName]? {
         guard let raw = X509_get_ext_d2i(pointer, NID_subject_alt_name, nil, nil) else { return nil }
         let names = OpaquePointer(raw)

@@ -218,18 +218,28 @@ package final class OpenSSLConnection {
 
 /// What a TLS handshake negotiated, as the server saw it. Sent to every HTTP request as JSON.
 public struct HandshakeDetails: Codable, Sendable, Equatable {
+    /// A cipher suite under both of its names.
     public struct Cipher: Codable, Sendable, Equatable {
+        /// OpenSSL's name (`ECDHE-RSA-AES128-GCM-SHA256`).
         public var openssl: String
+        /// The IANA name (`TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256`), as Apple's and Java's APIs print it.
         public var iana: String
 
+        /// Memberwise: each argument sets the property of the same name, unchecked.
         public init(openssl: String, iana: String) { self.openssl = openssl; self.iana = iana }
     }
+    /// The negotiated version as `SSL_get_version` prints it (`TLSv1.3`).
     public var `protocol`: String
+    /// The negotiated suite.
     public var cipher: Cipher
+    /// "Server Temp Key" in s_client's words (`X25519`, `DH 1024`); nil for RSA key exchange.
     public var keyExchange: String?
     /// The negotiated group as OpenSSL names it (`x25519`, `secp256r1`, `X25519MLKEM768`); nil when none was used.
     public var group: String?
+    /// The server name the client sent (SNI); nil when it sent none.
     public var sni: String?
+    /// The ALPN protocol chosen (`http/1.1`); nil when the client offered none.
     public var alpn: String?
+    /// The client certificate's subject, when the client presented one.
     public var clientCertificate: String?
 }

@@ -10,6 +10,7 @@ public struct OpenSSLError: Error, CustomStringConvertible, Sendable, Equatable 
     /// OpenSSL's reasons, oldest first (`SSL routines: no cipher match`).
     public let reasons: [String]
 
+    /// Memberwise: each argument sets the property of the same name, unchecked.
     public init(operation: String, reasons: [String]) {
         self.operation = operation
         self.reasons = reasons

@@ -25,6 +25,7 @@ extension TLSVersion {
         }
     }
 
+    /// The version for OpenSSL's constant (`TLS1_2_VERSION`); nil for a value it does not name.
     public init?(openSSLValue: Int32) {
         guard let match = Self.allCases.first(where: { $0.openSSLValue == openSSLValue }) else { return nil }
         self = match

@@ -5,12 +5,14 @@ import TLSFixturesOpenSSL
 public struct Credential: Sendable {
     /// The end-entity certificate.
     public let certificate: Certificate
+    /// The leaf's private key: what the server signs its handshake with.
     public let privateKey: PrivateKey
     /// The certificates between `certificate` and `root`, nearest first (intermediates). Never includes the leaf.
     public let intermediates: [Certificate]
     /// The root this chain ends in (the leaf itself when self-signed).
     public let root: Certificate
 
+    /// Memberwise: each argument sets the property of the same name, unchecked.
     public init(certificate: Certificate, privateKey: PrivateKey, intermediates: [Certificate], root: Certificate) {
         self.certificate = certificate; self.privateKey = privateKey; self.intermediates = intermediates; self.root = root
     }
@@ -18,6 +20,7 @@ public struct Credential: Sendable {
     /// Leaf first, then intermediates: what a correctly configured server sends.
     public var chain: [Certificate] { [certificate] + intermediates }
 
+    /// `chain` as concatenated PEM, leaf first: a server's certificate file.
     public var chainPEM: Data { Certificate.pem(chain) }
 }
 
@@ -34,12 +37,16 @@ public struct Credential: Sendable {
 /// await fixture.stop()
 /// ```
 public final class CertificateAuthority: Sendable {
+    /// This authority's own certificate: the issuer of what it signs.
     public let certificate: Certificate
+    /// The key it signs with.
     public let privateKey: PrivateKey
     /// From this authority up to (not including) the root; empty for a root.
     public let chainToRoot: [Certificate]
+    /// The self-signed root its chain ends in (itself when it is a root): what a client must trust.
     public let root: Certificate
 
+    /// Wraps an existing certificate and key; `root` defaults to `certificate` itself (a root CA).
     public init(certificate: Certificate, privateKey: PrivateKey, chainToRoot: [Certificate] = [], root: Certificate? = nil) {
         self.certificate = certificate; self.privateKey = privateKey; self.chainToRoot = chainToRoot
         self.root = root ?? certificate

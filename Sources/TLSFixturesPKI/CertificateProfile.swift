@@ -10,10 +10,13 @@ import Darwin
 /// Everything about a certificate except its keys: a value, so it can be stored, compared and hashed
 /// (the store reuses a certificate exactly as long as its profile is unchanged).
 public struct CertificateProfile: Hashable, Sendable, Codable {
+    /// The subject name (CN, O, OU).
     public var subject: Subject
     /// `nil` means no subjectAltName extension at all (the `no-san` case), `[]` is not allowed by OpenSSL.
     public var subjectAltNames: [SubjectAltName]?
+    /// notBefore and notAfter, relative to the moment of issue or absolute.
     public var validity: Validity
+    /// The hash the issuer signs with (MD5 and SHA-1 allowed on purpose).
     public var digest: SignatureDigest
     /// `nil` leaves the extension out ("any purpose" to every verifier).
     public var extendedKeyUsage: [ExtendedKeyUsage]?
@@ -21,11 +24,13 @@ public struct CertificateProfile: Hashable, Sendable, Codable {
     public var keyUsage: [KeyUsage]?
     /// `nil` leaves the extension out; leaves get `CA:FALSE` from the presets.
     public var basicConstraints: BasicConstraints?
+    /// nil leaves the extension out; a CA's permitted and excluded subtrees otherwise.
     public var nameConstraints: NameConstraints?
     /// Where the certificate says its revocation status is published; `nil` names nothing (and leaves every existing
     /// profile's encoding, which the store fingerprints, unchanged).
     public var statusSources: CertificateStatusSources?
 
+    /// Memberwise: each argument sets the property of the same name, unchecked.
     public init(subject: Subject, subjectAltNames: [SubjectAltName]?, validity: Validity = .standardLeaf,
                 digest: SignatureDigest = .sha256, extendedKeyUsage: [ExtendedKeyUsage]? = [.serverAuth],
                 keyUsage: [KeyUsage]? = nil, basicConstraints: BasicConstraints? = .endEntity,
@@ -147,10 +152,14 @@ public struct CertificateProfile: Hashable, Sendable, Codable {
 /// The revocation pointers of a certificate: an OCSP responder (authorityInfoAccess, RFC 5280 §4.2.2.1), a CRL
 /// distribution point (§4.2.1.13), and the TLS Feature extension asking for a stapled response ("must-staple", RFC 7633).
 public struct CertificateStatusSources: Hashable, Sendable, Codable {
+    /// The OCSP responder URL (authorityInfoAccess); nil names none.
     public var ocspURL: String?
+    /// The CRL distribution point URL; nil names none.
     public var crlURL: String?
+    /// true adds the TLS Feature extension with status_request (RFC 7633).
     public var mustStaple: Bool
 
+    /// Memberwise: each argument sets the property of the same name, unchecked.
     public init(ocspURL: String? = nil, crlURL: String? = nil, mustStaple: Bool = false) {
         self.ocspURL = ocspURL; self.crlURL = crlURL; self.mustStaple = mustStaple
     }
@@ -177,10 +186,14 @@ public struct CertificateStatusSources: Hashable, Sendable, Codable {
 
 /// The subject distinguished name. `commonName == nil` leaves CN out; `""` writes an empty CN on purpose.
 public struct Subject: Hashable, Sendable, Codable {
+    /// The CN; nil leaves it out, `""` writes an empty one.
     public var commonName: String?
+    /// The O attribute; nil leaves it out.
     public var organization: String?
+    /// The OU attribute; nil leaves it out.
     public var organizationalUnit: String?
 
+    /// Memberwise: each argument sets the property of the same name, unchecked.
     public init(commonName: String?, organization: String? = nil, organizationalUnit: String? = nil) {
         self.commonName = commonName; self.organization = organization; self.organizationalUnit = organizationalUnit
     }
@@ -237,6 +250,7 @@ public enum SubjectAltName: Hashable, Sendable, Codable, CustomStringConvertible
         return nil
     }
 
+    /// The name or address as text, without its kind.
     public var value: String {
         switch self { case .dns(let v), .ip(let v): return v }
     }
@@ -266,9 +280,12 @@ public enum SubjectAltName: Hashable, Sendable, Codable, CustomStringConvertible
 /// When a certificate is valid. Days are counted from the moment of issue, so `expired` is expired the moment
 /// it is made and stays so.
 public struct Validity: Hashable, Sendable, Codable {
+    /// Start of validity.
     public var notBefore: Moment
+    /// End of validity.
     public var notAfter: Moment
 
+    /// Memberwise: each argument sets the property of the same name, unchecked.
     public init(notBefore: Moment, notAfter: Moment) { self.notBefore = notBefore; self.notAfter = notAfter }
 
     /// 397 days starting one day ago (the catalog's baseline).
@@ -278,6 +295,7 @@ public struct Validity: Hashable, Sendable, Codable {
     /// reach `check()`, which refuses it, rather than trap here.)
     public static func days(_ days: Int) -> Validity { Validity(notBefore: .daysFromNow(-1), notAfter: .daysFromNow(days &- 1)) }
 
+    /// Both moments as dates, relative ones counted from `now`: (notBefore, notAfter).
     public func resolve(now: Date) -> (Date, Date) { (notBefore.resolve(now: now), notAfter.resolve(now: now)) }
 
     /// Both moments within what a certificate can carry (`Moment.check`).
@@ -318,6 +336,7 @@ public enum Moment: Hashable, Sendable, Codable, CustomStringConvertible {
     /// The dates a certificate's validity can carry: UTCTime starts at 1950 (RFC 5280 4.1.2.5), GeneralizedTime ends
     /// at 9999-12-31T23:59:59Z.
     public static let earliestDate = Date(timeIntervalSince1970: -631_152_000)      // 1950-01-01T00:00:00Z
+    /// The latest date GeneralizedTime can carry.
     public static let latestDate = Date(timeIntervalSince1970: 253_402_300_799)     // 9999-12-31T23:59:59Z
 
     /// Refuses a moment no certificate can carry, naming `field` (notBefore, notAfter).
@@ -376,10 +395,12 @@ public enum Moment: Hashable, Sendable, Codable, CustomStringConvertible {
     }
 }
 
+/// The extendedKeyUsage purposes (RFC 5280 4.2.1.12) a certificate can name; servers need `serverAuth`.
 public enum ExtendedKeyUsage: String, CaseIterable, Hashable, Sendable, Codable {
     case serverAuth, clientAuth, codeSigning, emailProtection, timeStamping, OCSPSigning
 }
 
+/// The keyUsage bits (RFC 5280 4.2.1.3), named as RFC 5280 names them.
 public enum KeyUsage: String, CaseIterable, Hashable, Sendable, Codable {
     case digitalSignature, nonRepudiation, keyEncipherment, dataEncipherment, keyAgreement, keyCertSign, cRLSign
 
@@ -391,15 +412,21 @@ public enum KeyUsage: String, CaseIterable, Hashable, Sendable, Codable {
     }
 }
 
+/// The basicConstraints extension (RFC 5280 4.2.1.9): CA or end entity, and how deep a chain below may go.
 public struct BasicConstraints: Hashable, Sendable, Codable {
+    /// CA:TRUE: the certificate may sign others.
     public var isCA: Bool
+    /// How many intermediate CAs may follow below it; nil means no limit (CAs only).
     public var pathLength: Int?
+    /// Whether the extension is marked critical (RFC 5280 requires it for CAs).
     public var critical: Bool
 
+    /// Memberwise: each argument sets the property of the same name, unchecked.
     public init(isCA: Bool, pathLength: Int? = nil, critical: Bool = true) {
         self.isCA = isCA; self.pathLength = pathLength; self.critical = critical
     }
 
+    /// CA:FALSE, critical: what every leaf carries.
     public static let endEntity = BasicConstraints(isCA: false)
 }
 
@@ -410,9 +437,12 @@ public struct BasicConstraints: Hashable, Sendable, Codable {
 /// for URI constraints; OpenSSL and BoringSSL accept it for DNS as a legacy extension, but strict verifiers
 /// (pyca/cryptography, sslyze) refuse the whole CA, so it is rejected here.
 public struct NameConstraints: Hashable, Sendable, Codable {
+    /// Subtrees a certificate below may name; empty permits everything not excluded.
     public var permitted: [String]
+    /// Subtrees a certificate below must not name.
     public var excluded: [String]
 
+    /// Memberwise: each argument sets the property of the same name, unchecked.
     public init(permitted: [String], excluded: [String] = []) { self.permitted = permitted; self.excluded = excluded }
 
     /// The reserved names the built-in CA may sign for: `localhost` (RFC 6761) and the test TLDs of RFC 2606.

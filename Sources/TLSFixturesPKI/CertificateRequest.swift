@@ -4,26 +4,42 @@ import Foundation
 /// the `cert issue` command and scripts build one, the store fills it. Parsing lives here, not in the CLI, so
 /// the rules are the library's and are tested once.
 public struct CertificateRequest: Sendable {
+    /// The file name in the store (`certs/NAME.pem`, `keys/NAME.key`): letters, digits, `-`, `_` and `.`.
     public var name: String
+    /// DNS names and IP addresses for the subjectAltName, in order; empty for a client certificate.
     public var hosts: [String] = []
     /// nil: the first host. Use `omitCommonName` for no CN and `""` for an empty one.
     public var commonName: String? = nil
+    /// true: no CN in the subject at all.
     public var omitCommonName = false
+    /// The O attribute; nil leaves it out.
     public var organization: String? = "swift-tls-fixtures"
+    /// The key to generate (or `rsa:1024`, `ec:p384`, … as typed); default P-256.
     public var key: KeySpec = .ec(.p256)
     /// Reuse another certificate's key (re-issue on the same key: SPKI pins keep matching).
     public var keyName: String? = nil
+    /// The hash the issuer signs with; default SHA-256.
     public var digest: SignatureDigest = .sha256
+    /// Default 397 days from one day ago.
     public var validity: Validity = .standardLeaf
+    /// Default serverAuth; `[]` for none in the extension, nil leaves the extension out.
     public var extendedKeyUsage: [ExtendedKeyUsage]? = [.serverAuth]
+    /// nil: the usual bits for the key type and role.
     public var keyUsage: [KeyUsage]? = nil
+    /// true issues a CA certificate (basicConstraints CA:TRUE, keyCertSign).
     public var isCA = false
+    /// For a CA: how many CAs may follow below it; nil for no limit.
     public var pathLength: Int? = nil
+    /// For a CA: name-constraint subtrees it may sign for (DNS names or CIDR blocks).
     public var permitted: [String] = []
+    /// For a CA: name-constraint subtrees it must not sign for.
     public var excluded: [String] = []
+    /// true: no subjectAltName extension (the `no-san` shape; `hosts` then only feed the CN).
     public var omitSubjectAltNames = false
+    /// Who signs it: a built-in authority (default the root) or the certificate itself.
     public var issuer: LeafIssuer = .authority(.root)
 
+    /// Memberwise: each argument sets the property of the same name, unchecked.
     public init(name: String) { self.name = name }
 
     /// The profile this request describes, validated.
@@ -100,7 +116,7 @@ public struct CertificateRequest: Sendable {
         }
     }
 
-    public static func parseKeyUsage(_ values: [String]) throws -> [KeyUsage]? {
+    package static func parseKeyUsage(_ values: [String]) throws -> [KeyUsage]? {
         let items = values.flatMap { $0.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) } }
         if items.isEmpty { return nil }
         if items.map({ $0.lowercased() }) == ["none"] { return [] }
@@ -113,7 +129,7 @@ public struct CertificateRequest: Sendable {
         }
     }
 
-    public static func parseIssuer(_ text: String) throws -> LeafIssuer {
+    package static func parseIssuer(_ text: String) throws -> LeafIssuer {
         if text == "self" { return .selfSigned }
         guard let authority = BuiltinAuthority(rawValue: text) else {
             throw PKIError(code: .invalidIssuer, subject: text, reason: "unknown issuer \"\(text)\"",
@@ -125,9 +141,11 @@ public struct CertificateRequest: Sendable {
 
 /// A host a certificate names that its issuing CA's name constraints do not permit.
 public struct NameConstraintViolation: Sendable, Equatable, CustomStringConvertible {
+    /// The host the certificate names.
     public var host: String
     /// The constrained CA's common name (or subject).
     public var authority: String
+    /// The CA's constraints that leave it out.
     public var constraints: NameConstraints
 
     public var description: String {

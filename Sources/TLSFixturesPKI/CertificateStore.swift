@@ -22,6 +22,7 @@ public enum BuiltinAuthority: String, CaseIterable, Sendable, Codable {
     /// The root that issues client certificates (`client-cert-required`).
     case clientCA = "client-ca"
 
+    /// True for the authorities that are self-signed roots (no parent in the store).
     public var isRoot: Bool { parent == nil }
 
     var parent: BuiltinAuthority? {
@@ -58,14 +59,19 @@ public enum BuiltinAuthority: String, CaseIterable, Sendable, Codable {
 
 /// How `ca init` makes the built-in root.
 public struct CAOptions: Sendable, Equatable {
+    /// The root's key; default P-256.
     public var key: KeySpec
+    /// The root's CN; default `CertificateAuthority.defaultCommonName`.
     public var commonName: String
+    /// true constrains the root to test names and loopback (and `permittedDomains`), so a leaked CA cannot vouch for real sites.
     public var nameConstraints: Bool
+    /// The root's validity in days from one day ago.
     public var days: Int
     /// DNS subtrees permitted besides the reserved test names (`ca init --domain`): domains of the user's own that
     /// `serve --domain` names fixtures under.
     public var permittedDomains: [String]
 
+    /// Memberwise: each argument sets the property of the same name, unchecked.
     public init(key: KeySpec = .ec(.p256), commonName: String = CertificateAuthority.defaultCommonName,
                 nameConstraints: Bool = true, days: Int = 3650, permittedDomains: [String] = []) {
         self.key = key; self.commonName = commonName; self.nameConstraints = nameConstraints; self.days = days
@@ -93,6 +99,7 @@ public enum LeafIssuer: Sendable, Hashable {
 /// item serialise on a per-item `flock`, so they all end with the same single CA; a leaf is re-issued only when its
 /// profile, key or issuer changed or it no longer has the validity its profile intends; nothing is generated twice.
 public final class CertificateStore: Sendable {
+    /// The store's folder: `ca/`, `certs/`, `keys/`, `exports/` live under it (mode 0700).
     public let directory: URL
     private let cache = NIOLockedValueBox(Cache())
     private let logger = Logger(label: "tls-fixtures.store")
@@ -107,6 +114,7 @@ public final class CertificateStore: Sendable {
 
     // MARK: Location
 
+    /// Names the store folder when no folder is given (`resolved()` reads it before the default).
     public static let environmentVariable = "TLS_FIXTURES_CERTS"
 
     /// The per-user default, shared by the CLI and by tests in any package so they all use the one CA a developer
@@ -194,9 +202,11 @@ public final class CertificateStore: Sendable {
     var paramsDirectory: URL { directory.appendingPathComponent("params") }
     var locksDirectory: URL { directory.appendingPathComponent("locks") }
 
+    /// Where the authority's certificate lives in the store (`ca/NAME.pem`), whether or not it exists yet.
     public func certificatePath(_ authority: BuiltinAuthority) -> URL { caDirectory.appendingPathComponent("\(authority.rawValue).pem") }
     package func keyPath(_ authority: BuiltinAuthority) -> URL { caDirectory.appendingPathComponent("\(authority.rawValue).key") }
     package func keyPath(name: String, spec: KeySpec) -> URL { keysDirectory.appendingPathComponent("\(name).\(spec.slug).key") }
+    /// Where a leaf named `name` lives in the store (`certs/NAME.pem`), whether or not it exists yet.
     public func leafPath(_ name: String) -> URL { certsDirectory.appendingPathComponent("\(name).pem") }
     func leafRecordPath(_ name: String) -> URL { certsDirectory.appendingPathComponent("\(name).json") }
 

@@ -7,6 +7,7 @@ public enum KeySpec: Hashable, Sendable, Codable, CustomStringConvertible, Lossl
     case ec(Curve)
     case ed25519
 
+    /// The NIST curves a key can be made on.
     public enum Curve: String, CaseIterable, Sendable, Codable {
         case p224, p256, p384, p521
         /// OpenSSL's group name.
@@ -42,8 +43,10 @@ public enum KeySpec: Hashable, Sendable, Codable, CustomStringConvertible, Lossl
     /// File-name safe form (`rsa-2048`).
     var slug: String { description.replacingOccurrences(of: ":", with: "-") }
 
+    /// Parses `rsa:2048`, `ec:p256`, `ed25519`, …; nil where `init(parsing:)` would throw.
     public init?(_ description: String) { try? self.init(parsing: description) }
 
+    /// Parses `rsa:BITS`, `ec:CURVE` or `ed25519`; throws `PKIError` naming the accepted forms.
     public init(parsing text: String) throws {
         let lower = text.lowercased().trimmingCharacters(in: .whitespaces)
         let parts = lower.split(separator: ":", maxSplits: 1).map(String.init)
@@ -109,6 +112,7 @@ public enum KeySpec: Hashable, Sendable, Codable, CustomStringConvertible, Lossl
 public enum SignatureDigest: String, CaseIterable, Sendable, Codable {
     case md5, sha1, sha224, sha256, sha384, sha512
 
+    /// Parses a digest name (`sha256`, `SHA-1`, case and dashes ignored); throws `PKIError` listing the names.
     public init(parsing text: String) throws {
         let normal = text.lowercased().replacingOccurrences(of: "-", with: "")
         guard let digest = SignatureDigest(rawValue: normal) else {

@@ -89,6 +89,7 @@ public struct PKIError: Error, Hashable, Sendable, CustomStringConvertible, Cust
     /// The line it was thrown from.
     public let line: UInt
 
+    /// Memberwise: each argument sets the property of the same name, unchecked.
     public init(code: Code, subject: String? = nil, reason: String, fix: String? = nil, file: String = #fileID, line: UInt = #line) {
         self.code = code
         self.reason = reason
@@ -111,69 +112,69 @@ public struct PKIError: Error, Hashable, Sendable, CustomStringConvertible, Cust
 
 // One factory a code (a few share one), named as the cases of the enum this replaced so call sites read the same.
 extension PKIError {
-    public static func invalidKeySpec(_ spec: String, _ hint: String, file: String = #fileID, line: UInt = #line) -> PKIError {
+    package static func invalidKeySpec(_ spec: String, _ hint: String, file: String = #fileID, line: UInt = #line) -> PKIError {
         PKIError(code: .invalidKeySpec, subject: spec, reason: "unknown key spec \"\(spec)\"", fix: hint, file: file, line: line)
     }
 
-    public static func invalidDigest(_ digest: String, file: String = #fileID, line: UInt = #line) -> PKIError {
+    package static func invalidDigest(_ digest: String, file: String = #fileID, line: UInt = #line) -> PKIError {
         PKIError(code: .invalidDigest, subject: digest, reason: "unknown digest \"\(digest)\"",
                  fix: "use one of \(SignatureDigest.allCases.map(\.rawValue).joined(separator: ", "))", file: file, line: line)
     }
 
-    public static func invalidHost(_ host: String, _ why: String, file: String = #fileID, line: UInt = #line) -> PKIError {
+    package static func invalidHost(_ host: String, _ why: String, file: String = #fileID, line: UInt = #line) -> PKIError {
         PKIError(code: .invalidHost, subject: host, reason: "invalid host \"\(host)\"", fix: why, file: file, line: line)
     }
 
-    public static func invalidName(_ name: String, _ why: String, file: String = #fileID, line: UInt = #line) -> PKIError {
+    package static func invalidName(_ name: String, _ why: String, file: String = #fileID, line: UInt = #line) -> PKIError {
         PKIError(code: .invalidName, subject: name, reason: "invalid name \"\(name)\"", fix: why, file: file, line: line)
     }
 
-    public static func invalidNameConstraint(_ entry: String, _ why: String, file: String = #fileID, line: UInt = #line) -> PKIError {
+    package static func invalidNameConstraint(_ entry: String, _ why: String, file: String = #fileID, line: UInt = #line) -> PKIError {
         PKIError(code: .invalidNameConstraint, subject: entry, reason: "invalid name constraint \"\(entry)\"", fix: why, file: file, line: line)
     }
 
-    public static func damaged(path: String, problem: String, fix: String, code: Code = .damaged,
+    package static func damaged(path: String, problem: String, fix: String, code: Code = .damaged,
                                file: String = #fileID, line: UInt = #line) -> PKIError {
         PKIError(code: code, subject: path, reason: "\(path) is damaged (\(problem))", fix: fix, file: file, line: line)
     }
 
-    public static func caExists(path: String, fingerprint: String, file: String = #fileID, line: UInt = #line) -> PKIError {
+    package static func caExists(path: String, fingerprint: String, file: String = #fileID, line: UInt = #line) -> PKIError {
         PKIError(code: .caExists, subject: path,
                  reason: "a CA already exists in \(path) (SHA-256 \(fingerprint.prefix(23))…); apps and devices may trust or pin it, so it is kept",
                  fix: "to replace it, call initializeCA(ifExists: .replace) (the old one is moved aside, not deleted), or .keep to use it",
                  file: file, line: line)
     }
 
-    public static func noCA(path: String, file: String = #fileID, line: UInt = #line) -> PKIError {
+    package static func noCA(path: String, file: String = #fileID, line: UInt = #line) -> PKIError {
         PKIError(code: .noCA, subject: path, reason: "no CA in \(path)",
                  fix: "make one with CertificateStore.initializeCA(), or open a store that has one (CertificateStore(directory:), TLS_FIXTURES_CERTS)",
                  file: file, line: line)
     }
 
-    public static func storeUnavailable(path: String, problem: String, file: String = #fileID, line: UInt = #line) -> PKIError {
+    package static func storeUnavailable(path: String, problem: String, file: String = #fileID, line: UInt = #line) -> PKIError {
         PKIError(code: .storeUnavailable, subject: path, reason: "cannot use the certificate store \(path): \(problem)",
                  fix: "use another directory (CertificateStore(directory:), or TLS_FIXTURES_CERTS)", file: file, line: line)
     }
 
-    public static func keyMismatch(path: String, file: String = #fileID, line: UInt = #line) -> PKIError {
+    package static func keyMismatch(path: String, file: String = #fileID, line: UInt = #line) -> PKIError {
         PKIError(code: .keyMismatch, subject: path, reason: "\(path) does not hold the private key of its certificate",
                  fix: "restore the pair or re-create it", file: file, line: line)
     }
 
-    public static func tooManyNames(_ count: Int, file: String = #fileID, line: UInt = #line) -> PKIError {
+    package static func tooManyNames(_ count: Int, file: String = #fileID, line: UInt = #line) -> PKIError {
         PKIError(code: .tooManyNames, subject: "\(count)",
                  reason: "\(count) subject alternative names, but at most \(CertificateProfile.maximumSubjectAltNames) go in one certificate: "
                     + "far more make it megabytes long, and clients refuse it",
                  file: file, line: line)
     }
 
-    public static func insideStore(path: String, store: String, file: String = #fileID, line: UInt = #line) -> PKIError {
+    package static func insideStore(path: String, store: String, file: String = #fileID, line: UInt = #line) -> PKIError {
         PKIError(code: .insideStore, subject: path,
                  reason: "\(path) is inside the certificate store \(store), whose files are the kit's own (writing there could replace the CA's key)",
                  fix: "write it elsewhere", file: file, line: line)
     }
 
-    public static func untrustedStore(path: String, problem: String, fix: String, code: Code = .untrustedStore,
+    package static func untrustedStore(path: String, problem: String, fix: String, code: Code = .untrustedStore,
                                       file: String = #fileID, line: UInt = #line) -> PKIError {
         PKIError(code: code, subject: path, reason: "refusing \(path): \(problem)", fix: fix, file: file, line: line)
     }

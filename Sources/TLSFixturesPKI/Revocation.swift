@@ -11,6 +11,7 @@ public struct RevocationEndpoints: Sendable, Hashable, Codable {
     /// `http://HOST:PORT` of a port that refuses connections (bound, never listening): `ocsp-unreachable`'s responder.
     public var refusing: String
 
+    /// Memberwise: each argument sets the property of the same name, unchecked.
     public init(responder: String, refusing: String) {
         self.responder = responder
         self.refusing = refusing
@@ -22,17 +23,20 @@ public struct RevocationEndpoints: Sendable, Hashable, Codable {
         self.init(responder: "http://\(authority):\(responderPort)", refusing: "http://\(authority):\(refusingPort)")
     }
 
+    /// The OCSP responder's URL, as leaves name it.
     public var ocspURL: String { responder + "/ocsp" }
+    /// An OCSP URL at the refusing port, for `ocsp-unreachable`.
     public var unreachableOCSPURL: String { refusing + "/ocsp" }
+    /// The URL of `authority`'s CRL on the responder (`/crl/NAME.crl`).
     public func crlURL(for authority: BuiltinAuthority) -> String { responder + "/crl/\(authority.rawValue).crl" }
 }
 
 /// What the issuing CA says about one leaf: the record behind its OCSP answers, its CRL entry and its staple.
-public struct RevocationRecord: Sendable {
-    public let authority: BuiltinAuthority
-    public let issuer: CertificateAuthority
-    public let leaf: Certificate
-    public let status: OCSPCertificateStatus
+package struct RevocationRecord: Sendable {
+    package let authority: BuiltinAuthority
+    package let issuer: CertificateAuthority
+    package let leaf: Certificate
+    package let status: OCSPCertificateStatus
 
     /// OCSP answers are valid for a day from a minute ago (a little clock skew is harmless); CRLs for a week.
     static let ocspValidity: TimeInterval = 86_400
@@ -59,20 +63,20 @@ public struct RevocationRecord: Sendable {
 
 /// The revocation records one responder answers for, and the answers: OCSP responses and CRLs, both signed by the CA
 /// that issued the certificates (RFC 6960 §4.2.2.2, RFC 5280 §5). Thread-safe: every connection of the responder asks.
-public final class RevocationRegistry: Sendable {
+package final class RevocationRegistry: Sendable {
     private struct State {
         var records: [RevocationRecord] = []
         var crlNumber = 0
     }
     private let state = NIOLockedValueBox(State())
 
-    public init() {}
+    package init() {}
 
-    public func register(_ record: RevocationRecord) {
+    package func register(_ record: RevocationRecord) {
         state.withLockedValue { $0.records.append(record) }
     }
 
-    public var records: [RevocationRecord] { state.withLockedValue { $0.records } }
+    package var records: [RevocationRecord] { state.withLockedValue { $0.records } }
 
     /// The DER response to a DER request: `good`/`revoked` for leaves on record, `unknown` for other certificates of a
     /// known issuer, `unauthorized` when no certificate asked about is from an issuer this registry knows, and

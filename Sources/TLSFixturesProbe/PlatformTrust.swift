@@ -17,11 +17,13 @@ public protocol PlatformTrustEvaluator: Sendable {
 
 /// What a platform evaluator concluded.
 public struct PlatformTrustVerdict: Sendable, Equatable {
+    /// Why the platform refused the chain, in its own code and words.
     public struct Failure: Sendable, Equatable {
         /// The platform's own code: for SecTrust the OSStatus of `SecTrustEvaluateWithError`'s error.
         public var status: Int32
         /// The platform's own words.
         public var message: String
+        /// Memberwise: each argument sets the property of the same name, unchecked.
         public init(status: Int32, message: String) { self.status = status; self.message = message }
     }
     /// nil when the chain is trusted.
@@ -31,11 +33,13 @@ public struct PlatformTrustVerdict: Sendable, Equatable {
     /// Whose anchor the built chain ends in, when the platform can tell (macOS: its trust-settings domain).
     public var anchor: TrustAnchorKind?
 
+    /// Memberwise: each argument sets the property of the same name, unchecked.
     public init(failure: Failure?, builtChain: [Data], anchor: TrustAnchorKind? = nil) {
         self.failure = failure; self.builtChain = builtChain; self.anchor = anchor
     }
 }
 
+/// The platform's own trust evaluator, when this platform has one.
 public enum PlatformTrust {
     /// The evaluator system trust means on this platform: SecTrust where the Security framework exists, else none
     /// (OpenSSL's default store).

@@ -7,6 +7,7 @@ import TLSFixturesServer
 public struct ProbeDeadline: Sendable, Hashable {
     /// The limit it was made from, for "timed out after …".
     public let timeout: Timeout
+    /// The moment it ends, on NIO's monotonic clock.
     public let end: NIODeadline
 
     /// Starts now.

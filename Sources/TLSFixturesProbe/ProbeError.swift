@@ -1,3 +1,5 @@
+/// Why a probe produced no result at all: a target it cannot use, no TCP connection, or a scan out of time.
+/// A TLS failure is not one of these: it is a `ProbeResult` with `failure` set.
 public enum ProbeError: Error, CustomStringConvertible, Sendable, Equatable {
     case invalidTarget(String, String)
     case connect(String, String)

@@ -8,9 +8,11 @@ import TLSFixturesPKI
 public struct ProbeOptions: Sendable {
     /// Protocol range offered. Default: everything the linked OpenSSL can speak, so the probe sees what the server chose.
     public var minVersion: TLSVersion = .tls1_0
+    /// The highest version offered; default TLS 1.3.
     public var maxVersion: TLSVersion = .tls1_3
     /// TLS ≤ 1.2 suites offered (OpenSSL syntax). Default: all of them, NULL included, at security level 0.
     public var ciphers: String = "ALL:eNULL:@SECLEVEL=0"
+    /// TLS 1.3 suites offered (OpenSSL's `-ciphersuites` syntax); nil offers OpenSSL's default three.
     public var tls13Suites: String? = nil
     /// Roots to verify against; nil uses system trust: `systemTrust` where set, else OpenSSL's default store.
     public var trustRoots: [Certificate]? = nil
@@ -21,6 +23,7 @@ public struct ProbeOptions: Sendable {
     public var anchorKind: TrustAnchorKind = .userInstalled
     /// SNI; default the target host unless it is an IP literal (RFC 6066 forbids IP addresses in SNI).
     public var serverName: String? = nil
+    /// A certificate and key to answer a server's certificate request with (`client-cert-required`); nil sends none.
     public var clientCredential: Credential? = nil
     /// Send `GET /` after the handshake and keep the response.
     public var sendHTTPRequest = true
@@ -40,5 +43,6 @@ public struct ProbeOptions: Sendable {
     /// A deadline shared with other probes (see `ProbeDeadline`); the probe ends at the earlier of this and `timeout`.
     public var deadline: ProbeDeadline? = nil
 
+    /// The defaults above: every version and suite, system trust, `GET /`, a 10 s limit.
     public init() {}
 }

@@ -4,19 +4,24 @@ import TLSFixturesOpenSSL
 
 /// Everything a client learned from one connection attempt.
 public struct ProbeResult: Codable, Sendable, Equatable {
+    /// The target as given, `host:port` (with the connect address when it differs).
     public var target: String
+    /// The address the TCP connection reached; nil when none did.
     public var connectedTo: String?
     /// nil when the handshake completed.
     public var failure: String?
     /// `TLSv1.2`, as `SSL_get_version` prints it.
     public var protocolName: String?
+    /// The negotiated version as a value; nil when no handshake completed.
     public var version: TLSVersion?
+    /// The negotiated suite (IANA and OpenSSL names, bits); nil when no handshake completed.
     public var cipher: HandshakeDetails.Cipher?
     /// "Server Temp Key" in s_client's words: `X25519`, `ECDH prime256v1`, `DH 1024`; for a group with no temporary key
     /// (OpenSSL 3.5's default hybrid) the group: `X25519MLKEM768`. nil for RSA key exchange.
     public var keyExchange: String?
     /// The negotiated group as OpenSSL names it (`x25519`, `secp256r1`, `X25519MLKEM768`); nil when none was used.
     public var group: String?
+    /// The ALPN protocol the server chose (`http/1.1`); nil when it chose none.
     public var alpn: String?
     /// The chain exactly as sent, leaf first.
     public var presentedChain: [CertificateFacts]
@@ -26,6 +31,7 @@ public struct ProbeResult: Codable, Sendable, Equatable {
     public var trust: TrustFacts?
     /// The OCSP response the server stapled (the probe always asks for one); nil when it sent none.
     public var stapledOCSP: OCSPResponseFacts?
+    /// The answer to `GET /`; nil when no request was sent or no answer came.
     public var http: ProbeHTTPResponse?
     /// The probe gave up at its deadline (`failure` says where: handshake or HTTP answer).
     public var timedOut = false
@@ -36,5 +42,6 @@ public struct ProbeResult: Codable, Sendable, Equatable {
         self.target = target; self.connectedTo = connectedTo; self.presentedChain = presentedChain
     }
 
+    /// True when the handshake completed (whatever verification concluded).
     public var succeeded: Bool { failure == nil }
 }

@@ -4,11 +4,16 @@ import TLSFixturesPKI
 /// Where to connect: `host` is what the certificate must name and what SNI carries; `connectAddress` (curl's
 /// `--resolve`) overrides where the TCP connection actually goes.
 public struct ProbeTarget: Sendable, Equatable, CustomStringConvertible {
+    /// The name the certificate must match and SNI carries (a DNS name or an IP literal).
     public var host: String
+    /// The TCP port.
     public var port: Int
+    /// Where to connect instead of resolving `host` (an IP address or another name); nil resolves `host`.
     public var connectAddress: String?
+    /// `https` (TLS, then `GET /`) or `http` (the request in cleartext, no TLS).
     public var scheme: String
 
+    /// Memberwise: each argument sets the property of the same name, unchecked.
     public init(host: String, port: Int, connectAddress: String? = nil, scheme: String = "https") {
         self.host = host; self.port = port; self.connectAddress = connectAddress; self.scheme = scheme
     }
@@ -53,5 +58,6 @@ public struct ProbeTarget: Sendable, Equatable, CustomStringConvertible {
     }
 
     public var description: String { host.contains(":") ? "[\(host)]:\(port)" : "\(host):\(port)" }
+    /// True when `host` is an IPv4 or IPv6 literal: then no SNI is sent.
     public var isIPLiteral: Bool { IPAddress.parse(host) != nil }
 }

@@ -17,10 +17,13 @@ import TLSFixturesServer
 /// standard client would. All of them wait on one `ProbeClock`, so the probe ends by its deadline whatever the server
 /// does, and none of them touches the process's signal handling.
 public struct TLSProbe: Sendable {
+    /// What to offer, whom to trust and how long to wait.
     public var options: ProbeOptions
 
+    /// Memberwise: each argument sets the property of the same name, unchecked.
     public init(options: ProbeOptions = ProbeOptions()) { self.options = options }
 
+    /// A probe with default options that trusts exactly `roots` (not the system store).
     public init(trusting roots: [Certificate]) {
         var options = ProbeOptions()
         options.trustRoots = roots

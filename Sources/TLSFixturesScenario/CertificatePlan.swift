@@ -4,11 +4,13 @@ import TLSFixturesPKI
 
 /// How a scenario's certificate differs from the baseline leaf. Every field defaults to the baseline.
 public struct CertificatePlan: Codable, Sendable, Hashable {
+    /// The leaf's key: `rsa(bits:)` or `ec(_:)`; default RSA-2048, the baseline.
     public var key: KeySpec = .rsa(bits: 2048)
     /// Share a key with other scenarios (`pinned` and `pin-reissued` both use `pinned`). Default: the scenario's name.
     public var keyName: String? = nil
     /// `root` (the built-in CA), `self`, or another built-in authority.
     public var issuer: String = "root"
+    /// The hash the issuer signs the leaf with; default SHA-256 (`sha1`, `md5` make the weak-signature scenarios).
     public var digest: SignatureDigest = .sha256
     /// Replaces the baseline hosts (`localhost` and `NAME.fixtures.test`).
     public var hosts: [String]? = nil
@@ -20,10 +22,13 @@ public struct CertificatePlan: Codable, Sendable, Hashable {
     public var subjectAltName: Bool = true
     /// Default: `NAME.fixtures.test`, or the first of `hosts`.
     public var commonName: String? = nil
+    /// true: the subject has no CN at all (SANs alone name the host).
     public var omitCommonName: Bool = false
+    /// notBefore/notAfter relative to now; default 397 days from one day ago (the CA/Browser Forum limit).
     public var validity: Validity = .standardLeaf
     /// `[]` leaves the EKU extension out.
     public var extendedKeyUsage: [ExtendedKeyUsage] = [.serverAuth]
+    /// nil: the baseline for the key (RSA: digitalSignature + keyEncipherment; EC: digitalSignature); `[]` omits it.
     public var keyUsage: [KeyUsage]? = nil
     /// The scenario only makes sense when the issuer carries name constraints.
     public var requiresIssuerNameConstraints: Bool = false
@@ -32,6 +37,7 @@ public struct CertificatePlan: Codable, Sendable, Hashable {
     /// Revocation: the leaf names an OCSP responder and a CRL, and its issuer says it is good or revoked.
     public var revocation: RevocationPlan? = nil
 
+    /// The baseline leaf; set only the fields a scenario changes.
     public init() {}
 
     enum CodingKeys: String, CodingKey, CaseIterable {
@@ -152,6 +158,7 @@ public struct CertificatePlan: Codable, Sendable, Hashable {
 
 /// How a leaf takes part in revocation: what its issuer says of it, and where the leaf says to ask.
 public struct RevocationPlan: Codable, Sendable, Hashable {
+    /// What every revocation source says of the leaf.
     public enum Status: String, Codable, Sendable, Hashable { case good, revoked }
 
     /// What the authorityInfoAccess extension's OCSP URL points at.
@@ -166,12 +173,14 @@ public struct RevocationPlan: Codable, Sendable, Hashable {
 
     /// The issuer's record: the OCSP responder, the CRL and a staple all say this.
     public var status: Status = .good
+    /// Where the leaf's OCSP URL points; default the kit's responder.
     public var ocsp: OCSPPointer = .responder
     /// A CRL distribution point naming the issuer's CRL on the responder.
     public var crl: Bool = true
     /// The TLS Feature extension with status_request (RFC 7633, "OCSP must-staple").
     public var mustStaple: Bool = false
 
+    /// Memberwise: each argument sets the property of the same name, unchecked.
     public init(status: Status = .good, ocsp: OCSPPointer = .responder, crl: Bool = true, mustStaple: Bool = false) {
         self.status = status; self.ocsp = ocsp; self.crl = crl; self.mustStaple = mustStaple
     }
@@ -189,6 +198,7 @@ public struct RevocationPlan: Codable, Sendable, Hashable {
 
     /// Which services a fixture with this plan needs running.
     public var needsResponder: Bool { ocsp == .responder || crl }
+    /// True when the OCSP URL must point at a port that refuses connections (`ocsp-unreachable`).
     public var needsRefusingPort: Bool { ocsp == .unreachable }
 
     func statusSources(endpoints: RevocationEndpoints, issuer: BuiltinAuthority) -> CertificateStatusSources {
@@ -227,6 +237,7 @@ public struct Expectations: Codable, Sendable, Hashable {
     /// from the baseline; nil for a TLS scenario is the baseline. The test suite holds the server to it.
     public var handshake: Handshake?
 
+    /// Memberwise: each argument sets the property of the same name, unchecked.
     public init(verify: String?, ats: ATSExpectation, atsFix: ATSFix? = nil, trustedRoots: [String]? = nil,
                 pins: PinExpectation? = nil, note: String? = nil, revocation: RevocationExpectation? = nil,
                 clients: [ClientDifference]? = nil, handshake: Handshake? = nil) {
@@ -272,6 +283,7 @@ public struct RevocationExpectation: Codable, Sendable, Hashable {
     /// `RevocationTrustEvaluator`).
     public var appleWithRevocationPolicy: String
 
+    /// Memberwise: each argument sets the property of the same name, unchecked.
     public init(ocsp: String, crl: String, staple: String, apple: String, appleWithRevocationPolicy: String) {
         self.ocsp = ocsp; self.crl = crl; self.staple = staple; self.apple = apple
         self.appleWithRevocationPolicy = appleWithRevocationPolicy

@@ -73,11 +73,14 @@ public enum ClientOutcome: String, Codable, Sendable, Hashable {
 
 /// Clients whose verdict on a scenario differs from OpenSSL's verify column, and why.
 public struct ClientDifference: Codable, Sendable, Hashable {
+    /// The clients of the matrix that see it this way (`boringssl`, `gnutls`, …).
     public var clients: [MatrixClient]
+    /// What those clients do: accept the connection or refuse it.
     public var outcome: ClientOutcome
     /// Why, in the client's own terms where it has them.
     public var because: String
 
+    /// Memberwise: each argument sets the property of the same name, unchecked.
     public init(clients: [MatrixClient], outcome: ClientOutcome, because: String) {
         self.clients = clients; self.outcome = outcome; self.because = because
     }

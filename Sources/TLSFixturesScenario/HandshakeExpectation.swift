@@ -22,6 +22,7 @@ extension Expectations {
         public var leafSignature: [String]
         /// The leaf's key: `RSA` or `EC`, and its size in bits.
         public var keyType: String
+        /// The leaf key's size in bits (2048 for RSA-2048, 256 for P-256).
         public var keyBits: Int
         /// Certificates the server sends, the leaf included.
         public var certificates: Int

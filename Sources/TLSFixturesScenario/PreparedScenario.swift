@@ -6,6 +6,7 @@ import TLSFixturesPKI
 
 /// A scenario ready to serve: its TLS context and every certificate and pin a test may ask about.
 public final class PreparedScenario: Sendable {
+    /// The scenario it was prepared from.
     public let scenario: Scenario
     /// nil for plain HTTP.
     public let context: TLSContext?
@@ -17,11 +18,12 @@ public final class PreparedScenario: Sendable {
     public let caCertificate: Certificate
     /// The roots a device is assumed to trust for this scenario's expectations (the CA, plus e.g. the interception root).
     public let deviceTrustRoots: [Certificate]
+    /// SPKI pins (base64 SHA-256) of the leaf, the CA, the backup key and the published `pinned` leaf.
     public let pins: FixturePins
     /// The client certificate the server accepts, for `clientAuth: required`.
     public let clientCredential: Credential?
     /// For a leaf with a revocation plan: what its issuer says of it (what the responder, the CRL and a staple say).
-    public let revocation: RevocationRecord?
+    package let revocation: RevocationRecord?
     /// Where the leaf says its status is published (nil without a revocation plan).
     public let revocationEndpoints: RevocationEndpoints?
     /// Suites the scenario's cipher string names that the linked OpenSSL lacks, so they are not offered.
@@ -52,10 +54,13 @@ public enum PreparationStorage: Sendable, Hashable {
 
 /// A scenario the linked OpenSSL (or this store's CA) cannot serve, with the reason. Never served as something else.
 public struct ScenarioUnsupported: Error, CustomStringConvertible, Sendable, Equatable {
+    /// The scenario's name.
     public let scenario: String
+    /// Why, e.g. "unsupported by the linked OpenSSL (no RC4 in OpenSSL 3.0.x)".
     public let reason: String
     public var description: String { "scenario \(scenario) is \(reason)" }
 
+    /// Memberwise: each argument sets the property of the same name, unchecked.
     public init(scenario: String, reason: String) { self.scenario = scenario; self.reason = reason }
 
     /// The linked OpenSSL cannot serve `settings`: its reason, plus how to get an OpenSSL that can when that is the

@@ -9,5 +9,6 @@ extension RevocationEndpoints {
                             refusingPort: portBase + ScenarioCatalog.refusingPortOffset)
     }
 
+    /// `serve`'s endpoints at the default port base (9800): where the catalog's revocation leaves point.
     public static let serveDefault = RevocationEndpoints.serve()
 }

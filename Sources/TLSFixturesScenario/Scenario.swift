@@ -8,7 +8,9 @@ import TLSFixturesPKI
 /// `localhost` and `NAME.fixtures.test`, EKU serverAuth, 397 days from one day ago, TLS 1.2–1.3 with ECDHE + AES-GCM),
 /// so a failure has one cause. Files in `Scenarios/` state only what differs.
 public struct Scenario: Codable, Sendable, Hashable, Identifiable {
+    /// The scenario's name: a catalog name (`expired`) or your own; also the first label of `qualifiedHost`.
     public var name: String
+    /// The catalog group it belongs to (`custom` for your own scenarios).
     public var group: ScenarioGroup
     /// The fixed port `serve` uses (moved by `--port-base`); nil for user scenarios without one.
     public var port: Int?
@@ -18,16 +20,20 @@ public struct Scenario: Codable, Sendable, Hashable, Identifiable {
     public var tls: TLSPlan?
     /// nil only with `tls == nil`.
     public var certificate: CertificatePlan?
+    /// What standard clients are expected to make of it: OpenSSL's verify result, the ATS verdict and fix, pins.
     public var expect: Expectations
 
     public var id: String { name }
 
     /// The host apps must use for ATS tests: `localhost` and loopback IP literals are exempt from ATS by default.
     public var qualifiedHost: String { "\(name).\(Scenario.fixturesDomain)" }
+    /// The domain of every `qualifiedHost`: reserved for testing (RFC 6761), so it never resolves to a real server.
     public static let fixturesDomain = "fixtures.test"
 
+    /// True for plain HTTP (the `http` scenario).
     public var isCleartext: Bool { tls == nil }
 
+    /// Memberwise: each argument sets the property of the same name, unchecked.
     public init(name: String, group: ScenarioGroup, port: Int? = nil, summary: String, tls: TLSPlan? = TLSPlan(),
                 certificate: CertificatePlan? = CertificatePlan(), expect: Expectations) {
         self.name = name; self.group = group; self.port = port; self.summary = summary
@@ -82,6 +88,7 @@ public struct Scenario: Codable, Sendable, Hashable, Identifiable {
     public var needsRevocationServices: Bool { tls != nil && certificate?.revocation != nil }
 }
 
+/// The catalog's groups, as the README's scenario table orders them.
 public enum ScenarioGroup: String, Codable, Sendable, CaseIterable, Hashable {
     case control, `protocol`, cipher, certificate, revocation, pinning
     /// A published server configuration reproduced as a whole (Mozilla's server-side TLS profiles), not one change.
@@ -92,7 +99,9 @@ public enum ScenarioGroup: String, Codable, Sendable, CaseIterable, Hashable {
 
 /// TLS settings; every field defaults to the baseline.
 public struct TLSPlan: Codable, Sendable, Hashable {
+    /// The lowest version the server accepts; default TLS 1.2.
     public var minVersion: TLSVersion = .tls1_2
+    /// The highest version the server accepts; default TLS 1.3.
     public var maxVersion: TLSVersion = .tls1_3
     /// OpenSSL cipher string for TLS ≤ 1.2.
     public var ciphers: String = "ECDHE+AESGCM"
@@ -100,9 +109,13 @@ public struct TLSPlan: Codable, Sendable, Hashable {
     public var tls13Suites: String? = nil
     /// OpenSSL security level for this fixture only; weak scenarios use 0. nil keeps the library default.
     public var securityLevel: Int? = nil
+    /// Key-exchange groups (OpenSSL's `-groups` syntax, e.g. `P-256`); nil keeps OpenSSL's default list.
     public var groups: String? = nil
+    /// DHE parameters: `none` (no DHE suites work), OpenSSL's built-in group, or a generated group of N bits.
     public var dh: DHPlan = .none
+    /// Whether the server demands a client certificate; default it asks for none.
     public var clientAuth: ClientAuthMode = .none
+    /// Which certificates the server sends: the full chain (default), the leaf alone, or the chain out of order.
     public var sendChain: ChainToSend = .full
     /// Staple the issuer's current OCSP answer about the leaf when a client asks (status_request, RFC 6066 §8).
     public var stapleOCSP: Bool = false
@@ -110,6 +123,7 @@ public struct TLSPlan: Codable, Sendable, Hashable {
     /// client's order decide, as Mozilla's intermediate and modern configurations ask.
     public var serverPreference: Bool = true
 
+    /// The baseline TLS settings; set only the fields a scenario changes.
     public init() {}
 
     enum CodingKeys: String, CodingKey, CaseIterable {
@@ -185,6 +199,7 @@ public enum DHPlan: Codable, Sendable, Hashable {
     }
 }
 
+/// `required`: the handshake fails unless the client presents a certificate from the built-in CA.
 public enum ClientAuthMode: String, Codable, Sendable, Hashable {
     case none, required
 }

@@ -4,6 +4,7 @@ import TLSFixturesWire
 /// Scenarios by name: the built-in catalog (the files of `Scenarios/`, compiled in so tests in any package can use
 /// them without a path) plus any directory of the user's own files.
 public struct ScenarioCatalog: Sendable {
+    /// Every scenario, in the order it was given or loaded (the built-in catalog and a directory: by file name).
     public let scenarios: [Scenario]
 
     /// The port of the dashboard; scenario ports follow it. `--port-base` moves them all together.
@@ -16,6 +17,7 @@ public struct ScenarioCatalog: Sendable {
     static let reservedOffsets: [Int: String] = [0: "the dashboard", revocationResponderOffset: "the OCSP responder",
                                                 refusingPortOffset: "the refusing OCSP port"]
 
+    /// Memberwise: each argument sets the property of the same name, unchecked.
     public init(scenarios: [Scenario]) { self.scenarios = scenarios }
 
     /// The catalog shipped in `Scenarios/`, decoded once.
@@ -113,15 +115,18 @@ public struct ScenarioCatalog: Sendable {
         return "not valid JSON: \(text) (a missing comma, quote or brace?)"
     }
 
+    /// Throws `ScenarioError.unknown` (with the closest names) when there is none by that name.
     public func scenario(named name: String) throws -> Scenario {
         if let found = scenarios.first(where: { $0.name == name }) { return found }
         throw ScenarioError.unknown(name, suggestion: closest(to: name))
     }
 
+    /// In the order given; throws for the first unknown name.
     public func scenarios(named names: [String]) throws -> [Scenario] {
         try names.map(scenario(named:))
     }
 
+    /// Every scenario's name, in the catalog's order.
     public var names: [String] { scenarios.map(\.name) }
 
     /// Certificates issued by name (`cert issue --name`) share the store's `certs/` with the scenarios, so a scenario's
@@ -169,6 +174,8 @@ public struct ScenarioCatalog: Sendable {
     }
 }
 
+/// Why a scenario name or file was refused: an unknown name (with the closest one), a file that cannot be read or
+/// decoded, a file not named after its scenario, or a name, port or certificate name already taken.
 public enum ScenarioError: Error, CustomStringConvertible, Sendable, Equatable {
     case unknown(String, suggestion: String?)
     case malformed(String, String)

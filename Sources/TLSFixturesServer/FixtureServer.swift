@@ -32,8 +32,10 @@ public struct FixtureConfiguration: Sendable {
     /// The most connections this fixture holds at once; more are accepted and closed at once. nil (the default): a
     /// quarter of the descriptors the process may open, so one client cannot take the descriptors other fixtures need.
     public var maximumConnections: Int?
+    /// Where connection and handshake events go (one line each at debug level); default a logger labelled `tls-fixtures`.
     public var logger: Logger
 
+    /// Every limit has its default here; a zero or negative `TimeAmount` is taken as given (the channel closes at once).
     public init(bindAddresses: [String]? = nil, port: Int = 0, handshakeTimeout: TimeAmount = .seconds(10),
                 idleTimeout: TimeAmount = .seconds(60), headerTimeout: TimeAmount = .seconds(20),
                 maximumConnections: Int? = nil, logger: Logger? = nil) {
@@ -65,6 +67,7 @@ extension FixtureConfiguration {
     }
 }
 
+/// Why a fixture could not start listening: the port is taken, or the address cannot be bound on this host.
 public enum FixtureError: Error, CustomStringConvertible, Sendable, Equatable {
     case portInUse(port: Int, address: String)
     case cannotBind(address: String, port: Int, reason: String)
@@ -93,7 +96,9 @@ public enum FixtureError: Error, CustomStringConvertible, Sendable, Equatable {
 /// Stop it on every path: `withFixture` does that for a block, `startFixture` in an `XCTestCase` at teardown.
 /// (`defer { Task { await fixture.stop() } }` does not: the test can end, and the process exit, before that task runs.)
 public final class FixtureServer: Sendable {
+    /// The scenario with its certificates, keys and pins, as prepared from the store before listening.
     public let prepared: PreparedScenario
+    /// The TCP port it listens on: the one asked for, or the one the kernel chose for port 0.
     public let port: Int
     /// The addresses actually listening.
     public let boundAddresses: [String]
@@ -109,6 +114,7 @@ public final class FixtureServer: Sendable {
         case stopped
     }
 
+    /// The scenario served (the catalog's, or the one you passed in).
     public var scenario: Scenario { prepared.scenario }
     /// `https://localhost:PORT/` (or `http://` for the cleartext scenario). Fine for pinning tests; for ATS tests use
     /// `qualifiedURL`, because ATS does not apply to `localhost` by default.
@@ -126,11 +132,14 @@ public final class FixtureServer: Sendable {
     }
     /// `https://NAME.fixtures.test:PORT/`: what an ATS test must connect to (map the name to 127.0.0.1 first).
     public var qualifiedURL: URL { URL(string: "\(scheme)://\(scenario.qualifiedHost):\(port)/")! }
+    /// `http` for the cleartext scenario, else `https`: the scheme of `url` and `qualifiedURL`.
     public var scheme: String { scenario.isCleartext ? "http" : "https" }
 
     /// The certificates the server sends, leaf first.
     public var chain: [Certificate] { prepared.chainSent }
+    /// The certificates the server sends, leaf first, DER; empty for plain HTTP.
     public var chainDER: [Data] { prepared.chainSent.map(\.der) }
+    /// The same chain as concatenated PEM, ready to write to a file a client reads.
     public var chainPEM: Data { Certificate.pem(prepared.chainSent) }
     /// The built-in CA: trust it in the client under test.
     public var caCertificate: Certificate { prepared.caCertificate }
@@ -139,6 +148,7 @@ public final class FixtureServer: Sendable {
     /// trust and fail only on its pins. (The interception CA on its own: `store.authority(.interceptionRoot)`; on the
     /// command line `tls-fixtures ca export --authority interception-root`.)
     public var deviceTrustRoots: [Certificate] { prepared.deviceTrustRoots }
+    /// SPKI pins (base64 SHA-256) of this leaf, the CA, a backup key no server uses, and the published `pinned` leaf.
     public var pins: FixturePins { prepared.pins }
 
     private init(prepared: PreparedScenario, port: Int, boundAddresses: [String], serverChannels: [Channel], connections: ConnectionTracker,

@@ -10,6 +10,7 @@ public struct Timeout: Sendable, Hashable, Comparable, CustomStringConvertible {
     /// A day: any longer and a fixture or a client is waiting on something that will not come.
     public static let maximumSeconds = 86_400.0
 
+    /// The limit in seconds, within `minimumSeconds`…`maximumSeconds`.
     public let seconds: Double
 
     /// `name` is what the error message calls the value (`--timeout`, `handshakeTimeout`).
@@ -46,7 +47,9 @@ public struct Timeout: Sendable, Hashable, Comparable, CustomStringConvertible {
 
 /// A time limit outside `Timeout`'s range, named as the caller named it.
 public struct InvalidTimeout: Error, CustomStringConvertible, Sendable, Equatable {
+    /// The caller's name for the limit, e.g. `the probe's timeout`, so the message says which one.
     public let name: String
+    /// The value as given, spelled as the caller spelled it.
     public let value: String
 
     public var description: String {

@@ -16,7 +16,9 @@ import Foundation
 /// `maximumBodyBytes`), `415` (a body that is not `application/json`), `429` (`maximumLiveFixtures` are running).
 /// Both sides encode and decode with `FixtureAPI.encoder()` and `decoder()`, so dates and data read the same.
 public enum FixtureAPI {
+    /// `POST` starts a fixture here, `GET` lists them; `/api/fixtures/ID` and `/api/fixtures/ID/renew` act on one.
     public static let fixturesPath = "/api/fixtures"
+    /// `DELETE /api/sessions/TAG` stops every fixture started with that session tag.
     public static let sessionsPath = "/api/sessions"
     /// A fixture started through the API stops when this passes without a renew, so a crashed test run leaves nothing
     /// listening.
@@ -87,12 +89,14 @@ public enum ScenarioReference: Codable, Sendable, Hashable {
 
 /// `POST /api/fixtures`.
 public struct StartFixtureRequest: Codable, Sendable, Hashable {
+    /// Which scenario to start: a catalog name, or a whole scenario file's JSON.
     public var scenario: ScenarioReference
     /// Seconds the lease lasts without a renew (1…`FixtureAPI.maximumTTL`; default `FixtureAPI.defaultTTL`).
     public var ttl: Int?
     /// A tag that groups what one test run started, for `DELETE /api/sessions/TAG`.
     public var session: String?
 
+    /// Memberwise: each argument sets the property of the same name, unchecked.
     public init(scenario: ScenarioReference, ttl: Int? = nil, session: String? = nil) {
         self.scenario = scenario; self.ttl = ttl; self.session = session
     }
@@ -100,19 +104,24 @@ public struct StartFixtureRequest: Codable, Sendable, Hashable {
 
 /// `POST /api/fixtures/ID/renew`; an empty body keeps the fixture's ttl.
 public struct RenewFixtureRequest: Codable, Sendable, Hashable {
+    /// The new lease in seconds from now; nil keeps the fixture's current ttl.
     public var ttl: Int?
+    /// Memberwise: each argument sets the property of the same name, unchecked.
     public init(ttl: Int? = nil) { self.ttl = ttl }
 }
 
 /// A client certificate a scenario hands out by design (`client-cert-required`): the one private key the API serves.
 public struct ClientIdentity: Codable, Sendable, Hashable {
+    /// The client certificate alone, PEM.
     public var certificatePEM: String
     /// PKCS#8 PEM.
     public var privateKeyPEM: String
     /// The certificate, key and chain as a PKCS#12 archive (base64 in JSON), for `SecPKCS12Import`.
     public var pkcs12: Data
+    /// The password of `pkcs12` (fixed and public: the identity is a test fixture, not a secret).
     public var pkcs12Password: String
 
+    /// Memberwise: each argument sets the property of the same name, unchecked.
     public init(certificatePEM: String, privateKeyPEM: String, pkcs12: Data, pkcs12Password: String) {
         self.certificatePEM = certificatePEM; self.privateKeyPEM = privateKeyPEM
         self.pkcs12 = pkcs12; self.pkcs12Password = pkcs12Password
@@ -121,10 +130,12 @@ public struct ClientIdentity: Codable, Sendable, Hashable {
 
 /// Where the runner's CONNECT proxy listens (on the runner's host) and which names it resolves to its fixtures.
 public struct ProxyEndpoint: Codable, Sendable, Hashable {
+    /// The proxy's TCP port on the runner's host (the runner's own port).
     public var port: Int
     /// `fixtures.test` and every `serve --domain`: the proxy tunnels `NAME.DOMAIN:PORT` to the fixture on `PORT`.
     public var domains: [String]
 
+    /// Memberwise: each argument sets the property of the same name, unchecked.
     public init(port: Int, domains: [String]) { self.port = port; self.domains = domains }
 }
 
@@ -133,8 +144,11 @@ public struct FixtureDescription: Codable, Sendable, Hashable {
     public var id: String
     /// The scenario's name.
     public var scenario: String
+    /// The catalog group (`protocol`, `certificate`, …; `custom` for a scenario given as JSON).
     public var group: String
+    /// What is deliberately different about the server, in one line.
     public var summary: String
+    /// The TCP port the fixture listens on (on the runner's host, all of its addresses).
     public var port: Int
     /// `https://localhost:PORT/` (`http://` for the cleartext scenario): fine for pinning tests.
     public var url: URL
@@ -142,6 +156,7 @@ public struct FixtureDescription: Codable, Sendable, Hashable {
     public var qualifiedURL: URL
     /// One URL per `serve --domain`: `https://NAME.DOMAIN:PORT/`.
     public var domainURLs: [URL]
+    /// SPKI pins (base64 SHA-256) of the leaf, the CA, a backup key and the published `pinned` leaf.
     public var pins: FixturePins
     /// The built-in CA.
     public var caPEM: String
@@ -151,13 +166,18 @@ public struct FixtureDescription: Codable, Sendable, Hashable {
     public var interceptionRootPEM: String?
     /// The client certificate the server accepts, when it demands one.
     public var clientIdentity: ClientIdentity?
+    /// What standard clients are expected to make of this fixture (OpenSSL's verify, ATS, pins).
     public var expect: FixtureExpectations
     /// The runner's proxy, when it runs one.
     public var proxy: ProxyEndpoint?
+    /// The session tag it was started with, if any.
     public var session: String?
+    /// The lease in seconds: without a renew, the runner stops the fixture at `expiresAt`.
     public var ttl: Int
+    /// When the runner stops the fixture unless it is renewed first.
     public var expiresAt: Date
 
+    /// Memberwise: each argument sets the property of the same name, unchecked.
     public init(id: String, scenario: String, group: String, summary: String, port: Int, url: URL, qualifiedURL: URL,
                 domainURLs: [URL], pins: FixturePins, caPEM: String, chainPEM: String, interceptionRootPEM: String?,
                 clientIdentity: ClientIdentity?, expect: FixtureExpectations, proxy: ProxyEndpoint?, session: String?,
@@ -172,24 +192,30 @@ public struct FixtureDescription: Codable, Sendable, Hashable {
 
 /// `GET /api/fixtures`.
 public struct FixtureList: Codable, Sendable, Hashable {
+    /// Every fixture started through the API that is still running, in start order.
     public var fixtures: [FixtureDescription]
+    /// Memberwise: each argument sets the property of the same name, unchecked.
     public init(fixtures: [FixtureDescription]) { self.fixtures = fixtures }
 }
 
 /// `DELETE /api/sessions/TAG`.
 public struct SessionStopped: Codable, Sendable, Hashable {
+    /// The session tag from the request path.
     public var session: String
     /// How many fixtures were running under it and are stopped now.
     public var stopped: Int
+    /// Memberwise: each argument sets the property of the same name, unchecked.
     public init(session: String, stopped: Int) { self.session = session; self.stopped = stopped }
 }
 
 /// Every error answer: one line naming the problem and the fix, and the request field at fault when there is one.
 public struct APIError: Codable, Sendable, Hashable, Error, CustomStringConvertible {
+    /// One line naming the problem and the fix.
     public var error: String
     /// `scenario`, `ttl`, `session`, `scenario.tls.minVersion`, …
     public var field: String?
 
+    /// Memberwise: each argument sets the property of the same name, unchecked.
     public init(error: String, field: String? = nil) { self.error = error; self.field = field }
     public var description: String { error }
 }

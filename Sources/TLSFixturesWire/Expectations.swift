@@ -12,6 +12,7 @@ public enum ATSExpectation: String, Codable, Sendable, Hashable {
 
 /// The catalog's last column, as data.
 public struct ATSFix: Codable, Sendable, Hashable {
+    /// Which kind of change admits the scenario, from none to impossible.
     public enum Kind: String, Codable, Sendable, Hashable {
         /// Nothing to change.
         case notNeeded = "not-needed"
@@ -23,13 +24,16 @@ public struct ATSFix: Codable, Sendable, Hashable {
         case impossible
     }
 
+    /// The smallest change that admits the scenario.
     public var kind: Kind
     /// For `exception`: the entry's keys; values are booleans or strings as in a plist.
     public var domainKeys: [String: PlistScalar]?
     /// Something beyond Info.plist the app also needs, e.g. `trust-override` (a URLSessionDelegate that accepts the trust).
     public var alsoRequires: String?
+    /// Why, in one line, when the kind alone does not say (always set for `impossible`).
     public var reason: String?
 
+    /// Memberwise: each argument sets the property of the same name, unchecked.
     public init(kind: Kind, domainKeys: [String: PlistScalar]? = nil, alsoRequires: String? = nil, reason: String? = nil) {
         self.kind = kind; self.domainKeys = domainKeys; self.alsoRequires = alsoRequires; self.reason = reason
     }
@@ -59,6 +63,7 @@ public enum PlistScalar: Codable, Sendable, Hashable, CustomStringConvertible {
         }
     }
 
+    /// The value as `PropertyListSerialization` takes it: `Bool` or `String`.
     public var propertyListValue: Any {
         switch self {
         case .bool(let value): return value
@@ -76,6 +81,7 @@ public struct PinExpectation: Codable, Sendable, Hashable {
     /// The published `pinned` certificate (DER) is this server's leaf.
     public var certificate: Bool
 
+    /// Memberwise: each argument sets the property of the same name, unchecked.
     public init(leafSPKI: Bool, caSPKI: Bool, certificate: Bool) {
         self.leafSPKI = leafSPKI; self.caSPKI = caSPKI; self.certificate = certificate
     }
@@ -98,6 +104,7 @@ public struct FixtureExpectations: Codable, Sendable, Hashable {
     /// Anything a reader must know to read the verdicts right.
     public var note: String?
 
+    /// Memberwise: each argument sets the property of the same name, unchecked.
     public init(verify: String?, ats: ATSExpectation, atsFix: ATSFix? = nil, trustedRoots: [String]? = nil,
                 pins: PinExpectation? = nil, note: String? = nil) {
         self.verify = verify; self.ats = ats; self.atsFix = atsFix; self.trustedRoots = trustedRoots

@@ -15,6 +15,7 @@ public struct FixturePins: Codable, Sendable, Hashable {
     /// The published `pinned` key (what an app under test pins as its leaf).
     public var pinnedLeaf: String
 
+    /// Memberwise: each argument sets the property of the same name, unchecked.
     public init(leaf: String?, ca: String, backup: String, pinnedLeaf: String) {
         self.leaf = leaf; self.ca = ca; self.backup = backup; self.pinnedLeaf = pinnedLeaf
     }

@@ -37,6 +37,7 @@ public enum PEM {
     }
 }
 
+/// A PEM text that cannot be read: no `BEGIN`/`END` pair of the expected label, or base64 that does not decode.
 public struct PEMError: Error, CustomStringConvertible, Sendable, Equatable {
     public let description: String
     init(_ description: String) { self.description = "PEM: " + description }

@@ -3,7 +3,8 @@ import Testing
 
 /// scripts/check-public-docs.py (run by `make lint`, before every `make test`) keeps every public declaration of the
 /// library documented: a user reading Xcode's Quick Help for `import TLSFixtures` sees what a name does not say. Here it
-/// judges a small temporary source tree whose findings are known, so each rule is shown to fail and to pass.
+/// judges a small temporary source tree whose findings are known, so each rule is shown to fail and to pass, and then
+/// this package's own sources.
 @Suite("The public-docs check", .requires(Tools.python))
 struct PublicDocsCheckTests {
     static let script = TestEnvironment.packageRoot.appendingPathComponent("scripts/check-public-docs.py").path
@@ -50,5 +51,11 @@ struct PublicDocsCheckTests {
         #expect(result.stdout.contains("Sources/Lib/Bare.swift:4: bare"), "\(result.combined)")
         #expect(result.stdout.contains("1 public declaration(s) without a doc comment"), "\(result.combined)")
         #expect(!result.stdout.contains("commandLineOnly"), "\(result.combined)")
+    }
+
+    @Test("this package's own Sources pass: every public declaration is documented or package")
+    func packagePasses() throws {
+        let result = try Subprocess.run([try #require(Tools.python.path), Self.script, "--root", TestEnvironment.packageRoot.path])
+        #expect(result.status == 0, "\(result.combined)")
     }
 }
