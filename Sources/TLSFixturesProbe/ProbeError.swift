@@ -6,6 +6,9 @@ public enum ProbeError: Error, CustomStringConvertible, Sendable, Equatable {
     /// A scan of many handshakes (`ServerFactsCollector`) reached its deadline: target, and where it stopped.
     case timedOut(String, String)
 
+    /// What a `connect` failure adds when a `*.fixtures.test` name does not resolve; the CLI says it in flags instead.
+    package static let unresolvedFixtureNameHint = " (set the target's connectAddress to 127.0.0.1, or map the name in /etc/hosts)"
+
     public var description: String {
         switch self {
         case .invalidTarget(let text, let hint): return "invalid target \"\(text)\": \(hint)"

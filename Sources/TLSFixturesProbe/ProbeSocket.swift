@@ -49,7 +49,7 @@ final class ProbeSocket {
         let status = getaddrinfo(host, String(target.port), &hints, &list)
         guard status == 0, let first = list else {
             throw ProbeError.connect(target.description, "cannot resolve \(host): \(String(cString: gai_strerror(status)))"
-                                     + (host.hasSuffix(".fixtures.test") ? " (map it with --resolve \(target.host):\(target.port):127.0.0.1, or the lines of `tls-fixtures hosts`)" : ""))
+                                     + (host.hasSuffix(".fixtures.test") ? ProbeError.unresolvedFixtureNameHint : ""))
         }
         defer { freeaddrinfo(list) }
         var lastError = "no address"

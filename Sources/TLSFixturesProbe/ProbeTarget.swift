@@ -49,7 +49,7 @@ public struct ProbeTarget: Sendable, Equatable, CustomStringConvertible {
         for entry in entries {
             let parts = entry.split(separator: ":", maxSplits: 2).map(String.init)
             guard parts.count == 3, let port = Int(parts[1]), !parts[0].isEmpty, !parts[2].isEmpty else {
-                throw ProbeError.invalidTarget(entry, "--resolve takes HOST:PORT:ADDRESS, e.g. ats-compliant.fixtures.test:9801:127.0.0.1")
+                throw ProbeError.invalidTarget(entry, "a resolve entry is curl-style HOST:PORT:ADDRESS, e.g. ats-compliant.fixtures.test:9801:127.0.0.1")
             }
             if parts[0].lowercased() == host.lowercased() && port == self.port {
                 connectAddress = parts[2].trimmingCharacters(in: CharacterSet(charactersIn: "[]"))

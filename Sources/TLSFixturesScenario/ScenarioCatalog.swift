@@ -187,12 +187,15 @@ public enum ScenarioError: Error, CustomStringConvertible, Sendable, Equatable {
 
     /// One line, whatever the file held: a key or value quoted from it is written with its control characters escaped
     /// (`"a\nb"` in JSON is a key with a newline, and would otherwise split the message).
+    /// How an unknown name's message ends: where the names are. The CLI names its own command instead.
+    package static let listHint = " (`ScenarioCatalog.builtIn.names` lists them all)"
+
     public var description: String { text.escapingControlCharacters }
 
     private var text: String {
         switch self {
         case .unknown(let name, let suggestion):
-            return "unknown scenario \"\(name)\"" + (suggestion.map { "; did you mean \"\($0)\"?" } ?? "") + " (`tls-fixtures scenarios list` shows them all)"
+            return "unknown scenario \"\(name)\"" + (suggestion.map { "; did you mean \"\($0)\"?" } ?? "") + ScenarioError.listHint
         case .malformed(let source, let problem): return "\(source): \(problem)"
         case .unreadable(let path, let why): return "cannot read scenarios from \(path): \(why)"
         case .misnamed(let path, let name): return "\(path): the file must be named after its scenario (\(name).json)"

@@ -26,7 +26,9 @@ struct ATSException: AsyncParsableCommand {
     @OptionGroup var output: OutputOptions
 
     func validate() throws {
-        if subject.contains("://") { _ = try client.target(subject) } else { _ = try source.catalog().scenario(named: subject) }
+        try FlagHints.translating {
+            if subject.contains("://") { _ = try client.target(subject) } else { _ = try source.catalog().scenario(named: subject) }
+        }
     }
 
     func run() async throws {

@@ -23,7 +23,7 @@ struct PinsCommand: AsyncParsableCommand {
     @OptionGroup var source: ScenarioSourceOptions
     @OptionGroup var output: OutputOptions
 
-    func validate() throws { _ = try source.catalog().scenario(named: scenario) }
+    func validate() throws { _ = try FlagHints.translating { try source.catalog().scenario(named: scenario) } }
 
     func run() async throws {
         let store = storeOptions.store

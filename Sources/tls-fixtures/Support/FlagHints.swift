@@ -46,6 +46,12 @@ enum FlagHints {
         case ScenarioError.portTaken(let path, let port, "the dashboard"):
             return "\(path): port \(port) is the dashboard's (serve puts it on --port-base, 9800 by default); choose another port, "
                 + "or leave \"port\" out to get the next free one"
+        case let error as ScenarioError:
+            guard case .unknown = error, error.description.hasSuffix(ScenarioError.listHint) else { return nil }
+            return error.description.dropLast(ScenarioError.listHint.count) + " (`tls-fixtures scenarios list` shows them all)"
+        case ProbeError.connect(let target, let why) where why.hasSuffix(ProbeError.unresolvedFixtureNameHint):
+            return "cannot connect to \(target): \(why.dropLast(ProbeError.unresolvedFixtureNameHint.count))"
+                + " (map it with --resolve \(target):127.0.0.1, or the lines of `tls-fixtures hosts`)"
         case let error as FixtureDomainError:
             if case .notPermitted(let domain, let permitted) = error {
                 return "the built-in CA does not permit \(domain) (its name constraints allow only \(permitted.joined(separator: ", "))), "

@@ -23,6 +23,21 @@ struct CLIFlagHintTests {
         #expect(!result.stderr.contains("omitSubjectAltNames") && !result.stderr.contains("isCA"), "the library's words: \(result.stderr)")
     }
 
+    @Test("an unknown scenario: the library points at ScenarioCatalog's names, the CLI at `scenarios list`")
+    func unknownScenario() throws {
+        #expect { try ScenarioCatalog.builtIn.scenario(named: "expird") } throws: {
+            "\($0)".contains("did you mean \"expired\"") && "\($0)".contains("ScenarioCatalog.builtIn.names") && !"\($0)".contains("tls-fixtures")
+        }
+        // One command checks the name in validate() (pins), one in run() (scenarios show): both get the CLI's words.
+        for arguments in [["pins", "expird"], ["scenarios", "show", "expird"]] {
+            let result = try Self.cli(arguments)
+            CLIInputTests.expectOneLineError(result, mentioning: ["did you mean \"expired\"", "tls-fixtures scenarios list"])
+            #expect(!result.stderr.contains("ScenarioCatalog"), "\(arguments): \(result.stderr)")
+        }
+        // The probe's hint for an unresolved fixture name speaks of the target's property; the CLI says --resolve.
+        #expect(ProbeError.unresolvedFixtureNameHint.contains("connectAddress") && !ProbeError.unresolvedFixtureNameHint.contains("--"))
+    }
+
     @Test("ca init twice and ca export over a different file: --force")
     func force() throws {
         let directory = TestEnvironment.temporaryDirectory("hints-force")
