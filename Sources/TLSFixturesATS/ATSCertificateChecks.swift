@@ -1,4 +1,5 @@
 import Foundation
+import TLSFixturesWire
 
 /// The chain the checks look at, and how to name its members in messages.
 struct ATSChainView {
@@ -141,7 +142,7 @@ public struct ATSDefaultTrust: Sendable {
 
     private func rsaKeySizes(_ chain: ATSChainView) -> [ATSViolation] {
         chain.certificates.enumerated().compactMap { depth, certificate in
-            guard certificate.keyType == "RSA", certificate.keyBits < 2048 else { return nil }
+            guard certificate.keyType == .rsa, certificate.keyBits < 2048 else { return nil }
             return ATSViolation(rule: .ios13KeySize,
                                 message: "RSA key size (iOS 13+): \(ATSChainView.label(certificate, depth: depth)) has a "
                                     + "\(certificate.keyBits)-bit RSA key; leaf and CAs need at least 2048 bits",
@@ -216,11 +217,11 @@ public struct ATSCertificateRules: Sendable {
 
     private func keySizeProblem(_ leaf: CertificateFacts) -> String? {
         switch leaf.keyType {
-        case "RSA" where leaf.keyBits < 2048:
+        case .rsa where leaf.keyBits < 2048:
             return "the leaf has a \(leaf.keyBits)-bit RSA key; ATS requires RSA ≥ 2048 or EC ≥ 256"
-        case "EC" where leaf.keyBits < 256:
+        case .ec where leaf.keyBits < 256:
             return "the leaf has a \(leaf.keyBits)-bit EC key; ATS requires EC ≥ 256 or RSA ≥ 2048"
-        case "RSA", "EC":
+        case .rsa, .ec:
             return nil
         default:
             return "the leaf has a \(leaf.keyType) key; ATS accepts RSA ≥ 2048 or EC ≥ 256 only"

@@ -17,7 +17,7 @@ public struct CertificateFacts: Codable, Sendable, Equatable {
     /// IP addresses in the subjectAltName extension, in their textual form.
     public var ipAddresses: [String]
     /// `RSA`, `EC` or `Ed25519`.
-    public var keyType: String
+    public var keyType: KeyAlgorithm
     /// The key size in bits (2048 for RSA-2048, 256 for P-256).
     public var keyBits: Int
     /// The curve's short name (`prime256v1`, `secp384r1`) for EC keys.
@@ -56,7 +56,7 @@ public struct CertificateFacts: Codable, Sendable, Equatable {
 
     /// Memberwise: each argument sets the property of the same name, unchecked.
     public init(subject: String, issuer: String, commonName: String?, dnsNames: [String]?, ipAddresses: [String],
-                keyType: String, keyBits: Int, curve: String?, signatureAlgorithm: String, signatureDigest: String,
+                keyType: KeyAlgorithm, keyBits: Int, curve: String?, signatureAlgorithm: String, signatureDigest: String,
                 notBefore: Date, notAfter: Date, isCA: Bool, isSelfIssued: Bool, extendedKeyUsage: [String]?,
                 spkiSHA256: String, sha256Fingerprint: String, der: Data, hasEmbeddedSCTs: Bool? = nil,
                 ocspURLs: [String]? = nil, crlURLs: [String]? = nil, mustStaple: Bool? = nil) {

@@ -1,4 +1,5 @@
 import Foundation
+import TLSFixturesWire
 import TLSFixturesOpenSSL
 
 #if canImport(Glibc)

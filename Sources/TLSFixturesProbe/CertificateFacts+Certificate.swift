@@ -9,7 +9,7 @@ extension Certificate {
         let key = publicKey
         return CertificateFacts(
             subject: subject, issuer: issuer, commonName: commonName, dnsNames: dnsNames, ipAddresses: ipAddresses,
-            keyType: key.type.rawValue, keyBits: key.bits, curve: key.curve,
+            keyType: key.type, keyBits: key.bits, curve: key.curve,
             signatureAlgorithm: signatureAlgorithm, signatureDigest: signatureDigest,
             notBefore: notBefore, notAfter: notAfter, isCA: isCA, isSelfIssued: isSelfIssued,
             extendedKeyUsage: extendedKeyUsage, spkiSHA256: spkiSHA256,

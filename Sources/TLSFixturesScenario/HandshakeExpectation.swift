@@ -1,4 +1,5 @@
 import Foundation
+import TLSFixturesWire
 
 extension Expectations {
     /// What a client offering everything up to TLS 1.3 sees in one handshake with the scenario, as its file declares it
@@ -21,7 +22,7 @@ extension Expectations {
         /// not say what kind of key the issuer has.
         public var leafSignature: [String]
         /// The leaf's key: `RSA` or `EC`, and its size in bits.
-        public var keyType: String
+        public var keyType: KeyAlgorithm
         /// The leaf key's size in bits (2048 for RSA-2048, 256 for P-256).
         public var keyBits: Int
         /// Certificates the server sends, the leaf included.
@@ -41,7 +42,7 @@ extension Expectations {
             ciphers = ["TLS_AES_256_GCM_SHA384", "TLS_AES_128_GCM_SHA256"]
             keyExchange = "ECDHE"
             leafSignature = ["ecdsa-with-SHA256"]
-            keyType = "RSA"
+            keyType = .rsa
             keyBits = 2048
             certificates = 1
         }
@@ -72,7 +73,7 @@ extension Expectations {
                     "\"\(keyExchange)\" is not ECDHE, RSA or DHE followed by the group's bits (\"DHE 2048\")")
             }
             leafSignature = try c.decodeIfPresent([String].self, forKey: .leafSignature) ?? d.leafSignature
-            keyType = try one(.keyType, of: ["RSA", "EC"]) ?? d.keyType
+            keyType = try one(.keyType, of: ["RSA", "EC"]).map(KeyAlgorithm.init(rawValue:)) ?? d.keyType
             keyBits = try c.decodeIfPresent(Int.self, forKey: .keyBits) ?? d.keyBits
             certificates = try c.decodeIfPresent(Int.self, forKey: .certificates) ?? d.certificates
             verifyTrustingDeviceRoots = try c.decodeIfPresent(String.self, forKey: .verifyTrustingDeviceRoots)

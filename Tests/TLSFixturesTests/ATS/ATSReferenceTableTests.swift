@@ -236,7 +236,7 @@ final class ATSReferenceTableTests: XCTestCase {
                       options: ios(.ios10), allowed: false, rule: .leafKeySize),
         // §Default requirements: "EC ≥ 256".
         ATSReferenceCase(name: "EC-224 leaf blocked", url: https,
-                      facts: withLeaf { $0.keyType = "EC"; $0.keyBits = 224; $0.curve = "secp224r1" },
+                      facts: withLeaf { $0.keyType = .ec; $0.keyBits = 224; $0.curve = "secp224r1" },
                       allowed: false, rule: .leafKeySize),
         // §Keys, NSExceptionRequiresForwardSecrecy: NO adds only TLS_RSA_*, not DHE.
         ATSReferenceCase(name: "forward secrecy NO does not admit DHE", url: https,

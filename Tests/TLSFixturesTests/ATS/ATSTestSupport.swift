@@ -30,7 +30,7 @@ enum ATSFactsKit {
     }
 
     static func cert(_ cn: String?, issuer: String, dns: [String]? = nil, ips: [String] = [],
-                     keyType: String = "RSA", bits: Int = 2048, curve: String? = nil,
+                     keyType: KeyAlgorithm = .rsa, bits: Int = 2048, curve: String? = nil,
                      digest: String = "sha256", signerKey: String = "RSA",
                      notBefore: Date = now - day, days: Double = 397, isCA: Bool = false,
                      selfIssued: Bool = false, eku: [String]? = ["serverAuth"], key: String? = nil,
@@ -141,7 +141,7 @@ enum ATSCatalog {
                 .tls1_2: ["TLS_ECDHE_ECDSA_WITH_AES_256_GCM_SHA384", "TLS_ECDHE_ECDSA_WITH_AES_128_GCM_SHA256"],
                 .tls1_3: ["TLS_AES_256_GCM_SHA384", "TLS_AES_128_GCM_SHA256"],
             ]
-            rows.append(ATSCatalogRow(name: name, facts: withLeaf(name, { $0.keyType = "EC"; $0.keyBits = bits; $0.curve = curve },
+            rows.append(ATSCatalogRow(name: name, facts: withLeaf(name, { $0.keyType = .ec; $0.keyBits = bits; $0.curve = curve },
                                                               accepted: ecdsa)))
         }
         for (name, bits) in [("rsa4096", 4096), ("rsa8192", 8192)] {
@@ -306,7 +306,7 @@ enum ATSCatalog {
             let intermediate = F.cert("Fixtures Intermediate", issuer: F.builtInIssuer, notBefore: F.now - 100 * F.day, days: 1000,
                                       isCA: true, eku: nil)
             var modernLeaf = F.leaf(h("mozilla-modern"), issuer: F.builtInIssuer)
-            modernLeaf.keyType = "EC"; modernLeaf.keyBits = 256; modernLeaf.curve = "prime256v1"
+            modernLeaf.keyType = .ec; modernLeaf.keyBits = 256; modernLeaf.curve = "prime256v1"
             modernLeaf.notAfter = modernLeaf.notBefore + 90 * F.day
             rows.append(ATSCatalogRow(name: "mozilla-modern", facts: F.facts(leaf: modernLeaf, accepted: [.tls1_3: tls13],
                                                                             presented: [modernLeaf],

@@ -206,7 +206,7 @@ struct ScenarioEndToEndTests {
             Issue.record("\(name): no issuer named \(leaf.issuer) among the chain, the credential and the roots")
             return
         }
-        let family = issuer.keyType == "EC" ? "ecdsa-with-" : "WithRSAEncryption"
+        let family = issuer.keyType == .ec ? "ecdsa-with-" : "WithRSAEncryption"
         #expect(leaf.signatureAlgorithm.contains(family), "\(name): a \(issuer.keyType) issuer cannot sign \(leaf.signatureAlgorithm)")
     }
 
@@ -288,7 +288,7 @@ struct ScenarioEndToEndTests {
                     "\(name): root → intermediate → leaf")
             // One shape for the family (an RSA intermediate, since MD5 exists only with RSA), so each differs from
             // `intermediate` in one thing: the intermediate's signature, or the leaf's.
-            #expect(intermediate?.keyType == "RSA", "\(name): intermediate key \(intermediate?.keyType ?? "?")")
+            #expect(intermediate?.keyType == .rsa, "\(name): intermediate key \(intermediate?.keyType.rawValue ?? "?")")
             #expect(intermediate?.signatureDigest == (name == "sha1-intermediate" ? "sha1" : "sha256"),
                     "\(name): intermediate signed with \(intermediate?.signatureDigest ?? "?")")
         case "revoked", "revoked-stapled", "ocsp-good-stapled", "must-staple-missing", "ocsp-unreachable", "crl-revoked",
@@ -297,7 +297,7 @@ struct ScenarioEndToEndTests {
             let intermediate = chain.count > 1 ? chain[1] : nil
             #expect(intermediate?.isCA == true && intermediate?.subject == leaf.issuer && intermediate?.issuer == ca.subject,
                     "\(name): root → intermediate → leaf, intermediate sent")
-            if name == "mozilla-old" { #expect(intermediate?.keyType == "RSA", "\(name): intermediate key \(intermediate?.keyType ?? "?")") }
+            if name == "mozilla-old" { #expect(intermediate?.keyType == .rsa, "\(name): intermediate key \(intermediate?.keyType.rawValue ?? "?")") }
         case "reversed-chain":
             // Leaf, then the root, then the intermediate that signed the leaf: the issuers top-down.
             let sent = chain.dropFirst().map { $0 }

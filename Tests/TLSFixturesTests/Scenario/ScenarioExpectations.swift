@@ -112,7 +112,7 @@ struct HandshakeExpectation: Sendable, Equatable {
     /// say what kind of key the issuer has (the test then checks the algorithm matches the issuer's key type).
     var leafSignature: Set<String>
     /// `RSA` or `EC`.
-    var keyType: String
+    var keyType: KeyAlgorithm
     var keyBits: Int
     /// Certificates the server sends (leaf included).
     var certificateCount: Int
@@ -160,7 +160,7 @@ struct ScenarioEndToEndTableTests {
         let handshake = try #require(ScenarioExpectation(declaredBy: bare).handshake)
         // The baseline as scenarios.md states it, written here once more on purpose: the library's default is the
         // value under test.
-        #expect(handshake.protocolName == "TLSv1.3" && handshake.keyExchange == .ecdhe && handshake.keyType == "RSA"
+        #expect(handshake.protocolName == "TLSv1.3" && handshake.keyExchange == .ecdhe && handshake.keyType == .rsa
                 && handshake.keyBits == 2048 && handshake.certificateCount == 1 && handshake.leafSignature == ["ecdsa-with-SHA256"])
         #expect(ScenarioExpectations.named("http").handshake == nil)
     }
