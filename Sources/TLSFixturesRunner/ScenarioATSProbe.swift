@@ -20,9 +20,16 @@ package enum ScenarioATSProbe {
         try await withFixture(scenario, store: store) { try await observe($0) }
     }
 
+    /// The limit for the whole scan of an in-process fixture, in seconds. The scan is dozens of handshakes sharing one
+    /// deadline (`ServerFactsCollector`); one probe's 10 s is too little for them when each carries `10000-sans`'s
+    /// 312 KiB chain on a loaded machine (seen under AddressSanitizer with the whole suite running), and a fixture of
+    /// this process is not a server that could stall on purpose.
+    package static let scanTimeout: TimeInterval = 60
+
     /// Gathers the facts of a running fixture.
     public static func observe(_ fixture: FixtureServer) async throws -> Observation {
         var options = ProbeOptions()
+        options.timeout = scanTimeout
         options.trustRoots = fixture.prepared.deviceTrustRoots
         options.anchorKind = .userInstalled
         options.clientCredential = fixture.prepared.clientCredential
