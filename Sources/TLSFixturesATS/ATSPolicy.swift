@@ -208,35 +208,67 @@ public struct ATSPolicyWarning: Sendable, Equatable, Codable, CustomStringConver
 }
 
 /// Why a plist could not be turned into a policy. Each message is one line: the problem, then the fix.
-public enum ATSPolicyError: Error, Sendable, Equatable, CustomStringConvertible, LocalizedError {
-    case malformed(detail: String)
-    case topLevelNotADictionary(found: String)
-    case missingATSDictionary
-    case atsNotADictionary(found: String)
-    case notAPropertyList
+public struct ATSPolicyError: CodedError {
+    /// The kinds of failure. New codes may be added; existing ones keep their meaning.
+    public struct Code: Hashable, Sendable, CustomStringConvertible {
+        /// The code's name.
+        public let description: String
+        private init(_ name: String) { description = name }
 
-    public var description: String { text.escapingControlCharacters }
-
-    private var text: String {
-        switch self {
-        case .malformed(let detail):
-            return "malformed property list (\(detail)); fix the file, e.g. check it with `plutil -lint Info.plist`"
-        case .topLevelNotADictionary(let found):
-            return "the property list's top level is \(Self.article(found)) \(found), not a dictionary; "
-                + "an Info.plist must have <dict> at its top level"
-        case .missingATSDictionary:
-            return "the property list has no NSAppTransportSecurity key, so ATS runs with all defaults; "
-                + "add an NSAppTransportSecurity dictionary, or evaluate with the defaults (ATSPolicy.empty)"
-        case .atsNotADictionary(let found):
-            return "NSAppTransportSecurity is \(Self.article(found)) \(found), not a dictionary, so iOS ignores it; "
-                + "make it a <dict>"
-        case .notAPropertyList:
-            return "the value contains something a property list cannot hold; "
-                + "use only dictionaries, arrays, strings, numbers, booleans, dates and data"
-        }
+        /// Not a property list at all (XML, binary or OpenStep syntax).
+        public static let malformed = Code("malformed")
+        /// A property list whose top level is not a dictionary.
+        public static let topLevelNotADictionary = Code("topLevelNotADictionary")
+        /// An Info.plist with no `NSAppTransportSecurity` key: ATS runs with all defaults.
+        public static let missingATSDictionary = Code("missingATSDictionary")
+        /// `NSAppTransportSecurity` that is not a dictionary, which iOS ignores.
+        public static let atsNotADictionary = Code("atsNotADictionary")
+        /// A value a property list cannot hold.
+        public static let notAPropertyList = Code("notAPropertyList")
     }
 
-    public var errorDescription: String? { description }
+    /// What kind of failure this is.
+    public let code: Code
+    /// What is wrong, one line.
+    public let reason: String
+    /// What to do about it, in the library's terms; nil when the reason says it all.
+    public let fix: String?
+
+    /// Memberwise: each argument sets the property of the same name; control characters are escaped (the reason may
+    /// quote the file).
+    public init(code: Code, reason: String, fix: String? = nil) {
+        self.code = code
+        self.reason = reason.escapingControlCharacters
+        self.fix = fix?.escapingControlCharacters
+    }
+
+    /// The data is not a property list; `detail` is the parser's word.
+    public static func malformed(detail: String) -> ATSPolicyError {
+        ATSPolicyError(code: .malformed, reason: "malformed property list (\(detail))",
+                       fix: "fix the file, e.g. check it with `plutil -lint Info.plist`")
+    }
+
+    /// The top level is a `found` (its plist type name).
+    public static func topLevelNotADictionary(found: String) -> ATSPolicyError {
+        ATSPolicyError(code: .topLevelNotADictionary, reason: "the property list's top level is \(article(found)) \(found), not a dictionary",
+                       fix: "an Info.plist must have <dict> at its top level")
+    }
+
+    /// No `NSAppTransportSecurity` key.
+    public static let missingATSDictionary = ATSPolicyError(
+        code: .missingATSDictionary, reason: "the property list has no NSAppTransportSecurity key, so ATS runs with all defaults",
+        fix: "add an NSAppTransportSecurity dictionary, or evaluate with the defaults (ATSPolicy.empty)")
+
+    /// `NSAppTransportSecurity` is a `found`.
+    public static func atsNotADictionary(found: String) -> ATSPolicyError {
+        ATSPolicyError(code: .atsNotADictionary, reason: "NSAppTransportSecurity is \(article(found)) \(found), not a dictionary, so iOS ignores it",
+                       fix: "make it a <dict>")
+    }
+
+    /// A value a property list cannot hold.
+    public static let notAPropertyList = ATSPolicyError(
+        code: .notAPropertyList, reason: "the value contains something a property list cannot hold",
+        fix: "use only dictionaries, arrays, strings, numbers, booleans, dates and data")
 
     private static func article(_ word: String) -> String {
         word.first.map { "aeiou".contains($0) } == true ? "an" : "a"

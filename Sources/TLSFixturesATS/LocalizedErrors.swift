@@ -5,4 +5,3 @@ import Foundation
 // naming the problem and the fix.
 
 extension VerifyError: LocalizedError { public var errorDescription: String? { description } }
-extension PinFormatError: LocalizedError { public var errorDescription: String? { description } }

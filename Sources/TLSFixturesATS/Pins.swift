@@ -1,4 +1,5 @@
 import Foundation
+import TLSFixturesWire
 
 /// The pins for one domain, in the form every pinning format starts from: base64 SHA-256 of DER SPKIs.
 public struct PinSet: Sendable, Equatable, Codable {
@@ -26,21 +27,49 @@ public struct PinSet: Sendable, Equatable, Codable {
 }
 
 /// A pin that is not base64 of 32 bytes (a SHA-256), or a configuration with no pins.
-public enum PinFormatError: Error, Sendable, Equatable, CustomStringConvertible {
-    case trustKitNeedsTwoPins(found: Int)
-    case noPins
-    case malformedPin(String)
+public struct PinFormatError: CodedError {
+    /// The kinds of failure. New codes may be added; existing ones keep their meaning.
+    public struct Code: Hashable, Sendable, CustomStringConvertible {
+        /// The code's name.
+        public let description: String
+        private init(_ name: String) { description = name }
 
-    public var description: String {
-        switch self {
-        case .trustKitNeedsTwoPins(let found):
-            return "TrustKit requires at least two distinct pins and \(found) were given; add a backup pin "
-                + "(the SPKI hash of a key you keep offline)"
-        case .noPins:
-            return "no pins were given; pass at least one leaf or CA SPKI pin"
-        case .malformedPin(let text):
-            return "pin \"\(text.escapingControlCharacters)\" is not sha256/ followed by the base64 of a SHA-256 digest (44 characters)"
-        }
+        /// TrustKit refuses a configuration with fewer than two distinct pins.
+        public static let trustKitNeedsTwoPins = Code("trustKitNeedsTwoPins")
+        /// A pin set with no pin at all.
+        public static let noPins = Code("noPins")
+        /// A pin that is not `sha256/` and the base64 of 32 bytes.
+        public static let malformedPin = Code("malformedPin")
+    }
+
+    /// What kind of failure this is.
+    public let code: Code
+    /// What is wrong, one line.
+    public let reason: String
+    /// What to do about it, in the library's terms; nil when the reason says it all.
+    public let fix: String?
+
+    /// Memberwise: each argument sets the property of the same name; control characters are escaped (a pin is user
+    /// input).
+    public init(code: Code, reason: String, fix: String? = nil) {
+        self.code = code
+        self.reason = reason.escapingControlCharacters
+        self.fix = fix
+    }
+
+    /// TrustKit needs two pins; `found` were given.
+    public static func trustKitNeedsTwoPins(found: Int) -> PinFormatError {
+        PinFormatError(code: .trustKitNeedsTwoPins, reason: "TrustKit requires at least two distinct pins and \(found) were given",
+                       fix: "add a backup pin (the SPKI hash of a key you keep offline)")
+    }
+
+    /// No pins.
+    public static let noPins = PinFormatError(code: .noPins, reason: "no pins were given", fix: "pass at least one leaf or CA SPKI pin")
+
+    /// `text` is not a pin.
+    public static func malformedPin(_ text: String) -> PinFormatError {
+        PinFormatError(code: .malformedPin,
+                       reason: "pin \"\(text)\" is not sha256/ followed by the base64 of a SHA-256 digest (44 characters)")
     }
 }
 

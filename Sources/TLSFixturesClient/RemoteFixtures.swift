@@ -158,30 +158,70 @@ public struct RemoteFixtures: Sendable {
 }
 
 /// Why a remote fixture could not be had, in one line with the way out.
-public enum RemoteFixtureError: Error, CustomStringConvertible, Sendable, Equatable {
-    /// Nothing answered at the runner's URL.
-    case runnerUnreachable(url: URL, reason: String)
-    /// The runner answered with an API error (`400` naming the field, `404`, `429`, …).
-    case refused(status: Int, error: APIError)
-    /// Something answered that is not the control API (another program on that port, an old runner).
-    case unexpectedAnswer(url: URL, status: Int, detail: String)
-    case invalidScenario(String)
-    case noSession
+public struct RemoteFixtureError: CodedError {
+    /// The kinds of failure. New codes may be added; existing ones keep their meaning.
+    public struct Code: Hashable, Sendable, CustomStringConvertible {
+        /// The code's name.
+        public let description: String
+        private init(_ name: String) { description = name }
 
-    public var description: String {
-        switch self {
-        case .runnerUnreachable(let url, let reason):
-            return "no tls-fixtures runner answers at \(url.absoluteString) (\(reason)): start one with `tls-fixtures serve` "
-                + "(a scheme's Test pre-action or a CI step), or set \(FixtureAPI.environmentVariable) to where it runs"
-        case .refused(let status, let error):
-            return "the runner refused (\(status)): \(error.error)"
-        case .unexpectedAnswer(let url, let status, let detail):
-            return "\(url.absoluteString) answered \(status) with something that is not the tls-fixtures control API (\(detail)); "
-                + "is another program on that port, or a tls-fixtures too old to have the API?"
-        case .invalidScenario(let why):
-            return why
-        case .noSession:
-            return "this RemoteFixtures has no session: set `session` before starting fixtures to stop them together"
-        }
+        /// Nothing answered at the runner's URL.
+        public static let runnerUnreachable = Code("runnerUnreachable")
+        /// The runner answered with an API error (`400` naming the field, `404`, `429`, …): see ``apiError``.
+        public static let refused = Code("refused")
+        /// Something answered that is not the control API (another program on that port, an old runner).
+        public static let unexpectedAnswer = Code("unexpectedAnswer")
+        /// The scenario given is not one (not JSON, or a fixture without what the call needs).
+        public static let invalidScenario = Code("invalidScenario")
+        /// `stopSession()` on a `RemoteFixtures` without a session.
+        public static let noSession = Code("noSession")
     }
+
+    /// What kind of failure this is.
+    public let code: Code
+    /// What is wrong, one line.
+    public let reason: String
+    /// What to do about it, in the library's terms; nil when the reason says it all.
+    public let fix: String?
+    /// The HTTP status the runner answered with, when it answered.
+    public let status: Int?
+    /// The runner's own error, for `refused`: its message and the request field it names.
+    public let apiError: APIError?
+
+    /// Memberwise: each argument sets the property of the same name, unchecked.
+    public init(code: Code, reason: String, fix: String? = nil, status: Int? = nil, apiError: APIError? = nil) {
+        self.code = code
+        self.reason = reason
+        self.fix = fix
+        self.status = status
+        self.apiError = apiError
+    }
+
+    /// Nothing answered at `url`, for `reason` (URLSession's words).
+    public static func runnerUnreachable(url: URL, reason: String) -> RemoteFixtureError {
+        RemoteFixtureError(code: .runnerUnreachable, reason: "no tls-fixtures runner answers at \(url.absoluteString) (\(reason))",
+                           fix: "start one with `tls-fixtures serve` (a scheme's Test pre-action or a CI step), or set "
+                              + "\(FixtureAPI.environmentVariable) to where it runs")
+    }
+
+    /// The runner answered `status` with its API error `error`.
+    public static func refused(status: Int, error: APIError) -> RemoteFixtureError {
+        RemoteFixtureError(code: .refused, reason: "the runner refused (\(status)): \(error.error)", status: status, apiError: error)
+    }
+
+    /// `url` answered `status` with something that is not the control API; `detail` quotes it.
+    public static func unexpectedAnswer(url: URL, status: Int, detail: String) -> RemoteFixtureError {
+        RemoteFixtureError(code: .unexpectedAnswer,
+                           reason: "\(url.absoluteString) answered \(status) with something that is not the tls-fixtures control API (\(detail))",
+                           fix: "is another program on that port, or a tls-fixtures too old to have the API?", status: status)
+    }
+
+    /// The scenario given cannot be used: `why`.
+    public static func invalidScenario(_ why: String) -> RemoteFixtureError {
+        RemoteFixtureError(code: .invalidScenario, reason: why)
+    }
+
+    /// `stopSession()` without a session.
+    public static let noSession = RemoteFixtureError(code: .noSession, reason: "this RemoteFixtures has no session",
+                                                     fix: "set `session` before starting fixtures to stop them together")
 }

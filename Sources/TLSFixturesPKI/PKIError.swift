@@ -1,14 +1,12 @@
+import TLSFixturesWire
+
 /// An error from the PKI layer: key specs, certificate profiles and requests, the certificate store and exports.
 ///
-/// Shaped like swift-certificates' `CertificateError`: a stable ``code`` to branch and test on, a one-line ``reason``
-/// saying what is wrong, and a ``fix`` saying what to do about it in this library's own terms (the property or
-/// argument to change, never a command-line flag: the `tls-fixtures` CLI adds its flags itself). ``description`` is
-/// the reason and the fix on one line, fit for an XCTest failure or a log. The file and line that threw are kept for
-/// debugging (``debugDescription``), not shown to users.
-///
-/// Equality compares the ``code`` only, as `CertificateError`'s does, so `#expect(throws: PKIError.noCA(path: ""))` or
-/// `catch let error as PKIError where error.code == .noCA` test the kind of failure, not its wording.
-public struct PKIError: Error, Hashable, Sendable, CustomStringConvertible, CustomDebugStringConvertible {
+/// A ``CodedError``, like every public error of the library: a stable ``code``, a one-line ``reason`` and a ``fix`` in
+/// the library's own terms; equality compares the code, so `#expect(throws: PKIError.noCA(path: ""))` or
+/// `catch let error as PKIError where error.code == .noCA` test the kind of failure, not its wording. The file and line
+/// that threw are kept for debugging (``debugDescription``), not shown to users.
+public struct PKIError: CodedError, CustomDebugStringConvertible {
     /// The kind of failure. New codes may be added; existing ones keep their meaning.
     public struct Code: Hashable, Sendable, CustomStringConvertible {
         private enum Kind: String, Sendable {
@@ -99,12 +97,8 @@ public struct PKIError: Error, Hashable, Sendable, CustomStringConvertible, Cust
         self.line = line
     }
 
-    public var description: String { fix.map { "\(reason); \($0)" } ?? reason }
-
     public var debugDescription: String { "PKIError.\(code): \(description) (\(file):\(line))" }
 
-    public static func == (lhs: PKIError, rhs: PKIError) -> Bool { lhs.code == rhs.code }
-    public func hash(into hasher: inout Hasher) { hasher.combine(code) }
 
     /// Whether this is a refusal of the store itself, which no fallback may get around.
     public var refusesTheStore: Bool { code == .untrustedStore || code == .untrustedStoreFile }

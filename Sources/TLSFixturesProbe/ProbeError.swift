@@ -1,19 +1,59 @@
+import TLSFixturesWire
+
 /// Why a probe produced no result at all: a target it cannot use, no TCP connection, or a scan out of time.
 /// A TLS failure is not one of these: it is a `ProbeResult` with `failure` set.
-public enum ProbeError: Error, CustomStringConvertible, Sendable, Equatable {
-    case invalidTarget(String, String)
-    case connect(String, String)
-    /// A scan of many handshakes (`ServerFactsCollector`) reached its deadline: target, and where it stopped.
-    case timedOut(String, String)
+public struct ProbeError: CodedError {
+    /// The kinds of failure. New codes may be added; existing ones keep their meaning.
+    public struct Code: Hashable, Sendable, CustomStringConvertible {
+        /// The code's name.
+        public let description: String
+        private init(_ name: String) { description = name }
 
-    /// What a `connect` failure adds when a `*.fixtures.test` name does not resolve; the CLI says it in flags instead.
-    package static let unresolvedFixtureNameHint = " (set the target's connectAddress to 127.0.0.1, or map the name in /etc/hosts)"
+        /// A target that is not `HOST:PORT`, a URL, or a curl-style resolve entry.
+        public static let invalidTarget = Code("invalidTarget")
+        /// No TCP connection: the name does not resolve, or nothing accepted a connection in time.
+        public static let connect = Code("connect")
+        /// A `*.fixtures.test` name that does not resolve: the machine does not map the fixtures' names.
+        public static let unresolvedFixtureName = Code("unresolvedFixtureName")
+        /// A scan of many handshakes (`ServerFactsCollector`) reached its deadline.
+        public static let timedOut = Code("timedOut")
+    }
 
-    public var description: String {
-        switch self {
-        case .invalidTarget(let text, let hint): return "invalid target \"\(text)\": \(hint)"
-        case .connect(let target, let why): return "cannot connect to \(target): \(why)"
-        case .timedOut(let target, let what): return "\(target): \(what)"
-        }
+    /// What kind of failure this is.
+    public let code: Code
+    /// What is wrong, one line.
+    public let reason: String
+    /// What to do about it, in the library's terms; nil when the reason says it all.
+    public let fix: String?
+    /// The target (or the text given as one) the error is about.
+    public let target: String
+
+    /// Memberwise: each argument sets the property of the same name, unchecked.
+    public init(code: Code, target: String, reason: String, fix: String? = nil) {
+        self.code = code
+        self.target = target
+        self.reason = reason
+        self.fix = fix
+    }
+
+    /// `text` is not a target, for the reason `hint` gives (which says what is).
+    public static func invalidTarget(_ text: String, _ hint: String) -> ProbeError {
+        ProbeError(code: .invalidTarget, target: text, reason: "invalid target \"\(text)\"", fix: hint)
+    }
+
+    /// No connection to `target`, because of `why`; `fix` when there is something to do about it.
+    public static func connect(_ target: String, _ why: String, fix: String? = nil) -> ProbeError {
+        ProbeError(code: .connect, target: target, reason: "cannot connect to \(target): \(why)", fix: fix)
+    }
+
+    /// `host`, a fixture's name, does not resolve (`why` is the resolver's word).
+    public static func unresolvedFixtureName(_ target: String, host: String, _ why: String) -> ProbeError {
+        ProbeError(code: .unresolvedFixtureName, target: target, reason: "cannot connect to \(target): cannot resolve \(host): \(why)",
+                   fix: "set the target's connectAddress to 127.0.0.1, or map the name in /etc/hosts")
+    }
+
+    /// A scan of `target` stopped at its deadline; `what` says where.
+    public static func timedOut(_ target: String, _ what: String) -> ProbeError {
+        ProbeError(code: .timedOut, target: target, reason: "\(target): \(what)")
     }
 }

@@ -48,8 +48,9 @@ final class ProbeSocket {
         var list: UnsafeMutablePointer<addrinfo>? = nil
         let status = getaddrinfo(host, String(target.port), &hints, &list)
         guard status == 0, let first = list else {
-            throw ProbeError.connect(target.description, "cannot resolve \(host): \(String(cString: gai_strerror(status)))"
-                                     + (host.hasSuffix(".fixtures.test") ? ProbeError.unresolvedFixtureNameHint : ""))
+            let why = String(cString: gai_strerror(status))
+            if host.hasSuffix(".fixtures.test") { throw ProbeError.unresolvedFixtureName(target.description, host: host, why) }
+            throw ProbeError.connect(target.description, "cannot resolve \(host): \(why)")
         }
         defer { freeaddrinfo(list) }
         var lastError = "no address"
@@ -76,8 +77,8 @@ final class ProbeSocket {
             close(fd)
         }
         // Refused on loopback almost always means the fixture is not running (or not served by this OpenSSL).
-        throw ProbeError.connect(target.description, lastError + (refused ? " (nothing listens there: is `tls-fixtures serve` "
-            + "running, and is the scenario among those it serves?)" : ""))
+        throw ProbeError.connect(target.description, lastError + (refused ? " (nothing listens there)" : ""),
+                                 fix: refused ? "start the fixture (or `tls-fixtures serve`) and check that the scenario is among those it serves" : nil)
     }
 
     private struct ConnectFailure: Error { let why: String }

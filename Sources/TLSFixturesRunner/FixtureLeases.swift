@@ -149,7 +149,8 @@ package final class FixtureLeases: Sendable {
             let scenario: Scenario
             do {
                 scenario = try ScenarioCatalog.decode(try JSONEncoder().encode(json), source: "scenario")
-            } catch let ScenarioError.malformed(_, problem) {
+            } catch let error as ScenarioError where error.code == .malformed {
+                let problem = error.problem ?? error.reason
                 // "at tls.minVersion: …" names the key; the field is that key inside `scenario`.
                 if problem.hasPrefix("at "), let colon = problem.range(of: ": ") {
                     let path = String(problem[problem.index(problem.startIndex, offsetBy: 3)..<colon.lowerBound])

@@ -5,4 +5,3 @@ import Foundation
 // naming the problem and the fix.
 
 extension ScenarioUnsupported: LocalizedError { public var errorDescription: String? { description } }
-extension ScenarioError: LocalizedError { public var errorDescription: String? { description } }

@@ -45,8 +45,10 @@ public struct ScenarioCatalog: Sendable {
             }
             if let port = scenario.port {
                 // `serve` puts the dashboard on the base port and the revocation services above it: those offsets are taken.
+                let file = directory.appendingPathComponent("\(scenario.name).json").path
+                if ports[port] == nil, port == defaultPortBase { throw ScenarioError.dashboardPortTaken(file, port) }
                 if let other = ports[port] ?? reservedOffsets[port - defaultPortBase] {
-                    throw ScenarioError.portTaken(directory.appendingPathComponent("\(scenario.name).json").path, port, other)
+                    throw ScenarioError.portTaken(file, port, other)
                 }
                 ports[port] = scenario.name
             }
@@ -176,37 +178,108 @@ public struct ScenarioCatalog: Sendable {
 
 /// Why a scenario name or file was refused: an unknown name (with the closest one), a file that cannot be read or
 /// decoded, a file not named after its scenario, or a name, port or certificate name already taken.
-public enum ScenarioError: Error, CustomStringConvertible, Sendable, Equatable {
-    case unknown(String, suggestion: String?)
-    case malformed(String, String)
-    case unreadable(String, String)
-    case misnamed(String, String)
-    case duplicate(String, String)
-    case portTaken(String, Int, String)   // file, port, the scenario that has it
-    case certificateNameTaken(String)
+///
+/// One line, whatever the file held: a key or value quoted from it is written with its control characters escaped
+/// (`"a\nb"` in JSON is a key with a newline, and would otherwise split the message).
+public struct ScenarioError: CodedError {
+    /// The kinds of failure. New codes may be added; existing ones keep their meaning.
+    public struct Code: Hashable, Sendable, CustomStringConvertible {
+        /// The code's name.
+        public let description: String
+        private init(_ name: String) { description = name }
 
-    /// One line, whatever the file held: a key or value quoted from it is written with its control characters escaped
-    /// (`"a\nb"` in JSON is a key with a newline, and would otherwise split the message).
-    /// How an unknown name's message ends: where the names are. The CLI names its own command instead.
-    package static let listHint = " (`ScenarioCatalog.builtIn.names` lists them all)"
+        /// No scenario has that name (the reason suggests the closest one when there is one).
+        public static let unknown = Code("unknown")
+        /// The file or JSON is not a scenario: bad syntax, a missing or unknown key, a value out of range.
+        public static let malformed = Code("malformed")
+        /// The file or directory cannot be read.
+        public static let unreadable = Code("unreadable")
+        /// A file not named after the scenario it holds (`NAME.json`).
+        public static let misnamed = Code("misnamed")
+        /// Two scenarios with one name.
+        public static let duplicate = Code("duplicate")
+        /// A port that another scenario already has.
+        public static let portTaken = Code("portTaken")
+        /// A port that is the dashboard's (the runner's `portBase`).
+        public static let dashboardPortTaken = Code("dashboardPortTaken")
+        /// A certificate named like a scenario's own, which apps may pin.
+        public static let certificateNameTaken = Code("certificateNameTaken")
+    }
 
-    public var description: String { text.escapingControlCharacters }
+    /// What kind of failure this is.
+    public let code: Code
+    /// What is wrong, one line.
+    public let reason: String
+    /// What to do about it, in the library's terms; nil when the reason says it all.
+    public let fix: String?
+    /// The file (or the source name given to `ScenarioCatalog.decode`) the error is about, when there is one.
+    public let source: String?
+    /// The scenario or certificate name the error is about, when there is one.
+    public let name: String?
+    /// For `malformed`: what is wrong inside the source, without the source's name ("at tls.minVersion: …").
+    package let problem: String?
 
-    private var text: String {
-        switch self {
-        case .unknown(let name, let suggestion):
-            return "unknown scenario \"\(name)\"" + (suggestion.map { "; did you mean \"\($0)\"?" } ?? "") + ScenarioError.listHint
-        case .malformed(let source, let problem): return "\(source): \(problem)"
-        case .unreadable(let path, let why): return "cannot read scenarios from \(path): \(why)"
-        case .misnamed(let path, let name): return "\(path): the file must be named after its scenario (\(name).json)"
-        case .duplicate(let name, let path): return "\(path): a scenario named \"\(name)\" already exists; choose another name"
-        case .portTaken(let path, let port, let other) where other == "the dashboard":
-            return "\(path): port \(port) is the dashboard's (a runner puts it on its portBase, 9800 by default); choose another port, or leave \"port\" out to get the next free one"
-        case .portTaken(let path, let port, let other):
-            return "\(path): port \(port) is already the port of \"\(other)\"; choose another port, or leave \"port\" out to get the next free one"
-        case .certificateNameTaken(let name):
-            return "\"\(name)\" is the certificate of the \(name) scenario, and apps may pin it: name the certificate otherwise "
-                + "(CertificateRequest.name)"
-        }
+    /// Memberwise: each argument sets the property of the same name; control characters in `reason` and `fix` are
+    /// escaped, so the message stays one line.
+    public init(code: Code, reason: String, fix: String? = nil, source: String? = nil, name: String? = nil) {
+        self.init(code: code, reason: reason, fix: fix, source: source, name: name, problem: nil)
+    }
+
+    private init(code: Code, reason: String, fix: String?, source: String?, name: String?, problem: String?) {
+        self.code = code
+        self.reason = reason.escapingControlCharacters
+        self.fix = fix?.escapingControlCharacters
+        self.source = source
+        self.name = name
+        self.problem = problem
+    }
+
+    /// How an unknown name's fix reads: where the names are. The CLI names its own command instead.
+    package static let listHint = "`ScenarioCatalog.builtIn.names` lists them all"
+
+    /// No scenario is named `name`; `suggestion` is the closest name, if any is close.
+    public static func unknown(_ name: String, suggestion: String?) -> ScenarioError {
+        ScenarioError(code: .unknown, reason: "unknown scenario \"\(name)\"" + (suggestion.map { " (did you mean \"\($0)\"?)" } ?? ""),
+                      fix: listHint, name: name)
+    }
+
+    /// `source` is not a scenario, because of `problem`.
+    public static func malformed(_ source: String, _ problem: String) -> ScenarioError {
+        ScenarioError(code: .malformed, reason: "\(source): \(problem)", fix: nil, source: source, name: nil, problem: problem)
+    }
+
+    /// `path` cannot be read, because of `why`.
+    public static func unreadable(_ path: String, _ why: String) -> ScenarioError {
+        ScenarioError(code: .unreadable, reason: "cannot read scenarios from \(path): \(why)", source: path)
+    }
+
+    /// The file at `path` holds the scenario `name` and is not named `name.json`.
+    public static func misnamed(_ path: String, _ name: String) -> ScenarioError {
+        ScenarioError(code: .misnamed, reason: "\(path): the file must be named after its scenario (\(name).json)", source: path, name: name)
+    }
+
+    /// The file at `path` holds a scenario named like one already loaded.
+    public static func duplicate(_ name: String, _ path: String) -> ScenarioError {
+        ScenarioError(code: .duplicate, reason: "\(path): a scenario named \"\(name)\" already exists", fix: "choose another name",
+                      source: path, name: name)
+    }
+
+    /// The file at `path` asks for `port`, which `other` (a scenario's name) already has.
+    public static func portTaken(_ path: String, _ port: Int, _ other: String) -> ScenarioError {
+        ScenarioError(code: .portTaken, reason: "\(path): port \(port) is already the port of \"\(other)\"",
+                      fix: "choose another port, or leave \"port\" out to get the next free one", source: path, name: other)
+    }
+
+    /// The file at `path` asks for the dashboard's port.
+    public static func dashboardPortTaken(_ path: String, _ port: Int) -> ScenarioError {
+        ScenarioError(code: .dashboardPortTaken, reason: "\(path): port \(port) is the dashboard's",
+                      fix: "a runner puts the dashboard on its portBase (9800 by default): choose another port, or leave \"port\" out to "
+                         + "get the next free one", source: path)
+    }
+
+    /// A certificate request names `name`, the certificate of the scenario `name`.
+    public static func certificateNameTaken(_ name: String) -> ScenarioError {
+        ScenarioError(code: .certificateNameTaken, reason: "\"\(name)\" is the certificate of the \(name) scenario, and apps may pin it",
+                      fix: "name the certificate otherwise (CertificateRequest.name)", name: name)
     }
 }

@@ -68,20 +68,57 @@ extension FixtureConfiguration {
 }
 
 /// Why a fixture could not start listening: the port is taken, or the address cannot be bound on this host.
-public enum FixtureError: Error, CustomStringConvertible, Sendable, Equatable {
-    case portInUse(port: Int, address: String)
-    case cannotBind(address: String, port: Int, reason: String)
-    case invalidConnectionLimit(Int)
+public struct FixtureError: CodedError {
+    /// The kinds of failure. New codes may be added; existing ones keep their meaning.
+    public struct Code: Hashable, Sendable, CustomStringConvertible {
+        /// The code's name.
+        public let description: String
+        private init(_ name: String) { description = name }
 
-    public var description: String {
-        switch self {
-        case .portInUse(let port, let address):
-            return "port \(port) on \(address) is already in use; stop what listens there (lsof -i :\(port)) or choose another port (FixtureConfiguration's port 0 picks a free one; ScenarioRunner.Options.portBase moves them all)"
-        case .cannotBind(let address, let port, let reason):
-            return "cannot listen on \(address) port \(port): \(reason)"
-        case .invalidConnectionLimit(let limit):
-            return "maximumConnections must be at least 1, not \(limit) (nil chooses a quarter of the descriptor limit)"
-        }
+        /// Something already listens on the port (`port` and `address` say where).
+        public static let portInUse = Code("portInUse")
+        /// The address cannot be listened on for another reason: not an address of this host, out of descriptors, …
+        public static let cannotBind = Code("cannotBind")
+        /// `FixtureConfiguration.maximumConnections` below 1.
+        public static let invalidConnectionLimit = Code("invalidConnectionLimit")
+    }
+
+    /// What kind of failure this is.
+    public let code: Code
+    /// What is wrong, one line.
+    public let reason: String
+    /// What to do about it, in the library's terms; nil when the reason says it all.
+    public let fix: String?
+    /// The port the error is about, when it is about one.
+    public let port: Int?
+    /// The address the error is about, when it is about one.
+    public let address: String?
+
+    /// Memberwise: each argument sets the property of the same name, unchecked.
+    public init(code: Code, reason: String, fix: String? = nil, port: Int? = nil, address: String? = nil) {
+        self.code = code
+        self.reason = reason
+        self.fix = fix
+        self.port = port
+        self.address = address
+    }
+
+    /// Something listens on `port` at `address` already.
+    public static func portInUse(port: Int, address: String) -> FixtureError {
+        FixtureError(code: .portInUse, reason: "port \(port) on \(address) is already in use (lsof -i :\(port) shows by what)",
+                     fix: "stop what listens there, or choose another port (FixtureConfiguration's port 0 picks a free one; "
+                        + "ScenarioRunner.Options.portBase moves them all)", port: port, address: address)
+    }
+
+    /// `address` port `port` cannot be listened on, for `reason`.
+    public static func cannotBind(address: String, port: Int, reason: String) -> FixtureError {
+        FixtureError(code: .cannotBind, reason: "cannot listen on \(address) port \(port): \(reason)", port: port, address: address)
+    }
+
+    /// A connection limit below 1.
+    public static func invalidConnectionLimit(_ limit: Int) -> FixtureError {
+        FixtureError(code: .invalidConnectionLimit, reason: "maximumConnections must be at least 1, not \(limit)",
+                     fix: "nil chooses a quarter of the descriptor limit")
     }
 }
 

@@ -4,5 +4,4 @@ import Foundation
 // "The operation could not be completed. (… error 0.)". Each type's `description` is already the one-line message
 // naming the problem and the fix.
 
-extension FixtureError: LocalizedError { public var errorDescription: String? { description } }
 extension InvalidTimeout: LocalizedError { public var errorDescription: String? { description } }

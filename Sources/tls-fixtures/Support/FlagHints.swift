@@ -38,20 +38,18 @@ enum FlagHints {
             case .instead(let text): return "\(error.reason); \(text)"
             case .also(let text): return "\(error.description) \(text)"
             }
-        case FixtureError.portInUse(let port, let address):
-            return "port \(port) on \(address) is already in use; stop what listens there (lsof -i :\(port)) or choose other ports (--port-base N)"
-        case ScenarioError.certificateNameTaken(let name):
-            return "\"\(name)\" is the certificate of the \(name) scenario, and apps may pin it: choose another --name, or add "
-                + "--force to replace it (the scenario makes its own again the next time it is served)"
-        case ScenarioError.portTaken(let path, let port, "the dashboard"):
-            return "\(path): port \(port) is the dashboard's (serve puts it on --port-base, 9800 by default); choose another port, "
-                + "or leave \"port\" out to get the next free one"
-        case let error as ScenarioError:
-            guard case .unknown = error, error.description.hasSuffix(ScenarioError.listHint) else { return nil }
-            return error.description.dropLast(ScenarioError.listHint.count) + " (`tls-fixtures scenarios list` shows them all)"
-        case ProbeError.connect(let target, let why) where why.hasSuffix(ProbeError.unresolvedFixtureNameHint):
-            return "cannot connect to \(target): \(why.dropLast(ProbeError.unresolvedFixtureNameHint.count))"
-                + " (map it with --resolve \(target):127.0.0.1, or the lines of `tls-fixtures hosts`)"
+        case let error as FixtureError where error.code == .portInUse:
+            return "\(error.reason); stop what listens there, or choose other ports (--port-base N)"
+        case let error as ScenarioError where error.code == .certificateNameTaken:
+            return "\(error.reason): choose another --name, or add --force to replace it (the scenario makes its own again the "
+                + "next time it is served)"
+        case let error as ScenarioError where error.code == .dashboardPortTaken:
+            return "\(error.reason) (serve puts it on --port-base, 9800 by default); choose another port, or leave \"port\" out to get "
+                + "the next free one"
+        case let error as ScenarioError where error.code == .unknown:
+            return "\(error.reason); `tls-fixtures scenarios list` shows them all"
+        case let error as ProbeError where error.code == .unresolvedFixtureName:
+            return "\(error.reason) (map it with --resolve \(error.target):127.0.0.1, or the lines of `tls-fixtures hosts`)"
         case let error as FixtureDomainError:
             if case .notPermitted(let domain, let permitted) = error {
                 return "the built-in CA does not permit \(domain) (its name constraints allow only \(permitted.joined(separator: ", "))), "

@@ -54,7 +54,7 @@ struct WithFixtureTests {
     func unknownName() async throws {
         await #expect {
             try await withFixture("expird") { _ in }
-        } throws: { "\($0)".contains("unknown scenario \"expird\"; did you mean \"expired\"?") }
+        } throws: { "\($0)".contains("unknown scenario \"expird\" (did you mean \"expired\"?)") }
     }
 }
 

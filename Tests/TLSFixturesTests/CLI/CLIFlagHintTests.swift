@@ -35,7 +35,12 @@ struct CLIFlagHintTests {
             #expect(!result.stderr.contains("ScenarioCatalog"), "\(arguments): \(result.stderr)")
         }
         // The probe's hint for an unresolved fixture name speaks of the target's property; the CLI says --resolve.
-        #expect(ProbeError.unresolvedFixtureNameHint.contains("connectAddress") && !ProbeError.unresolvedFixtureNameHint.contains("--"))
+        let unresolved = ProbeError.unresolvedFixtureName("expired.fixtures.test:9806", host: "expired.fixtures.test", "not known")
+        #expect(unresolved.description.contains("connectAddress") && !unresolved.description.contains("--"), "\(unresolved)")
+        let probe = try Self.cli(["probe", "no-such-fixture.fixtures.test:9806"])
+        CLIInputTests.expectOneLineError(probe, mentioning: ["cannot resolve no-such-fixture.fixtures.test",
+                                                             "--resolve no-such-fixture.fixtures.test:9806:127.0.0.1"])
+        #expect(!probe.stderr.contains("connectAddress"), "\(probe.stderr)")
     }
 
     @Test("ca init twice and ca export over a different file: --force")

@@ -84,8 +84,11 @@ struct WildcardConflictTests {
         let port = try Ports.unused()
         let other = try Self.listen("0.0.0.0", port)
         defer { closeDescriptor(other) }
-        await #expect(throws: FixtureError.portInUse(port: port, address: "127.0.0.1")) {
+        await #expect {
             try await FixtureServer.start("ats-compliant", store: TestEnvironment.sharedStore, configuration: FixtureConfiguration(port: port))
+        } throws: { error in
+            let error = error as? FixtureError
+            return error?.code == .portInUse && error?.port == port && error?.address == "127.0.0.1"
         }
     }
 

@@ -1,0 +1,71 @@
+import Foundation
+import Testing
+@testable import TLSFixtures
+import TLSFixturesClient
+
+/// Issue 14: every public error of the library has one shape, swift-certificates' `CertificateError`'s: a stable code,
+/// a one-line reason, a fix in the library's words (never a flag), and equality by code. The CLI's flag words are
+/// tested in CLIFlagHintTests.
+@Suite("Public errors: one shape (CodedError)")
+struct CodedErrorTests {
+    /// One error of each public type, made by the factories the library throws with.
+    static let samples: [(any CodedError, code: String)] = [
+        (PKIError.noCA(path: "/tmp/store"), "noCA"),
+        (FixtureError.portInUse(port: 9801, address: "127.0.0.1"), "portInUse"),
+        (FixtureError.invalidConnectionLimit(0), "invalidConnectionLimit"),
+        (ScenarioError.unknown("expird", suggestion: "expired"), "unknown"),
+        (ScenarioError.malformed("a.json", "at tls.minVersion: unknown version"), "malformed"),
+        (ScenarioError.dashboardPortTaken("a.json", 9800), "dashboardPortTaken"),
+        (ScenarioError.certificateNameTaken("pinned"), "certificateNameTaken"),
+        (ProbeError.unresolvedFixtureName("expired.fixtures.test:9806", host: "expired.fixtures.test", "not known"), "unresolvedFixtureName"),
+        (ProbeError.invalidTarget("x:y:z", "use HOST:PORT or a URL"), "invalidTarget"),
+        (RemoteFixtureError.runnerUnreachable(url: URL(string: "http://localhost:9800")!, reason: "refused"), "runnerUnreachable"),
+        (RemoteFixtureError.noSession, "noSession"),
+        (PinFormatError.trustKitNeedsTwoPins(found: 1), "trustKitNeedsTwoPins"),
+        (ATSPolicyError.atsNotADictionary(found: "string"), "atsNotADictionary"),
+    ]
+
+    @Test("code, reason and fix: the description is the reason then the fix, on one line, naming no flag")
+    func shape() {
+        for (error, code) in Self.samples {
+            #expect("\(error.code)" == code, "\(type(of: error))")
+            #expect(error.description == error.reason + (error.fix.map { "; \($0)" } ?? ""), "\(error)")
+            #expect(!error.description.contains("\n") && !error.description.contains("--"), "\(error)")
+            #expect(error.localizedDescription == error.description, "\(type(of: error)): \(error.localizedDescription)")
+        }
+    }
+
+    @Test("equality is by code, as CertificateError's: a test names the kind of failure, not its wording")
+    func equality() {
+        #expect(FixtureError.portInUse(port: 1, address: "::1") == FixtureError.portInUse(port: 2, address: "127.0.0.1"))
+        #expect(FixtureError.portInUse(port: 1, address: "::1") != FixtureError.cannotBind(address: "::1", port: 1, reason: "x"))
+        #expect(Set([ScenarioError.unknown("a", suggestion: nil), ScenarioError.unknown("b", suggestion: "c")]).count == 1)
+        // The values stay reachable as properties, for a test or an app that needs them.
+        let inUse = FixtureError.portInUse(port: 9801, address: "127.0.0.1")
+        #expect(inUse.port == 9801 && inUse.address == "127.0.0.1")
+        let refused = RemoteFixtureError.refused(status: 429, error: APIError(error: "too many fixtures", field: nil))
+        #expect(refused.status == 429 && refused.apiError?.error == "too many fixtures")
+    }
+
+    @Test("text from a file is escaped: a key with a newline cannot split the line")
+    func escaping() {
+        #expect(ScenarioError.malformed("a.json", "the key \"a\nb\" is unknown").description == "a.json: the key \"a\\nb\" is unknown")
+        #expect(PinFormatError.malformedPin("x\ny").reason.contains("x\\ny"))
+    }
+
+    /// A new public error type as an enum would bring back the switch-breaking shape this issue removed.
+    @Test("no library target declares a public error enum")
+    func noPublicErrorEnums() throws {
+        let sources = TestEnvironment.packageRoot.appendingPathComponent("Sources")
+        let files = try #require(FileManager.default.enumerator(at: sources, includingPropertiesForKeys: nil)?.allObjects as? [URL])
+        var enums: [String] = []
+        for file in files where file.pathExtension == "swift" {
+            let text = try String(contentsOf: file, encoding: .utf8)
+            for line in text.split(separator: "\n") where line.hasPrefix("public enum ") && line.contains("Error") && line.contains(": ") {
+                enums.append("\(file.lastPathComponent): \(line)")
+            }
+        }
+        #expect(enums.isEmpty, "make these CodedError structs: \(enums)")
+        #expect(files.contains { $0.lastPathComponent == "CodedError.swift" }, "the scan found no sources at \(sources.path)")
+    }
+}
