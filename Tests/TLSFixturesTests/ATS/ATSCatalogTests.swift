@@ -1,11 +1,6 @@
 import Foundation
 import XCTest
-// The same file builds in the scratch package (module ATSModel) and in swift-tls-fixtures (module TLSFixtures).
-#if canImport(TLSFixtures)
 import TLSFixtures
-#else
-import ATSModel
-#endif
 
 /// Every row of scenarios.md: the evaluator's default verdict must equal the "ATS default" column, and the
 /// exception finder must reproduce the "smallest ATS key that admits it" column.

@@ -1,12 +1,7 @@
 import Foundation
 import NIOConcurrencyHelpers
 import XCTest
-// The same file builds in the scratch package (module ATSModel) and in swift-tls-fixtures (module TLSFixtures).
-#if canImport(TLSFixtures)
 import TLSFixtures
-#else
-import ATSModel
-#endif
 
 /// A fake server for the diagnostics: answers each offer from `AcceptedSuites` the way a real server
 /// would (newest common version, first common suite), and records the offers it saw.

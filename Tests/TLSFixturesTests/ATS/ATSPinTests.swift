@@ -1,11 +1,6 @@
 import Foundation
 import XCTest
-// The same file builds in the scratch package (module ATSModel) and in swift-tls-fixtures (module TLSFixtures).
-#if canImport(TLSFixtures)
 import TLSFixtures
-#else
-import ATSModel
-#endif
 
 /// The catalog's pinning rows (scenarios.md) against each pin style.
 final class ATSPinTests: XCTestCase {

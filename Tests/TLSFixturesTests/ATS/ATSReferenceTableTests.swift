@@ -1,11 +1,6 @@
 import Foundation
 import XCTest
-// The same file builds in the scratch package (module ATSModel) and in swift-tls-fixtures (module TLSFixtures).
-#if canImport(TLSFixtures)
 import TLSFixtures
-#else
-import ATSModel
-#endif
 
 /// One row of the reference table: a URL, a policy, what the server shows, and what ATS decides.
 struct ATSReferenceCase: Sendable {

@@ -1,11 +1,6 @@
 import Foundation
 import XCTest
-// The same file builds in the scratch package (module ATSModel) and in swift-tls-fixtures (module TLSFixtures).
-#if canImport(TLSFixtures)
 import TLSFixtures
-#else
-import ATSModel
-#endif
 
 /// Hand-built server facts, written from the scenario catalog's prose (scenarios.md), never from server
 /// code: what a client would observe about each fixture.
