@@ -47,7 +47,7 @@ struct WithFixtureTests {
                 throw Expected()
             }
         }
-        #expect(port.value != 0 && !Ports.accepts(port.value))
+        #expect(port.value != 0 && port.released)
     }
 
     @Test("an unknown scenario name is a clear error, with a suggestion")

@@ -27,7 +27,7 @@ final class XCTestHelperTests: XCTestCase {
         // Teardown blocks run last-registered first, so this one runs after the fixture's own stop.
         let port = PortBox()
         addTeardownBlock {
-            XCTAssertFalse(Ports.accepts(port.value), "the fixture still listens after teardown")
+            XCTAssertTrue(port.released, "the fixture still listens after teardown")
         }
         let fixture = try await startFixture("ats-compliant")
         port.value = fixture.port
@@ -37,10 +37,13 @@ final class XCTestHelperTests: XCTestCase {
 
 /// A port number handed out of a closure that may run on another thread.
 final class PortBox: Sendable {
-    private let box = NIOLockedValueBox(0)
+    private let box = NIOLockedValueBox(HeldPort(port: 0, host: "127.0.0.1", listeners: nil))
+    /// The port; setting it, while its fixture runs, also notes the sockets listening on it (`HeldPort`).
     var value: Int {
-        get { box.withLockedValue { $0 } }
-        set { box.withLockedValue { $0 = newValue } }
+        get { box.withLockedValue { $0.port } }
+        set { box.withLockedValue { $0 = Ports.held(newValue) } }
     }
+    /// Whether the sockets that listened when `value` was set are gone.
+    var released: Bool { box.withLockedValue { $0 }.released }
 }
 

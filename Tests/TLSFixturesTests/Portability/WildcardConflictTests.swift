@@ -92,6 +92,21 @@ struct WildcardConflictTests {
         }
     }
 
+    @Test("HeldPort: a running fixture is not released, a stopped one is, even when a new listener has its port")
+    func heldPort() async throws {
+        let fixture = try await FixtureServer.start("ats-compliant", store: TestEnvironment.sharedStore)
+        let held = Ports.held(fixture.port)
+        #expect(!held.released, "a running fixture counts as released")
+        if Ports.listeners(fixture.port) != nil { #expect(held.listeners?.isEmpty == false, "/proc shows no listener on \(fixture.port)") }
+        await fixture.stop()
+        #expect(held.released && held.reusable)
+        // Another server on the same port, as another test's fixture would be: still released, since its socket is new.
+        let other = try Self.listen("127.0.0.1", fixture.port)
+        defer { closeDescriptor(other) }
+        #expect(Ports.accepts(fixture.port))
+        if held.listeners?.isEmpty == false { #expect(held.released && held.reusable) }
+    }
+
     @Test("a stopped fixture's port is free again at once: its TIME_WAIT connections are no conflict")
     func timeWaitIsNoConflict() async throws {
         let first = try await FixtureServer.start("ats-compliant", store: TestEnvironment.sharedStore)

@@ -59,6 +59,7 @@ enum SocketTable {
         var localPort: Int
         var remotePort: Int
         var state: Int   // 0x0A = LISTEN
+        var inode: String
     }
 
     static func ownSockets() -> [Entry] {
@@ -70,22 +71,30 @@ enum SocketTable {
                 inodes.insert(String(target.dropFirst("socket:[".count).dropLast()))
             }
         }
+        return (allSockets() ?? []).filter { inodes.contains($0.inode) }
+    }
+
+    /// Every TCP socket of this network namespace, every process's; nil where there is no /proc (macOS).
+    static func allSockets() -> [Entry]? {
         var entries: [Entry] = []
+        var readAny = false
         for table in ["/proc/self/net/tcp", "/proc/self/net/tcp6"] {
             // Not String(contentsOfFile:): procfs reports a size of 0 and Foundation then reads one page (4 KB,
             // about 27 sockets), so on a machine with other servers running this process's sockets were missed.
             guard let handle = FileHandle(forReadingAtPath: table) else { continue }
             defer { try? handle.close() }
             guard let data = try? handle.readToEnd() else { continue }
+            readAny = true
             let text = String(decoding: data, as: UTF8.self)
             for line in text.split(separator: "\n").dropFirst() {
                 let columns = line.split(separator: " ", omittingEmptySubsequences: true)
-                guard columns.count > 9, inodes.contains(String(columns[9])) else { continue }
+                guard columns.count > 9 else { continue }
                 func port(_ column: Substring) -> Int { Int(column.split(separator: ":").last ?? "", radix: 16) ?? -1 }
-                entries.append(Entry(localPort: port(columns[1]), remotePort: port(columns[2]), state: Int(columns[3], radix: 16) ?? -1))
+                entries.append(Entry(localPort: port(columns[1]), remotePort: port(columns[2]), state: Int(columns[3], radix: 16) ?? -1,
+                                     inode: String(columns[9])))
             }
         }
-        return entries
+        return readAny ? entries : nil
     }
 
     /// Connections (not listeners) of this process with `port` at either end.

@@ -118,10 +118,11 @@ struct ControlAPIEndToEndTests {
         #expect(try runner.api("GET", "/api/fixtures/\(fixture.id)").decode(FixtureDescription.self).port == fixture.port)
 
         // DELETE is idempotent, and the port stops listening.
+        let held = Ports.held(fixture.port)
         #expect(try runner.api("DELETE", "/api/fixtures/\(fixture.id)").status == 204)
         #expect(try runner.api("DELETE", "/api/fixtures/\(fixture.id)").status == 204)
         #expect(try runner.api("GET", "/api/fixtures/\(fixture.id)").status == 404)
-        #expect(!Ports.accepts(fixture.port))
+        #expect(held.released)
     }
 
     @Test("the client identity and the interception root come with the scenarios that have them", .requires(Tools.curl, Tools.openssl))
@@ -213,6 +214,7 @@ struct ControlAPIEndToEndTests {
         let short = try runner.start(#"{"scenario": "ats-compliant", "ttl": 2}"#)
         let renewed = try runner.start(#"{"scenario": "ats-compliant", "ttl": 3}"#)
         #expect(Ports.accepts(short.port) && Ports.accepts(renewed.port))
+        let shortHeld = Ports.held(short.port)
         let answer = try runner.api("POST", "/api/fixtures/\(renewed.id)/renew", json: #"{"ttl": 120}"#)
         #expect(answer.status == 200, "\(answer.text)")
         let after: FixtureDescription = try answer.decode()
@@ -223,7 +225,7 @@ struct ControlAPIEndToEndTests {
         let deadline = Date().addingTimeInterval(30)
         while Date() < deadline, try runner.api("GET", "/api/fixtures/\(short.id)").status != 404 { try await Task.sleep(for: .milliseconds(250)) }
         #expect(try runner.api("GET", "/api/fixtures/\(short.id)").status == 404, "the 2 s lease did not end within 30 s")
-        #expect(!Ports.accepts(short.port), "the expired lease's port still listens")
+        #expect(shortHeld.released, "the expired lease's port still listens")
         #expect(try runner.api("POST", "/api/fixtures/\(short.id)/renew").status == 404)
         try await Task.sleep(for: .seconds(2))   // past the renewed fixture's first 3 s
         #expect(try runner.api("GET", "/api/fixtures/\(renewed.id)").status == 200)
@@ -344,17 +346,18 @@ struct RemoteFixturesClientTests {
         try await fixture.renew(ttl: 600)
         #expect(fixture.expiresAt > before)
         #expect(try await fixtures.fixtures().map(\.id) == [fixture.id])
+        let held = Ports.held(fixture.port)
         await fixture.stop()
         await fixture.stop()
-        #expect(!Ports.accepts(fixture.port))
+        #expect(held.released)
         #expect(try await fixtures.fixtures().isEmpty)
 
         // The scope stops its fixture whether the body returns or throws.
-        let port = try await withRemoteFixture("ats-compliant", runner: fixtures) { fixture in
+        let scoped = try await withRemoteFixture("ats-compliant", runner: fixtures) { fixture in
             #expect(Ports.accepts(fixture.port))
-            return fixture.port
+            return Ports.held(fixture.port)
         }
-        #expect(!Ports.accepts(port))
+        #expect(scoped.released)
         struct Boom: Error {}
         let thrownPort = PortBox()
         await #expect(throws: Boom.self) {
@@ -367,7 +370,7 @@ struct RemoteFixturesClientTests {
                 return fixture.port
             }
         }
-        #expect(thrownPort.value > 0 && !Ports.accepts(thrownPort.value))
+        #expect(thrownPort.value > 0 && thrownPort.released)
         #expect(try await fixtures.stopSession() == 0)
     }
 

@@ -188,6 +188,30 @@ enum OpenSSLFeatures {
     }
 }
 
+/// A port as a running fixture held it, so that a test can later ask whether the fixture let it go.
+///
+/// "Nothing accepts on the port" is the wrong question after a fixture on port 0 stops: while tests run in parallel,
+/// the kernel now and then gives the just-freed port to another test's new fixture, and the check then fails for a
+/// reason that is not a bug. The sockets that listened when the port was held are what must be gone; where /proc
+/// cannot say which sockets those were, the check falls back to "nothing accepts".
+struct HeldPort: Sendable {
+    let port: Int
+    let host: String
+    /// The inodes of the sockets listening on the port when it was held; nil or empty when they are unknown.
+    let listeners: Set<String>?
+
+    /// Whether every socket that listened when the port was held is gone.
+    var released: Bool {
+        guard let listeners, !listeners.isEmpty, let now = Ports.listeners(port) else { return !Ports.accepts(port, host: host) }
+        return now.isDisjoint(with: listeners)
+    }
+
+    /// Whether a new server could take the port now, or another test's socket, made since, already has.
+    var reusable: Bool {
+        Ports.canListen(port, host: host) || (listeners?.isEmpty == false && released && Ports.listeners(port)?.isEmpty == false)
+    }
+}
+
 /// Ports as the operating system sees them.
 enum Ports {
     /// A port nobody listens on right now (bound to 0, read back, released).
@@ -226,6 +250,17 @@ enum Ports {
         setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, socklen_t(MemoryLayout<Int32>.size))
         if v6 { setsockopt(fd, Int32(IPPROTO_IPV6), IPV6_V6ONLY, &one, socklen_t(MemoryLayout<Int32>.size)) }
         return withSocketAddress(host: host, port: port) { bind(fd, $0, $1) == 0 } && listen(fd, 1) == 0
+    }
+
+    /// The inodes of the sockets listening on `port` right now, in any process of this network namespace; nil where
+    /// there is no /proc (macOS).
+    static func listeners(_ port: Int) -> Set<String>? {
+        SocketTable.allSockets().map { Set($0.filter { $0.state == 0x0A && $0.localPort == port }.map(\.inode)) }
+    }
+
+    /// `port` as a running fixture holds it now: see `HeldPort`.
+    static func held(_ port: Int, host: String = "127.0.0.1") -> HeldPort {
+        HeldPort(port: port, host: host, listeners: listeners(port))
     }
 
     /// Whether this machine has a usable ::1.
