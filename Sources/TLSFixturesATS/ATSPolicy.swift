@@ -209,23 +209,8 @@ public struct ATSPolicyWarning: Sendable, Equatable, Codable, CustomStringConver
 
 /// Why a plist could not be turned into a policy. Each message is one line: the problem, then the fix.
 public struct ATSPolicyError: CodedError {
-    /// The kinds of failure. New codes may be added; existing ones keep their meaning.
-    public struct Code: Hashable, Sendable, CustomStringConvertible {
-        /// The code's name.
-        public let description: String
-        private init(_ name: String) { description = name }
-
-        /// Not a property list at all (XML, binary or OpenStep syntax).
-        public static let malformed = Code("malformed")
-        /// A property list whose top level is not a dictionary.
-        public static let topLevelNotADictionary = Code("topLevelNotADictionary")
-        /// An Info.plist with no `NSAppTransportSecurity` key: ATS runs with all defaults.
-        public static let missingATSDictionary = Code("missingATSDictionary")
-        /// `NSAppTransportSecurity` that is not a dictionary, which iOS ignores.
-        public static let atsNotADictionary = Code("atsNotADictionary")
-        /// A value a property list cannot hold.
-        public static let notAPropertyList = Code("notAPropertyList")
-    }
+    /// Its kinds of failure, the static members of `ErrorCode<ATSPolicyError>`: new ones may be added, none changes meaning.
+    public typealias Code = ErrorCode<ATSPolicyError>
 
     /// What kind of failure this is.
     public let code: Code
@@ -323,4 +308,18 @@ public enum ATSKey {
         allowsArbitraryLoads, allowsArbitraryLoadsForMedia, allowsArbitraryLoadsInWebContent, allowsLocalNetworking,
         exceptionDomains, pinnedDomains,
     ]
+}
+
+/// The codes of `ATSPolicyError`.
+extension ErrorCode where Owner == ATSPolicyError {
+    /// Not a property list at all (XML, binary or OpenStep syntax).
+    public static var malformed: Self { Self("malformed") }
+    /// A property list whose top level is not a dictionary.
+    public static var topLevelNotADictionary: Self { Self("topLevelNotADictionary") }
+    /// An Info.plist with no `NSAppTransportSecurity` key: ATS runs with all defaults.
+    public static var missingATSDictionary: Self { Self("missingATSDictionary") }
+    /// `NSAppTransportSecurity` that is not a dictionary, which iOS ignores.
+    public static var atsNotADictionary: Self { Self("atsNotADictionary") }
+    /// A value a property list cannot hold.
+    public static var notAPropertyList: Self { Self("notAPropertyList") }
 }

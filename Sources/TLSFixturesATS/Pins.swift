@@ -28,19 +28,8 @@ public struct PinSet: Sendable, Equatable, Codable {
 
 /// A pin that is not base64 of 32 bytes (a SHA-256), or a configuration with no pins.
 public struct PinFormatError: CodedError {
-    /// The kinds of failure. New codes may be added; existing ones keep their meaning.
-    public struct Code: Hashable, Sendable, CustomStringConvertible {
-        /// The code's name.
-        public let description: String
-        private init(_ name: String) { description = name }
-
-        /// TrustKit refuses a configuration with fewer than two distinct pins.
-        public static let trustKitNeedsTwoPins = Code("trustKitNeedsTwoPins")
-        /// A pin set with no pin at all.
-        public static let noPins = Code("noPins")
-        /// A pin that is not `sha256/` and the base64 of 32 bytes.
-        public static let malformedPin = Code("malformedPin")
-    }
+    /// Its kinds of failure, the static members of `ErrorCode<PinFormatError>`: new ones may be added, none changes meaning.
+    public typealias Code = ErrorCode<PinFormatError>
 
     /// What kind of failure this is.
     public let code: Code
@@ -273,4 +262,14 @@ public struct PinPolicy: Sendable {
     static func normalizedFingerprint(_ text: String) -> String {
         text.lowercased().filter { $0.isHexDigit }
     }
+}
+
+/// The codes of `PinFormatError`.
+extension ErrorCode where Owner == PinFormatError {
+    /// TrustKit refuses a configuration with fewer than two distinct pins.
+    public static var trustKitNeedsTwoPins: Self { Self("trustKitNeedsTwoPins") }
+    /// A pin set with no pin at all.
+    public static var noPins: Self { Self("noPins") }
+    /// A pin that is not `sha256/` and the base64 of 32 bytes.
+    public static var malformedPin: Self { Self("malformedPin") }
 }

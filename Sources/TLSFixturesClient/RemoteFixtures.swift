@@ -159,23 +159,8 @@ public struct RemoteFixtures: Sendable {
 
 /// Why a remote fixture could not be had, in one line with the way out.
 public struct RemoteFixtureError: CodedError {
-    /// The kinds of failure. New codes may be added; existing ones keep their meaning.
-    public struct Code: Hashable, Sendable, CustomStringConvertible {
-        /// The code's name.
-        public let description: String
-        private init(_ name: String) { description = name }
-
-        /// Nothing answered at the runner's URL.
-        public static let runnerUnreachable = Code("runnerUnreachable")
-        /// The runner answered with an API error (`400` naming the field, `404`, `429`, …): see ``apiError``.
-        public static let refused = Code("refused")
-        /// Something answered that is not the control API (another program on that port, an old runner).
-        public static let unexpectedAnswer = Code("unexpectedAnswer")
-        /// The scenario given is not one (not JSON, or a fixture without what the call needs).
-        public static let invalidScenario = Code("invalidScenario")
-        /// `stopSession()` on a `RemoteFixtures` without a session.
-        public static let noSession = Code("noSession")
-    }
+    /// Its kinds of failure, the static members of `ErrorCode<RemoteFixtureError>`: new ones may be added, none changes meaning.
+    public typealias Code = ErrorCode<RemoteFixtureError>
 
     /// What kind of failure this is.
     public let code: Code
@@ -224,4 +209,18 @@ public struct RemoteFixtureError: CodedError {
     /// `stopSession()` without a session.
     public static let noSession = RemoteFixtureError(code: .noSession, reason: "this RemoteFixtures has no session",
                                                      fix: "set `session` before starting fixtures to stop them together")
+}
+
+/// The codes of `RemoteFixtureError`.
+extension ErrorCode where Owner == RemoteFixtureError {
+    /// Nothing answered at the runner's URL.
+    public static var runnerUnreachable: Self { Self("runnerUnreachable") }
+    /// The runner answered with an API error (`400` naming the field, `404`, `429`, …): see ``apiError``.
+    public static var refused: Self { Self("refused") }
+    /// Something answered that is not the control API (another program on that port, an old runner).
+    public static var unexpectedAnswer: Self { Self("unexpectedAnswer") }
+    /// The scenario given is not one (not JSON, or a fixture without what the call needs).
+    public static var invalidScenario: Self { Self("invalidScenario") }
+    /// `stopSession()` on a `RemoteFixtures` without a session.
+    public static var noSession: Self { Self("noSession") }
 }

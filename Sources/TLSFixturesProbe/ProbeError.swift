@@ -3,21 +3,8 @@ import TLSFixturesWire
 /// Why a probe produced no result at all: a target it cannot use, no TCP connection, or a scan out of time.
 /// A TLS failure is not one of these: it is a `ProbeResult` with `failure` set.
 public struct ProbeError: CodedError {
-    /// The kinds of failure. New codes may be added; existing ones keep their meaning.
-    public struct Code: Hashable, Sendable, CustomStringConvertible {
-        /// The code's name.
-        public let description: String
-        private init(_ name: String) { description = name }
-
-        /// A target that is not `HOST:PORT`, a URL, or a curl-style resolve entry.
-        public static let invalidTarget = Code("invalidTarget")
-        /// No TCP connection: the name does not resolve, or nothing accepted a connection in time.
-        public static let connect = Code("connect")
-        /// A `*.fixtures.test` name that does not resolve: the machine does not map the fixtures' names.
-        public static let unresolvedFixtureName = Code("unresolvedFixtureName")
-        /// A scan of many handshakes (`ServerFactsCollector`) reached its deadline.
-        public static let timedOut = Code("timedOut")
-    }
+    /// Its kinds of failure, the static members of `ErrorCode<ProbeError>`: new ones may be added, none changes meaning.
+    public typealias Code = ErrorCode<ProbeError>
 
     /// What kind of failure this is.
     public let code: Code
@@ -56,4 +43,16 @@ public struct ProbeError: CodedError {
     public static func timedOut(_ target: String, _ what: String) -> ProbeError {
         ProbeError(code: .timedOut, target: target, reason: "\(target): \(what)")
     }
+}
+
+/// The codes of `ProbeError`.
+extension ErrorCode where Owner == ProbeError {
+    /// A target that is not `HOST:PORT`, a URL, or a curl-style resolve entry.
+    public static var invalidTarget: Self { Self("invalidTarget") }
+    /// No TCP connection: the name does not resolve, or nothing accepted a connection in time.
+    public static var connect: Self { Self("connect") }
+    /// A `*.fixtures.test` name that does not resolve: the machine does not map the fixtures' names.
+    public static var unresolvedFixtureName: Self { Self("unresolvedFixtureName") }
+    /// A scan of many handshakes (`ServerFactsCollector`) reached its deadline.
+    public static var timedOut: Self { Self("timedOut") }
 }

@@ -182,29 +182,8 @@ public struct ScenarioCatalog: Sendable {
 /// One line, whatever the file held: a key or value quoted from it is written with its control characters escaped
 /// (`"a\nb"` in JSON is a key with a newline, and would otherwise split the message).
 public struct ScenarioError: CodedError {
-    /// The kinds of failure. New codes may be added; existing ones keep their meaning.
-    public struct Code: Hashable, Sendable, CustomStringConvertible {
-        /// The code's name.
-        public let description: String
-        private init(_ name: String) { description = name }
-
-        /// No scenario has that name (the reason suggests the closest one when there is one).
-        public static let unknown = Code("unknown")
-        /// The file or JSON is not a scenario: bad syntax, a missing or unknown key, a value out of range.
-        public static let malformed = Code("malformed")
-        /// The file or directory cannot be read.
-        public static let unreadable = Code("unreadable")
-        /// A file not named after the scenario it holds (`NAME.json`).
-        public static let misnamed = Code("misnamed")
-        /// Two scenarios with one name.
-        public static let duplicate = Code("duplicate")
-        /// A port that another scenario already has.
-        public static let portTaken = Code("portTaken")
-        /// A port that is the dashboard's (the runner's `portBase`).
-        public static let dashboardPortTaken = Code("dashboardPortTaken")
-        /// A certificate named like a scenario's own, which apps may pin.
-        public static let certificateNameTaken = Code("certificateNameTaken")
-    }
+    /// Its kinds of failure, the static members of `ErrorCode<ScenarioError>`: new ones may be added, none changes meaning.
+    public typealias Code = ErrorCode<ScenarioError>
 
     /// What kind of failure this is.
     public let code: Code
@@ -282,4 +261,24 @@ public struct ScenarioError: CodedError {
         ScenarioError(code: .certificateNameTaken, reason: "\"\(name)\" is the certificate of the \(name) scenario, and apps may pin it",
                       fix: "name the certificate otherwise (CertificateRequest.name)", name: name)
     }
+}
+
+/// The codes of `ScenarioError`.
+extension ErrorCode where Owner == ScenarioError {
+    /// No scenario has that name (the reason suggests the closest one when there is one).
+    public static var unknown: Self { Self("unknown") }
+    /// The file or JSON is not a scenario: bad syntax, a missing or unknown key, a value out of range.
+    public static var malformed: Self { Self("malformed") }
+    /// The file or directory cannot be read.
+    public static var unreadable: Self { Self("unreadable") }
+    /// A file not named after the scenario it holds (`NAME.json`).
+    public static var misnamed: Self { Self("misnamed") }
+    /// Two scenarios with one name.
+    public static var duplicate: Self { Self("duplicate") }
+    /// A port that another scenario already has.
+    public static var portTaken: Self { Self("portTaken") }
+    /// A port that is the dashboard's (the runner's `portBase`).
+    public static var dashboardPortTaken: Self { Self("dashboardPortTaken") }
+    /// A certificate named like a scenario's own, which apps may pin.
+    public static var certificateNameTaken: Self { Self("certificateNameTaken") }
 }

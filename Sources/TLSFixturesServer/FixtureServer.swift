@@ -69,19 +69,8 @@ extension FixtureConfiguration {
 
 /// Why a fixture could not start listening: the port is taken, or the address cannot be bound on this host.
 public struct FixtureError: CodedError {
-    /// The kinds of failure. New codes may be added; existing ones keep their meaning.
-    public struct Code: Hashable, Sendable, CustomStringConvertible {
-        /// The code's name.
-        public let description: String
-        private init(_ name: String) { description = name }
-
-        /// Something already listens on the port (`port` and `address` say where).
-        public static let portInUse = Code("portInUse")
-        /// The address cannot be listened on for another reason: not an address of this host, out of descriptors, …
-        public static let cannotBind = Code("cannotBind")
-        /// `FixtureConfiguration.maximumConnections` below 1.
-        public static let invalidConnectionLimit = Code("invalidConnectionLimit")
-    }
+    /// Its kinds of failure, the static members of `ErrorCode<FixtureError>`: new ones may be added, none changes meaning.
+    public typealias Code = ErrorCode<FixtureError>
 
     /// What kind of failure this is.
     public let code: Code
@@ -386,4 +375,14 @@ public final class FixtureServer: Sendable {
 
     /// Open connections right now.
     public var connectionCount: Int { connections.count }
+}
+
+/// The codes of `FixtureError`.
+extension ErrorCode where Owner == FixtureError {
+    /// Something already listens on the port (`port` and `address` say where).
+    public static var portInUse: Self { Self("portInUse") }
+    /// The address cannot be listened on for another reason: not an address of this host, out of descriptors, …
+    public static var cannotBind: Self { Self("cannotBind") }
+    /// `FixtureConfiguration.maximumConnections` below 1.
+    public static var invalidConnectionLimit: Self { Self("invalidConnectionLimit") }
 }

@@ -38,3 +38,15 @@ extension CodedError {
     /// Hashes the ``code``, as equality compares it.
     public func hash(into hasher: inout Hasher) { hasher.combine(code) }
 }
+
+/// The code of an error of type `Owner`: its name, which is also its `description`.
+///
+/// Each error type's codes are `ErrorCode<ThatError>`, so the codes of `FixtureError` and `ScenarioError` are different
+/// types and cannot be compared by mistake; each type lists its codes as static members of a constrained extension.
+public struct ErrorCode<Owner>: Hashable, Sendable, CustomStringConvertible {
+    /// The code's name (`portInUse`), stable: tests and logs may rely on it.
+    public let description: String
+    /// A code named `name`; only the library makes codes.
+    package init(_ name: String) { description = name }
+}
+
