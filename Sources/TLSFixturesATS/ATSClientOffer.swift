@@ -53,8 +53,9 @@ public enum ATSCipherSuites {
         reading == .currentSource ? forwardSecretCurrentSource : forwardSecretDocumented2015
     }
 
-    /// Everything Apple's TLS client offers with ATS out of the way: both ATS lists, RSA key exchange and
-    /// DHE. RC4, 3DES and NULL are deliberately absent — Apple's client no longer offers them, and the
+    /// Everything Apple's TLS client offers with ATS out of the way: both ATS lists, RSA key exchange and,
+    /// uncertainly, DHE (Apple lists it only in its legacy group; `clientSupported(includingDHE:)` gives the other
+    /// reading). RC4, 3DES and NULL are deliberately absent — Apple's client no longer offers them, and the
     /// catalog says no ATS key admits `rc4`, `3des` or `null`.
     public static let clientSupported: [String] = clientSupported(includingDHE: true)
 
@@ -78,7 +79,7 @@ public enum ATSCipherSuites {
 public struct ATSClientOffer: Sendable, Codable, Equatable, CustomStringConvertible {
     /// The lowest version offered (TLS 1.2 by default; an exception can lower it).
     public var minVersion: TLSVersion
-    /// The highest version offered (TLS 1.3).
+    /// The highest version offered: TLS 1.3 from the iOS 13 profile, TLS 1.2 before.
     public var maxVersion: TLSVersion
     /// IANA names of the suites offered for TLS 1.0–1.2 (the name says 1.2 because that is where most live).
     public var tls12Suites: [String]

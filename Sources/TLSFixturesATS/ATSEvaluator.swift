@@ -5,7 +5,8 @@ import TLSFixturesWire
 /// server. It never talks to the network: the facts come from the probe (or a test), so verdicts are
 /// reproducible and explainable rule by rule.
 public struct ATSEvaluator: Sendable {
-    /// The app's `NSAppTransportSecurity` dictionary, parsed; the default policy is an empty one (ATS fully on).
+    /// The app's `NSAppTransportSecurity` dictionary, parsed; the default policy is an empty one (all
+    /// defaults: local hosts are still exempt, so test with a qualified name).
     public var policy: ATSPolicy
     /// The load kind, OS profile, readings and trust override the verdict assumes.
     public var options: ATSEvaluationOptions

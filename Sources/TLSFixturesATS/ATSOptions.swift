@@ -85,8 +85,8 @@ public enum ATSLoadKind: String, Sendable, Codable, CaseIterable, CustomStringCo
     /// WebKit loads (`NSAllowsArbitraryLoadsInWebContent`).
     case web
 
-    /// Parses a profile name (`ios17`) or any text with an iOS major version in it (`iOS 16.4` → iOS 14's rules, the
-    /// profile that covers it); nil when it has no number the model knows.
+    /// Parses a load kind: `data` (or `urlsession`), `media` (`avfoundation`), `web` (`webkit`, `webcontent`); nil for
+    /// anything else.
     public init?(parsing text: String) {
         switch text.lowercased() {
         case "data", "urlsession": self = .data
@@ -121,8 +121,8 @@ public struct ATSReadings: Sendable, Codable, Equatable {
 
     /// Which IP literals fall under ATS from iOS 17 (without an exception key or `NSAllowsLocalNetworking = YES`).
     public enum IPAddresses: String, Sendable, Codable, CaseIterable {
-        /// External addresses only: loopback, link-local and private-range addresses stay exempt, as the iOS 17
-        /// release notes say and Apple's iOS 17-era test expects. Default.
+        /// External addresses only (the default): loopback and link-local stay exempt, as the iOS 17 release notes say
+        /// and Apple's iOS 17-era test expects; private ranges count as local too, the model's low-confidence guess.
         case externalOnly
         /// Every IP literal, loopback included, as the `NSAllowsLocalNetworking` page's "IP addresses" reads.
         case every

@@ -59,8 +59,8 @@ public enum ATSPlistValue: Sendable, Equatable, Hashable {
 
     /// Whether a Foundation value is a plist boolean rather than a number.
     ///
-    /// This matters because ATS wants real booleans: `<integer>1</integer>` is an `NSNumber` that
-    /// Swift happily casts to `Bool` on both platforms, so `as? Bool` alone cannot be trusted.
+    /// This matters because Apple reads a number by comparing it with YES (`<integer>1</integer>` is YES, 2 is NO),
+    /// while Swift casts any `NSNumber` to `Bool` on both platforms, so `as? Bool` alone cannot be trusted.
     static func isBoolean(_ value: Any) -> Bool {
         if type(of: value) == Bool.self { return true }
         guard let number = value as? NSNumber else { return false }
@@ -102,7 +102,8 @@ public enum ATSPlistValue: Sendable, Equatable, Hashable {
         }
     }
 
-    /// The value when it is a boolean; nil for any other type (ATS ignores a key of the wrong type).
+    /// The value when it is a boolean; nil for any other type (the parser reads numbers by comparing them with YES and
+    /// ignores other types).
     public var boolValue: Bool? { if case .bool(let value) = self { return value } else { return nil } }
     /// The value when it is a string; nil otherwise.
     public var stringValue: String? { if case .string(let value) = self { return value } else { return nil } }

@@ -7,13 +7,16 @@ import TLSFixturesWire
 /// its value had the wrong type). Absence and `false` are different for the keys that switch
 /// `NSAllowsArbitraryLoads` off merely by being present, so they are not collapsed to `Bool`.
 public struct ATSPolicy: Sendable, Equatable {
-    /// `NSAllowsArbitraryLoads`: ATS off for every host, unless another top-level key is present (then ignored on iOS 10+).
+    /// `NSAllowsArbitraryLoads`: ATS off for hosts without their own `NSExceptionDomains` entry. Ignored on iOS 10+ when
+    /// the media, web-content or local-networking key is present with the right type, whatever its value.
     public var allowsArbitraryLoads: Bool?
     /// `NSAllowsArbitraryLoadsForMedia` (`NSAllowsArbitraryLoadsInMedia` is not a key: a 2016 documentation typo).
     public var allowsArbitraryLoadsForMedia: Bool?
     /// `NSAllowsArbitraryLoadsInWebContent`: ATS off for web views only; its presence switches `NSAllowsArbitraryLoads` off.
     public var allowsArbitraryLoadsInWebContent: Bool?
-    /// `NSAllowsLocalNetworking`: unqualified names, `.local` and (iOS 17) local addresses exempt.
+    /// `NSAllowsLocalNetworking`. Local hosts (unqualified names, `.local`, local addresses) are exempt without it; NO
+    /// removes that exemption, YES also allows external IP addresses on iOS 17+. Present, it switches
+    /// `NSAllowsArbitraryLoads` off.
     public var allowsLocalNetworking: Bool?
     /// `NSExceptionDomains`, keyed as written in the plist (so warnings and verdicts can quote the key).
     public var exceptionDomains: [String: ATSExceptionDomain]
@@ -138,13 +141,16 @@ public struct ATSExceptionDomain: Sendable, Equatable {
     public var key: String
     /// How the key can match, decided from its shape when parsed.
     public var keyKind: KeyKind
-    /// `NSIncludesSubdomains`: the entry also covers names below the key.
+    /// `NSIncludesSubdomains`: the entry also covers names below the key (every subdomain by default; the
+    /// `subdomains` reading offers the current docs' one extra label).
     public var includesSubdomains: Bool?
-    /// `NSExceptionAllowsInsecureHTTPLoads`: plain HTTP and failed trust allowed for the domain.
+    /// `NSExceptionAllowsInsecureHTTPLoads`: allows `http://`, and lets the app's own trust override accept an
+    /// untrusted certificate; without that delegate code, trust still fails. Versions and suites are unchanged.
     public var allowsInsecureHTTPLoads: Bool?
     /// `NSExceptionMinimumTLSVersion`: the lowest version accepted for the domain (default TLS 1.2).
     public var minimumTLSVersion: TLSVersion?
-    /// `NSExceptionRequiresForwardSecrecy`: false admits non-ECDHE suites for the domain.
+    /// `NSExceptionRequiresForwardSecrecy`: NO also admits the six TLS_RSA_WITH_AES suites and drops the leaf key-size
+    /// rule; no other suite (DHE, 3DES, RC4) is added.
     public var requiresForwardSecrecy: Bool?
     /// Required CT for this domain on earlier systems (iOS 10–12); no effect later, where CT is enforced for public
     /// certificates whatever this says.
@@ -175,7 +181,8 @@ public struct ATSThirdPartyExceptionKeys: Sendable, Equatable {
 public struct ATSPinnedDomain: Sendable, Equatable {
     /// The `NSPinnedDomains` key as written.
     public var key: String
-    /// `NSIncludesSubdomains`: the pins also apply to names below the key.
+    /// `NSIncludesSubdomains`: the pins also cover names exactly one label below the key (`a.example.com`, not
+    /// `b.a.example.com`), as Apple's SecPolicy.c compares only the host and its direct parent.
     public var includesSubdomains: Bool?
     /// `nil` when the key is absent: then the CA side is not checked at all (an empty list is different:
     /// nothing can match it).
@@ -264,7 +271,8 @@ public struct ATSPolicyError: CodedError {
 public enum ATSKey {
     /// The Info.plist key that holds the whole ATS dictionary.
     public static let root = "NSAppTransportSecurity"
-    /// Top level: switch ATS off for every host (ignored when a more specific top-level key is present).
+    /// Top level: ATS off for hosts without their own exception entry (ignored on iOS 10+ when the media, web-content
+    /// or local-networking key is present).
     public static let allowsArbitraryLoads = "NSAllowsArbitraryLoads"
     /// Top level: ATS off for AVFoundation media loads.
     public static let allowsArbitraryLoadsForMedia = "NSAllowsArbitraryLoadsForMedia"
@@ -272,20 +280,22 @@ public enum ATSKey {
     public static let allowsArbitraryLoadsInMedia = "NSAllowsArbitraryLoadsInMedia"
     /// Top level: ATS off for web views.
     public static let allowsArbitraryLoadsInWebContent = "NSAllowsArbitraryLoadsInWebContent"
-    /// Top level: exempt local hosts (unqualified names, `.local`, local addresses on iOS 17).
+    /// Top level: local hosts are exempt without it; NO removes the exemption, YES also allows external IP addresses
+    /// (iOS 17+).
     public static let allowsLocalNetworking = "NSAllowsLocalNetworking"
     /// Top level: per-domain exceptions, keyed by domain (or IP address/CIDR on iOS 17).
     public static let exceptionDomains = "NSExceptionDomains"
     /// Top level: per-domain SPKI pins (iOS 14+).
     public static let pinnedDomains = "NSPinnedDomains"
 
-    /// In an exception or pinned-domain entry: the entry covers subdomains too.
+    /// In an exception entry: the entry covers subdomains too (every level, by default). In a pinned-domain entry: one
+    /// extra label only.
     public static let includesSubdomains = "NSIncludesSubdomains"
-    /// In an exception entry: allow plain HTTP and failed trust for the domain.
+    /// In an exception entry: allow `http://`, and let the app's trust override accept an untrusted certificate.
     public static let exceptionAllowsInsecureHTTPLoads = "NSExceptionAllowsInsecureHTTPLoads"
     /// In an exception entry: `TLSv1.0` … `TLSv1.3`, the lowest version accepted.
     public static let exceptionMinimumTLSVersion = "NSExceptionMinimumTLSVersion"
-    /// In an exception entry: false admits suites without forward secrecy.
+    /// In an exception entry: NO admits the six TLS_RSA_WITH_AES suites and drops the key-size rule.
     public static let exceptionRequiresForwardSecrecy = "NSExceptionRequiresForwardSecrecy"
     /// In an exception entry: require CT (only iOS 10–12 honour it).
     public static let requiresCertificateTransparency = "NSRequiresCertificateTransparency"

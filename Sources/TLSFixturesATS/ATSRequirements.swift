@@ -4,13 +4,15 @@ import TLSFixturesWire
 /// What ATS demands of one connection, before looking at the server. Pure: policy + host + options in,
 /// requirements out — so the CLI can print them, and the diagnostics can derive an offer, without facts.
 public struct ATSRequirements: Sendable, Codable, Equatable {
-    /// Whether ATS's extra rules apply at all. When false, only default trust applies to HTTPS.
+    /// Whether ATS's own transport and certificate rules apply. When false they are skipped; default trust and a
+    /// matching `NSPinnedDomains` entry still apply to HTTPS.
     public var atsApplies: Bool
     /// When ATS does not apply, why — one sentence for the user (e.g. the localhost trap).
     public var exemptionReason: String?
     /// The `NSExceptionDomains` key that matched, as written in the plist.
     public var matchedExceptionDomain: String?
-    /// The lowest TLS version the load accepts here (TLS 1.2 unless an exception lowers it).
+    /// The lowest TLS version the load accepts here: TLS 1.2 by default; an exception may set 1.0–1.3, and it is
+    /// TLS 1.0 where ATS does not apply.
     public var minimumTLSVersion: TLSVersion
     /// Whether only forward-secret (ECDHE) suites are accepted.
     public var requiresForwardSecrecy: Bool

@@ -5,7 +5,7 @@ import TLSFixturesWire
 public enum ATSRule: String, Sendable, Codable, CaseIterable {
     /// The URL has no host.
     case invalidURL = "invalid-url"
-    /// `http://` without `NSExceptionAllowsInsecureHTTPLoads`.
+    /// `http://` to a host where ATS applies and no matching exception allows insecure loads.
     case scheme
     /// No handshake completed at all (nothing to compare with the offer).
     case handshake
@@ -142,11 +142,12 @@ public struct ATSViolation: Sendable, Codable, Equatable, CustomStringConvertibl
 public struct ATSVerdict: Sendable, Codable, Equatable, CustomStringConvertible {
     /// True when the load would complete.
     public var allowed: Bool
-    /// Broken rules in the order a connection would meet them (transport, certificate, trust, pins).
+    /// Broken rules in the order a connection meets them: transport, then trust and host name, then ATS's other
+    /// certificate rules, then pins. The first one decides `likelyError`.
     public var violations: [ATSViolation]
     /// Certificate violations the app's trust override accepted (only where ATS lets it).
     public var waived: [ATSViolation]
-    /// False when the host is exempt (unqualified, `.local`, some IP literals) or a top-level key switched ATS off; then only default trust is checked.
+    /// False when the host is exempt (unqualified, `.local`, some IP literals) or a top-level key switched ATS off; then ATS's own rules are skipped, while default trust and a matching `NSPinnedDomains` entry still apply.
     public var atsApplies: Bool
     /// Why ATS does not apply, when it does not.
     public var exemptionReason: String?

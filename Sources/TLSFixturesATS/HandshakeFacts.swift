@@ -35,8 +35,8 @@ public struct CertificateFacts: Codable, Sendable, Equatable {
     public var isCA: Bool
     /// Subject and issuer names are equal.
     public var isSelfIssued: Bool
-    /// Extended key usages by short name (`serverAuth`, `clientAuth`, …); `nil` when the extension is absent
-    /// (which means "any" to every verifier).
+    /// Extended key usages by short name (`serverAuth`, `clientAuth`, …); `nil` when the extension is absent. OpenSSL
+    /// reads absent as any usage, but iOS 13+ refuses such a leaf issued after 2019-07-01 unless its root is user-installed.
     public var extendedKeyUsage: [String]?
     /// Base64 SHA-256 of the DER SubjectPublicKeyInfo: the pin format of NSPinnedDomains, TrustKit and HPKP.
     public var spkiSHA256: String

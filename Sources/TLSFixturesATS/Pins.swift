@@ -7,12 +7,14 @@ public struct PinSet: Sendable, Equatable, Codable {
     public var domain: String
     /// SPKI pins of leaf keys (the key the server uses now).
     public var leafPins: [String]
-    /// SPKI pins of CA keys (survive leaf key rotation).
+    /// SPKI pins of CA keys. They survive a leaf-key change only when no leaf pins are set: NSPinnedDomains requires
+    /// both lists when both are given.
     public var caPins: [String]
     /// A key no server uses yet, kept offline for the next rotation. TrustKit refuses a configuration
     /// without one, and NSPinnedDomains without one bricks the app the day the key must change.
     public var backupPin: String?
-    /// Whether the pins also cover names below `domain`.
+    /// Whether the pins also cover names below `domain`: in NSPinnedDomains one extra label only; TrustKit reaches
+    /// every level.
     public var includesSubdomains: Bool
 
     /// Memberwise: each argument sets the property of the same name, unchecked.
