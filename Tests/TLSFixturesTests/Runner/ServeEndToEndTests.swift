@@ -58,11 +58,7 @@ struct ServeEndToEndTests {
         // Up to the OCSP responder (base + 99), which serve also opens.
         let span = max((ScenarioCatalog.builtIn.scenarios.compactMap(\.port).max() ?? 9900) - ScenarioCatalog.defaultPortBase,
                        ScenarioCatalog.revocationResponderOffset)
-        for _ in 0..<50 {
-            let base = Int.random(in: 20_000...28_000)
-            if (base...(base + span)).allSatisfy({ !Ports.accepts($0) && Ports.canListen($0) }) { return base }
-        }
-        throw CLIFailure("no free range of \(span + 1) ports found")
+        do { return try Ports.freeRange(count: span + 1) } catch { throw CLIFailure("no free range of \(span + 1) ports found") }
     }
 
     struct CLIFailure: Error, CustomStringConvertible { let description: String; init(_ d: String) { description = d } }

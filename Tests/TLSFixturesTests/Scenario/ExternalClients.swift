@@ -1,4 +1,5 @@
 import Foundation
+import NIOConcurrencyHelpers
 @testable import TLSFixtures
 
 #if canImport(Glibc)
@@ -262,6 +263,25 @@ enum Ports {
     static func held(_ port: Int, host: String = "127.0.0.1") -> HeldPort {
         HeldPort(port: port, host: host, listeners: listeners(port))
     }
+
+    /// The first of `count` consecutive ports, all free now, below the ephemeral range (32768 and up on Linux, 49152
+    /// on macOS), so no port-0 listener can take one once it is freed. Ranges handed out in this process never
+    /// overlap: tests that run in parallel (serve's port bases, the revocation services' ports) each get their own.
+    static func freeRange(count: Int) throws -> Int {
+        for _ in 0..<50 {
+            let base = blockCursor.withLockedValue { cursor -> Int in
+                if cursor + count > belowEphemeral.upperBound { cursor = belowEphemeral.lowerBound }
+                defer { cursor += count }
+                return cursor
+            }
+            if (base..<(base + count)).allSatisfy({ !accepts($0) && canListen($0) }) { return base }
+        }
+        throw POSIXError(.EADDRINUSE)
+    }
+
+    private static let belowEphemeral = 20_000..<32_000
+    /// Where the next range starts: a random place for each process, then onwards.
+    private static let blockCursor = NIOLockedValueBox(Int.random(in: 20_000..<30_000))
 
     /// Whether this machine has a usable ::1.
     static let hasIPv6Loopback: Bool = {

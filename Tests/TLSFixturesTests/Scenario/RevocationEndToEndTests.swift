@@ -228,13 +228,9 @@ struct RevocationEndToEndTests {
 
     @Test("stopping the services closes the responder and gives the refusing port back")
     func servicesFreeTheirPorts() async throws {
-        // Below the ephemeral range (32768 and up on Linux, 49152 on macOS), so nothing elsewhere takes them once free.
-        func freePort() throws -> Int {
-            try #require((0..<50).lazy.map { _ in Int.random(in: 20_000..<32_000) }.first { Ports.canListen($0) },
-                         "no free port below the ephemeral range")
-        }
-        let responder = try freePort()
-        let refusing = try freePort()
+        // Below the ephemeral range and apart from every other test's ports, so nothing takes them once free.
+        let responder = try Ports.freeRange(count: 1)
+        let refusing = try Ports.freeRange(count: 1)
         let services = try await RevocationServices.start(bindAddresses: nil, responderPort: responder, refusingPort: refusing)
         #expect(services.responderPort == responder && services.refusingPort == refusing)
         #expect(Ports.accepts(responder), "the responder does not listen on \(responder)")
