@@ -20,6 +20,8 @@ struct TLSFixturesCommand: AsyncParsableCommand {
     )
 
     static func main() async {
+        // First, before anything touches OpenSSL: no exit-time clean-up racing keys still generating (see its comment).
+        OpenSSLRuntime.initializeWithoutExitCleanup()
         CLILogging.bootstrap()
         do {
             var command = try parseAsRoot()
