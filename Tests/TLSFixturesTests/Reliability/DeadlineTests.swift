@@ -93,7 +93,8 @@ extension ReliabilitySuite {
     @Suite("Deadlines: a server that sends one byte every 0.8 s")
     struct Deadlines {
         static let timeout = 2.0
-        static let bound = timeout + 1
+        /// The timeout, a second to start and print, and ThreadSanitizer's exit sleep when the CLI is built with it.
+        static let bound = timeout + 1 + Bounds.threadSanitizerExitSleep
 
         static func withTrickler(_ stage: TricklingServer.Stage, _ body: (TricklingServer) async throws -> Void) async throws {
             let server = try await TricklingServer.start(stage)

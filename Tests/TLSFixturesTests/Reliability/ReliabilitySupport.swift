@@ -144,12 +144,21 @@ enum Bounds {
     /// AddressSanitizer does not hand freed memory back at once: it holds up to `quarantine_size_mb` (256 by default;
     /// `make test-asan` sets 64) so that a use after free lands on poisoned memory. That growth is ASan's by design,
     /// not the fixture's; 0 when the process is not instrumented.
-    static let addressSanitizerQuarantineMB: Int = {
-        let options = ProcessInfo.processInfo.environment["ASAN_OPTIONS"]
-        guard dlsym(dlopen(nil, RTLD_NOW), "__asan_init") != nil || options != nil else { return 0 }
-        let setting = (options ?? "").split(separator: ":").last { $0.hasPrefix("quarantine_size_mb=") }
-        return setting.flatMap { Int($0.dropFirst("quarantine_size_mb=".count)) } ?? 256
-    }()
+    static let addressSanitizerQuarantineMB =
+        sanitizerSetting("ASAN_OPTIONS", initSymbol: "__asan_init", key: "quarantine_size_mb", default: 256) ?? 0
+    /// ThreadSanitizer makes a process that still has other threads sleep `atexit_sleep_ms` (1000 by default) before it
+    /// exits, to catch races with them: a correct `probe --timeout 2` then ends after 3.1 s. 0 when not instrumented.
+    static let threadSanitizerExitSleep =
+        Double(sanitizerSetting("TSAN_OPTIONS", initSymbol: "__tsan_init", key: "atexit_sleep_ms", default: 1000) ?? 0) / 1000
+
+    /// A numeric setting of a sanitizer this process is built with: its value in the options variable, else the
+    /// sanitizer's default; nil when the process is not instrumented (no init symbol, no options).
+    private static func sanitizerSetting(_ variable: String, initSymbol: String, key: String, default fallback: Int) -> Int? {
+        let options = ProcessInfo.processInfo.environment[variable]
+        guard dlsym(dlopen(nil, RTLD_NOW), initSymbol) != nil || options != nil else { return nil }
+        let setting = (options ?? "").split(separator: ":").last { $0.hasPrefix("\(key)=") }
+        return setting.flatMap { Int($0.dropFirst(key.count + 1)) } ?? fallback
+    }
     /// How much longer than a configured timeout a close may take before the test calls it a hang: three times the
     /// timeout (the brief's bound), covering event-loop scheduling on a loaded 2-core CI runner.
     static func closeBound(_ timeout: TimeAmount) -> TimeInterval { 3 * Double(timeout.nanoseconds) / 1e9 }
