@@ -58,7 +58,7 @@ final class ProbeSocket {
         var cursor: UnsafeMutablePointer<addrinfo>? = first
         while let info = cursor {
             cursor = info.pointee.ai_next
-            let fd = socket(info.pointee.ai_family, info.pointee.ai_socktype, info.pointee.ai_protocol)
+            let fd = closeOnExecStreamSocket(info.pointee.ai_family, protocol: info.pointee.ai_protocol)
             if fd < 0 { lastError = Failure(code: errno).description; continue }
             switch connectWithin(clock, fd, info.pointee.ai_addr, info.pointee.ai_addrlen) {
             case .success:

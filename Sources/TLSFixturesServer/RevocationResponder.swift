@@ -230,7 +230,7 @@ final class RefusingPort: Sendable {
             throw FixtureError.cannotBind(address: address, port: port, reason: "not an IPv4 or IPv6 address")
         }
         let v6 = socketAddress.protocol == .inet6
-        let fd = socket(v6 ? AF_INET6 : AF_INET, streamSocketType, 0)
+        let fd = closeOnExecStreamSocket(v6 ? AF_INET6 : AF_INET)
         guard fd >= 0 else { throw FixtureError.cannotBind(address: address, port: port, reason: String(cString: strerror(errno))) }
         var one: Int32 = 1
         if v6 { setsockopt(fd, Int32(IPPROTO_IPV6), IPV6_V6ONLY, &one, socklen_t(MemoryLayout<Int32>.size)) }

@@ -33,7 +33,7 @@ package enum WildcardConflict {
         // NIO spells the address (IPv4 or IPv6, by its text) as the sockaddr `bind` takes.
         guard let socketAddress = try? SocketAddress(ipAddress: address, port: port) else { return EINVAL }
         let v6 = socketAddress.protocol == .inet6
-        let fd = socket(v6 ? AF_INET6 : AF_INET, streamSocketType, 0)
+        let fd = closeOnExecStreamSocket(v6 ? AF_INET6 : AF_INET)
         guard fd >= 0 else { return errno }
         defer { close(fd) }
         var one: Int32 = 1
