@@ -237,6 +237,13 @@ struct RevocationEndToEndTests {
         #expect(!Ports.accepts(refusing) && !Ports.canListen(refusing), "the refusing port \(refusing) is not held")
         await services.stop()
         #expect(!Ports.accepts(responder), "the responder still listens on \(responder)")
-        #expect(Ports.canListen(refusing), "the refusing port \(refusing) is still held after stop()")
+        // Twice in full runs under load (never alone) the port could not be bound right after stop(), with the kit's
+        // sockets closed: a second to settle, and what holds the port named in the failure, so the cause is seen.
+        let free = (0..<10).contains { attempt in
+            if attempt > 0 { usleep(100_000) }
+            return Ports.canListen(refusing)
+        }
+        let holders = free ? "" : ((try? Subprocess.run(["ss", "-tanpe", "sport = :\(refusing) or dport = :\(refusing)"]).combined) ?? "ss failed")
+        #expect(free, "the refusing port \(refusing) is still held after stop(): \(holders)")
     }
 }
