@@ -141,6 +141,12 @@ final class Locked<Value: Sendable>: @unchecked Sendable {
         set { lock.lock(); stored = newValue; lock.unlock() }
     }
 
+    /// Runs `body` on the value under the lock: a read and a write no other thread comes between.
+    func update<T>(_ body: (inout Value) -> T) -> T {
+        lock.lock(); defer { lock.unlock() }
+        return body(&stored)
+    }
+
     /// Sets `newValue` and returns the old one, atomically.
     func exchange(_ newValue: Value) -> Value {
         lock.lock(); defer { lock.unlock() }

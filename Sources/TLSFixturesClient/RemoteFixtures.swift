@@ -15,9 +15,15 @@ import FoundationNetworking
 /// ```
 ///
 /// The runner is `TLS_FIXTURES_URL` when set (a scheme's environment variables reach the test process), else
-/// `http://localhost:9800` — `tls-fixtures serve`'s dashboard on its default port.
+/// `http://localhost:9800` — `tls-fixtures serve`'s dashboard on its default port. A value that cannot be the runner's
+/// URL (empty, not a URL, no `http://`, `https://`) is never replaced by the default: every call throws
+/// `RemoteFixtureError.invalidRunnerURL` saying what is wrong with it.
+///
+/// A runner started a moment before the tests (a scheme's pre-action, a CI step) may not listen yet: a request that
+/// finds nothing listening ("connection refused") is retried for `startupGrace` before it fails.
 public struct RemoteFixtures: Sendable {
-    /// The runner's base URL (its dashboard).
+    /// The runner's base URL (its dashboard). When `TLS_FIXTURES_URL` or `runner` is not a usable URL this is the
+    /// default, unused: every call throws the error that says what is wrong with the value given.
     public let runnerURL: URL
     /// Tags every fixture this value starts, so `stopSession()` can stop them all (one per test run, say).
     public var session: String?
@@ -28,12 +34,31 @@ public struct RemoteFixtures: Sendable {
     public var startTimeout: TimeInterval = 300
     /// For everything else.
     public var requestTimeout: TimeInterval = 30
+    /// How long a request keeps retrying while nothing listens at `runnerURL` (connection refused), for a runner that
+    /// is still starting: on an empty store `serve` makes its CA and first keys before it listens (7 s, and 25 s on a
+    /// busy machine, were measured). The grace runs from the first refusal after the runner last answered, and is
+    /// shared by every `RemoteFixtures` in the process for that URL: when no runner was started, the first call fails
+    /// after one grace and later calls at once (until the runner answers), not one grace per test. 0 fails at the
+    /// first refusal.
+    public var startupGrace: TimeInterval = 30
 
     private let urlSession: URLSession
+    /// Why `runnerURL` is not the URL asked for, when it is not.
+    private let invalidRunner: RemoteFixtureError?
 
     /// `runner` nil: `$TLS_FIXTURES_URL`, else `http://localhost:9800`.
     public init(runner: URL? = nil, session: String? = nil, ttl: Int? = nil) {
-        runnerURL = runner ?? Self.environmentRunnerURL()
+        do {
+            if let runner {
+                runnerURL = try Self.checkedRunnerURL(runner.absoluteString, source: "the runner URL")
+            } else {
+                runnerURL = try Self.environmentRunnerURL()
+            }
+            invalidRunner = nil
+        } catch {
+            runnerURL = FixtureAPI.defaultRunnerURL
+            invalidRunner = error
+        }
         self.session = session
         self.ttl = ttl
         // The runner is on this machine: no proxy (a session-wide proxy would refuse it), no cache, no cookies.
@@ -43,13 +68,53 @@ public struct RemoteFixtures: Sendable {
         urlSession = URLSession(configuration: configuration)
     }
 
-    /// `$TLS_FIXTURES_URL` when it is a URL, else `FixtureAPI.defaultRunnerURL`.
-    public static func environmentRunnerURL(_ environment: [String: String] = ProcessInfo.processInfo.environment) -> URL {
-        if let text = environment[FixtureAPI.environmentVariable], !text.isEmpty, let url = URL(string: text), url.scheme != nil {
-            return url
-        }
-        return FixtureAPI.defaultRunnerURL
+    /// `$TLS_FIXTURES_URL`, else `FixtureAPI.defaultRunnerURL` when it is not set. Throws
+    /// `RemoteFixtureError.invalidRunnerURL` naming what is wrong with a value that is set but cannot be the runner's.
+    public static func environmentRunnerURL(_ environment: [String: String] = ProcessInfo.processInfo.environment)
+        throws(RemoteFixtureError) -> URL {
+        guard let text = environment[FixtureAPI.environmentVariable] else { return FixtureAPI.defaultRunnerURL }
+        return try checkedRunnerURL(text, source: FixtureAPI.environmentVariable)
     }
+
+    /// `text` as the runner's base URL, or the error saying why it cannot be: the runner's dashboard and control API
+    /// are plain HTTP at a host (and port), as `serve`'s first line prints them.
+    static func checkedRunnerURL(_ text: String, source: String) throws(RemoteFixtureError) -> URL {
+        func invalid(_ problem: String) -> RemoteFixtureError {
+            .invalidRunnerURL(source: source, value: text, problem: problem)
+        }
+        if text.trimmingCharacters(in: .whitespacesAndNewlines).isEmpty { throw invalid("it is empty") }
+        guard !text.contains(where: \.isWhitespace), let components = URLComponents(string: text),
+              let url = URL(string: text) else {
+            throw invalid("it is not a URL")
+        }
+        let scheme = components.scheme?.lowercased()
+        if scheme == "https" {
+            throw invalid("the runner answers plain HTTP (TLS is the fixtures' business, not its dashboard's), "
+                          + "so https:// cannot reach it")
+        }
+        guard scheme == "http" else {
+            // "localhost:9800" parses as the scheme "localhost" with the path "9800".
+            if scheme == nil || components.host == nil {
+                throw invalid("it has no http:// in front (write http://\(text))")
+            }
+            throw invalid("its scheme is \(scheme ?? ""), not http")
+        }
+        guard let host = components.host, !host.isEmpty else { throw invalid("it names no host") }
+        if components.query != nil || components.fragment != nil {
+            throw invalid("it has a query or fragment; give the runner's base URL alone")
+        }
+        return url
+    }
+
+    /// When this process first found nothing listening at `runner` since it last answered: nil while it answers.
+    package static func waitingSince(_ runner: URL) -> Date? {
+        refusals.value[runner.absoluteString]?.since
+    }
+
+    /// Nothing listening at a runner URL, for every `RemoteFixtures` in the process: since when (the first refusal
+    /// after its last answer), and whether a grace has run out on it since, after which calls no longer wait.
+    private struct Refusal { var since: Date; var gaveUp = false }
+    private static let refusals = Locked<[String: Refusal]>([:])
 
     // MARK: Starting
 
@@ -121,6 +186,7 @@ public struct RemoteFixtures: Sendable {
     }
 
     func send(_ method: String, _ path: String, body: Data? = nil, timeout: TimeInterval? = nil) async throws -> (Data, Int) {
+        if let invalidRunner { throw invalidRunner }
         var request = URLRequest(url: endpoint(path))
         request.httpMethod = method
         request.timeoutInterval = timeout ?? requestTimeout
@@ -129,12 +195,41 @@ public struct RemoteFixtures: Sendable {
             request.setValue("application/json", forHTTPHeaderField: "Content-Type")
         }
         request.setValue("application/json", forHTTPHeaderField: "Accept")
-        do {
-            let (data, response) = try await urlSession.data(for: request)
-            return (data, (response as? HTTPURLResponse)?.statusCode ?? 0)
-        } catch {
-            throw RemoteFixtureError.runnerUnreachable(url: runnerURL, reason: Self.reason(error))
+        let key = runnerURL.absoluteString
+        while true {
+            do {
+                let (data, response) = try await urlSession.data(for: request)
+                Self.refusals.update { $0[key] = nil }
+                return (data, (response as? HTTPURLResponse)?.statusCode ?? 0)
+            } catch {
+                guard Self.isRefused(error) else {
+                    throw RemoteFixtureError.runnerUnreachable(url: runnerURL, reason: Self.reason(error))
+                }
+                let now = Date()
+                let grace = startupGrace
+                // Under the lock: the refusal's start, and whether this call is past its grace (or another's was).
+                let (left, waited) = Self.refusals.update { refusals -> (TimeInterval, TimeInterval) in
+                    var refusal = refusals[key] ?? Refusal(since: now)
+                    let left = refusal.gaveUp ? 0 : refusal.since.addingTimeInterval(grace).timeIntervalSince(now)
+                    if left <= 0 { refusal.gaveUp = true }
+                    refusals[key] = refusal
+                    return (left, now.timeIntervalSince(refusal.since))
+                }
+                guard left > 0 else {
+                    throw RemoteFixtureError.runnerUnreachable(url: runnerURL, reason: Self.reason(error),
+                                                               waited: waited)
+                }
+                // A runner that is starting listens within seconds; a fifth of one between tries costs it nothing.
+                try await Task.sleep(nanoseconds: UInt64(min(left, 0.2) * 1_000_000_000))
+            }
         }
+    }
+
+    /// Nothing listens at the URL (ECONNREFUSED): URLSession's "could not connect to the server" on Apple platforms
+    /// and in FoundationNetworking (libcurl's CURLE_COULDNT_CONNECT) alike.
+    private static func isRefused(_ error: Error) -> Bool {
+        let nsError = error as NSError
+        return nsError.domain == NSURLErrorDomain && nsError.code == NSURLErrorCannotConnectToHost
     }
 
     func endpoint(_ path: String) -> URL {
@@ -182,11 +277,33 @@ public struct RemoteFixtureError: CodedError {
         self.apiError = apiError
     }
 
-    /// Nothing answered at `url`, for `reason` (URLSession's words).
-    public static func runnerUnreachable(url: URL, reason: String) -> RemoteFixtureError {
-        RemoteFixtureError(code: .runnerUnreachable, reason: "no tls-fixtures runner answers at \(url.absoluteString) (\(reason))",
-                           fix: "start one with `tls-fixtures serve` (a scheme's Test pre-action or a CI step), or set "
-                              + "\(FixtureAPI.environmentVariable) to where it runs")
+    /// Nothing answered at `url`, for `reason` (URLSession's words); `waited`: how long nothing has listened there,
+    /// when that was waited out (`RemoteFixtures.startupGrace`).
+    public static func runnerUnreachable(url: URL, reason: String, waited: TimeInterval? = nil) -> RemoteFixtureError {
+        let wait = waited.map {
+            " and nothing has listened there for \(Self.seconds($0)) (the start-up grace, RemoteFixtures.startupGrace)"
+        } ?? ""
+        return RemoteFixtureError(code: .runnerUnreachable,
+                                  reason: "no tls-fixtures runner answers at \(url.absoluteString) (\(reason))\(wait)",
+                                  fix: "start one with `tls-fixtures serve` (a scheme's Test pre-action or a CI step), or set "
+                                     + "\(FixtureAPI.environmentVariable) to where it runs")
+    }
+
+    /// `value`, given as the runner's URL by `source` (`TLS_FIXTURES_URL`, or `RemoteFixtures(runner:)`), cannot be
+    /// one: `problem` says why.
+    public static func invalidRunnerURL(source: String, value: String, problem: String) -> RemoteFixtureError {
+        let quoted = value.debugDescription
+        let standard = FixtureAPI.defaultRunnerURL.absoluteString
+        let fix = source == FixtureAPI.environmentVariable
+            ? "set it to the runner's dashboard URL as `tls-fixtures serve` prints it (\(standard), or "
+                + "http://localhost:BASE with --port-base BASE), or unset it for \(standard)"
+            : "give RemoteFixtures(runner:) the runner's dashboard URL, such as \(standard)"
+        return RemoteFixtureError(code: .invalidRunnerURL,
+                                  reason: "\(source) is \(quoted), which cannot be the runner's URL: \(problem)", fix: fix)
+    }
+
+    private static func seconds(_ interval: TimeInterval) -> String {
+        String(format: "%.1f s", interval)
     }
 
     /// The runner answered `status` with its API error `error`.
@@ -213,8 +330,10 @@ public struct RemoteFixtureError: CodedError {
 
 /// The codes of `RemoteFixtureError`.
 extension ErrorCode where Owner == RemoteFixtureError {
-    /// Nothing answered at the runner's URL.
+    /// Nothing answered at the runner's URL (after `RemoteFixtures.startupGrace`, when nothing listened there).
     public static var runnerUnreachable: Self { Self("runnerUnreachable") }
+    /// `TLS_FIXTURES_URL` (or the URL given) cannot be the runner's: empty, not a URL, not `http://HOST:PORT`.
+    public static var invalidRunnerURL: Self { Self("invalidRunnerURL") }
     /// The runner answered with an API error (`400` naming the field, `404`, `429`, …): see ``apiError``.
     public static var refused: Self { Self("refused") }
     /// Something answered that is not the control API (another program on that port, an old runner).

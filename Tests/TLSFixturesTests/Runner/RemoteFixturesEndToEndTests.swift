@@ -377,7 +377,8 @@ struct RemoteFixturesClientTests {
     @Test("no runner: one error naming the URL and `tls-fixtures serve`; the runner URL from TLS_FIXTURES_URL")
     func noRunner() async throws {
         let port = try Ports.unused()
-        let nowhere = RemoteFixtures(runner: URL(string: "http://127.0.0.1:\(port)")!)
+        var nowhere = RemoteFixtures(runner: URL(string: "http://127.0.0.1:\(port)")!)
+        nowhere.startupGrace = 0
         do {
             _ = try await nowhere.start("expired")
             Issue.record("a start succeeded with nothing listening")
@@ -385,9 +386,13 @@ struct RemoteFixturesClientTests {
             #expect("\(error)".contains("http://127.0.0.1:\(port)") && "\(error)".contains("tls-fixtures serve"), "\(error)")
             #expect(!"\(error)".contains("\n"))
         }
-        #expect(RemoteFixtures.environmentRunnerURL([:]) == URL(string: "http://localhost:9800"))
-        #expect(RemoteFixtures.environmentRunnerURL(["TLS_FIXTURES_URL": "http://10.0.0.2:9900"]) == URL(string: "http://10.0.0.2:9900"))
-        #expect(RemoteFixtures.environmentRunnerURL(["TLS_FIXTURES_URL": "not a url"]) == URL(string: "http://localhost:9800"))
+        #expect(try RemoteFixtures.environmentRunnerURL([:]) == URL(string: "http://localhost:9800"))
+        let set = ["TLS_FIXTURES_URL": "http://10.0.0.2:9900"]
+        #expect(try RemoteFixtures.environmentRunnerURL(set) == URL(string: "http://10.0.0.2:9900"))
+        // A value that is not a URL is named, never replaced by the default (RunnerURLTests has each kind).
+        #expect(throws: RemoteFixtureError.invalidRunnerURL(source: "", value: "", problem: "")) {
+            try RemoteFixtures.environmentRunnerURL(["TLS_FIXTURES_URL": "not a url"])
+        }
     }
 
     @Test("URLSessionConfiguration routes HTTPS through the runner's proxy with the keys iOS reads")
