@@ -6,7 +6,9 @@ import Security
 // `FixtureServer` uses for OpenSSL's: what `SecTrustSetAnchorCertificates` and Alamofire's evaluators take.
 extension RemoteFixture {
     /// The built-in CA.
-    public var caCertificate: SecCertificate? { SecCertificateCreateWithData(nil, caCertificateDER as CFData) }
+    public var caCertificate: SecCertificate? {
+        caCertificateDER.flatMap { SecCertificateCreateWithData(nil, $0 as CFData) }
+    }
 
     /// The certificates the server sends, leaf first.
     public var chain: [SecCertificate] { chainDER.compactMap { SecCertificateCreateWithData(nil, $0 as CFData) } }

@@ -9,7 +9,7 @@ import TLSFixturesWire
 /// `scenario.name`, `scenario.expect`, `stop()`), so a test reads the same either way.
 ///
 /// Its lease (`ttl`) keeps it running; `stop()` ends it at once, `renew()` extends it.
-public final class RemoteFixture: Sendable {
+public final class RemoteFixture: Sendable, CustomStringConvertible {
     /// The scenario it serves, as the API describes it.
     public struct Scenario: Sendable, Hashable {
         /// The catalog name (`expired`, `pin-mitm`, …), or a custom scenario's own name.
@@ -54,10 +54,12 @@ public final class RemoteFixture: Sendable {
     public var domainURLs: [URL] { info.domainURLs }
     /// SPKI pins (base64 SHA-256): this leaf, the CA, the backup, the published pinned leaf.
     public var pins: FixturePins { info.pins }
-    /// The built-in CA, DER: what `SecCertificateCreateWithData` takes, and what a test trusts or pins.
-    public var caCertificateDER: Data { (try? PEM.blocks(in: info.caPEM))?.first ?? Data() }
-    /// The built-in CA as PEM: install it (or pass it to your trust evaluator) so the control scenarios verify.
-    public var caCertificatePEM: String { info.caPEM }
+    /// The built-in CA, DER: what `SecCertificateCreateWithData` takes, and what a test trusts or pins; nil only when
+    /// the runner's answer held no certificate.
+    public var caCertificateDER: Data? { (try? PEM.blocks(in: info.caPEM))?.first }
+    /// The built-in CA as PEM: install it (or pass it to your trust evaluator) so the control scenarios verify. `Data`,
+    /// as `chainPEM` and the in-process `Certificate.pem` are.
+    public var caCertificatePEM: Data { Data(info.caPEM.utf8) }
     /// The certificates the server sends, leaf first, DER (Alamofire's and AFNetworking's pinned `.cer` content).
     public var chainDER: [Data] { (try? PEM.blocks(in: info.chainPEM)) ?? [] }
     /// The certificates the server sends, leaf first, as concatenated PEM; empty for plain HTTP.
@@ -73,6 +75,14 @@ public final class RemoteFixture: Sendable {
     public var proxy: FixtureProxy? {
         guard let endpoint = info.proxy else { return nil }
         return FixtureProxy(host: runner.runnerURL.host ?? "localhost", port: endpoint.port, domains: endpoint.domains)
+    }
+
+    /// The scenario, where it listens and which fixture of which runner it is, for test logs:
+    /// `expired at https://localhost:52011/ (fixture 3f2a…, runner http://localhost:9800)`.
+    public var description: String {
+        let info = info
+        let runner = runner.runnerURL.absoluteString
+        return "\(info.scenario) at \(info.url.absoluteString) (fixture \(info.id), runner \(runner))"
     }
 
     /// Extends the lease by `ttl` seconds from now (default: the fixture's own ttl).

@@ -161,6 +161,18 @@ public struct RemoteFixtures: Sendable {
         return list.fixtures
     }
 
+    /// The scenarios the runner serves on its catalog ports, as its dashboard lists them (`/scenarios.json`): each
+    /// with its state (`preparing` while a first run still makes its key). `serve` with no names serves the whole
+    /// catalog; `start` takes any catalog scenario's name, listed here or not.
+    public func scenarios() async throws -> [ListedScenario] {
+        struct Catalog: Decodable { var scenarios: [ListedScenario] }
+        let catalog: Catalog = try await call("GET", Self.catalogPath, expecting: 200)
+        return catalog.scenarios
+    }
+
+    /// Where the runner lists its scenarios.
+    static let catalogPath = "/scenarios.json"
+
     /// Stops everything this `session` started (what a test run's last teardown calls); how many. Throws
     /// `RemoteFixtureError.noSession` without a session.
     @discardableResult

@@ -213,8 +213,10 @@ public struct ScenarioError: CodedError {
         self.problem = problem
     }
 
-    /// How an unknown name's fix reads: where the names are. The CLI names its own command instead.
-    package static let listHint = "`ScenarioCatalog.builtIn.names` lists them all"
+    /// How an unknown name's fix reads: where the names are, for the library and for a runner's control API (which
+    /// answers with this error), whose clients cannot link the catalog. The CLI names its own command instead.
+    package static let listHint = "`ScenarioCatalog.builtIn.names` lists the built-in ones; a runner lists what it "
+        + "serves at /scenarios.json (`RemoteFixtures().scenarios()`)"
 
     /// No scenario is named `name`; `suggestion` is the closest name, if any is close.
     public static func unknown(_ name: String, suggestion: String?) -> ScenarioError {
