@@ -16,9 +16,9 @@ public struct Scenario: Codable, Sendable, Hashable, Identifiable {
     public var port: Int?
     /// What is deliberately different, in one line.
     public var summary: String
-    /// nil: plain HTTP, no TLS (the `http` scenario).
+    /// nil: plain HTTP, no TLS (the `http` scenario). A file asks for that by giving neither `tls` nor `certificate`.
     public var tls: TLSPlan?
-    /// nil only with `tls == nil`.
+    /// nil exactly when `tls` is nil: a file that gives one without the other is refused.
     public var certificate: CertificatePlan?
     /// What standard clients are expected to make of it: OpenSSL's verify result, the ATS verdict and fix, pins.
     public var expect: Expectations
@@ -63,6 +63,13 @@ public struct Scenario: Codable, Sendable, Hashable, Identifiable {
         do { try CertificateStore.validate(name: name) } catch { throw fail(.name, "\(error)") }
         if let port, !(1...65_535).contains(port) { throw fail(.port, "\(port) is not a TCP port (1–65535)") }
         if tls != nil && certificate == nil { throw fail(.certificate, "a TLS scenario needs a certificate plan (use {} for the baseline)") }
+        // One rule, files and inline alike: plain HTTP is asked for by giving neither (Scenarios/http.json); a
+        // certificate without "tls" is a TLS scenario missing a key, never silently served as HTTP.
+        if tls == nil && certificate != nil {
+            throw fail(.tls, "missing, so this scenario would be plain HTTP and its certificate unused: add \"tls\": {} "
+                       + "for the baseline TLS 1.2–1.3 settings, or leave \"certificate\" out too for plain HTTP "
+                       + "(as the http scenario)")
+        }
         if let tls, tls.minVersion > tls.maxVersion {
             throw fail(.tls, "minVersion \(tls.minVersion) is above maxVersion \(tls.maxVersion)")
         }

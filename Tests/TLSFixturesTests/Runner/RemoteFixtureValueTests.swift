@@ -32,6 +32,37 @@ struct RemoteFixtureValueTests {
         #expect(text.contains("/scenarios.json") && text.contains("RemoteFixtures().scenarios()"), "\(text)")
     }
 
+    @Test("an inline scenario with a certificate and no tls is refused, naming scenario.tls; a file too; {} is TLS",
+          .requires(Tools.curl))
+    func certificateWithoutTLS() async throws {
+        let runner = try ControlAPIRunner.start(["ats-compliant"])
+        defer { runner.stop() }
+        let fixtures = RemoteFixtures(runner: runner.runnerURL)
+        let scenario: JSONValue = ["name": "mine", "group": "custom", "summary": "s", "certificate": [:],
+                                   "expect": ["ats": "allow"]]
+        let error = try await #require(throws: RemoteFixtureError.self) { try await fixtures.start(scenario: scenario) }
+        #expect(error.apiError?.field == "scenario.tls", "\(error)")
+        #expect("\(error)".contains("\"tls\": {}") && "\(error)".contains("plain HTTP"), "\(error)")
+
+        // A scenario file is held to the same rule, in the same words.
+        let folder = TestEnvironment.temporaryDirectory("no-tls")
+        let file = #"{"name": "mine", "group": "custom", "summary": "s", "certificate": {}, "#
+            + #""expect": {"ats": "allow"}}"#
+        try Data(file.utf8).write(to: folder.appendingPathComponent("mine.json"))
+        let listed = try TestEnvironment.tlsFixtures(["scenarios", "list", "--scenarios", folder.path])
+        CLIInputTests.expectOneLineError(listed, mentioning: ["mine.json: at tls: missing", "\"tls\": {}"])
+
+        // With "tls": {} it is TLS; with neither key it is the plain HTTP the http scenario is.
+        let tls = try await fixtures.start(scenario: ["name": "mine", "group": "custom", "summary": "s",
+                                                      "certificate": [:], "tls": [:], "expect": ["ats": "allow"]])
+        #expect(tls.url.scheme == "https" && !tls.scenario.isCleartext)
+        let plain = try await fixtures.start(scenario: ["name": "plain", "group": "custom", "summary": "s",
+                                                        "expect": ["ats": "block"]])
+        #expect(plain.url.scheme == "http" && plain.scenario.isCleartext)
+        await tls.stop()
+        await plain.stop()
+    }
+
     @Test("the CA comes as PEM Data (as chainPEM) and optional DER; a fixture prints what and where it is")
     func values() async throws {
         let runner = try ControlAPIRunner.start(["ats-compliant"])

@@ -362,7 +362,7 @@ struct RemoteFixturesClientTests {
         let thrownPort = PortBox()
         await #expect(throws: Boom.self) {
             try await withRemoteFixture(scenario: ["name": "inline", "group": "custom", "summary": "s", "certificate": [:],
-                                                  "expect": ["ats": "allow"]],
+                                                  "tls": [:], "expect": ["ats": "allow"]],
                                         runner: fixtures) { fixture -> Int in
                 // A value nobody uses, as in any #expect(throws:) body: @discardableResult keeps this warning-free.
                 thrownPort.value = fixture.port

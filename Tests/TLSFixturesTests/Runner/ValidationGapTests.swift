@@ -150,7 +150,9 @@ struct ValidationGapTests {
                             "\(folder.path)/a.json: at certificate.\(key): \(count) \(tooMany); hosts, extraHosts and generatedHosts count together")
         }
         // Exactly 10,000 (the two baseline hosts and 9,998 generated) is accepted; one more is not.
-        let fits = try Self.scenarioFolder(#"{"name": "a", "certificate": {"generatedHosts": 9998}, \#(Self.rest)}"#)
+        // A certificate needs "tls" (or the scenario is plain HTTP and refused).
+        let fits = try Self.scenarioFolder(#"{"name": "a", "tls": {}, "certificate": {"generatedHosts": 9998}, "#
+                                           + #"\#(Self.rest)}"#)
         #expect(try TestEnvironment.tlsFixtures(["scenarios", "list", "--scenarios", fits.path]).status == 0)
         let over = try Self.scenarioFolder(#"{"name": "a", "certificate": {"generatedHosts": 9999}, \#(Self.rest)}"#)
         Self.expectLine(try TestEnvironment.tlsFixtures(["scenarios", "list", "--scenarios", over.path]),
