@@ -126,8 +126,24 @@ package struct SimulatorTrust: Sendable {
     @discardableResult
     public func trust(rootPEM: URL, on target: Target) throws -> [Device] {
         let devices = try resolve(target)
-        for device in devices { _ = try simctl(["keychain", device.udid, "add-root-cert", rootPEM.path], device: device) }
+        try add(rootPEM, to: devices)
         return devices
+    }
+
+    /// Adds `store`'s CA to every simulator `target` names; the simulators changed. Checks first: without xcrun or a
+    /// simulator to trust it the store is left as it was, and only then is its CA made, when it has none.
+    @discardableResult
+    public func trust(caOf store: CertificateStore, on target: Target) throws -> [Device] {
+        let devices = try resolve(target)
+        _ = try store.ca()
+        try add(store.certificatePath(.root), to: devices)
+        return devices
+    }
+
+    private func add(_ rootPEM: URL, to devices: [Device]) throws {
+        for device in devices {
+            _ = try simctl(["keychain", device.udid, "add-root-cert", rootPEM.path], device: device)
+        }
     }
 
     /// Resets the keychain of every simulator `target` names: the CA goes, and so does every other certificate added

@@ -23,8 +23,11 @@ struct TLSFixturesCommand: AsyncParsableCommand {
         // First, before anything touches OpenSSL: no exit-time clean-up racing keys still generating (see its comment).
         OpenSSLRuntime.initializeWithoutExitCleanup()
         CLILogging.bootstrap()
+        // Kept for the error path: its store is the one the printed fix commands must name.
+        var parsed: ParsableCommand? = nil
         do {
             var command = try parseAsRoot()
+            parsed = command
             if var asyncCommand = command as? AsyncParsableCommand {
                 try await asyncCommand.run()
             } else {
@@ -32,7 +35,9 @@ struct TLSFixturesCommand: AsyncParsableCommand {
             }
         } catch {
             // Library errors speak the library's language; the CLI's line names the flag (FlagHints).
-            if let line = FlagHints.line(for: error) { exit(withError: CLIError(line)) }
+            if let line = FlagHints.line(for: error, store: (parsed as? StoreCommand)?.storeOptions) {
+                exit(withError: CLIError(line))
+            }
             if exitCode(for: error) == .validationFailure {
                 // A bad option value: the parser's own line (which names the valid values), without the usage text it
                 // would add, as every other bad input gets one line. Six or more values come as a list: made one line.

@@ -83,7 +83,7 @@ struct CAInit: AsyncParsableCommand {
         print(created ? "Created the built-in CA in \(store.directory.path)" : "The built-in CA already exists in \(store.directory.path)")
         print(CertificateSummary(ca.certificate).text)
         print("")
-        print(TrustInstructions.text(rootPEM: path))
+        print(TrustInstructions.text(rootPEM: path, dirArgument: storeOptions.dirArgument))
     }
 }
 

@@ -32,7 +32,8 @@ struct CAShow: AsyncParsableCommand {
         if let legacy { Output.error(legacy.explanation(for: id)) }
         if id == .root {
             print("")
-            print(TrustInstructions.text(rootPEM: store.certificatePath(id).path))
+            let path = store.certificatePath(id).path
+            print(TrustInstructions.text(rootPEM: path, dirArgument: storeOptions.dirArgument))
         }
     }
 }

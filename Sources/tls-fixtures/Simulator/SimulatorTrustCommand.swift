@@ -7,8 +7,10 @@ struct SimulatorTrustCommand: AsyncParsableCommand {
         commandName: "trust",
         abstract: "Add the built-in CA to booted simulators' trusted roots.",
         discussion: """
-            Makes the CA first if the store has none. Apps in those simulators then trust the fixtures as a device \
-            that installed the CA does (what ATS verdicts assume); `simulator untrust` takes it out again.
+            Makes the CA if the store has none, once xcrun has found a simulator to trust it (a failure changes \
+            nothing). Give it the --dir `serve` uses: a simulator must trust the CA the runner serves. Apps in those \
+            simulators then trust the fixtures as a device that installed the CA does (what ATS verdicts assume); \
+            `simulator untrust` takes it out again.
             """
     )
 
@@ -18,9 +20,9 @@ struct SimulatorTrustCommand: AsyncParsableCommand {
 
     func run() async throws {
         let store = storeOptions.store
+        let devices = try SimulatorTrust().trust(caOf: store, on: deviceOptions.target)
         let ca = try store.ca()
         let path = store.certificatePath(.root)
-        let devices = try SimulatorTrust().trust(rootPEM: path, on: deviceOptions.target)
         if output.json {
             try Output.json(SimulatorReport(action: "trust", certificate: path.path, devices: devices))
             return

@@ -15,25 +15,29 @@ enum FlagHints {
         case also(String)
     }
 
-    /// The hint for each PKI error code whose remedy is a flag; the other codes print as the library words them.
-    static let pki: [PKIError.Code: Hint] = [
+    /// The hint for each PKI error code whose remedy is a flag; the other codes print as the library words them. `dir`
+    /// is the store's `--dir` for the commands a hint prints (`StoreOptions.dirArgument`).
+    static func pki(dir: String = "") -> [PKIError.Code: Hint] { [
         .emptySubjectAltNames: .instead("omit it instead (--no-san)"),
         .missingHost: .instead("give at least one --host (DNS name or IP address), or --no-san for a certificate without subjectAltName"),
         .requiresCA: .instead("add --ca (--permit, --exclude and --path-len apply to CA certificates only)"),
         .digestNotSignable: .instead("choose an RSA issuer (for example `--issuer rsa-intermediate`) or another --digest"),
         .fileExists: .instead("pass --force to replace it, or write somewhere else"),
         .caExists: .instead("pass --force to replace it (the old one is moved aside, not deleted), or --if-missing to keep it"),
-        .noCA: .instead("run `tls-fixtures ca init` (or point --dir / TLS_FIXTURES_CERTS at an existing store)"),
+        .noCA: .instead("run `tls-fixtures ca init\(dir)` (or point --dir / TLS_FIXTURES_CERTS at an existing store)"),
         .storeUnavailable: .instead("choose another with --dir or TLS_FIXTURES_CERTS"),
-        .damagedCA: .instead("restore it from a backup, or replace the CA with `tls-fixtures ca init --force` (devices that trust the old one must then trust the new one)"),
+        .damagedCA: .instead("restore it from a backup, or replace the CA with `tls-fixtures ca init --force\(dir)` (devices "
+                             + "that trust the old one must then trust the new one)"),
         .untrustedStore: .also("(--dir or TLS_FIXTURES_CERTS)"),
-    ]
+    ] }
 
     /// The CLI's one line for `error`, or nil when the library's own description is already right for a CLI user.
-    static func line(for error: any Error) -> String? {
+    /// `store`: the store options of the command that failed, so printed commands name the same store.
+    static func line(for error: any Error, store: StoreOptions? = nil) -> String? {
+        let dir = store?.dirArgument ?? ""
         switch error {
         case let error as PKIError:
-            guard let hint = pki[error.code] else { return nil }
+            guard let hint = pki(dir: dir)[error.code] else { return nil }
             switch hint {
             case .instead(let text): return "\(error.reason); \(text)"
             case .also(let text): return "\(error.description) \(text)"
@@ -54,8 +58,8 @@ enum FlagHints {
             if case .notPermitted(let domain, let permitted) = error {
                 return "the built-in CA does not permit \(domain) (its name constraints allow only \(permitted.joined(separator: ", "))), "
                     + "so every client that checks them would refuse NAME.\(domain); make a CA that permits it: "
-                    + "`tls-fixtures ca init --force --domain \(domain)` (the old CA is moved aside, not deleted; trust the new one where "
-                    + "the old one was trusted)"
+                    + "`tls-fixtures ca init --force --domain \(domain)\(dir)` (the old CA is moved aside, not deleted; trust the "
+                    + "new one where the old one was trusted)"
             }
             return "--domain: \(error)"
         case SimulatorTrustError.nothingBooted(let known):

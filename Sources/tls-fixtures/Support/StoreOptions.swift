@@ -11,6 +11,41 @@ struct StoreOptions: ParsableArguments {
     var dir: String?
 
     var store: CertificateStore { CertificateStore.resolved(explicit: dir) }
+
+    /// ` --dir PATH` when the store in use is not the default one, else empty: for every command line the CLI
+    /// prints for the user to run (a fix, an instruction). Without it, after `serve --dir X` a printed `ca init` or
+    /// `ca export` would act on another store than the one the runner serves. (With `TLS_FIXTURES_CERTS` it repeats
+    /// that store.)
+    var dirArgument: String {
+        let directory = store.directory
+        guard directory != CertificateStore.defaultDirectory.standardizedFileURL else { return "" }
+        return " --dir \(ShellWord.quoted(directory.path))"
+    }
+}
+
+/// A command that works on a certificate store: the CLI words its printed commands with that store (`dirArgument`).
+protocol StoreCommand {
+    var storeOptions: StoreOptions { get }
+}
+
+extension ServeCommand: StoreCommand {}
+extension PrepareCommand: StoreCommand {}
+extension PinsCommand: StoreCommand {}
+extension ProbeCommand: StoreCommand {}
+extension ATSException: StoreCommand {}
+extension CertIssue: StoreCommand {}
+extension SimulatorTrustCommand: StoreCommand {}
+extension CAExport: StoreCommand {}
+extension CAInit: StoreCommand {}
+extension CAShow: StoreCommand {}
+
+/// A word a POSIX shell reads back as it is: unquoted when plain, else in single quotes.
+enum ShellWord {
+    static func quoted(_ word: String) -> String {
+        let plain = Set("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789/._-+=:,@%")
+        if !word.isEmpty && word.allSatisfy(plain.contains) { return word }
+        return "'" + word.replacingOccurrences(of: "'", with: "'\\''") + "'"
+    }
 }
 
 /// `--json`, for commands whose output scripts read.
