@@ -16,7 +16,9 @@ public struct CertificatePlan: Codable, Sendable, Hashable {
     public var hosts: [String]? = nil
     /// Added to the hosts.
     public var extraHosts: [String] = []
-    /// Adds `n1.NAME.fixtures.test` … `nN.NAME.fixtures.test`.
+    /// Adds `n1.NAME.fixtures.test` … `nN.NAME.fixtures.test`: filler, for a certificate of many names. With
+    /// `serve --domain`, as many fewer as keep the leaf within `CertificateProfile.maximumSubjectAltNames` (so
+    /// `10000-sans` keeps exactly 10,000 names, `NAME.DOMAIN` among them).
     public var generatedHosts: Int = 0
     /// false: no subjectAltName extension.
     public var subjectAltName: Bool = true
@@ -136,13 +138,28 @@ public struct CertificatePlan: Codable, Sendable, Hashable {
     /// The profile for scenario `name`, with the baseline filled in. A revocation plan's URLs point at `endpoints`.
     /// `domains` add `NAME.DOMAIN` to the baseline hosts only: a scenario that names its own hosts (`wrong-host`) keeps
     /// exactly them, or it would stop being wrong.
+    ///
+    /// The domains' names go in before the generated filler: when they would take the leaf past the limit, the filler
+    /// gives way (a scenario of many names is about its size, which stays; the names a domain adds are what the user
+    /// connects by). Throws `ScenarioError.domainNamesDoNotFit`, naming the scenario, when the listed names and the
+    /// domains' alone are too many.
     public func profile(scenarioName name: String, domains: [String] = [],
                         revocationEndpoints endpoints: RevocationEndpoints = .serveDefault) throws -> CertificateProfile {
         let qualified = "\(name).\(Scenario.fixturesDomain)"
         var allHosts = hosts ?? CertificatePlan.baselineHosts(scenarioName: name, domains: domains)
         allHosts += extraHosts
-        try CertificateProfile.checkNameCount(allHosts.count + generatedHosts)
-        if generatedHosts > 0 { allHosts += (1...generatedHosts).map { "n\($0).\(qualified)" } }
+        let limit = CertificateProfile.maximumSubjectAltNames
+        let domainNames = hosts == nil ? domains.count : 0
+        var generated = generatedHosts
+        if domainNames > 0 {
+            guard allHosts.count <= limit else {
+                throw ScenarioError.domainNamesDoNotFit(scenario: name, names: allHosts.count + generatedHosts,
+                                                        domains: domains)
+            }
+            generated = min(generatedHosts, limit - allHosts.count)
+        }
+        try CertificateProfile.checkNameCount(allHosts.count + generated)
+        if generated > 0 { allHosts += (1...generated).map { "n\($0).\(qualified)" } }
         let names = try allHosts.map(SubjectAltName.init(host:))
         let cn: String? = omitCommonName ? nil : (commonName ?? (hosts == nil ? qualified : allHosts.first))
         let subject = emptySubject ? Subject(commonName: nil) : Subject(commonName: cn, organization: "swift-tls-fixtures", organizationalUnit: name)

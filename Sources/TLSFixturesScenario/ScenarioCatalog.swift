@@ -1,5 +1,6 @@
 import Foundation
 import TLSFixturesWire
+import TLSFixturesPKI
 
 /// Scenarios by name: the built-in catalog (the files of `Scenarios/`, compiled in so tests in any package can use
 /// them without a path) plus any directory of the user's own files.
@@ -265,6 +266,19 @@ public struct ScenarioError: CodedError {
     }
 }
 
+extension ScenarioError {
+    /// The leaf of `scenario` would name `names` hosts with `NAME.DOMAIN` added for each of `domains`: more than
+    /// `CertificateProfile.maximumSubjectAltNames`, and its own listed hosts leave no filler to give way.
+    public static func domainNamesDoNotFit(scenario: String, names: Int, domains: [String]) -> ScenarioError {
+        ScenarioError(code: .domainNamesDoNotFit,
+                      reason: "scenario \"\(scenario)\" cannot also name "
+                        + "\(domains.map { "\(scenario).\($0)" }.joined(separator: ", ")): "
+                        + "its leaf would have \(names) subject alternative names, but at most "
+                        + "\(CertificateProfile.maximumSubjectAltNames) go in one certificate",
+                      fix: "prepare it without domains, or give it fewer extraHosts", name: scenario)
+    }
+}
+
 /// The codes of `ScenarioError`.
 extension ErrorCode where Owner == ScenarioError {
     /// No scenario has that name (the reason suggests the closest one when there is one).
@@ -283,4 +297,7 @@ extension ErrorCode where Owner == ScenarioError {
     public static var dashboardPortTaken: Self { Self("dashboardPortTaken") }
     /// A certificate named like a scenario's own, which apps may pin.
     public static var certificateNameTaken: Self { Self("certificateNameTaken") }
+    /// A scenario whose leaf cannot also name `NAME.DOMAIN` for the domains asked for (`serve --domain`): too many
+    /// names for one certificate.
+    public static var domainNamesDoNotFit: Self { Self("domainNamesDoNotFit") }
 }

@@ -50,6 +50,8 @@ enum FlagHints {
         case let error as ScenarioError where error.code == .dashboardPortTaken:
             return "\(error.reason) (serve puts it on --port-base, 9800 by default); choose another port, or leave \"port\" out to get "
                 + "the next free one"
+        case let error as ScenarioError where error.code == .domainNamesDoNotFit:
+            return "\(error.reason); serve it without --domain (name the scenarios to serve), or give it fewer extraHosts"
         case let error as ScenarioError where error.code == .unknown:
             return "\(error.reason); `tls-fixtures scenarios list` shows them all"
         case let error as ProbeError where error.code == .unresolvedFixtureName:

@@ -1,0 +1,77 @@
+import Foundation
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+import Testing
+@testable import TLSFixtures
+import TLSFixturesClient
+
+// Issue 26: the README's "Testing an iOS app" as a new user walks it; each test judged from outside — a real runner,
+// the CLI's exit status and output, openssl reading what was made.
+
+/// `serve --domain` and `pins --domain`, for TrustKit (items 5 and 9).
+@Suite("--domain: 10000-sans keeps its names, and pins for a name TrustKit accepts", .serialized)
+struct DomainPathTests {
+    static let domain = "fixtures.example.com"
+
+    /// A new store whose CA permits `domain`, made by the CLI as the README says.
+    static func domainStore() throws -> URL {
+        let directory = TestEnvironment.temporaryDirectory("domain-path").appendingPathComponent("store")
+        let made = try TestEnvironment.tlsFixtures(["ca", "init", "--domain", domain, "--dir", directory.path])
+        #expect(made.status == 0, "\(made.combined)")
+        return directory
+    }
+
+    /// The DNS names of a certificate, as openssl prints them.
+    static func dnsNames(_ pem: Data) throws -> [String] {
+        let file = try TestEnvironment.file(pem, name: "leaf.pem")
+        let text = try TestEnvironment.openssl(["x509", "-in", file, "-noout", "-ext", "subjectAltName"]).stdout
+        return text.components(separatedBy: CharacterSet(charactersIn: ", \n")).filter { $0.hasPrefix("DNS:") }
+            .map { String($0.dropFirst(4)) }
+    }
+
+    @Test("10000-sans with a domain: still 10,000 names (its summary's count, the limit), NAME.DOMAIN among them",
+          .requires(Tools.openssl))
+    func tenThousandNamesWithADomain() async throws {
+        let store = CertificateStore.at(try Self.domainStore())
+        let scenario = try ScenarioCatalog.builtIn.scenario(named: "10000-sans")
+        let prepared = try store.prepare(scenario, domains: [Self.domain])
+        let names = try Self.dnsNames(try #require(prepared.credential).certificate.pem)
+        #expect(names.count == 10_000 && Set(names).count == 10_000)
+        #expect(names.contains("10000-sans.\(Self.domain)") && names.contains("10000-sans.fixtures.test"))
+        #expect(names.contains("localhost"))
+
+        // serve, as the README's TrustKit recipe runs it: it starts, and the scenario serves with its domain URL.
+        let base = try ServeEndToEndTests.freePortBase()
+        let serve = try ServeEndToEndTests.ServeProcess(["10000-sans", "--domain", Self.domain, "--port-base", "\(base)",
+                                                         "--dir", store.directory.path, "--json"])
+        defer { serve.kill() }
+        let document = try #require(try serve.document(timeout: 120), "serve --domain did not start: \(serve.errors)")
+        let entry = try #require(document.scenarios.first { $0.name == "10000-sans" })
+        #expect(entry.status == .serving, "\(entry)")
+        #expect(entry.domainURLs?.first?.hasPrefix("https://10000-sans.\(Self.domain):") == true)
+    }
+
+    @Test("a scenario whose own names leave no room for NAME.DOMAIN: one line naming it, from the library and the CLI")
+    func namesThatDoNotFit() throws {
+        let folder = TestEnvironment.temporaryDirectory("big-scenario")
+        let hosts = (1...9_998).map { "\"h\($0).big.test\"" }.joined(separator: ",")
+        let json = #"{"name": "big", "group": "custom", "summary": "s", "tls": {}, "#
+            + #""certificate": {"extraHosts": [\#(hosts)]}, "expect": {"ats": "allow"}}"#
+        try Data(json.utf8).write(to: folder.appendingPathComponent("big.json"))
+        let scenario = try ScenarioCatalog.decode(Data(json.utf8), source: "big.json")
+
+        let store = CertificateStore.at(try Self.domainStore())
+        let error = try #require(throws: ScenarioError.self) { try store.prepare(scenario, domains: [Self.domain]) }
+        #expect(error.code == .domainNamesDoNotFit && error.name == "big")
+        let text = "\(error)"
+        #expect(text.contains("scenario \"big\" cannot also name big.\(Self.domain)"), "\(text)")
+        #expect(text.contains("10001 subject alternative names"), "\(text)")
+
+        let base = try ServeEndToEndTests.freePortBase()
+        let served = try TestEnvironment.tlsFixtures(["serve", "big", "--scenarios", folder.path, "--domain",
+                                                      Self.domain, "--port-base", "\(base)", "--dir", store.directory.path])
+        CLIInputTests.expectOneLineError(served, mentioning: ["scenario \"big\"", "big.\(Self.domain)",
+                                                              "without --domain"])
+    }
+}
