@@ -13,22 +13,38 @@ struct PinsCommand: AsyncParsableCommand {
             for AFNetworking/Alamofire bundles. For a scenario that demands a client \
             certificate (client-cert-required), also the client identity: its certificate and key files and a .p12 \
             of both (exports/client.p12).
+
+            TrustKit refuses names outside the public suffix list, NAME.fixtures.test among them: with --domain (the \
+            domain `serve --domain` serves), the configurations are for NAME.DOMAIN and the leaf .cer is the one that \
+            names it.
             """
     )
 
     @Argument(help: ArgumentHelp("A scenario.", valueName: "scenario"))
     var scenario: String = "pinned"
 
+    @Option(name: .customLong("domain"), help: ArgumentHelp(
+        "Pins for NAME.DOMAIN, as `serve --domain DOMAIN` serves it: a name TrustKit accepts (it refuses .test).",
+        valueName: "domain"))
+    var domain: String?
+
     @OptionGroup var storeOptions: StoreOptions
     @OptionGroup var source: ScenarioSourceOptions
     @OptionGroup var output: OutputOptions
 
-    func validate() throws { _ = try FlagHints.translating { try source.catalog().scenario(named: scenario) } }
+    func validate() throws {
+        _ = try FlagHints.translating { try source.catalog().scenario(named: scenario) }
+        _ = try FlagHints.translating { try FixtureDomains.normalize(domain.map { [$0] } ?? []) }
+    }
 
     func run() async throws {
         let store = storeOptions.store
-        let prepared = try store.prepare(try source.catalog().scenario(named: scenario))
-        let material = try store.pinMaterial(for: prepared)
+        let domains = try FixtureDomains.normalize(domain.map { [$0] } ?? [])
+        if !domains.isEmpty { try FixtureDomains.requirePermitted(domains, by: try store.ca().certificate) }
+        let prepared = try store.prepare(try source.catalog().scenario(named: scenario), domains: domains)
+        var material = try store.pinMaterial(for: prepared)
+        // The name the app connects by, and the name its pinning configuration must carry.
+        if let first = domains.first { material.domain = "\(prepared.scenario.name).\(first)" }
         if output.json { try Output.json(material); return }
         print("Pins for \(material.domain) (sha256/ base64 of the DER SubjectPublicKeyInfo):")
         print("  leaf    sha256/\(material.leaf)")
@@ -37,6 +53,11 @@ struct PinsCommand: AsyncParsableCommand {
         print("\nNSPinnedDomains (Info.plist, iOS 14+):\n")
         print(try PinFormats.pinnedDomainsPlistXML(material.pinSet))
         print("\nTrustKit:\n")
+        if domains.isEmpty {
+            let command = "tls-fixtures pins \(scenario) --domain DOMAIN\(storeOptions.dirArgument)"
+            print("TrustKit refuses \(material.domain): .test is not on the public suffix list. Serve the fixtures under a "
+                  + "domain of your own (`serve --domain DOMAIN`) and run `\(command)`.\n")
+        }
         print(try PinFormats.trustKitSwift(material.pinSet))
         print("\nCertificates for AFNetworking / Alamofire bundles (DER):")
         print("  \(material.caCertificateFile)")

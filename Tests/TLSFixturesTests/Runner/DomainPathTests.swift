@@ -74,4 +74,38 @@ struct DomainPathTests {
         CLIInputTests.expectOneLineError(served, mentioning: ["scenario \"big\"", "big.\(Self.domain)",
                                                               "without --domain"])
     }
+
+    @Test("pins --domain: TrustKit and NSPinnedDomains for NAME.DOMAIN, the leaf that names it, the same key pin",
+          .requires(Tools.openssl))
+    func pinsForADomain() throws {
+        let store = try Self.domainStore()
+        let plain = try TestEnvironment.tlsFixtures(["pins", "pinned", "--dir", store.path])
+        #expect(plain.status == 0, "\(plain.combined)")
+        // Without a domain the TrustKit block is for a .test name, and the output says how to get one TrustKit takes.
+        #expect(plain.stdout.contains("TrustKit refuses pinned.fixtures.test"), "\(plain.stdout)")
+        #expect(plain.stdout.contains("pins pinned --domain DOMAIN --dir \(store.path)"), "\(plain.stdout)")
+
+        let pins = try TestEnvironment.tlsFixtures(["pins", "pinned", "--domain", Self.domain, "--dir", store.path])
+        #expect(pins.status == 0, "\(pins.combined)")
+        #expect(pins.stdout.contains("\"pinned.\(Self.domain)\": ["), "kTSKPinnedDomains' key: \(pins.stdout)")
+        #expect(pins.stdout.contains("<key>pinned.\(Self.domain)</key>"), "NSPinnedDomains: \(pins.stdout)")
+        #expect(!pins.stdout.contains("pinned.fixtures.test") && !pins.stdout.contains("TrustKit refuses"),
+                "\(pins.stdout)")
+        // The .cer it wrote is the leaf that names NAME.DOMAIN (what serve --domain sends), on the same key.
+        let cer = URL(fileURLWithPath: store.path).appendingPathComponent("exports/pinned.cer").path
+        let text = try TestEnvironment.openssl(["x509", "-inform", "der", "-in", cer, "-noout",
+                                                "-ext", "subjectAltName"])
+        #expect(text.stdout.contains("DNS:pinned.\(Self.domain)"), "\(text.combined)")
+        func leafPin(_ output: String) -> String? {
+            output.split(separator: "\n").first { $0.trimmingCharacters(in: .whitespaces).hasPrefix("leaf") }
+                .map { String($0.split(separator: " ").last ?? "") }
+        }
+        #expect(leafPin(plain.stdout) != nil && leafPin(plain.stdout) == leafPin(pins.stdout))
+
+        // A CA that does not permit the domain: the way out names this store.
+        let other = TestEnvironment.temporaryDirectory("pins-other").appendingPathComponent("store with space").path
+        let refused = try TestEnvironment.tlsFixtures(["pins", "pinned", "--domain", Self.domain, "--dir", other])
+        CLIInputTests.expectOneLineError(refused,
+                                         mentioning: ["ca init --force --domain \(Self.domain) --dir '\(other)'"])
+    }
 }
