@@ -54,17 +54,23 @@ package struct TrustStores: Sendable {
         }
 
         /// This machine: `/`, `$HOME`, programs from `PATH` plus the sbin folders (a user's PATH often lacks them).
-        package static func current(root: URL? = nil, environment: [String: String] = ProcessInfo.processInfo.environment) -> Environment {
+        package static func current(
+            root: URL? = nil, environment: [String: String] = ProcessInfo.processInfo.environment
+        ) -> Environment {
             #if os(macOS)
             let isMacOS = true
             #else
             let isMacOS = false
             #endif
-            let folders = (environment["PATH"] ?? "/usr/bin:/bin").split(separator: ":").map(String.init) + ["/usr/sbin", "/sbin"]
+            let path = (environment["PATH"] ?? "/usr/bin:/bin").split(separator: ":").map(String.init)
+            let folders = path + ["/usr/sbin", "/sbin"]
             return Environment(
-                root: root ?? URL(fileURLWithPath: "/"), home: URL(fileURLWithPath: environment["HOME"] ?? NSHomeDirectory()),
+                root: root ?? URL(fileURLWithPath: "/"),
+                home: URL(fileURLWithPath: environment["HOME"] ?? NSHomeDirectory()),
                 isMacOS: isMacOS,
-                locate: { name in folders.map { "\($0)/\(name)" }.first { FileManager.default.isExecutableFile(atPath: $0) } },
+                locate: { name in
+                    folders.map { "\($0)/\(name)" }.first { FileManager.default.isExecutableFile(atPath: $0) }
+                },
                 run: { path, arguments in try SimulatorTrust.Tool.launch(path, arguments) })
         }
 
@@ -78,16 +84,18 @@ package struct TrustStores: Sendable {
 
     // MARK: Install
 
-    /// Adds `certificate` (kept at `pemFile`) to each store; throws `trustStoreUnavailable` for the first one that cannot be
-    /// changed, saying why (permission, a missing program), before anything else is tried.
+    /// Adds `certificate` (kept at `pemFile`) to each store; throws `trustStoreUnavailable` for the first one that
+    /// cannot be changed, saying why (permission, a missing program), before anything else is tried.
     package func install(_ certificate: Certificate, pemFile: URL, into stores: [Store]) throws -> [Outcome] {
         let plans = try stores.map { try plan($0) }
         var outcomes: [Outcome] = []
         for plan in plans {
             switch plan {
             case .system(let system): outcomes.append(try installSystem(certificate, system))
-            case .nss(let certutil, let databases): outcomes += try installNSS(certificate, pemFile: pemFile, certutil: certutil, databases: databases)
-            case .keychain(let security, let keychain): outcomes.append(try installKeychain(certificate, pemFile: pemFile, security: security, keychain: keychain))
+            case .nss(let certutil, let databases):
+                outcomes += try installNSS(certificate, pemFile: pemFile, certutil: certutil, databases: databases)
+            case .keychain(let security, let keychain):
+                outcomes.append(try installKeychain(pemFile: pemFile, security: security, keychain: keychain))
             }
         }
         return outcomes
@@ -110,7 +118,7 @@ package struct TrustStores: Sendable {
                 try runChecked(system.tool, system.arguments + (system.arguments == ["extract"] ? [] : ["--fresh"]))
                 outcomes.append(Outcome(store: .system, location: file.path, action: "removed"))
             case .nss(let certutil, let databases):
-                for database in databases where FileManager.default.fileExists(atPath: database.appendingPathComponent("cert9.db").path) {
+                for database in databases where Self.hasDatabase(database) {
                     let nick = nickname(certificate)
                     let listed = try environment.run(certutil, ["-d", "sql:\(database.path)", "-L", "-n", nick])
                     guard listed.status == 0 else {
@@ -123,9 +131,10 @@ package struct TrustStores: Sendable {
             case .keychain(let security, let keychain):
                 // Trust settings first (they outlive the certificate otherwise), then the certificate itself.
                 _ = try environment.run(security, ["remove-trusted-cert", pemFile.path])
-                let deleted = try environment.run(security, ["delete-certificate", "-Z", Digest.sha1(certificate.der).hexString.uppercased(),
-                                                             keychain.path])
-                outcomes.append(Outcome(store: .keychain, location: keychain.path, action: deleted.status == 0 ? "removed" : "not installed"))
+                let sha1 = Digest.sha1(certificate.der).hexString.uppercased()
+                let deleted = try environment.run(security, ["delete-certificate", "-Z", sha1, keychain.path])
+                let action = deleted.status == 0 ? "removed" : "not installed"
+                outcomes.append(Outcome(store: .keychain, location: keychain.path, action: action))
             }
         }
         return outcomes
@@ -151,7 +160,8 @@ package struct TrustStores: Sendable {
         case .system:
             guard !environment.isMacOS else {
                 throw PKIError(code: .trustStoreUnavailable, subject: "system",
-                               reason: "macOS keeps trusted roots in keychains, not in a system folder", fix: "use the keychain store")
+                               reason: "macOS keeps trusted roots in keychains, not in a system folder",
+                               fix: "use the keychain store")
             }
             let plan: SystemPlan
             if let tool = environment.locate("update-ca-certificates") {
@@ -161,43 +171,53 @@ package struct TrustStores: Sendable {
                     // Debian's script takes every folder it uses as an option: all of them under the stand-in root.
                     arguments = ["--certsconf", environment.path("/etc/ca-certificates.conf").path,
                                  "--certsdir", environment.path("/usr/share/ca-certificates").path,
-                                 "--localcertsdir", directory.path, "--etccertsdir", environment.path("/etc/ssl/certs").path,
+                                 "--localcertsdir", directory.path,
+                                 "--etccertsdir", environment.path("/etc/ssl/certs").path,
                                  "--hooksdir", environment.path("/etc/ca-certificates/update.d").path]
                 }
                 plan = SystemPlan(directory: directory, tool: tool, arguments: arguments)
             } else if let tool = environment.locate("update-ca-trust"), environment.isRealRoot {
-                plan = SystemPlan(directory: environment.path("/etc/pki/ca-trust/source/anchors"), tool: tool, arguments: ["extract"])
+                let anchors = environment.path("/etc/pki/ca-trust/source/anchors")
+                plan = SystemPlan(directory: anchors, tool: tool, arguments: ["extract"])
             } else {
                 throw PKIError(code: .trustStoreUnavailable, subject: "system",
-                               reason: "neither update-ca-certificates nor update-ca-trust is installed, so there is no system store to add to",
-                               fix: "install the ca-certificates package, or give clients the CA file (curl --cacert, SSL_CERT_FILE)")
+                               reason: "neither update-ca-certificates nor update-ca-trust is installed, so there "
+                                   + "is no system store to add to",
+                               fix: "install the ca-certificates package, or give clients the CA file (curl --cacert, "
+                                   + "SSL_CERT_FILE)")
             }
             try requireWritable(plan.directory, store: .system,
-                                why: "the system store belongs to root: run it with sudo, naming the store (sudo changes HOME)")
+                                why: "the system store belongs to root: run it with sudo, naming the store "
+                                    + "(sudo changes HOME)")
             return .system(plan)
         case .nss:
             guard let certutil = environment.locate("certutil") else {
                 throw PKIError(code: .trustStoreUnavailable, subject: "nss", reason: "NSS's certutil is not installed",
-                               fix: "install it (Debian/Ubuntu: apt install libnss3-tools; Fedora: dnf install nss-tools; macOS: brew install nss)")
+                               fix: "install it (Debian/Ubuntu: apt install libnss3-tools; Fedora: dnf install "
+                                   + "nss-tools; macOS: brew install nss)")
             }
             var databases = [environment.home.appendingPathComponent(".pki/nssdb")]
-            for profiles in [".mozilla/firefox", "snap/firefox/common/.mozilla/firefox", "Library/Application Support/Firefox/Profiles"] {
+            let firefox = [".mozilla/firefox", "snap/firefox/common/.mozilla/firefox",
+                           "Library/Application Support/Firefox/Profiles"]
+            for profiles in firefox {
                 let folder = environment.home.appendingPathComponent(profiles)
                 let entries = (try? FileManager.default.contentsOfDirectory(atPath: folder.path)) ?? []
-                databases += entries.sorted().map { folder.appendingPathComponent($0) }
-                    .filter { FileManager.default.fileExists(atPath: $0.appendingPathComponent("cert9.db").path) }
+                databases += entries.sorted().map { folder.appendingPathComponent($0) }.filter(Self.hasDatabase)
             }
             return .nss(certutil: certutil, databases: databases)
         case .keychain:
             guard environment.isMacOS else {
-                throw PKIError(code: .trustStoreUnavailable, subject: "keychain", reason: "the keychain store exists on macOS only",
+                throw PKIError(code: .trustStoreUnavailable, subject: "keychain",
+                               reason: "the keychain store exists on macOS only",
                                fix: "on Linux use the system and nss stores")
             }
             guard let security = environment.locate("security") else {
-                throw PKIError(code: .trustStoreUnavailable, subject: "keychain", reason: "/usr/bin/security was not found",
+                throw PKIError(code: .trustStoreUnavailable, subject: "keychain",
+                               reason: "/usr/bin/security was not found",
                                fix: "run it on macOS, where it is part of the system")
             }
-            return .keychain(security: security, keychain: environment.home.appendingPathComponent("Library/Keychains/login.keychain-db"))
+            let keychain = environment.home.appendingPathComponent("Library/Keychains/login.keychain-db")
+            return .keychain(security: security, keychain: keychain)
         }
     }
 
@@ -214,11 +234,12 @@ package struct TrustStores: Sendable {
         return Outcome(store: .system, location: file.path, action: already ? "already installed" : "installed")
     }
 
-    private func installNSS(_ certificate: Certificate, pemFile: URL, certutil: String, databases: [URL]) throws -> [Outcome] {
+    private func installNSS(_ certificate: Certificate, pemFile: URL, certutil: String,
+                            databases: [URL]) throws -> [Outcome] {
         var outcomes: [Outcome] = []
         let nick = nickname(certificate)
         for database in databases {
-            if !FileManager.default.fileExists(atPath: database.appendingPathComponent("cert9.db").path) {
+            if !Self.hasDatabase(database) {
                 // A fresh profile has no database, and certutil -A then fails with SEC_ERROR_BAD_DATABASE: make it as
                 // Chromium does (no password).
                 try FileSystem.createMissingDirectory(database, mode: 0o700)
@@ -236,13 +257,18 @@ package struct TrustStores: Sendable {
         return outcomes
     }
 
-    private func installKeychain(_ certificate: Certificate, pemFile: URL, security: String, keychain: URL) throws -> Outcome {
+    private func installKeychain(pemFile: URL, security: String, keychain: URL) throws -> Outcome {
         // The login keychain needs no sudo; macOS asks the user to confirm the trust setting.
         try runChecked(security, ["add-trusted-cert", "-r", "trustRoot", "-k", keychain.path, pemFile.path])
         return Outcome(store: .keychain, location: keychain.path, action: "installed")
     }
 
     // MARK: Helpers
+
+    /// An NSS database in the SQL format (`cert9.db`), the only one current NSS makes.
+    private static func hasDatabase(_ folder: URL) -> Bool {
+        FileManager.default.fileExists(atPath: folder.appendingPathComponent("cert9.db").path)
+    }
 
     /// The CA's file in the system store: one name per CA, so a new CA never replaces the file of an old one.
     package func fileName(_ certificate: Certificate) -> String {
@@ -268,7 +294,8 @@ package struct TrustStores: Sendable {
         guard output.status == 0 else {
             let said = output.stderr.split(separator: "\n").first.map(String.init) ?? "no message"
             throw PKIError(code: .trustStoreUnavailable, subject: tool,
-                           reason: "`\(([tool] + arguments).joined(separator: " "))` failed (exit \(output.status)): \(said)",
+                           reason: "`\(([tool] + arguments).joined(separator: " "))` failed (exit \(output.status)): "
+                               + said,
                            fix: "nothing else was changed after it; fix what it says and run the command again")
         }
     }

@@ -33,7 +33,8 @@ public struct DefaultClientVerdict: Codable, Sendable, Equatable {
     static func reason(for failure: String) -> String? {
         let text = failure.lowercased()
         if text.contains("legacy sigalg") || text.contains("no suitable signature algorithm") {
-            return "TLS 1.0 and 1.1 sign the handshake with SHA-1 and MD5, which OpenSSL 3 refuses above security level 0"
+            return "TLS 1.0 and 1.1 sign the handshake with SHA-1 and MD5, which OpenSSL 3 refuses above security "
+                + "level 0"
         }
         if text.contains("dh key too small") {
             return "the server's DH group is smaller than the default security level accepts (2048 bits at level 2)"
@@ -41,11 +42,12 @@ public struct DefaultClientVerdict: Codable, Sendable, Equatable {
         if text.contains("excessive message size") {
             return "the certificate chain is larger than OpenSSL's default limit for it (100 KiB, max_cert_list)"
         }
-        if text.contains("unsupported protocol") || text.contains("protocol version") || text.contains("no protocols available") {
+        if ["unsupported protocol", "protocol version", "no protocols available"].contains(where: text.contains) {
             return "the server speaks only protocol versions a default client does not offer"
         }
-        if text.contains("no shared cipher") || text.contains("handshake failure") || text.contains("no ciphers available") {
-            return "the server accepts none of the suites a default client offers (NULL, export, RC4 and other weak suites are never offered)"
+        if ["no shared cipher", "handshake failure", "no ciphers available"].contains(where: text.contains) {
+            return "the server accepts none of the suites a default client offers (NULL, export, RC4 and other weak "
+                + "suites are never offered)"
         }
         if text.contains("key too small") || text.contains("ca md too weak") {
             return "the server's key or signature is weaker than the default security level accepts"

@@ -266,11 +266,11 @@ struct CertIssue: AsyncParsableCommand {
 
     private func moment(_ text: String?, _ option: String) throws -> Moment? {
         guard let text else { return nil }
-        do {
-            let moment = try Moment(parsing: text)
-            try moment.check(option)
-            return moment
-        } catch let error as PKIError { throw CLIError("\(option): \(error.reason)") }
+        let moment: Moment
+        do { moment = try Moment(parsing: text) } catch let error as PKIError { throw CLIError("\(option): \(error.reason)") }
+        // Out of range: the reason names the option already.
+        do { try moment.check(option) } catch let error as PKIError { throw CLIError(error.reason) }
+        return moment
     }
 
     /// Every file this command writes outside the store, with the option that asked for it.
@@ -295,6 +295,11 @@ struct CertIssue: AsyncParsableCommand {
             throw CLIError("\(options.map(\.1).joined(separator: " and ")) both name \(path); give each file once")
         }
         // Every destination is checked before the store or any file changes (a refusal then leaves both as they were).
+        if let outDir {
+            do { try store.requireOutside(URL(fileURLWithPath: outDir)) } catch let error as PKIError {
+                throw CLIError("--out-dir \(error.reason); write it elsewhere")
+            }
+        }
         try onOutputs(outputs) {
             for (destination, _) in outputs { try store.requireOutside(destination.url) }
             try ExportWriter.checkWritable(outputs.map(\.0))
@@ -374,7 +379,7 @@ struct CertIssue: AsyncParsableCommand {
                 ?? outputs.first { path.hasPrefix($0.0.url.deletingLastPathComponent().path) }?.1 ?? "output"
             switch error.code {
             case .fileExists: throw CLIError("\(option): \(error.reason); pass --force to replace it, or write somewhere else")
-            case .insideStore: throw CLIError("\(option): \(error.reason); write it elsewhere")
+            case .insideStore: throw CLIError("\(option) \(error.reason); write it elsewhere")
             default: throw CLIError("\(option): \(error.reason); choose a folder you can write to")
             }
         }
