@@ -77,6 +77,10 @@ struct LinuxTrustTests {
         let database = "sql:\(home.path)/.pki/nssdb"
         let listed = try Subprocess.run(["certutil", "-d", database, "-L"], timeout: 30)
         #expect(listed.stdout.contains("swift-tls-fixtures CA") && listed.stdout.contains("C,,"), "\(listed.combined)")
+        // NSS's own verifier (vfychain, usage 1 = SSL server) trusts the leaf through that database: not OpenSSL's judgement.
+        let leafDER = try TestEnvironment.file(try TestEnvironment.openssl(["x509", "-in", leaf, "-outform", "DER"]).stdoutData, name: "leaf.der")
+        let nss = try Subprocess.run(["vfychain", "-d", database, "-p", "-u", "1", leafDER], timeout: 30)
+        #expect(nss.status == 0 && nss.combined.contains("Chain is good"), "\(nss.combined)")
         // Twice is harmless.
         let again = try TestEnvironment.tlsFixtures(["ca", "install"] + stores, environment: ["HOME": home.path])
         #expect(again.status == 0 && again.stdout.contains("nss: already installed"), "\(again.combined)")
@@ -87,6 +91,8 @@ struct LinuxTrustTests {
         let bundleText = try String(contentsOfFile: bundle, encoding: .utf8)
         #expect(bundleText.components(separatedBy: "BEGIN CERTIFICATE").count == 2, "the other CA must stay in the bundle")
         #expect(!(try Subprocess.run(["certutil", "-d", database, "-L"], timeout: 30)).stdout.contains("swift-tls-fixtures CA"))
+        let untrusted = try Subprocess.run(["vfychain", "-d", database, "-p", "-u", "1", leafDER], timeout: 30)
+        #expect(untrusted.status != 0 && untrusted.combined.contains("issuer is not recognized"), "\(untrusted.combined)")
     }
 
     @Test("never implicit: ca install names its stores, needs a CA, and refuses clearly without permission", .requires(Tools.setpriv))
