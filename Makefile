@@ -17,10 +17,12 @@ ifneq ($(LOW_FD_LIMIT),)
 export SWT_EXPERIMENTAL_MAXIMUM_PARALLELIZATION_WIDTH ?= 8
 endif
 
-.PHONY: help deps build test run bench bench-quick test-asan test-tsan fuzz fuzz-build clean scenarios lint matrix matrix-test-clients legacy-openssl test-legacy
+.PHONY: help deps build install uninstall test run bench bench-quick test-asan test-tsan fuzz fuzz-build clean scenarios lint matrix matrix-test-clients legacy-openssl test-legacy
 
 help:
 	@echo "make run         build (release) and serve every scenario plus the dashboard"
+	@echo "make install     build (release) and install tls-fixtures into PREFIX/bin (PREFIX=$(PREFIX); DESTDIR stages it)"
+	@echo "make uninstall   remove what make install installed (same PREFIX and DESTDIR)"
 	@echo "make test        install missing dependencies, build, run the whole test suite"
 	@echo "make lint        the Darwin lint, the client and layer graphs, public docs (make test runs them first)"
 	@echo "make bench       performance comparison with nginx and openssl s_server (BENCHMARKS.md; Linux only)"
@@ -37,6 +39,28 @@ deps:
 
 build: deps
 	swift build
+
+# --- Install (README, "Getting the tool") ----------------------------------------------------------------------------
+# The GNU conventions: PREFIX (default /usr/local), BINDIR under it, DESTDIR prepended to both for staged installs
+# (packagers), so `make install PREFIX=$$HOME/.local` needs no root. One file is installed: the CLI links OpenSSL
+# dynamically (Homebrew's or the system's) and needs nothing else at run time. CONFIGURATION=debug installs the debug
+# build instead of the release one; SKIP_BUILD=1 installs what is already built, from PRODUCTS (default: that
+# configuration's products folder). The tests install the debug products of their own run that way: a release build
+# takes minutes, and a `swift build` inside `swift test` would wait on the build folder's lock.
+PREFIX ?= /usr/local
+BINDIR ?= $(PREFIX)/bin
+CONFIGURATION ?= release
+PRODUCTS ?= $$(swift build -c $(CONFIGURATION) --show-bin-path)
+
+install:
+	@if [ -z "$(SKIP_BUILD)" ]; then scripts/ensure-deps.sh core && swift build -c $(CONFIGURATION) --product tls-fixtures; fi
+	install -d "$(DESTDIR)$(BINDIR)"
+	install -m 0755 "$(PRODUCTS)/tls-fixtures" "$(DESTDIR)$(BINDIR)/tls-fixtures"
+	@echo "Installed $(DESTDIR)$(BINDIR)/tls-fixtures"
+
+uninstall:
+	rm -f "$(DESTDIR)$(BINDIR)/tls-fixtures"
+	@echo "Removed $(DESTDIR)$(BINDIR)/tls-fixtures"
 
 # The README's first command: a release build serving every scenario and the dashboard.
 run: deps

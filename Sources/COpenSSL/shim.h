@@ -90,6 +90,15 @@ static inline STACK_OF(X509) *shim_sk_X509_new_null(void) { return sk_X509_new_n
 static inline int shim_sk_X509_push(STACK_OF(X509) *sk, X509 *x) { return sk_X509_push(sk, x); }
 /// Frees the stack only; the certificates stay owned by whoever owned them before.
 static inline void shim_sk_X509_free(STACK_OF(X509) *sk) { sk_X509_free(sk); }
+/// Frees the stack and the certificates in it.
+static inline void shim_sk_X509_pop_free(STACK_OF(X509) *sk) { sk_X509_pop_free(sk, X509_free); }
+static inline int shim_sk_X509_EXTENSION_num(const STACK_OF(X509_EXTENSION) *sk) { return sk_X509_EXTENSION_num(sk); }
+static inline X509_EXTENSION *shim_sk_X509_EXTENSION_value(const STACK_OF(X509_EXTENSION) *sk, int i) {
+    return sk_X509_EXTENSION_value(sk, i);
+}
+static inline void shim_sk_X509_EXTENSION_pop_free(STACK_OF(X509_EXTENSION) *sk) {
+    sk_X509_EXTENSION_pop_free(sk, X509_EXTENSION_free);
+}
 static inline int shim_sk_GENERAL_NAME_num(const GENERAL_NAMES *sk) { return sk_GENERAL_NAME_num(sk); }
 static inline GENERAL_NAME *shim_sk_GENERAL_NAME_value(const GENERAL_NAMES *sk, int i) { return sk_GENERAL_NAME_value(sk, i); }
 static inline void shim_GENERAL_NAMES_free(GENERAL_NAMES *gens) { GENERAL_NAMES_free(gens); }

@@ -200,10 +200,25 @@ public final class Certificate: @unchecked Sendable, Equatable, CustomStringConv
             switch type {
             case GEN_DNS: result.append(.dns(Certificate.bytes(string).map { String(decoding: $0, as: UTF8.self) } ?? ""))
             case GEN_IPADD: result.append(.ip(Certificate.bytes(string).map(Certificate.ipText) ?? ""))
-            default: result.append(.other("type \(type)"))
+            default: result.append(.other(Certificate.altNameText(name)))
             }
         }
         return result
+    }
+
+    /// One GENERAL_NAME as OpenSSL's configuration syntax writes it (`DNS:a.test`, `IP:127.0.0.1`, `email:a@b.test`,
+    /// `URI:https://a.test/`), or `type N` for kinds the kit never writes.
+    static func altNameText(_ name: UnsafeMutablePointer<GENERAL_NAME>) -> String {
+        let type = shim_GENERAL_NAME_type(name)
+        let bytes = Certificate.bytes(shim_GENERAL_NAME_string(name))
+        let text = bytes.map { String(decoding: $0, as: UTF8.self) } ?? ""
+        switch type {
+        case GEN_DNS: return "DNS:\(text)"
+        case GEN_IPADD: return "IP:\(bytes.map(Certificate.ipText) ?? "")"
+        case GEN_EMAIL: return "email:\(text)"
+        case GEN_URI: return "URI:\(text)"
+        default: return "type \(type)"
+        }
     }
 
     /// The name constraints extension's subtrees, written as `NameConstraints` entries are: a DNS name as stored
@@ -232,6 +247,23 @@ public final class Certificate: @unchecked Sendable, Equatable, CustomStringConv
         }
         return (entries(excluded: false), entries(excluded: true))
     }
+
+    /// The keyUsage bits set, named as RFC 5280 4.2.1.3 names them (`digitalSignature`, `keyCertSign`); nil when the
+    /// certificate has no keyUsage extension.
+    public var keyUsage: [String]? {
+        guard extensionFlags & UInt32(EXFLAG_KUSAGE) != 0 else { return nil }
+        let bits = X509_get_key_usage(pointer)
+        let names: [(UInt32, String)] = [
+            (UInt32(KU_DIGITAL_SIGNATURE), "digitalSignature"), (UInt32(KU_NON_REPUDIATION), "nonRepudiation"),
+            (UInt32(KU_KEY_ENCIPHERMENT), "keyEncipherment"), (UInt32(KU_DATA_ENCIPHERMENT), "dataEncipherment"),
+            (UInt32(KU_KEY_AGREEMENT), "keyAgreement"), (UInt32(KU_KEY_CERT_SIGN), "keyCertSign"), (UInt32(KU_CRL_SIGN), "cRLSign"),
+            (UInt32(KU_ENCIPHER_ONLY), "encipherOnly"), (UInt32(KU_DECIPHER_ONLY), "decipherOnly"),
+        ]
+        return names.filter { bits & $0.0 != 0 }.map(\.1)
+    }
+
+    /// Whether the certificate has a basicConstraints extension at all.
+    public var hasBasicConstraints: Bool { X509_get_ext_by_NID(pointer, NID_basic_constraints, -1) >= 0 }
 
     /// Extended key usages by OpenSSL short name (`serverAuth`, `clientAuth`); `nil` when absent.
     public var extendedKeyUsage: [String]? {

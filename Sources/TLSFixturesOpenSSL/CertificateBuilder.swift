@@ -21,10 +21,39 @@ package struct CertificateBuilder {
     /// Positive random serial when nil (RFC 5280: ≤ 20 octets, positive).
     var serial: Data? = nil
 
+    /// The key a certificate is made for: one whose private half is here (self-signing possible) or a public key alone
+    /// (a CSR's).
+    package enum SubjectKey {
+        case privateKey(PrivateKey)
+        case publicKey(PublicKey)
+
+        var pointer: OpaquePointer {
+            switch self {
+            case .privateKey(let key): return key.pointer
+            case .publicKey(let key): return key.pointer
+            }
+        }
+
+        package var privateKey: PrivateKey? {
+            if case .privateKey(let key) = self { return key }
+            return nil
+        }
+
+        package var description: KeyDescription { KeyDescription(pkey: pointer) }
+    }
+
     /// `issuer == nil` makes a self-signed certificate. `digest` is OpenSSL's digest name (`SHA256`, `MD5`)
     /// or nil for algorithms that hash internally (Ed25519).
     package func sign(subjectKey: PrivateKey, issuer: (certificate: Certificate, key: PrivateKey)?, digest: String?) throws -> Certificate {
+        try sign(subjectKey: .privateKey(subjectKey), issuer: issuer, digest: digest)
+    }
+
+    /// The same for either kind of subject key; a public key alone needs an `issuer`.
+    package func sign(subjectKey: SubjectKey, issuer: (certificate: Certificate, key: PrivateKey)?, digest: String?) throws -> Certificate {
         OpenSSLError.clearQueue()
+        guard let signingKey = issuer?.key ?? subjectKey.privateKey else {
+            throw OpenSSLError(operation: "sign a certificate", reasons: ["a public key alone cannot sign its own certificate"])
+        }
         let x509 = try checkNotNull(X509_new(), "allocate a certificate")
         // Freed here on every early exit; `Certificate(taking:)` owns it once it is signed (and frees it if it fails).
         var handedOver = false
@@ -55,7 +84,7 @@ package struct CertificateBuilder {
         var context = X509V3_CTX()
         X509V3_set_ctx(&context, issuer?.certificate.pointer ?? x509, x509, nil, nil, 0)
         // Lets authorityKeyIdentifier be computed for self-signed certificates too.
-        try checkOne(X509V3_set_issuer_pkey(&context, issuer?.key.pointer ?? subjectKey.pointer), "set the issuer key")
+        try checkOne(X509V3_set_issuer_pkey(&context, signingKey.pointer), "set the issuer key")
         for (kind, value) in extensions {
             let nid = kind.nid
             guard let ext = X509V3_EXT_nconf_nid(nil, &context, nid, value) else {
@@ -69,7 +98,6 @@ package struct CertificateBuilder {
         if let digest {
             md = try checkNotNull(EVP_get_digestbyname(digest), "find the digest \(digest) in the linked OpenSSL")
         }
-        let signingKey = issuer?.key ?? subjectKey
         if X509_sign(x509, signingKey.pointer, md) <= 0 {
             throw OpenSSLError.drain("sign with \(digest ?? "the key's own digest") using a \(signingKey.description) key")
         }

@@ -61,6 +61,17 @@ package enum Digest {
         precondition(ok == 1, "SHA-256 is always available in OpenSSL's default provider")
         return Data(out.prefix(Int(length)))
     }
+
+    /// SHA-1, for tools that still name certificates by it (macOS `security delete-certificate -Z`).
+    package static func sha1(_ data: Data) -> Data {
+        var out = [UInt8](repeating: 0, count: Int(EVP_MAX_MD_SIZE))
+        var length: UInt32 = 0
+        let ok = data.withUnsafeBytes { raw in
+            EVP_Digest(raw.baseAddress, raw.count, &out, &length, EVP_sha1(), nil)
+        }
+        precondition(ok == 1, "SHA-1 is always available in OpenSSL's default provider")
+        return Data(out.prefix(Int(length)))
+    }
 }
 
 extension Data {

@@ -26,3 +26,30 @@ public enum PKCS12Export {
         return try derEncode("encode the PKCS#12 archive") { i2d_PKCS12(p12, $0) }
     }
 }
+
+extension PKCS12Export {
+    /// The certificate and the key's SPKI pin a `.p12` holds, or nil when `data` is not an archive `password` opens:
+    /// how an export tells an archive of the same material (new salts each time) from one of other material.
+    package static func contents(_ data: Data, password: String = defaultPassword) -> (certificate: Certificate, keyPin: String?)? {
+        OpenSSLError.clearQueue()
+        defer { OpenSSLError.clearQueue() }
+        let parsed: OpaquePointer? = data.withUnsafeBytes { raw -> OpaquePointer? in
+            var cursor = raw.bindMemory(to: UInt8.self).baseAddress
+            return d2i_PKCS12(nil, &cursor, data.count)
+        }
+        guard let p12 = parsed else { return nil }
+        defer { PKCS12_free(p12) }
+        var key: OpaquePointer? = nil
+        var x509: OpaquePointer? = nil
+        var chain: OpaquePointer? = nil
+        guard PKCS12_parse(p12, password, &key, &x509, &chain) == 1, let x509 else {
+            if let key { EVP_PKEY_free(key) }
+            return nil
+        }
+        if let chain { shim_sk_X509_pop_free(chain) }
+        let pin = key.flatMap { try? PrivateKey.spkiSHA256(of: $0) }
+        if let key { EVP_PKEY_free(key) }
+        guard let certificate = try? Certificate(taking: x509) else { return nil }
+        return (certificate, pin)
+    }
+}

@@ -52,6 +52,26 @@ public final class CertificateAuthority: Sendable {
         self.root = root ?? certificate
     }
 
+    /// Days before its end from which a CA is said to be expiring: a warning while there is time to replace it.
+    public static let expiryWarningDays = 30
+
+    /// One line when this CA has expired or ends within `expiryWarningDays` (every certificate it signed then fails
+    /// with "certificate has expired"), saying how to replace it; nil otherwise. `name` and `store` say which CA.
+    public func expiryWarning(name: String = "the CA", store: String? = nil, now: Date = Date()) -> String? {
+        let end = certificate.notAfter
+        let day = ISO8601DateFormatter.string(from: end, timeZone: TimeZone(identifier: "UTC")!, formatOptions: [.withFullDate])
+        let which = "\(name)" + (store.map { " in \($0)" } ?? "") + " (\(certificate.commonName ?? certificate.subject))"
+        let fix = "replace it with `tls-fixtures ca init --force` (initializeCA(ifExists: .replace)), then trust the new one where the old one was trusted"
+        if end <= now {
+            return "\(which) expired on \(day): clients refuse every certificate it signed (\"certificate has expired\"); \(fix)"
+        }
+        let remaining = end.timeIntervalSince(now) / 86_400
+        guard remaining < Double(Self.expiryWarningDays) else { return nil }
+        let days = Int(remaining.rounded(.down))
+        return "\(which) expires on \(day), in \(days == 0 ? "less than a day" : "\(days) day\(days == 1 ? "" : "s")"): then clients refuse "
+            + "every certificate it signed; \(fix)"
+    }
+
     /// Default subject for a CA made on this machine: who and where, so a device's list of trusted roots tells
     /// you which developer's CA it is.
     public static var defaultCommonName: String {
@@ -109,5 +129,30 @@ public final class CertificateAuthority: Sendable {
     public static func selfSigned(_ profile: CertificateProfile, key: PrivateKey) throws -> Credential {
         let certificate = try profile.sign(subjectKey: key, issuer: nil)
         return Credential(certificate: certificate, privateKey: key, intermediates: [], root: certificate)
+    }
+}
+
+extension CertificateAuthority {
+    /// A CA of the user's own: its certificate first, then the certificates above it (as a server would send them), and
+    /// its private key. Throws `notAnAuthority` unless the first is a CA certificate (basicConstraints CA:TRUE) of
+    /// that key. The root is the chain's self-signed last certificate, or `root` when given (the store's, say).
+    public convenience init(chain: [Certificate], privateKey: PrivateKey, root: Certificate? = nil) throws {
+        guard let certificate = chain.first else {
+            throw PKIError(code: .notAnAuthority, reason: "no certificate was given for the issuer", fix: "give its PEM file")
+        }
+        guard certificate.isCA else {
+            throw PKIError(code: .notAnAuthority, subject: certificate.subject,
+                           reason: "\(certificate.subject) is not a CA certificate (no basicConstraints CA:TRUE), so nothing it signs verifies",
+                           fix: "sign with a CA: make one with CertificateRequest.isCA (`cert issue --ca`) or `ca init`")
+        }
+        guard privateKey.matches(certificate) else {
+            throw PKIError(code: .notAnAuthority, subject: certificate.subject,
+                           reason: "the key given is not the private key of \(certificate.subject)", fix: "give the key that goes with it")
+        }
+        let selfSignedRoot = chain.last.flatMap { $0.isSelfSigned ? $0 : nil }
+        let above = Array(chain.dropFirst().filter { $0 != selfSignedRoot })
+        let anchor = root ?? selfSignedRoot ?? chain.last!
+        self.init(certificate: certificate, privateKey: privateKey,
+                  chainToRoot: certificate == anchor ? [] : [certificate] + above, root: anchor)
     }
 }

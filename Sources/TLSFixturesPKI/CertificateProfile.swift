@@ -30,16 +30,19 @@ public struct CertificateProfile: Hashable, Sendable, Codable {
     /// Where the certificate says its revocation status is published; `nil` names nothing (and leaves every existing
     /// profile's encoding, which the store fingerprints, unchanged).
     public var statusSources: CertificateStatusSources?
+    /// The serial number as big-endian bytes (positive, at most 20 octets: RFC 5280 4.1.2.2); nil draws a random one.
+    public var serial: [UInt8]?
 
     /// Memberwise: each argument sets the property of the same name, unchecked.
     public init(subject: Subject, subjectAltNames: [SubjectAltName]?, validity: Validity = .standardLeaf,
                 digest: SignatureDigest = .sha256, extendedKeyUsage: [ExtendedKeyUsage]? = [.serverAuth],
                 keyUsage: [KeyUsage]? = nil, basicConstraints: BasicConstraints? = .endEntity,
-                nameConstraints: NameConstraints? = nil, statusSources: CertificateStatusSources? = nil) {
+                nameConstraints: NameConstraints? = nil, statusSources: CertificateStatusSources? = nil,
+                serial: [UInt8]? = nil) {
         self.subject = subject; self.subjectAltNames = subjectAltNames; self.validity = validity
         self.digest = digest; self.extendedKeyUsage = extendedKeyUsage; self.keyUsage = keyUsage
         self.basicConstraints = basicConstraints; self.nameConstraints = nameConstraints
-        self.statusSources = statusSources
+        self.statusSources = statusSources; self.serial = serial
     }
 
     /// One limit for every certificate the kit makes, whatever the names come from (`cert issue --host`, a scenario's
@@ -85,8 +88,20 @@ public struct CertificateProfile: Hashable, Sendable, Codable {
 
     /// Signs a certificate for `subjectKey`; self-signed when `issuer` is nil.
     func sign(subjectKey: PrivateKey, issuer: (certificate: Certificate, key: PrivateKey)?, now: Date = Date()) throws -> Certificate {
+        try sign(subject: .privateKey(subjectKey), issuer: issuer, now: now)
+    }
+
+    /// Signs a certificate for a public key only (a CSR's): someone else holds its private key, so it is never self-signed.
+    package func sign(subjectPublicKey: PublicKey, issuer: (certificate: Certificate, key: PrivateKey), now: Date = Date()) throws -> Certificate {
+        try sign(subject: .publicKey(subjectPublicKey), issuer: issuer, now: now)
+    }
+
+    private func sign(subject subjectKey: CertificateBuilder.SubjectKey, issuer: (certificate: Certificate, key: PrivateKey)?,
+                      now: Date) throws -> Certificate {
         try Self.checkNameCount(subjectAltNames?.count ?? 0)
-        let signer = issuer?.key ?? subjectKey
+        guard let signer = issuer?.key ?? subjectKey.privateKey else {
+            throw PKIError(code: .notAnAuthority, reason: "a certificate for a public key alone needs an issuer", fix: "sign it with a CA")
+        }
         let signerType = signer.description.type
         var digestName: String? = digest.openSSLName
         switch signerType {
@@ -113,14 +128,73 @@ public struct CertificateProfile: Hashable, Sendable, Codable {
         guard notBefore <= notAfter else {
             throw PKIError(code: .invalidValidity, reason: "notBefore (\(notBefore)) is after notAfter (\(notAfter))", fix: "end the validity after it starts")
         }
-        var builder = CertificateBuilder(notBefore: notBefore, notAfter: notAfter)
-        builder.subject = subject.entries
-        builder.extensions = try extensionLines(subjectKey: subjectKey)
+        if let serial { try Self.checkSerial(serial) }
+        var builder = CertificateBuilder(notBefore: notBefore, notAfter: notAfter, serial: serial.map { Data($0) })
+        builder.subject = self.subject.entries
+        builder.extensions = try extensionLines(subjectKeyType: subjectKey.description.type)
         return try builder.sign(subjectKey: subjectKey, issuer: issuer, digest: digestName)
     }
 
+    /// RFC 5280 4.1.2.2: a positive integer of at most 20 octets (DER, so 20 bytes with the top bit clear or 19 after it).
+    package static func checkSerial(_ bytes: [UInt8]) throws {
+        let significant = Array(bytes.drop { $0 == 0 })
+        guard !significant.isEmpty else {
+            throw PKIError(code: .invalidSerial, subject: "serial", reason: "a serial number must be positive, not 0",
+                           fix: "give a number from 1 up, in decimal or 0x-prefixed hex")
+        }
+        let encodedLength = significant.count + (significant[0] & 0x80 != 0 ? 1 : 0)
+        guard encodedLength <= 20 else {
+            throw PKIError(code: .invalidSerial, subject: "serial",
+                           reason: "a serial number is at most 20 octets (RFC 5280 4.1.2.2); this one needs \(encodedLength)",
+                           fix: "give at most 159 bits (40 hex digits starting 0-7)")
+        }
+    }
+
+    /// Parses `1234` (decimal) or `0x4d2` / `04:d2` (hex) into big-endian bytes.
+    package static func parseSerial(_ text: String) throws -> [UInt8] {
+        let trimmed = text.trimmingCharacters(in: .whitespaces)
+        var hex: String
+        if trimmed.lowercased().hasPrefix("0x") {
+            hex = String(trimmed.dropFirst(2))
+        } else if trimmed.contains(":") {
+            hex = trimmed.replacingOccurrences(of: ":", with: "")
+        } else if !trimmed.isEmpty, trimmed.allSatisfy({ $0.isASCII && $0.isNumber }) {
+            // Decimal of any length: multiply the bytes so far by ten and add each digit.
+            var bytes: [UInt8] = [0]
+            for digit in trimmed.compactMap(\.wholeNumberValue) {
+                var carry = digit
+                for index in bytes.indices.reversed() {
+                    let value = Int(bytes[index]) * 10 + carry
+                    bytes[index] = UInt8(value & 0xff)
+                    carry = value >> 8
+                }
+                if carry > 0 { bytes.insert(UInt8(carry), at: 0) }
+                if bytes.count > 21 { break }   // too long already: checkSerial says so
+            }
+            try checkSerial(bytes)
+            return Array(bytes.drop { $0 == 0 })
+        } else {
+            throw PKIError(code: .invalidSerial, subject: text, reason: "\"\(text)\" is not a serial number",
+                           fix: "give decimal digits (1234) or hex (0x04d2, or 04:d2 as openssl prints it)")
+        }
+        if hex.count % 2 == 1 { hex = "0" + hex }
+        var bytes: [UInt8] = []
+        var index = hex.startIndex
+        while index < hex.endIndex {
+            let next = hex.index(index, offsetBy: 2)
+            guard let byte = UInt8(hex[index..<next], radix: 16) else {
+                throw PKIError(code: .invalidSerial, subject: text, reason: "\"\(text)\" is not a serial number",
+                               fix: "give decimal digits (1234) or hex (0x04d2, or 04:d2 as openssl prints it)")
+            }
+            bytes.append(byte)
+            index = next
+        }
+        try checkSerial(bytes)
+        return bytes
+    }
+
     /// The extensions in x509v3_config(5) syntax, in the order `openssl req -x509` would add them.
-    func extensionLines(subjectKey: PrivateKey) throws -> [(kind: X509ExtensionKind, value: String)] {
+    func extensionLines(subjectKeyType: KeyAlgorithm) throws -> [(kind: X509ExtensionKind, value: String)] {
         var lines: [(X509ExtensionKind, String)] = []
         if let bc = basicConstraints {
             var value = bc.critical ? "critical," : ""
@@ -128,7 +202,7 @@ public struct CertificateProfile: Hashable, Sendable, Codable {
             if bc.isCA, let length = bc.pathLength { value += ",pathlen:\(length)" }
             lines.append((.basicConstraints, value))
         }
-        let usages = keyUsage ?? KeyUsage.defaults(isAuthority: isAuthority, keyType: subjectKey.description.type)
+        let usages = keyUsage ?? KeyUsage.defaults(isAuthority: isAuthority, keyType: subjectKeyType)
         if !usages.isEmpty {
             lines.append((.keyUsage, "critical," + usages.map(\.rawValue).joined(separator: ",")))
         }
@@ -159,15 +233,20 @@ public struct CertificateStatusSources: Hashable, Sendable, Codable {
     public var crlURL: String?
     /// true adds the TLS Feature extension with status_request (RFC 7633).
     public var mustStaple: Bool
+    /// Where the issuer's certificate can be fetched (authorityInfoAccess caIssuers, RFC 5280 §4.2.2.1); nil names none.
+    public var caIssuersURL: String?
 
     /// Memberwise: each argument sets the property of the same name, unchecked.
-    public init(ocspURL: String? = nil, crlURL: String? = nil, mustStaple: Bool = false) {
-        self.ocspURL = ocspURL; self.crlURL = crlURL; self.mustStaple = mustStaple
+    public init(ocspURL: String? = nil, crlURL: String? = nil, mustStaple: Bool = false, caIssuersURL: String? = nil) {
+        self.ocspURL = ocspURL; self.crlURL = crlURL; self.mustStaple = mustStaple; self.caIssuersURL = caIssuersURL
     }
 
     func extensionLines() throws -> [(kind: X509ExtensionKind, value: String)] {
         var lines: [(X509ExtensionKind, String)] = []
-        if let url = ocspURL { lines.append((.authorityInfoAccess, "OCSP;URI:" + (try Self.checked(url)))) }
+        var accessItems: [String] = []
+        if let url = ocspURL { accessItems.append("OCSP;URI:" + (try Self.checked(url))) }
+        if let url = caIssuersURL { accessItems.append("caIssuers;URI:" + (try Self.checked(url))) }
+        if !accessItems.isEmpty { lines.append((.authorityInfoAccess, accessItems.joined(separator: ","))) }
         if let url = crlURL { lines.append((.crlDistributionPoints, "URI:" + (try Self.checked(url)))) }
         // Non-critical, as RFC 7633 §4.2 asks: a client that does not know the extension still connects.
         if mustStaple { lines.append((.tlsFeature, "status_request")) }
@@ -186,6 +265,7 @@ public struct CertificateStatusSources: Hashable, Sendable, Codable {
 }
 
 /// The subject distinguished name. `commonName == nil` leaves CN out; `""` writes an empty CN on purpose.
+/// Written in the conventional order C, ST, L, O, OU, CN, then any other attributes as given.
 public struct Subject: Hashable, Sendable, Codable {
     /// The CN; nil leaves it out, `""` writes an empty one.
     public var commonName: String?
@@ -193,18 +273,68 @@ public struct Subject: Hashable, Sendable, Codable {
     public var organization: String?
     /// The OU attribute; nil leaves it out.
     public var organizationalUnit: String?
+    /// The C attribute: a two-letter ISO 3166 country code; nil leaves it out.
+    public var country: String?
+    /// The ST attribute (state or province); nil leaves it out.
+    public var state: String?
+    /// The L attribute (locality, a city); nil leaves it out.
+    public var locality: String?
+    /// Any other attributes, by OpenSSL short name (`serialNumber`, `DC`, `emailAddress`), in order; nil for none.
+    public var otherAttributes: [Attribute]?
+
+    /// One attribute of a name that has no property of its own.
+    public struct Attribute: Hashable, Sendable, Codable {
+        /// OpenSSL's short name for the attribute type (`DC`, `serialNumber`, `emailAddress`).
+        public var field: String
+        /// Its value (UTF-8).
+        public var value: String
+        /// Memberwise: each argument sets the property of the same name, unchecked.
+        public init(field: String, value: String) { self.field = field; self.value = value }
+    }
 
     /// Memberwise: each argument sets the property of the same name, unchecked.
-    public init(commonName: String?, organization: String? = nil, organizationalUnit: String? = nil) {
+    public init(commonName: String?, organization: String? = nil, organizationalUnit: String? = nil, country: String? = nil,
+                state: String? = nil, locality: String? = nil, otherAttributes: [Attribute]? = nil) {
         self.commonName = commonName; self.organization = organization; self.organizationalUnit = organizationalUnit
+        self.country = country; self.state = state; self.locality = locality; self.otherAttributes = otherAttributes
     }
 
     var entries: [(field: String, value: String)] {
         var result: [(String, String)] = []
+        if let country { result.append(("C", country)) }
+        if let state { result.append(("ST", state)) }
+        if let locality { result.append(("L", locality)) }
         if let organization { result.append(("O", organization)) }
         if let organizationalUnit { result.append(("OU", organizationalUnit)) }
         if let commonName { result.append(("CN", commonName)) }
+        for attribute in otherAttributes ?? [] { result.append((attribute.field, attribute.value)) }
         return result
+    }
+
+    /// A subject read from short-name entries (a CSR's): the attributes with properties go to them, the rest in order.
+    package init(entries: [(field: String, value: String)]) {
+        self.init(commonName: nil)
+        var others: [Attribute] = []
+        for (field, value) in entries {
+            switch field {
+            case "CN" where commonName == nil: commonName = value
+            case "O" where organization == nil: organization = value
+            case "OU" where organizationalUnit == nil: organizationalUnit = value
+            case "C" where country == nil: country = value
+            case "ST" where state == nil: state = value
+            case "L" where locality == nil: locality = value
+            default: others.append(Attribute(field: field, value: value))
+            }
+        }
+        otherAttributes = others.isEmpty ? nil : others
+    }
+
+    /// Refuses what no certificate should carry: a country that is not two letters (X.520 PrintableString SIZE(2)).
+    package func check() throws {
+        if let country, !(country.count == 2 && country.allSatisfy({ $0.isASCII && $0.isLetter && $0.isUppercase })) {
+            throw PKIError(code: .invalidName, subject: country, reason: "invalid country \"\(country)\"",
+                           fix: "use a two-letter ISO 3166 code in capitals, such as US, DE or JP")
+        }
     }
 }
 
@@ -212,16 +342,60 @@ public struct Subject: Hashable, Sendable, Codable {
 public enum SubjectAltName: Hashable, Sendable, Codable, CustomStringConvertible {
     case dns(String)
     case ip(String)
+    /// An rfc822Name: an email address (S/MIME, client certificates).
+    case email(String)
+    /// A uniformResourceIdentifier (SPIFFE IDs, `https://` URLs).
+    case uri(String)
 
-    /// Classifies `host` as an IP address or a DNS name and validates it.
+    /// Classifies `host` as an IP address or a DNS name and validates it. A name in Unicode (`bücher.test`) is written
+    /// as IDNA A-labels (`xn--bcher-kva.test`), the only form a certificate's dNSName may carry (RFC 5280 7.2).
     public init(host: String) throws {
         let trimmed = host.trimmingCharacters(in: CharacterSet(charactersIn: "[] "))
         if IPAddress.parse(trimmed) != nil {
             self = .ip(trimmed)
             return
         }
-        try SubjectAltName.validateDNS(trimmed)
-        self = .dns(trimmed.lowercased())
+        let ascii: String
+        do { ascii = try IDNA.toASCII(trimmed) } catch let problem as IDNA.Problem {
+            throw PKIError.invalidHost(host, problem.description)
+        }
+        try SubjectAltName.validateDNS(ascii)
+        self = .dns(ascii.lowercased())
+    }
+
+    /// An email address for an rfc822Name: `local@domain`, the domain as a host is (IDNA for Unicode).
+    public init(email: String) throws {
+        guard let at = email.lastIndex(of: "@"), at != email.startIndex else {
+            throw PKIError.invalidHost(email, "an email address is local@domain, as in alice@example.test")
+        }
+        let local = email[..<at]
+        let domain = String(email[email.index(after: at)...])
+        // The extension is written as comma-separated text: anything that could end the entry is refused.
+        guard local.unicodeScalars.allSatisfy({ $0.value > 0x20 && $0.value < 0x7f && !",@\\\"".unicodeScalars.contains($0) }) else {
+            throw PKIError.invalidHost(email, "the part before @ takes ASCII letters, digits and .!#$%&'*+/=?^_`{|}~- only")
+        }
+        let ascii: String
+        do { ascii = try IDNA.toASCII(domain) } catch let problem as IDNA.Problem {
+            throw PKIError.invalidHost(email, problem.description)
+        }
+        if let problem = SubjectAltName.dnsNameProblem(ascii) ?? (ascii.contains("*") ? "no wildcard in an email address" : nil) {
+            throw PKIError.invalidHost(email, problem)
+        }
+        self = .email("\(local)@\(ascii.lowercased())")
+    }
+
+    /// A URI for a uniformResourceIdentifier: an absolute URI (`scheme:…`, RFC 3986), ASCII without spaces or commas.
+    public init(uri: String) throws {
+        let scalars = uri.unicodeScalars
+        guard let colon = uri.firstIndex(of: ":"), colon != uri.startIndex,
+              uri[..<colon].allSatisfy({ $0.isASCII && ($0.isLetter || $0.isNumber || "+-.".contains($0)) }),
+              uri.first?.isLetter == true, uri.index(after: colon) < uri.endIndex else {
+            throw PKIError.invalidHost(uri, "a URI is absolute, scheme first: spiffe://example.test/service or https://a.test/")
+        }
+        guard scalars.allSatisfy({ $0.value > 0x20 && $0.value < 0x7f && $0 != "," }) else {
+            throw PKIError.invalidHost(uri, "percent-encode spaces, commas and non-ASCII characters (RFC 3986)")
+        }
+        self = .uri(uri)
     }
 
     package static func validateDNS(_ name: String) throws {
@@ -241,40 +415,63 @@ public enum SubjectAltName: Hashable, Sendable, Codable, CustomStringConvertible
         if name.contains("*") && !(name.hasPrefix("*.") && name.dropFirst(2).allSatisfy({ $0 != "*" })) {
             return "a wildcard must be the whole leftmost label, as in *.example.test"
         }
-        // RFC 1035 §2.3.4: labels of 1–63 octets (a trailing dot, the root, is allowed).
-        let labels = name.hasSuffix(".") ? name.dropLast().split(separator: ".", omittingEmptySubsequences: false)
-                                         : name.split(separator: ".", omittingEmptySubsequences: false)
+        // A certificate names hosts without the root's trailing dot (RFC 5280 4.2.1.6 refers to RFC 1034's preferred
+        // name syntax); verifiers compare the name as written, so a.test. never matches a.test.
+        if name.hasSuffix(".") && name != "." { return "leave out the trailing dot (write \(name.dropLast()))" }
+        // RFC 1035 §2.3.4: labels of 1–63 octets.
+        let labels = name.split(separator: ".", omittingEmptySubsequences: false)
         if let bad = labels.first(where: { $0.isEmpty || $0.count > 63 }) {
             return bad.isEmpty ? "a DNS name has no empty labels (no \"..\", no leading dot)"
                                : "a DNS label is 1–63 characters; \"\(bad.prefix(20))…\" has \(bad.count)"
+        }
+        // RFC 952 / RFC 1123 §2.1: a label neither starts nor ends with a hyphen.
+        if let bad = labels.first(where: { $0.hasPrefix("-") || $0.hasSuffix("-") }) {
+            return "a DNS label neither starts nor ends with '-' (\"\(bad.prefix(20))\")"
+        }
+        // RFC 3696 §2: a top-level domain is not all digits, so 999.1.1.1 is a mistyped address, not a name.
+        if let last = labels.last, last.allSatisfy(\.isNumber) {
+            return labels.allSatisfy({ $0.allSatisfy(\.isNumber) })
+                ? "not an IP address (each part of an IPv4 address is 0–255) and not a DNS name (its last label is all digits)"
+                : "a DNS name's last label is not all digits (RFC 3696 §2)"
         }
         return nil
     }
 
     /// The name or address as text, without its kind.
     public var value: String {
-        switch self { case .dns(let v), .ip(let v): return v }
+        switch self { case .dns(let v), .ip(let v), .email(let v), .uri(let v): return v }
     }
 
     public var description: String {
         switch self {
         case .dns(let name): return "DNS:\(name)"
         case .ip(let address): return "IP:\(address)"
+        case .email(let address): return "email:\(address)"
+        case .uri(let uri): return "URI:\(uri)"
         }
     }
 
     var configText: String { description }
 
+    /// A host as itself; an email address or URI with its kind first (`email:…`, `URI:…`), so each reads back as it was.
     public init(from decoder: Decoder) throws {
         let container = try decoder.singleValueContainer()
-        do { try self.init(host: try container.decode(String.self)) } catch let error as PKIError {
+        let text = try container.decode(String.self)
+        do {
+            if text.hasPrefix("email:") { try self.init(email: String(text.dropFirst(6))) }
+            else if text.hasPrefix("URI:") { try self.init(uri: String(text.dropFirst(4))) }
+            else { try self.init(host: text) }
+        } catch let error as PKIError {
             throw DecodingError.dataCorruptedError(in: container, debugDescription: "\(error)")
         }
     }
 
     public func encode(to encoder: Encoder) throws {
         var container = encoder.singleValueContainer()
-        try container.encode(value)
+        switch self {
+        case .dns, .ip: try container.encode(value)
+        case .email, .uri: try container.encode(description)
+        }
     }
 }
 
@@ -361,15 +558,38 @@ public enum Moment: Hashable, Sendable, Codable, CustomStringConvertible {
         if let days = Int(text.trimmingCharacters(in: .whitespaces)) { self = .daysFromNow(days); return }
         if let date = Moment.parseDate(text) { self = .date(date); return }
         throw PKIError(code: .invalidValidity, subject: text,
-                       reason: "\"\(text)\" is neither a number of days nor an ISO 8601 date (2030-01-01 or 2030-01-01T00:00:00Z)")
+                       reason: "\"\(text)\" is neither a number of days nor a real ISO 8601 date (2030-01-01 or 2030-01-01T00:00:00Z)")
     }
 
+    /// An ISO 8601 date that exists: Foundation's parser rolls 2021-02-30 over to 2021-03-02, so the calendar date
+    /// (and the time, when given) is checked against the Gregorian calendar first.
     static func parseDate(_ text: String) -> Date? {
+        guard isRealDate(text) else { return nil }
         let full = ISO8601DateFormatter()
         if let date = full.date(from: text) { return date }
         let dayOnly = ISO8601DateFormatter()
         dayOnly.formatOptions = [.withFullDate]
         return dayOnly.date(from: text)
+    }
+
+    /// `YYYY-MM-DD` with a month of 1–12 and a day that month has, then nothing or `T` with hours 0–23, minutes and
+    /// seconds 0–59.
+    private static func isRealDate(_ text: String) -> Bool {
+        let parts = text.split(separator: "T", maxSplits: 1, omittingEmptySubsequences: false)
+        let date = parts[0].split(separator: "-", omittingEmptySubsequences: false)
+        guard date.count == 3, date[0].count == 4, date[1].count == 2, date[2].count == 2,
+              let year = Int(date[0]), let month = Int(date[1]), let day = Int(date[2]) else { return false }
+        var components = DateComponents(year: year, month: month, day: day)
+        if parts.count == 2 {
+            let time = parts[1].prefix { $0.isNumber || $0 == ":" }.split(separator: ":")
+            guard time.count == 3, let hour = Int(time[0]), let minute = Int(time[1]), let second = Int(time[2]),
+                  (0...23).contains(hour), (0...59).contains(minute), (0...59).contains(second) else { return false }
+            components.hour = hour
+        }
+        var calendar = Calendar(identifier: .gregorian)
+        calendar.timeZone = TimeZone(identifier: "UTC")!
+        components.calendar = calendar
+        return (1...12).contains(month) && components.isValidDate(in: calendar)
     }
 
     public var description: String {
@@ -490,6 +710,8 @@ public struct NameConstraints: Hashable, Sendable, Codable {
                     return false
                 }
                 return true
+            case .email, .uri:
+                return nil   // Only DNS and IP constraints are written here; other kinds are not constrained by them.
             }
         }
         if excluded.contains(where: { covers($0) == true }) { return false }

@@ -1,4 +1,5 @@
 import Foundation
+import TLSFixturesOpenSSL
 
 /// A certificate order in the words a person types (`--host`, `--key rsa:1024`, `--digest sha1`, `--eku none`):
 /// the `cert issue` command and scripts build one, the store fills it. Parsing lives here, not in the CLI, so
@@ -13,7 +14,11 @@ public struct CertificateRequest: Sendable {
     /// true: no CN in the subject at all.
     public var omitCommonName = false
     /// The O attribute; nil leaves it out.
-    public var organization: String? = "swift-tls-fixtures"
+    public var organization: String? = "swift-tls-fixtures" {
+        didSet { organizationSetExplicitly = true }
+    }
+    /// Whether `organization` was set, so a CSR's own O replaces only the default.
+    private var organizationSetExplicitly = false
     /// The key to generate (or `rsa:1024`, `ec:p384`, … as typed); default P-256.
     public var key: KeySpec = .ec(.p256)
     /// Reuse another certificate's key (re-issue on the same key: SPKI pins keep matching).
@@ -38,6 +43,26 @@ public struct CertificateRequest: Sendable {
     public var omitSubjectAltNames = false
     /// Who signs it: a built-in authority (default the root) or the certificate itself.
     public var issuer: LeafIssuer = .authority(.root)
+    /// A CA of the user's own to sign with instead of `issuer` (one made with `isCA`, or from files); nil uses `issuer`.
+    public var issuerAuthority: CertificateAuthority? = nil
+    /// A key of the user's own for the certificate instead of one the store makes and keeps; nil uses the store's.
+    public var privateKey: PrivateKey? = nil
+    /// Email addresses for the subjectAltName (rfc822Name), after the hosts.
+    public var emails: [String] = []
+    /// URIs for the subjectAltName (uniformResourceIdentifier: SPIFFE IDs, URLs), after the emails.
+    public var uris: [String] = []
+    /// The OU attribute; nil leaves it out.
+    public var organizationalUnit: String? = nil
+    /// The C attribute (two capital letters); nil leaves it out.
+    public var country: String? = nil
+    /// The ST attribute; nil leaves it out.
+    public var state: String? = nil
+    /// The L attribute; nil leaves it out.
+    public var locality: String? = nil
+    /// The serial number (big-endian bytes, positive, at most 20 octets); nil draws a random one.
+    public var serial: [UInt8]? = nil
+    /// Where the certificate says its status is published (OCSP, CRL, caIssuers) and whether it must be stapled.
+    public var statusSources: CertificateStatusSources? = nil
 
     /// Memberwise: each argument sets the property of the same name, unchecked.
     public init(name: String) { self.name = name }
@@ -45,20 +70,27 @@ public struct CertificateRequest: Sendable {
     /// The profile this request describes, validated.
     public func profile() throws -> CertificateProfile {
         try CertificateStore.validate(name: name)
-        if hosts.isEmpty && !omitSubjectAltNames && namesAServer {
+        if hosts.isEmpty && emails.isEmpty && uris.isEmpty && !omitSubjectAltNames && namesAServer {
             throw PKIError(code: .missingHost, reason: "a server certificate needs a name to be verified against",
                            fix: "add at least one host (DNS name or IP address), or set omitSubjectAltNames for a certificate without subjectAltName")
         }
-        try CertificateProfile.checkNameCount(hosts.count)
         try validity.check()
-        let names = try hosts.map(SubjectAltName.init(host:))
+        try CertificateProfile.checkNameCount(hosts.count + emails.count + uris.count)
+        let hostNames = try hosts.map(SubjectAltName.init(host:))
+        let names = hostNames + (try emails.map(SubjectAltName.init(email:))) + (try uris.map(SubjectAltName.init(uri:)))
         // A client or CA certificate with no host is named by its store name: its subject is who it is.
-        let cn: String? = omitCommonName ? nil : (commonName ?? names.first?.value ?? name)
+        let cn: String? = omitCommonName ? nil : (commonName ?? hostNames.first?.value ?? name)
+        let subject = Subject(commonName: cn, organization: organization, organizationalUnit: organizationalUnit,
+                              country: country, state: state, locality: locality)
+        try subject.check()
         var profile = CertificateProfile(
-            subject: Subject(commonName: cn, organization: organization),
+            subject: subject,
             subjectAltNames: omitSubjectAltNames || names.isEmpty ? nil : names,
             validity: validity, digest: digest, extendedKeyUsage: extendedKeyUsage, keyUsage: keyUsage,
-            basicConstraints: BasicConstraints(isCA: isCA, pathLength: isCA ? pathLength : nil))
+            basicConstraints: BasicConstraints(isCA: isCA, pathLength: isCA ? pathLength : nil),
+            statusSources: statusSources, serial: serial)
+        if let statusSources { _ = try statusSources.extensionLines() }
+        if let serial { try CertificateProfile.checkSerial(serial) }
         if !permitted.isEmpty || !excluded.isEmpty {
             guard isCA else {
                 throw PKIError(code: .requiresCA, reason: "name constraints (permitted, excluded) belong on a CA certificate", fix: "set isCA")
@@ -157,7 +189,85 @@ public struct NameConstraintViolation: Sendable, Equatable, CustomStringConverti
 extension CertificateStore {
     /// Issues (or reuses, when nothing changed) the certificate a request describes.
     public func issue(_ request: CertificateRequest) throws -> Credential {
-        try credential(named: request.name, profile: try request.profile(), keyName: request.keyName ?? request.name,
-                       keySpec: request.key, issuer: request.issuer)
+        let profile = try request.profile()
+        let keyName = request.keyName ?? request.name
+        let signer: CertificateAuthority?
+        if let own = request.issuerAuthority {
+            signer = own
+        } else if case .authority(let id) = request.issuer {
+            signer = try authority(id)
+        } else {
+            signer = nil
+        }
+        guard let key = request.privateKey else {
+            let key = try self.key(named: keyName, spec: request.key)
+            return try credential(named: request.name, profile: profile, key: key,
+                                  keyFile: keyPath(name: keyName, spec: request.key).lastPathComponent, signer: signer)
+        }
+        return try credential(named: request.name, profile: profile, key: key, keyFile: "(the caller's own key)", signer: signer)
+    }
+
+    /// What `issue(request)` would return without writing anything — the stored certificate, unchanged — or nil when
+    /// it would make something (a key, an authority, a certificate). Reads only: a command checks its other outputs
+    /// against this before the store changes.
+    package func reusable(_ request: CertificateRequest) throws -> Credential? {
+        let profile = try request.profile()
+        let signer: CertificateAuthority?
+        if let own = request.issuerAuthority {
+            signer = own
+        } else if case .authority(let id) = request.issuer {
+            guard let existing = try existingAuthority(id) else { return nil }
+            signer = existing
+        } else {
+            signer = nil
+        }
+        return try reusableCredential(named: request.name, profile: profile, keyName: request.keyName ?? request.name,
+                                      keySpec: request.key, key: request.privateKey, signer: signer)
+    }
+}
+
+extension CertificateRequest {
+    /// Signs a certificate signing request (PKCS#10) as this request describes it, with `issuerAuthority` or the
+    /// built-in `issuer` from `store`: the CSR gives the key, and its subject and requested names unless this request
+    /// sets them (`hosts`, `emails`, `uris`, `commonName`, the subject fields). Returns the chain, leaf first. Nothing is
+    /// kept in the store: the store keeps certificates with their keys, and this key is the requester's.
+    package func sign(_ csr: CertificateSigningRequest, store: CertificateStore) throws -> [Certificate] {
+        let signer: CertificateAuthority
+        if let own = issuerAuthority {
+            signer = own
+        } else if case .authority(let id) = issuer {
+            signer = try store.authority(id)
+        } else {
+            throw PKIError(code: .notAnAuthority, reason: "a certificate for a CSR cannot be self-signed: its private key is with the requester",
+                           fix: "sign it with a CA (issuer: a built-in authority, or issuerAuthority)")
+        }
+        var request = self
+        let requested = Subject(entries: csr.subject)
+        if hosts.isEmpty && emails.isEmpty && uris.isEmpty {
+            for name in csr.requestedSubjectAltNames {
+                if name.hasPrefix("DNS:") || name.hasPrefix("IP:") {
+                    request.hosts.append(String(name.drop { $0 != ":" }.dropFirst()))
+                } else if name.hasPrefix("email:") {
+                    request.emails.append(String(name.dropFirst(6)))
+                } else if name.hasPrefix("URI:") {
+                    request.uris.append(String(name.dropFirst(4)))
+                } else {
+                    throw PKIError(code: .invalidRequest, subject: name, reason: "the CSR asks for a subjectAltName of a kind the kit does not write (\(name))",
+                                   fix: "name the certificate's hosts yourself (hosts, emails, uris)")
+                }
+            }
+        }
+        if commonName == nil && !omitCommonName { request.commonName = requested.commonName }
+        var profile = try request.profile()
+        // The CSR's own subject fields stand where the request leaves them unset.
+        profile.subject.organization = organizationSetExplicitly ? organization : (requested.organization ?? organization)
+        profile.subject.organizationalUnit = organizationalUnit ?? requested.organizationalUnit
+        profile.subject.country = country ?? requested.country
+        profile.subject.state = state ?? requested.state
+        profile.subject.locality = locality ?? requested.locality
+        profile.subject.otherAttributes = requested.otherAttributes
+        try profile.subject.check()
+        let certificate = try profile.sign(subjectPublicKey: csr.publicKey, issuer: (signer.certificate, signer.privateKey))
+        return [certificate] + signer.chainToRoot
     }
 }

@@ -71,6 +71,20 @@ public struct CAOptions: Sendable, Equatable {
     /// `serve --domain` names fixtures under.
     public var permittedDomains: [String]
 
+    /// The fewest days a new CA may have: its validity starts a day back (for devices whose clocks lag), so one day
+    /// would end now and make a CA that is expired as it is made.
+    public static let minimumDays = 2
+
+    /// Refuses options that would make a CA already expired (`expiredCA`) or past the dates a certificate can carry.
+    public func check() throws {
+        guard days >= CAOptions.minimumDays else {
+            throw PKIError(code: .expiredCA, subject: "\(days)",
+                           reason: "a CA of \(days) day\(days == 1 ? "" : "s") would be expired as it is made (its validity starts a day back)",
+                           fix: "give at least \(CAOptions.minimumDays) days; 3650 is the default")
+        }
+        try Validity.days(days).check()
+    }
+
     /// Memberwise: each argument sets the property of the same name, unchecked.
     public init(key: KeySpec = .ec(.p256), commonName: String = CertificateAuthority.defaultCommonName,
                 nameConstraints: Bool = true, days: Int = 3650, permittedDomains: [String] = []) {
@@ -302,6 +316,7 @@ public final class CertificateStore: Sendable {
     /// concurrent callers with `.keep` all end with the same single CA. Returns the CA and whether it was created.
     @discardableResult
     public func initializeCA(_ options: CAOptions = CAOptions(), ifExists policy: ExistingCAPolicy = .refuse) throws -> (ca: CertificateAuthority, created: Bool) {
+        try options.check()
         let outcome = try locked("ca-root", in: caDirectory) { () throws -> (CertificateAuthority, Bool) in
             let existing: CertificateAuthority?
             do { existing = try loadRoot(.root) } catch where policy == .replace { existing = nil }
@@ -384,7 +399,11 @@ public final class CertificateStore: Sendable {
                 throw PKIError.damaged(path: keyFile.path, problem: "\(error)", fix: fix, code: code)
             }
             guard key.matches(certificate) else { throw PKIError.keyMismatch(path: keyFile.path) }
-            return CertificateAuthority(certificate: certificate, privateKey: key)
+            let authority = CertificateAuthority(certificate: certificate, privateKey: key)
+            if let warning = authority.expiryWarning(name: id == .root ? "the built-in CA" : "the \(id.rawValue) CA", store: directory.path) {
+                warnOnce(warning)
+            }
+            return authority
         }
     }
 
@@ -421,16 +440,9 @@ public final class CertificateStore: Sendable {
                 }
             }
             if let key, let data = try read(certificateFile) {
-                let stored = try? Certificate(pem: data)
-                if stored == nil {
+                if let made = usableIntermediate(id, certificate: data, key: key, parent: parent) { return made }
+                if (try? Certificate(pem: data)) == nil {
                     warn("\(certificateFile.path) is damaged; a new \(id.rawValue) is issued (it is not a root, so nothing pins it)")
-                }
-                if let certificate = stored,
-                   certificate.issuer == parent.certificate.subject,
-                   verifySignature(certificate, by: parent.certificate), key.matches(certificate),
-                   certificate.notAfter > Date() {
-                    return CertificateAuthority(certificate: certificate, privateKey: key,
-                                                chainToRoot: [certificate] + parent.chainToRoot, root: parent.root)
                 }
             }
             let subjectKey = try key ?? generate(id.keySpec)
@@ -441,6 +453,28 @@ public final class CertificateStore: Sendable {
             return CertificateAuthority(certificate: issued.certificate, privateKey: subjectKey,
                                         chainToRoot: [issued.certificate] + parent.chainToRoot, root: parent.root)
         }
+    }
+
+    /// The stored intermediate when it is still good: signed by `parent`, for `key`, of the right key type, unexpired.
+    private func usableIntermediate(_ id: BuiltinAuthority, certificate data: Data, key: PrivateKey,
+                                    parent: CertificateAuthority) -> CertificateAuthority? {
+        guard id.keySpec.matches(key), let certificate = try? Certificate(pem: data),
+              certificate.issuer == parent.certificate.subject,
+              verifySignature(certificate, by: parent.certificate), key.matches(certificate),
+              certificate.notAfter > Date() else { return nil }
+        return CertificateAuthority(certificate: certificate, privateKey: key,
+                                    chainToRoot: [certificate] + parent.chainToRoot, root: parent.root)
+    }
+
+    /// The authority as it is on disk, nil when it would have to be made (or re-made): reads only, writes nothing.
+    package func existingAuthority(_ id: BuiltinAuthority) throws -> CertificateAuthority? {
+        if let cached = cache.withLockedValue({ $0.authorities[id] }) { return cached }
+        if id == .root { return try existingCA() }
+        guard let parentID = id.parent else { return try loadRoot(id, repairingOrphanKey: false) }
+        guard let parent = try existingAuthority(parentID),
+              let keyData = try read(keyPath(id), privateKey: true), let key = try? PrivateKey(pem: keyData),
+              let certificate = try read(certificatePath(id)) else { return nil }
+        return usableIntermediate(id, certificate: certificate, key: key, parent: parent)
     }
 
     private func verifySignature(_ certificate: Certificate, by issuer: Certificate) -> Bool {
@@ -495,7 +529,15 @@ public final class CertificateStore: Sendable {
             if case .authority(let id) = issuer { return try authority(id) }
             return nil
         }()
-        let key = try self.key(named: keyName, spec: keySpec)
+        return try credential(named: name, profile: profile, key: try self.key(named: keyName, spec: keySpec),
+                              keyFile: keyPath(name: keyName, spec: keySpec).lastPathComponent, signer: signer, now: now)
+    }
+
+    /// The certificate `name` made from `profile` for `key`, signed by `signer` (a CA of the store's or the user's own;
+    /// nil: self-signed). `keyFile` is recorded beside it, to say where its key is.
+    package func credential(named name: String, profile: CertificateProfile, key: PrivateKey, keyFile: String,
+                            signer: CertificateAuthority?, now: Date = Date()) throws -> Credential {
+        try CertificateStore.validate(name: name)
         let fingerprint = try leafFingerprint(profile: profile, key: key, signer: signer)
         if let cached = cache.withLockedValue({ $0.credentials[name] }), cached.fingerprint == fingerprint,
            isStillFit(cached.credential.certificate, profile: profile, now: now) {
@@ -513,7 +555,7 @@ public final class CertificateStore: Sendable {
             }
             countIssued()
             try FileSystem.writeAtomically(made.chainPEM, to: leafPath(name), mode: 0o644)
-            let record = LeafRecord(fingerprint: fingerprint, keyFile: keyPath(name: keyName, spec: keySpec).lastPathComponent,
+            let record = LeafRecord(fingerprint: fingerprint, keyFile: keyFile,
                                     issuer: signer.map { $0.certificate.subject } ?? "self", issuedAt: now)
             let encoder = JSONEncoder()
             encoder.outputFormatting = [.prettyPrinted, .sortedKeys]
@@ -524,6 +566,64 @@ public final class CertificateStore: Sendable {
         }
         cache.withLockedValue { $0.credentials[name] = (fingerprint, credential) }
         return credential
+    }
+
+    /// The certificate `credential(named:…)` would return without writing anything — the stored one, unchanged — or
+    /// nil when it would make (or re-make) something: a key, an authority, the certificate. Reads only, so a command
+    /// can check its other outputs before the store changes. `key` nil: the key named `keyName` as stored; `signer`
+    /// nil: self-signed (the caller has found the signer without making it: `existingAuthority`).
+    package func reusableCredential(named name: String, profile: CertificateProfile, keyName: String, keySpec: KeySpec,
+                                    key given: PrivateKey? = nil, signer: CertificateAuthority?, now: Date = Date()) throws -> Credential? {
+        try CertificateStore.validate(name: name)
+        guard let key = try given ?? existingKey(named: keyName, spec: keySpec) else { return nil }
+        let fingerprint = try leafFingerprint(profile: profile, key: key, signer: signer)
+        if let cached = cache.withLockedValue({ $0.credentials[name] }), cached.fingerprint == fingerprint,
+           isStillFit(cached.credential.certificate, profile: profile, now: now) {
+            return cached.credential
+        }
+        return try reusableLeaf(name: name, fingerprint: fingerprint, key: key, signer: signer, profile: profile, now: now)
+    }
+
+    /// The key as stored, nil when it would have to be made: reads only.
+    package func existingKey(named name: String, spec: KeySpec) throws -> PrivateKey? {
+        try CertificateStore.validate(name: name)
+        if let cached = cache.withLockedValue({ $0.keys["\(name).\(spec.slug)"] }) { return cached }
+        guard let data = try read(keyPath(name: name, spec: spec), privateKey: true),
+              let key = try? PrivateKey(pem: data), spec.matches(key) else { return nil }
+        return key
+    }
+
+    /// A CA certificate issued into the store (`CertificateRequest.isCA`, `cert issue --ca --name NAME`), with its key,
+    /// to sign with: the user's own CA, kept beside the built-in ones. Throws `notAnAuthority` when there is no such
+    /// certificate, it is not a CA, or its key is missing.
+    package func storedAuthority(named name: String) throws -> CertificateAuthority {
+        try CertificateStore.validate(name: name)
+        let decoder = JSONDecoder()
+        decoder.dateDecodingStrategy = .iso8601
+        guard let pem = try read(leafPath(name)), let recordData = try read(leafRecordPath(name)),
+              let record = try? decoder.decode(LeafRecord.self, from: recordData) else {
+            throw PKIError(code: .notAnAuthority, subject: name, reason: "no certificate named \"\(name)\" in \(certsDirectory.path)",
+                           fix: "make one first with CertificateRequest.isCA (`cert issue --ca --name \(name)`), or use a built-in authority")
+        }
+        let chain = try Certificate.all(pem: pem)
+        guard record.keyFile.hasSuffix(".key"), !record.keyFile.contains("/"),
+              let keyData = try read(keysDirectory.appendingPathComponent(record.keyFile), privateKey: true),
+              let key = try? PrivateKey(pem: keyData) else {
+            throw PKIError(code: .notAnAuthority, subject: name, reason: "the store has no key for \"\(name)\" (it was made with a key of the caller's own)",
+                           fix: "sign with its certificate and key files instead (`cert issue --issuer-cert FILE --issuer-key FILE`)")
+        }
+        // The root above it: the chain's self-signed end, else the store's authority that signed the chain's last certificate.
+        var root: Certificate? = nil
+        if let last = chain.last, !last.isSelfSigned {
+            for id in BuiltinAuthority.allCases where id.isRoot {
+                if let authority = try existingAuthority(id), last.issuer == authority.certificate.subject,
+                   last.isSigned(by: authority.certificate) {
+                    root = authority.certificate
+                    break
+                }
+            }
+        }
+        return try CertificateAuthority(chain: chain, privateKey: key, root: root)
     }
 
     private func reusableLeaf(name: String, fingerprint: String, key: PrivateKey, signer: CertificateAuthority?,

@@ -44,56 +44,186 @@ extension Certificate {
     }
 }
 
-/// Writes exported material into a folder of the user's, never replacing a different file without `force`.
+/// Writes exported material to the user's files, never replacing a different file without `force`.
+///
+/// Every destination is checked before anything is written (the folder can be written to, no different file would be
+/// replaced), so a refusal leaves every file as it was. Errors name the path and say `outputUnavailable`, never the
+/// store's code: the store is not what failed.
 package enum ExportWriter {
     package struct Written: Sendable, Codable, Equatable {
         package var path: String
         package var kind: String
     }
 
-    /// `NAME.pem` (chain as served), `NAME.key` (0600), `NAME.cer` (DER leaf), `NAME.p12` (leaf + key + chain).
-    public static func write(_ credential: Credential, name: String, to directory: URL, force: Bool) throws -> [Written] {
-        try FileSystem.createMissingDirectory(directory, mode: 0o755)
-        let files: [(String, Data, mode_t, String)] = [
-            ("\(name).pem", credential.chainPEM, 0o644, "certificate chain (PEM)"),
-            ("\(name).key", try credential.privateKey.pem, 0o600, "private key (PEM, PKCS#8)"),
-            ("\(name).cer", credential.certificate.der, 0o644, "certificate (DER)"),
-            ("\(name).p12", try credential.pkcs12(friendlyName: name), 0o600,
-             "PKCS#12 (password \"\(PKCS12Export.defaultPassword)\")"),
-        ]
-        // Check everything before writing anything, so a refusal leaves the folder as it was.
-        var unchanged = true
-        for (file, data, _, _) in files where !file.hasSuffix(".p12") {
-            let url = directory.appendingPathComponent(file)
-            guard let existing = try FileSystem.read(url) else { unchanged = false; continue }
-            if existing != data {
-                unchanged = false
-                if !force {
-                    throw PKIError.fileExists(url.path)
-                }
+    /// What goes into one file.
+    package enum Content: String, Sendable, CaseIterable {
+        /// The certificate chain as served, leaf first (PEM).
+        case chainPEM
+        /// The private key (PEM, PKCS#8), 0600.
+        case key
+        /// The leaf alone (DER, `.cer`).
+        case certificateDER
+        /// Leaf, key and chain (PKCS#12), 0600.
+        case pkcs12
+        /// The key then the chain in one PEM file (what nginx, HAProxy and `curl --cert` accept), 0600.
+        case bundle
+
+        var needsKey: Bool { self == .key || self == .pkcs12 || self == .bundle }
+
+        var kind: String {
+            switch self {
+            case .chainPEM: return "certificate chain (PEM)"
+            case .key: return "private key (PEM, PKCS#8)"
+            case .certificateDER: return "certificate (DER)"
+            case .pkcs12: return "PKCS#12 (password \"\(PKCS12Export.defaultPassword)\")"
+            case .bundle: return "private key and certificate chain (PEM)"
             }
         }
-        let p12 = directory.appendingPathComponent("\(name).p12")
-        if !unchanged && !force && FileSystem.exists(p12) {
-            throw PKIError.fileExists(p12.path, "exists and belongs to other material")
+
+        var mode: mode_t { needsKey ? 0o600 : 0o644 }
+    }
+
+    /// One file to write.
+    package struct Destination: Sendable, Equatable {
+        package var url: URL
+        package var content: Content
+        package init(_ url: URL, _ content: Content) { self.url = url; self.content = content }
+    }
+
+    /// A chain (leaf first) and, when there is one, the leaf's key.
+    package struct Material: Sendable {
+        package var chain: [Certificate]
+        package var key: PrivateKey?
+        package var name: String
+        package init(chain: [Certificate], key: PrivateKey?, name: String) { self.chain = chain; self.key = key; self.name = name }
+        package init(_ credential: Credential, name: String) { self.init(chain: credential.chain, key: credential.privateKey, name: name) }
+
+        func data(_ content: Content) throws -> Data {
+            switch content {
+            case .chainPEM: return Certificate.pem(chain)
+            case .certificateDER: return chain[0].der
+            case .key: return try requiredKey(content).pem
+            case .pkcs12:
+                return try PKCS12Export.archive(certificate: chain[0], key: try requiredKey(content), chain: Array(chain.dropFirst()),
+                                                friendlyName: name)
+            case .bundle: return try requiredKey(content).pem + Certificate.pem(chain)
+            }
         }
-        return try files.map { file, data, mode, kind in
-            let url = directory.appendingPathComponent(file)
-            // A .p12 embeds random salts, so it differs on every write even for the same material: keep it when
-            // nothing else changed.
-            if url == p12 && unchanged && FileSystem.exists(url) && !force { return Written(path: url.path, kind: kind + ", unchanged") }
-            try FileSystem.writeAtomically(data, to: url, mode: mode)
-            return Written(path: url.path, kind: kind)
+
+        private func requiredKey(_ content: Content) throws -> PrivateKey {
+            guard let key else {
+                throw PKIError(code: .invalidRequest, reason: "there is no private key to write as \(content.kind)",
+                               fix: "a certificate signed from a CSR has its key with whoever made the CSR: ask only for the certificate")
+            }
+            return key
         }
     }
 
+    /// `NAME.pem` (chain as served), `NAME.key` (0600), `NAME.cer` (DER leaf), `NAME.p12` (leaf + key + chain) in `directory`.
+    package static func destinations(name: String, in directory: URL, withKey: Bool = true) -> [Destination] {
+        let all: [(String, Content)] = [("pem", .chainPEM), ("key", .key), ("cer", .certificateDER), ("p12", .pkcs12)]
+        return all.filter { withKey || !$0.1.needsKey }.map { Destination(directory.appendingPathComponent("\(name).\($0.0)"), $0.1) }
+    }
+
+    /// Refuses a destination whose folder cannot be made or written (a file where a folder should be, a folder this
+    /// process may not write to, a read-only file system), before anything is made.
+    package static func checkWritable(_ destinations: [Destination]) throws {
+        for folder in Set(destinations.map { $0.url.deletingLastPathComponent().standardizedFileURL.path }) {
+            try checkWritable(folder: URL(fileURLWithPath: folder))
+        }
+        for destination in destinations {
+            var info = stat()
+            if stat(destination.url.path, &info) == 0 && (info.st_mode & S_IFMT) == S_IFDIR {
+                throw PKIError.outputUnavailable(path: destination.url.path, problem: "it is a folder")
+            }
+        }
+    }
+
+    /// `folder`, or the nearest folder above it that exists when it does not: a folder this process can write to.
+    package static func checkWritable(folder: URL) throws {
+        var existing = folder
+        while !FileSystem.exists(existing) && existing.path != "/" { existing.deleteLastPathComponent() }
+        var info = stat()
+        guard stat(existing.path, &info) == 0 else {
+            throw PKIError.outputUnavailable(path: folder.path, problem: "cannot inspect \(existing.path): \(FileSystem.errnoText())")
+        }
+        guard (info.st_mode & S_IFMT) == S_IFDIR else {
+            throw PKIError.outputUnavailable(path: folder.path, problem: "\(existing.path) is a file, not a folder")
+        }
+        if access(existing.path, W_OK) != 0 {
+            throw PKIError.outputUnavailable(path: folder.path, problem: "\(existing.path) is not writable (\(FileSystem.errnoText()))")
+        }
+    }
+
+    /// Throws `fileExists` when writing `material` would replace a file with different content, unless `force`.
+    /// `material` nil stands for material not made yet (a new certificate, a new key): it differs from any file there.
+    package static func checkReplaceable(_ material: Material?, _ destinations: [Destination], force: Bool) throws {
+        guard !force else { return }
+        for destination in destinations {
+            if try !isUnchanged(destination, material) { throw PKIError.fileExists(destination.url.path) }
+        }
+    }
+
+    /// True when the file is missing or already holds this content. A `.p12` embeds random salts, so it differs on
+    /// every write even for the same material: it counts as unchanged when it opens to the same certificate and key.
+    private static func isUnchanged(_ destination: Destination, _ material: Material?) throws -> Bool {
+        guard let existing = try readOutput(destination.url) else { return true }
+        guard let material else { return false }
+        if destination.content == .pkcs12 {
+            guard let contents = PKCS12Export.contents(existing) else { return false }
+            let keyPin = try material.key?.spkiSHA256
+            return contents.certificate == material.chain[0] && contents.keyPin == keyPin
+        }
+        return existing == (try material.data(destination.content))
+    }
+
+    /// Writes `material` to every destination, after checking them all (`checkWritable`, `checkReplaceable`).
+    /// An unchanged file is left as it is (its `Written.kind` says so).
+    package static func write(_ material: Material, to destinations: [Destination], force: Bool) throws -> [Written] {
+        try checkWritable(destinations)
+        try checkReplaceable(material, destinations, force: force)
+        let contents = try destinations.map { (destination: $0, data: try material.data($0.content)) }
+        var written: [Written] = []
+        for (destination, data) in contents {
+            if !force, try isUnchanged(destination, material), FileSystem.exists(destination.url) {
+                written.append(Written(path: destination.url.path, kind: destination.content.kind + ", unchanged"))
+                continue
+            }
+            try asOutput(destination.url) {
+                try FileSystem.createMissingDirectory(destination.url.deletingLastPathComponent(), mode: 0o755)
+                try FileSystem.writeAtomically(data, to: destination.url, mode: destination.content.mode)
+            }
+            written.append(Written(path: destination.url.path, kind: destination.content.kind))
+        }
+        return written
+    }
+
+    /// `NAME.pem`, `NAME.key`, `NAME.cer` and `NAME.p12` in `directory`.
+    package static func write(_ credential: Credential, name: String, to directory: URL, force: Bool) throws -> [Written] {
+        try write(Material(credential, name: name), to: destinations(name: name, in: directory), force: force)
+    }
+
     /// One certificate in one format.
-    public static func write(_ data: Data, to url: URL, force: Bool) throws {
-        if !force, let existing = try FileSystem.read(url), existing != data {
+    package static func write(_ data: Data, to url: URL, force: Bool) throws {
+        try checkWritable(folder: url.deletingLastPathComponent())
+        if !force, let existing = try readOutput(url), existing != data {
             throw PKIError.fileExists(url.path)
         }
-        try FileSystem.createMissingDirectory(url.deletingLastPathComponent(), mode: 0o755)
-        try FileSystem.writeAtomically(data, to: url, mode: 0o644)
+        try asOutput(url) {
+            try FileSystem.createMissingDirectory(url.deletingLastPathComponent(), mode: 0o755)
+            try FileSystem.writeAtomically(data, to: url, mode: 0o644)
+        }
+    }
+
+    private static func readOutput(_ url: URL) throws -> Data? {
+        try asOutput(url) { try FileSystem.read(url) }
+    }
+
+    /// The file system's errors about a user's file, as `outputUnavailable` naming that file.
+    private static func asOutput<T>(_ url: URL, _ body: () throws -> T) throws -> T {
+        do { return try body() } catch let error as PKIError where error.code == .storeUnavailable {
+            throw PKIError.outputUnavailable(path: url.path, problem: error.problem ?? error.reason)
+        }
     }
 }
 

@@ -13,7 +13,8 @@ public struct PKIError: CodedError, CustomDebugStringConvertible {
             case invalidKeySpec, invalidDigest, invalidHost, invalidName, invalidNameConstraint, invalidUsage, invalidIssuer
             case invalidValidity, invalidRevocationURL, digestNotSignable, emptySubjectAltNames, missingHost, requiresCA
             case tooManyNames, fileExists, nothingToPin, damaged, damagedCA, caExists, noCA, storeUnavailable, keyMismatch
-            case insideStore, untrustedStore, untrustedStoreFile
+            case insideStore, untrustedStore, untrustedStoreFile, outputUnavailable, invalidRequest, notAnAuthority
+            case expiredCA, invalidSerial, trustStoreUnavailable
         }
         private let kind: Kind
         private init(_ kind: Kind) { self.kind = kind }
@@ -71,6 +72,20 @@ public struct PKIError: CodedError, CustomDebugStringConvertible {
         /// read that cannot be made private): refused, never repaired or followed.
         public static let untrustedStoreFile = Code(.untrustedStoreFile)
 
+        /// An output path outside the store (an export, `cert issue --out-dir`) that cannot be created or written.
+        public static let outputUnavailable = Code(.outputUnavailable)
+        /// A certificate signing request (CSR) or key file that cannot be read, or whose signature does not verify.
+        public static let invalidRequest = Code(.invalidRequest)
+        /// An issuer that is not a CA certificate with its key (a user's own CA given to sign with).
+        public static let notAnAuthority = Code(.notAnAuthority)
+        /// A trust store of this machine (`TrustStores`) that cannot be changed: no permission, or its program is missing
+        /// or failed.
+        public static let trustStoreUnavailable = Code(.trustStoreUnavailable)
+        /// A serial number that is not a positive integer of at most 20 octets.
+        public static let invalidSerial = Code(.invalidSerial)
+        /// A CA that would be, or is, expired: everything it signs fails with "certificate has expired".
+        public static let expiredCA = Code(.expiredCA)
+
         public var description: String { kind.rawValue }
     }
 
@@ -82,6 +97,9 @@ public struct PKIError: CodedError, CustomDebugStringConvertible {
     public let fix: String?
     /// The file, folder or value the error is about, when there is one.
     public let subject: String?
+    /// The bare cause (`Permission denied`) for errors about a path, so a caller can word the error around its own
+    /// option (`--out-dir`) rather than the store's.
+    package var problem: String? = nil
     /// Where the error was thrown (`#fileID`), for debugging.
     public let file: String
     /// The line it was thrown from.
@@ -146,8 +164,18 @@ extension PKIError {
     }
 
     package static func storeUnavailable(path: String, problem: String, file: String = #fileID, line: UInt = #line) -> PKIError {
-        PKIError(code: .storeUnavailable, subject: path, reason: "cannot use the certificate store \(path): \(problem)",
-                 fix: "use another directory (CertificateStore(directory:), or TLS_FIXTURES_CERTS)", file: file, line: line)
+        var error = PKIError(code: .storeUnavailable, subject: path, reason: "cannot use the certificate store \(path): \(problem)",
+                             fix: "use another directory (CertificateStore(directory:), or TLS_FIXTURES_CERTS)", file: file, line: line)
+        error.problem = problem
+        return error
+    }
+
+    /// An output outside the store (`path`) that cannot be made or written, for `problem`.
+    package static func outputUnavailable(path: String, problem: String, file: String = #fileID, line: UInt = #line) -> PKIError {
+        var error = PKIError(code: .outputUnavailable, subject: path, reason: "cannot write to \(path): \(problem)",
+                             fix: "choose a folder you can write to", file: file, line: line)
+        error.problem = problem
+        return error
     }
 
     package static func keyMismatch(path: String, file: String = #fileID, line: UInt = #line) -> PKIError {

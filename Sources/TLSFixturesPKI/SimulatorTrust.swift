@@ -51,7 +51,7 @@ package struct SimulatorTrust: Sendable {
             }
         }
 
-        private static func launch(_ path: String, _ arguments: [String]) throws -> Output {
+        package static func launch(_ path: String, _ arguments: [String]) throws -> Output {
             let process = Process()
             process.executableURL = URL(fileURLWithPath: path)
             process.arguments = arguments

@@ -43,6 +43,23 @@ public struct ProbeOptions: Sendable {
     /// A deadline shared with other probes (see `ProbeDeadline`); the probe ends at the earlier of this and `timeout`.
     public var deadline: ProbeDeadline? = nil
 
+    /// Whose handshake the probe makes.
+    public enum Handshake: String, Sendable, CaseIterable {
+        /// Offer everything the linked OpenSSL can speak (every version, every suite, security level 0, a 1 MiB
+        /// certificate list), so the probe sees and reports whatever the server chose.
+        case permissive
+        /// Make the handshake a default client of the linked OpenSSL would (`DefaultClientVerdict`): weak servers then
+        /// fail it as curl and `openssl s_client` do. `minVersion`, `maxVersion`, `ciphers`, `tls13Suites` and
+        /// `maximumCertificateListBytes` are not used.
+        case defaultClient = "default-client"
+    }
+
+    /// Whose handshake the probe makes; default `.permissive`.
+    public var handshake: Handshake = .permissive
+    /// After a permissive handshake that completed, make a second connection with a default client's settings and
+    /// say whether it completes (`ProbeResult.defaultClient`). Off by default: it is a second connection to the server.
+    public var checkDefaultClient = false
+
     /// The defaults above: every version and suite, system trust, `GET /`, a 10 s limit.
     public init() {}
 }

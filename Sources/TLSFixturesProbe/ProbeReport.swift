@@ -2,6 +2,7 @@ import Foundation
 import TLSFixturesATS
 import TLSFixturesOpenSSL
 import TLSFixturesServer
+import TLSFixturesWire
 
 /// `tls-fixtures probe`'s text: what was negotiated, the chain as sent, the verify result in words, pins.
 package enum ProbeReport {
@@ -12,6 +13,9 @@ package enum ProbeReport {
         } else if result.protocolName != nil {
             lines.append(("Protocol", result.protocolName ?? "?"))
             if let cipher = result.cipher { lines.append(("Cipher", cipher.openssl == cipher.iana ? cipher.iana : "\(cipher.openssl) (\(cipher.iana))")) }
+            if result.unencrypted {
+                lines.append(("Encryption", "NONE: a NULL cipher authenticates but does not encrypt; every byte crosses in clear"))
+            }
             lines.append(("Key exch.", keyExchange(result)))
             if let alpn = result.alpn { lines.append(("ALPN", alpn)) }
         } else {
@@ -38,6 +42,8 @@ package enum ProbeReport {
                          + " — host \(verification.host ?? "none"), "
                          + (verification.verifier ?? "OpenSSL security level \(verification.securityLevel)")))
         }
+        if let stapled = result.stapledOCSP { tail.append(("OCSP staple", staple(stapled))) }
+        if let verdict = result.defaultClient { tail.append(("Default client", defaultClient(verdict))) }
         if let pins { tail.append(("Pins", pins.description)) }
         if let http = result.http {
             let scenario = (try? JSONDecoder().decode(FixtureResponse.self, from: Data(http.body.utf8)))?.scenario
@@ -47,6 +53,30 @@ package enum ProbeReport {
         }
         if !tail.isEmpty { text += "\n" + table(tail) }
         return text
+    }
+
+    /// The stapled OCSP answer in words: what it says of the leaf, and whether its issuer signed it.
+    static func staple(_ facts: OCSPResponseFacts) -> String {
+        guard facts.responseStatus == "successful" else { return "\(facts.responseStatus) (no status in it)" }
+        var text = facts.certificateStatus ?? "no answer for this certificate"
+        if facts.certificateStatus == "revoked" {
+            let details = [facts.revocationReason, facts.revokedAt.map { "since \(ISO8601DateFormatter().string(from: $0))" }].compactMap { $0 }
+            if !details.isEmpty { text += " (\(details.joined(separator: ", ")))" }
+            text += ": clients that check the staple refuse the certificate, whatever Verify says"
+        }
+        text += facts.signedByIssuer ? "; signed by the issuer" : "; NOT signed by the issuer, so no client may rely on it"
+        return text
+    }
+
+    /// What a default client of the linked OpenSSL does with this handshake, and why.
+    static func defaultClient(_ verdict: DefaultClientVerdict) -> String {
+        let library = "the defaults of \(LinkedOpenSSL.versionText)"
+        switch verdict.outcome {
+        case "completes": return "completes the handshake (\(library))"
+        case "refuses":
+            return "REFUSES the handshake (\(library)): " + (verdict.reason.map { "\($0) — OpenSSL: " } ?? "") + (verdict.failure ?? "")
+        default: return "could not tell: \(verdict.failure ?? "no answer")"
+        }
     }
 
     /// The key exchange in words. No temporary key and no group is static RSA before TLS 1.3; TLS 1.3 always agrees an

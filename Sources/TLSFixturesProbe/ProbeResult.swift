@@ -37,6 +37,14 @@ public struct ProbeResult: Codable, Sendable, Equatable {
     public var timedOut = false
     /// Why no HTTP request was sent although one was asked for (`ProbeOptions.beforeHTTPRequest` stopped it).
     public var httpNotSent: String?
+    /// What a default client of the linked OpenSSL makes of the handshake (`ProbeOptions.checkDefaultClient`, or the
+    /// probe's own handshake with `ProbeOptions.handshake` `.defaultClient`); nil when not asked.
+    public var defaultClient: DefaultClientVerdict?
+    /// The negotiated suite encrypts nothing (a NULL cipher): every byte, the HTTP request included, crosses in clear.
+    public var unencrypted: Bool {
+        guard let cipher else { return false }
+        return cipher.openssl.contains("NULL") || cipher.iana.contains("_WITH_NULL_")
+    }
 
     package init(target: String, connectedTo: String?, presentedChain: [CertificateFacts]) {
         self.target = target; self.connectedTo = connectedTo; self.presentedChain = presentedChain

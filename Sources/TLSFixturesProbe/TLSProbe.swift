@@ -43,14 +43,7 @@ public struct TLSProbe: Sendable {
         }
         let session: TLSClientSession
         do {
-            var settings = TLSSettings(minVersion: options.minVersion, maxVersion: options.maxVersion, ciphers: options.ciphers,
-                                       tls13Suites: options.tls13Suites, securityLevel: 0)
-            if options.minVersion >= .tls1_3 { settings.ciphers = nil }
-            let context = try TLSContext.client(settings: settings, clientCertificate: options.clientCredential.map {
-                ($0.certificate, $0.privateKey, $0.intermediates)
-            }, maximumCertificateListBytes: options.maximumCertificateListBytes, alpn: ["http/1.1"])
-            // No SNI for an IP address (RFC 6066).
-            session = try TLSClientSession(context: context, serverName: options.serverName ?? (target.isIPLiteral ? nil : target.host))
+            session = try self.session(defaultClient: options.handshake == .defaultClient, target: target)
         } catch {
             result.failure = "client configuration: \(error)"
             return result
@@ -80,7 +73,49 @@ public struct TLSProbe: Sendable {
             }
         }
         if handshook { connection.close() }
+        if options.handshake == .defaultClient, !result.timedOut {
+            result.defaultClient = DefaultClientVerdict(handshakeFailure: handshook ? nil : result.failure)
+        } else if handshook && options.checkDefaultClient {
+            result.defaultClient = defaultClientVerdict(target, clock: clock)
+        }
         return result
+    }
+
+    /// A client session: the probe's permissive one, or a default client's.
+    private func session(defaultClient: Bool, target: ProbeTarget) throws -> TLSClientSession {
+        let credential = options.clientCredential.map { ($0.certificate, $0.privateKey, $0.intermediates) }
+        let context: TLSContext
+        if defaultClient {
+            context = try TLSContext.client(settings: DefaultClientVerdict.settings, clientCertificate: credential, alpn: ["http/1.1"])
+        } else {
+            var settings = TLSSettings(minVersion: options.minVersion, maxVersion: options.maxVersion, ciphers: options.ciphers,
+                                       tls13Suites: options.tls13Suites, securityLevel: 0)
+            if options.minVersion >= .tls1_3 { settings.ciphers = nil }
+            context = try TLSContext.client(settings: settings, clientCertificate: credential,
+                                            maximumCertificateListBytes: options.maximumCertificateListBytes, alpn: ["http/1.1"])
+        }
+        // No SNI for an IP address (RFC 6066).
+        return try TLSClientSession(context: context, serverName: options.serverName ?? (target.isIPLiteral ? nil : target.host))
+    }
+
+    /// A second connection, handshake only, with a default client's settings: proven, not inferred from the facts.
+    private func defaultClientVerdict(_ target: ProbeTarget, clock: ProbeClock) -> DefaultClientVerdict {
+        let socket: ProbeSocket
+        let session: TLSClientSession
+        do {
+            socket = try ProbeSocket.connect(target, clock: clock)
+            session = try self.session(defaultClient: true, target: target)
+        } catch {
+            return DefaultClientVerdict(outcome: "unknown", failure: "a second connection could not be made: \(error)")
+        }
+        let connection = ProbeTLSConnection(session: session, socket: socket)
+        do {
+            let failure = try connection.handshake()
+            if failure == nil { connection.close() }
+            return DefaultClientVerdict(handshakeFailure: failure)
+        } catch {
+            return DefaultClientVerdict(outcome: "unknown", failure: "\(clock.timedOut) during the second handshake")
+        }
     }
 
     /// The same, off the cooperative thread pool.

@@ -137,8 +137,8 @@ extension CertificateStore {
         let ca = try self.ca()
         let extraRoots = try (scenario.expect.trustedRoots ?? []).compactMap(BuiltinAuthority.init(rawValue:)).map { try authority($0).certificate }
         let pins = FixturePins(leaf: nil, ca: ca.certificate.spkiSHA256,
-                               backup: try key(named: "backup", spec: .ec(.p256)).spkiSHA256,
-                               pinnedLeaf: try key(named: "pinned", spec: CertificatePlan().key).spkiSHA256)
+                               backup: try key(named: Self.backupKeyName, spec: .ec(.p256)).spkiSHA256,
+                               pinnedLeaf: try key(named: Self.pinnedKeyName, spec: CertificatePlan().key).spkiSHA256)
         guard let plan = scenario.tls, let certificatePlan = scenario.certificate else {
             return PreparedScenario(scenario: scenario, context: nil, credential: nil, chainSent: [], caCertificate: ca.certificate,
                                     deviceTrustRoots: [ca.certificate] + extraRoots, pins: pins, clientCredential: nil, domains: domains)
@@ -225,6 +225,16 @@ extension CertificateStore {
 
     private static let clientName = "client"
     private static let clientKeySpec = KeySpec.ec(.p256)
+    private static let backupKeyName = "backup"
+    private static let pinnedKeyName = "pinned"
+
+    /// The names the store keeps for itself besides the scenarios' own, each with what it is: a certificate or key
+    /// issued by name (`cert issue --name`) under one of them would replace it, or hand it out.
+    package static let ownNames: [String: String] = [
+        clientName: "the client identity client-cert-required accepts",
+        backupKeyName: "the published backup pin's key, which no server may use",
+        pinnedKeyName: "the key the published pinned leaf pin names",
+    ]
 
     /// The files `clientCredential()` is kept in: its certificate chain (PEM) and its private key (PEM, 0600) — what
     /// `curl --cert … --key …` and `probe --client-cert … --client-key …` take.

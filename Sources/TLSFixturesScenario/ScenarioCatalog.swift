@@ -132,11 +132,17 @@ public struct ScenarioCatalog: Sendable {
     /// Every scenario's name, in the catalog's order.
     public var names: [String] { scenarios.map(\.name) }
 
-    /// Certificates issued by name (`cert issue --name`) share the store's `certs/` with the scenarios, so a scenario's
-    /// name there would replace that scenario's certificate — and break every app that pins it. Throws unless `name`
-    /// belongs to no scenario in this catalog.
+    /// Certificates and keys issued by name (`cert issue --name`, `--reuse-key-of`) share the store's `certs/` and
+    /// `keys/` with the scenarios and the store's own material, so such a name there would replace a scenario's
+    /// certificate (breaking every app that pins it), or replace or hand out the store's own (the client identity, the
+    /// backup pin's key). Throws unless `name` is none of them: no scenario in this catalog (nor one of its
+    /// `serve --domain` variants, `NAME.domains-…`) and none of `CertificateStore.ownNames`.
     public func requireFreeCertificateName(_ name: String) throws {
         if names.contains(name) { throw ScenarioError.certificateNameTaken(name) }
+        if let role = CertificateStore.ownNames[name] { throw ScenarioError.certificateNameTaken(name, role: role) }
+        if let range = name.range(of: ".domains-"), names.contains(String(name[..<range.lowerBound])) {
+            throw ScenarioError.certificateNameTaken(name, role: "the \(name[..<range.lowerBound]) scenario's certificate under serve --domain")
+        }
     }
 
     /// The port a scenario is served on with `portBase` (its catalog offset from `defaultPortBase` kept).
@@ -262,6 +268,12 @@ public struct ScenarioError: CodedError {
     /// A certificate request names `name`, the certificate of the scenario `name`.
     public static func certificateNameTaken(_ name: String) -> ScenarioError {
         ScenarioError(code: .certificateNameTaken, reason: "\"\(name)\" is the certificate of the \(name) scenario, and apps may pin it",
+                      fix: "name the certificate otherwise (CertificateRequest.name)", name: name)
+    }
+
+    /// A certificate request names `name`, which the store keeps for itself as `role`.
+    public static func certificateNameTaken(_ name: String, role: String) -> ScenarioError {
+        ScenarioError(code: .certificateNameTaken, reason: "\"\(name)\" is the store's own: \(role)",
                       fix: "name the certificate otherwise (CertificateRequest.name)", name: name)
     }
 }

@@ -36,16 +36,28 @@ struct TLSFixturesCommand: AsyncParsableCommand {
         } catch {
             // Library errors speak the library's language; the CLI's line names the flag (FlagHints).
             if let line = FlagHints.line(for: error, store: (parsed as? StoreCommand)?.storeOptions) {
-                exit(withError: CLIError(line))
+                fail(CLIError(line), code: JSONError.code(of: error))
             }
             if exitCode(for: error) == .validationFailure {
                 // A bad option value: the parser's own line (which names the valid values), without the usage text it
                 // would add, as every other bad input gets one line. Six or more values come as a list: made one line.
                 let message = message(for: error).replacingOccurrences(of: ":\n  - ", with: ": ").replacingOccurrences(of: "\n  - ", with: ", ")
                 Output.error("Error: \(message)")
+                JSONError.printIfAsked(message: message, code: "usage", exitCode: ExitCode.validationFailure.rawValue)
                 exit(withError: ExitCode.validationFailure)
             }
-            exit(withError: error)
+            fail(error, code: JSONError.code(of: error))
         }
+    }
+
+    /// Exits with `error` as ArgumentParser would (one line on standard error, its exit status), and with `--json` the
+    /// same error as JSON on standard output too, where a script reading the command's JSON looks.
+    private static func fail(_ error: any Error, code: String) -> Never {
+        let status = exitCode(for: error)
+        // An ExitCode is a verdict (probe's 2–5) whose JSON report is already printed, not an error to report.
+        if status != .success && !(error is ExitCode) {
+            JSONError.printIfAsked(message: message(for: error), code: code, exitCode: status.rawValue)
+        }
+        exit(withError: error)
     }
 }

@@ -10,6 +10,6 @@ struct CACommand: AsyncParsableCommand {
             localhost, test, example and invalid (each with every name under it) and the addresses 127.0.0.0/8 and ::1, \
             so it cannot vouch for any real site. `ca show` warns about a CA made by an earlier version.
             """,
-        subcommands: [CAInit.self, CAShow.self, CAExport.self]
+        subcommands: [CAInit.self, CAShow.self, CAExport.self, CAInstall.self, CAUninstall.self]
     )
 }

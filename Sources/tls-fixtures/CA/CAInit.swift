@@ -26,7 +26,8 @@ struct CAInit: AsyncParsableCommand {
     @Option(help: "Common name of the root (default: swift-tls-fixtures CA USER@HOST).")
     var name: String?
 
-    @Option(help: "Validity of the root in days.")
+    // `.unconditional`: `--days -5` reaches the check below instead of being taken for an option.
+    @Option(parsing: .unconditional, help: ArgumentHelp("Validity of the root in days (at least \(CAOptions.minimumDays): it starts a day back).", valueName: "n"))
     var days = 3650
 
     @Flag(help: "Do not restrict the CA to localhost and reserved test names (it could then vouch for any site).")
@@ -43,7 +44,10 @@ struct CAInit: AsyncParsableCommand {
     var ifMissing = false
 
     func validate() throws {
-        guard days > 0 else { throw CLIError("--days must be positive") }
+        guard days >= CAOptions.minimumDays else {
+            throw CLIError("--days \(days) would make a CA that is expired as it is made (its validity starts a day back); "
+                + "give at least \(CAOptions.minimumDays), or leave it out for 3650")
+        }
         guard days <= Moment.maximumDays else { throw CLIError("--days is at most \(Moment.maximumDays) (100 years), not \(days)") }
         if force && ifMissing { throw CLIError("--force and --if-missing contradict each other; pick one") }
         if noNameConstraints && !domains.isEmpty {
@@ -67,6 +71,10 @@ struct CAInit: AsyncParsableCommand {
                 it until you remove it, and need the new one installed; apps that pin its key must pin the new one.
                 """)
         }
+        // A CA kept as it was is warned about as it is read (the store says so); a new one here.
+        if created, let expiring = ca.expiryWarning(name: "the new CA", store: store.directory.path) {
+            Output.error("warning: \(expiring)")
+        }
         if created && noNameConstraints {
             Output.error("warning: this CA has no name constraints: a device that trusts it will accept its certificates for any site")
         }
@@ -77,7 +85,8 @@ struct CAInit: AsyncParsableCommand {
         let path = store.certificatePath(.root).path
         if output.json {
             try Output.json(CAReport(created: created, store: store.directory.path, certificate: path,
-                                     summary: CertificateSummary(ca.certificate)))
+                                     summary: CertificateSummary(ca.certificate),
+                                     warnings: ca.expiryWarning(store: store.directory.path).map { [$0] } ?? []))
             return
         }
         print(created ? "Created the built-in CA in \(store.directory.path)" : "The built-in CA already exists in \(store.directory.path)")
@@ -87,11 +96,14 @@ struct CAInit: AsyncParsableCommand {
     }
 }
 
+/// `ca init --json` and `ca show --json`.
 struct CAReport: Encodable {
+    /// Whether this command made it (`ca show`: always false).
     var created: Bool
     var store: String
+    /// The CA certificate's file (PEM).
     var certificate: String
     var summary: CertificateSummary
-    /// What the user should act on (an older CA's constraints), nil when nothing.
-    var warnings: [String]? = nil
+    /// What the user should act on (an older CA's constraints, a CA expired or expiring); empty when nothing.
+    var warnings: [String]
 }

@@ -22,9 +22,11 @@ struct CAShow: AsyncParsableCommand {
         guard let root = try store.existingCA() else { throw PKIError.noCA(path: store.directory.path) }
         let ca = id == .root ? root : try store.authority(id)
         let legacy = LegacyNameConstraints(ca.certificate)
+        let expiry = ca.expiryWarning(name: id == .root ? "the built-in CA" : "the \(id.rawValue) CA", store: store.directory.path)
+        let warnings = [legacy?.explanation(for: id), expiry].compactMap { $0 }
         if output.json {
             try Output.json(CAReport(created: false, store: store.directory.path, certificate: store.certificatePath(id).path,
-                                     summary: CertificateSummary(ca.certificate), warnings: legacy.map { [$0.explanation(for: id)] }))
+                                     summary: CertificateSummary(ca.certificate), warnings: warnings))
             return
         }
         print("\(id.rawValue): \(store.certificatePath(id).path)")

@@ -6,7 +6,10 @@ struct CertShow: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "show",
         abstract: "Describe a certificate file (PEM or DER; every certificate of a chain).",
-        discussion: "Prints subject, SANs, signature algorithm, key, validity, EKU, constraints, SPKI pin and fingerprint."
+        discussion: """
+            Prints subject, SANs, signature algorithm, key, validity, EKU, constraints, SPKI pin and fingerprint. \
+            --json prints an array with one object per certificate, leaf first, even for a single certificate.
+            """
     )
 
     @OptionGroup var output: OutputOptions
@@ -23,7 +26,8 @@ struct CertShow: AsyncParsableCommand {
         guard !certificates.isEmpty else { throw CLIError("\(file) contains no certificate") }
         let summaries = certificates.map { CertificateSummary($0) }
         if output.json {
-            try Output.json(summaries.count == 1 ? AnyEncodable(summaries[0]) : AnyEncodable(summaries))
+            // Always an array, so a script reads a chain and a single certificate the same way.
+            try Output.json(summaries)
             return
         }
         for (index, summary) in summaries.enumerated() {
@@ -32,10 +36,4 @@ struct CertShow: AsyncParsableCommand {
             if index < summaries.count - 1 { print("") }
         }
     }
-}
-
-struct AnyEncodable: Encodable {
-    let value: any Encodable
-    init(_ value: any Encodable) { self.value = value }
-    func encode(to encoder: Encoder) throws { try value.encode(to: encoder) }
 }

@@ -10,14 +10,20 @@ struct ProbeCommand: AsyncParsableCommand {
             Prints the protocol and cipher, the key exchange, the chain exactly as sent (subject, issuer, signature \
             algorithm, key), the verify result in OpenSSL's words (host checked, security level 2, purpose \
             sslserver), and whether a pin matched. The handshake itself accepts anything the linked OpenSSL can \
-            speak, so weak servers are reported rather than refused.
+            speak, so weak servers are reported rather than refused; then a second handshake with the linked \
+            OpenSSL's defaults (what curl, openssl s_client, Python and Node do unless told otherwise) says whether \
+            a default client completes it, and why not (a SHA-1 handshake signature, a small DH group, no shared \
+            suite, an oversized chain). --default-client makes the probe's own handshake that default client's. A \
+            stapled OCSP answer and a NULL cipher (no encryption) are said too.
 
             Then it sends GET / and reads one HTTP/1.1 answer (Content-Length or chunked, interim 1xx answers \
             skipped), done at the answer's end even on a connection the server keeps open. A body over 1 MiB, an \
             answer cut short, a reset, or silence until --timeout is a one-line failure (exit 2).
 
-            Exit status: 0 handshake done, certificate verified (and a pin matched, when --pin is given); \
-            2 handshake failed; 3 certificate not verified; 4 no pin matched; 1 usage or connection errors. When pins \
+            Exit status: 0 handshake done, certificate verified (and a pin matched, when --pin is given), and a \
+            default client completes the handshake too; 2 handshake failed; 3 certificate not verified; 4 no pin \
+            matched; 5 only the probe's permissive handshake completed: a default client refuses it; 1 usage or \
+            connection errors. When pins \
             are given and none matches, the HTTP request is not sent (as a pinning client would not send it), and the \
             report says so.
 
@@ -72,6 +78,9 @@ struct ProbeCommand: AsyncParsableCommand {
     @Flag(help: "Do not send an HTTP request after the handshake.")
     var noHttp = false
 
+    @Flag(help: "Handshake as a default client of the linked OpenSSL does (its suites, protocol floor, security level and chain-size limit), so weak servers fail as they do with curl.")
+    var defaultClient = false
+
     @Option(help: ArgumentHelp("Seconds the whole probe may take (connect, handshake, HTTP answer), however slowly the server sends.", valueName: "seconds"))
     var timeout: Double = 10
 
@@ -85,6 +94,9 @@ struct ProbeCommand: AsyncParsableCommand {
         if ca != nil && builtinCA { throw CLIError("--ca and --builtin-ca each choose the trusted roots; give one") }
         _ = try pin.map(SPKIPin.parse)
         _ = try SecondsOption.check(timeout, "--timeout")
+        if defaultClient && (ciphers != nil || tls13Suites != nil || tlsMin.value != .tls1_0 || tlsMax.value != .tls1_3) {
+            throw CLIError("--default-client uses the linked OpenSSL's own protocols and suites; leave out --tls-min, --tls-max, --ciphers and --tls13-suites")
+        }
     }
 
     func run() async throws {
@@ -98,6 +110,8 @@ struct ProbeCommand: AsyncParsableCommand {
         options.serverName = servername
         options.timeout = timeout
         options.sendHTTPRequest = !noHttp
+        options.handshake = defaultClient ? .defaultClient : .permissive
+        options.checkDefaultClient = true
         if let ca { options.trustRoots = try readCertificates(ca) }
         if builtinCA {
             // Never make a CA here: a new one would trust nothing the fixtures serve.
@@ -131,6 +145,7 @@ struct ProbeCommand: AsyncParsableCommand {
         if !result.succeeded { throw ExitCode(2) }
         if probeTarget.scheme == "https" && result.verification?.error != nil { throw ExitCode(3) }
         if let pinOutcome, !pinOutcome.matched { throw ExitCode(4) }
+        if result.defaultClient?.outcome == "refuses" { throw ExitCode(5) }
     }
 
     private func readCertificates(_ path: String) throws -> [Certificate] {
@@ -147,7 +162,16 @@ struct PinJSON: Encodable {
     var reason: String
 }
 
+/// `probe --json`: the library's result, and the pin verdict (null without --pin).
 struct ProbeJSON: Encodable {
     var result: ProbeResult
     var pins: PinJSON?
+
+    func encode(to encoder: Encoder) throws {
+        var c = encoder.container(keyedBy: CodingKeys.self)
+        try c.encode(result, forKey: .result)
+        try c.encode(pins, forKey: .pins)
+    }
+
+    enum CodingKeys: String, CodingKey { case result, pins }
 }

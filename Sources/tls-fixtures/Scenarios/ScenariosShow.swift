@@ -55,6 +55,21 @@ struct ScenariosShow: AsyncParsableCommand {
             print("                Apple by default: \(revocation.apple)")
             print("                Apple with a revocation policy: \(revocation.appleWithRevocationPolicy)")
         }
+        for line in clientLines(scenario.expect) { print(line) }
         if let note = scenario.expect.note { print("Note:           \(note)") }
+    }
+
+    /// The per-client outcomes the README table, the dashboard and `--json` give: what every client of the matrix does,
+    /// then each one that differs and why.
+    private func clientLines(_ expect: Expectations) -> [String] {
+        guard let standard = expect.defaultClientOutcome else { return [] }
+        let differing = expect.clients ?? []
+        let others = MatrixClient.allCases.filter { client in !differing.contains { $0.clients.contains(client) } }
+        var lines = ["Clients:        \(standard.rawValue): \(others.map(\.rawValue).joined(separator: ", "))"
+                     + (differing.isEmpty ? " (every client of the matrix, as OpenSSL verify says)" : " (as OpenSSL verify says)")]
+        for difference in differing {
+            lines.append("                \(difference.outcome.rawValue): \(difference.clients.map(\.rawValue).joined(separator: ", ")) — \(difference.because)")
+        }
+        return lines
     }
 }

@@ -26,6 +26,7 @@ enum FlagHints {
         .caExists: .instead("pass --force to replace it (the old one is moved aside, not deleted), or --if-missing to keep it"),
         .noCA: .instead("run `tls-fixtures ca init\(dir)` (or point --dir / TLS_FIXTURES_CERTS at an existing store)"),
         .storeUnavailable: .instead("choose another with --dir or TLS_FIXTURES_CERTS"),
+        .expiredCA: .instead("give `ca init` at least \(CAOptions.minimumDays) --days (3650 by default)"),
         .damagedCA: .instead("restore it from a backup, or replace the CA with `tls-fixtures ca init --force\(dir)` (devices "
                              + "that trust the old one must then trust the new one)"),
         .untrustedStore: .also("(--dir or TLS_FIXTURES_CERTS)"),
@@ -45,8 +46,8 @@ enum FlagHints {
         case let error as FixtureError where error.code == .portInUse:
             return "\(error.reason); stop what listens there, or choose other ports (--port-base N)"
         case let error as ScenarioError where error.code == .certificateNameTaken:
-            return "\(error.reason): choose another --name, or add --force to replace it (the scenario makes its own again the "
-                + "next time it is served)"
+            return "\(error.reason); choose another --name, or add --force to use it anyway (the store makes its own again the "
+                + "next time a scenario needs it)"
         case let error as ScenarioError where error.code == .dashboardPortTaken:
             return "\(error.reason) (serve puts it on --port-base, 9800 by default); choose another port, or leave \"port\" out to get "
                 + "the next free one"

@@ -1,3 +1,4 @@
+import ArgumentParser
 import Foundation
 import Logging
 import TLSFixtures
@@ -56,5 +57,36 @@ struct CLIError: Error, CustomStringConvertible {
 enum SecondsOption {
     static func check(_ seconds: Double, _ option: String) throws -> Timeout {
         do { return try Timeout(seconds: seconds, name: option) } catch let error as InvalidTimeout { throw CLIError(error.description) }
+    }
+}
+
+/// An error as `--json` prints it on standard output: `{"error": {"message": …, "code": …, "exitCode": …}}`, the one
+/// shape every command's failure has (README, "JSON output"). The plain line still goes to standard error.
+enum JSONError {
+    struct Body: Encodable {
+        var message: String
+        /// The library error's code (`fileExists`, `noCA`, …), `usage` for a bad option, `error` otherwise.
+        var code: String
+        var exitCode: Int32
+    }
+
+    /// Whether the command line asked for JSON (every `--json` is a flag of the command that runs).
+    static var asked: Bool { CommandLine.arguments.dropFirst().contains("--json") }
+
+    static func printIfAsked(message: String, code: String, exitCode: Int32) {
+        guard asked else { return }
+        try? Output.json(["error": Body(message: message.hasPrefix("Error: ") ? String(message.dropFirst(7)) : message,
+                                        code: code, exitCode: exitCode)])
+    }
+
+    /// The stable code of a library error, when it has one.
+    static func code(of error: any Error) -> String {
+        switch error {
+        case let error as PKIError: return error.code.description
+        case let error as ScenarioError: return error.code.description
+        case let error as FixtureError: return error.code.description
+        case let error as ProbeError: return error.code.description
+        default: return "error"
+        }
     }
 }

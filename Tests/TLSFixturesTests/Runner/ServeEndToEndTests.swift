@@ -215,6 +215,7 @@ struct ServeEndToEndTests {
             let decoded = try decoder.decode(ProbeJSONView.self, from: cli.stdoutData).result
             var options = ProbeOptions()
             options.trustRoots = [ca]
+            options.checkDefaultClient = true
             let direct = try TLSProbe(options: options).probe(ProbeTarget(host: "localhost", port: try port(name)))
             #expect(decoded.version == direct.version && decoded.cipher == direct.cipher && decoded.keyExchange == direct.keyExchange, "\(name)")
             #expect(decoded.verification?.summary == direct.verification?.summary, "\(name)")
@@ -222,8 +223,12 @@ struct ServeEndToEndTests {
             // …and in text, with the exit status scripts rely on.
             let text = try TestEnvironment.tlsFixtures(["probe", "localhost:\(try port(name))", "--ca", caFile])
             #expect(text.stdout.contains("Protocol   \(direct.protocolName ?? "?")"), "\(name): \(text.stdout)")
-            #expect(text.stdout.contains("Verify  \(direct.verification?.summary ?? "?")"), "\(name): \(text.stdout)")
-            #expect(text.status == (direct.verification?.error == nil ? 0 : 3), "\(name): exit \(text.status)")
+            // The label column is as wide as the longest label ("Default client" now).
+            let verify = text.stdout.split(separator: "\n").first { $0.hasPrefix("Verify ") } ?? ""
+            #expect(verify.contains("  \(direct.verification?.summary ?? "?")"), "\(name): \(text.stdout)")
+            // 5: only the probe's permissive handshake completed (tls-v1-0, dh1024: a default client refuses them).
+            let expected: Int32 = direct.verification?.error != nil ? 3 : direct.defaultClient?.outcome == "refuses" ? 5 : 0
+            #expect(text.status == expected, "\(name): exit \(text.status)")
         }
         // Offering only TLS 1.2+ to the TLS 1.0 fixture fails the handshake: exit 2.
         let refused = try TestEnvironment.tlsFixtures(["probe", "localhost:\(try port("tls-v1-0"))", "--ca", caFile, "--tls-min", "1.2"])

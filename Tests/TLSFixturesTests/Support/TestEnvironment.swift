@@ -20,8 +20,11 @@ enum TestEnvironment {
     /// The `tls-fixtures` executable built with the tests. Every CLI the tests start runs without the opt-in legacy
     /// helper (`make legacy-openssl`): what `serve` serves must not depend on whether that build exists in the checkout
     /// (`make test-legacy` tests the helper).
+    /// `TLS_FIXTURES_TEST_CLI` names another build to run instead (an older checkout's, to show that a new test fails
+    /// on the code before the change it tests).
     static var cli: String {
         _ = legacyHelperDisabled
+        if let other = ProcessInfo.processInfo.environment["TLS_FIXTURES_TEST_CLI"], !other.isEmpty { return other }
         return productsDirectory.appendingPathComponent("tls-fixtures").path
     }
 

@@ -1,0 +1,307 @@
+import Foundation
+import TLSFixturesOpenSSL
+
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// This machine's trust stores, which `ca install` and `ca uninstall` change (mkcert's `-install`): only ever when one
+/// of them is asked for by name, never as a side effect of another command.
+///
+/// - `system`: the operating system's store on Linux — the PEM goes to `/usr/local/share/ca-certificates/` and
+///   `update-ca-certificates` runs (Debian, Ubuntu, Alpine; its hooks also update Java's `cacerts` where
+///   ca-certificates-java is installed), or to `/etc/pki/ca-trust/source/anchors/` and `update-ca-trust extract` runs
+///   (Fedora, RHEL). OpenSSL, curl, libcurl (FoundationNetworking's URLSession), Python and Node read its bundle.
+/// - `nss`: Chromium's `~/.pki/nssdb` (made when missing, as Chromium would) and every Firefox profile's database,
+///   through NSS's `certutil`.
+/// - `keychain`: the macOS login keychain, through `security add-trusted-cert` (macOS only).
+///
+/// Only this CA's own entries are touched: a file and a nickname carrying its fingerprint. Programs are found on
+/// `PATH` (and `/usr/sbin`, `/sbin`) and run through `Environment.run`, the seam tests replace; `Environment.root`
+/// moves every system path under another folder, so tests never touch the machine's own stores.
+package struct TrustStores: Sendable {
+    package enum Store: String, CaseIterable, Sendable, Codable {
+        case system, nss, keychain
+    }
+
+    /// What a store is, where, and what happened to the CA there.
+    package struct Outcome: Sendable, Codable, Equatable {
+        package var store: Store
+        /// The file, database or keychain changed (or looked at).
+        package var location: String
+        /// `installed`, `already installed`, `removed` or `not installed`.
+        package var action: String
+    }
+
+    /// Where the stores are and how programs run.
+    package struct Environment: Sendable {
+        /// `/`, or a folder standing in for it: every system path is taken under it (`--trust-root`).
+        package var root: URL
+        /// The user's home: `~/.pki/nssdb`, Firefox profiles, the login keychain.
+        package var home: URL
+        /// Whether this is macOS (the keychain exists only there).
+        package var isMacOS: Bool
+        /// The path of a program, nil when it is not installed.
+        package var locate: @Sendable (String) -> String?
+        /// Runs a program (a path from `locate`) with arguments.
+        package var run: @Sendable (String, [String]) throws -> SimulatorTrust.Tool.Output
+
+        package init(root: URL, home: URL, isMacOS: Bool, locate: @escaping @Sendable (String) -> String?,
+                     run: @escaping @Sendable (String, [String]) throws -> SimulatorTrust.Tool.Output) {
+            self.root = root; self.home = home; self.isMacOS = isMacOS; self.locate = locate; self.run = run
+        }
+
+        /// This machine: `/`, `$HOME`, programs from `PATH` plus the sbin folders (a user's PATH often lacks them).
+        package static func current(
+            root: URL? = nil, environment: [String: String] = ProcessInfo.processInfo.environment
+        ) -> Environment {
+            #if os(macOS)
+            let isMacOS = true
+            #else
+            let isMacOS = false
+            #endif
+            let path = (environment["PATH"] ?? "/usr/bin:/bin").split(separator: ":").map(String.init)
+            let folders = path + ["/usr/sbin", "/sbin"]
+            return Environment(
+                root: root ?? URL(fileURLWithPath: "/"),
+                home: URL(fileURLWithPath: environment["HOME"] ?? NSHomeDirectory()),
+                isMacOS: isMacOS,
+                locate: { name in
+                    folders.map { "\($0)/\(name)" }.first { FileManager.default.isExecutableFile(atPath: $0) }
+                },
+                run: { path, arguments in try SimulatorTrust.Tool.launch(path, arguments) })
+        }
+
+        func path(_ absolute: String) -> URL { root.appendingPathComponent(String(absolute.dropFirst())) }
+        var isRealRoot: Bool { root.standardizedFileURL.path == "/" }
+    }
+
+    package var environment: Environment
+
+    package init(environment: Environment = .current()) { self.environment = environment }
+
+    // MARK: Install
+
+    /// Adds `certificate` (kept at `pemFile`) to each store; throws `trustStoreUnavailable` for the first one that
+    /// cannot be changed, saying why (permission, a missing program), before anything else is tried.
+    package func install(_ certificate: Certificate, pemFile: URL, into stores: [Store]) throws -> [Outcome] {
+        let plans = try stores.map { try plan($0) }
+        var outcomes: [Outcome] = []
+        for plan in plans {
+            switch plan {
+            case .system(let system): outcomes.append(try installSystem(certificate, system))
+            case .nss(let certutil, let databases):
+                outcomes += try installNSS(certificate, pemFile: pemFile, certutil: certutil, databases: databases)
+            case .keychain(let security, let keychain):
+                outcomes.append(try installKeychain(pemFile: pemFile, security: security, keychain: keychain))
+            }
+        }
+        return outcomes
+    }
+
+    /// Takes `certificate` out of each store again (this CA's entries only).
+    package func uninstall(_ certificate: Certificate, pemFile: URL, from stores: [Store]) throws -> [Outcome] {
+        let plans = try stores.map { try plan($0) }
+        var outcomes: [Outcome] = []
+        for plan in plans {
+            switch plan {
+            case .system(let system):
+                let file = system.directory.appendingPathComponent(fileName(certificate))
+                guard FileManager.default.fileExists(atPath: file.path) else {
+                    outcomes.append(Outcome(store: .system, location: file.path, action: "not installed"))
+                    continue
+                }
+                guard unlink(file.path) == 0 else { throw unavailable(.system, file.path, FileSystem.errnoText()) }
+                // Debian's documented way to drop a local CA: --fresh rebuilds the links and the bundle without it.
+                try runChecked(system.tool, system.arguments + (system.arguments == ["extract"] ? [] : ["--fresh"]))
+                outcomes.append(Outcome(store: .system, location: file.path, action: "removed"))
+            case .nss(let certutil, let databases):
+                for database in databases where Self.hasDatabase(database) {
+                    let nick = nickname(certificate)
+                    let listed = try environment.run(certutil, ["-d", "sql:\(database.path)", "-L", "-n", nick])
+                    guard listed.status == 0 else {
+                        outcomes.append(Outcome(store: .nss, location: database.path, action: "not installed"))
+                        continue
+                    }
+                    try runChecked(certutil, ["-d", "sql:\(database.path)", "-D", "-n", nick])
+                    outcomes.append(Outcome(store: .nss, location: database.path, action: "removed"))
+                }
+            case .keychain(let security, let keychain):
+                // Trust settings first (they outlive the certificate otherwise), then the certificate itself.
+                _ = try environment.run(security, ["remove-trusted-cert", pemFile.path])
+                let sha1 = Digest.sha1(certificate.der).hexString.uppercased()
+                let deleted = try environment.run(security, ["delete-certificate", "-Z", sha1, keychain.path])
+                let action = deleted.status == 0 ? "removed" : "not installed"
+                outcomes.append(Outcome(store: .keychain, location: keychain.path, action: action))
+            }
+        }
+        return outcomes
+    }
+
+    // MARK: Plans
+
+    private struct SystemPlan {
+        var directory: URL
+        var tool: String
+        var arguments: [String]
+    }
+
+    private enum Plan {
+        case system(SystemPlan)
+        case nss(certutil: String, databases: [URL])
+        case keychain(security: String, keychain: URL)
+    }
+
+    /// What changing `store` takes, checked before anything changes: the program, and write access to its folder.
+    private func plan(_ store: Store) throws -> Plan {
+        switch store {
+        case .system:
+            guard !environment.isMacOS else {
+                throw PKIError(code: .trustStoreUnavailable, subject: "system",
+                               reason: "macOS keeps trusted roots in keychains, not in a system folder",
+                               fix: "use the keychain store")
+            }
+            let plan: SystemPlan
+            if let tool = environment.locate("update-ca-certificates") {
+                let directory = environment.path("/usr/local/share/ca-certificates")
+                var arguments: [String] = []
+                if !environment.isRealRoot {
+                    // Debian's script takes every folder it uses as an option: all of them under the stand-in root.
+                    arguments = ["--certsconf", environment.path("/etc/ca-certificates.conf").path,
+                                 "--certsdir", environment.path("/usr/share/ca-certificates").path,
+                                 "--localcertsdir", directory.path,
+                                 "--etccertsdir", environment.path("/etc/ssl/certs").path,
+                                 "--hooksdir", environment.path("/etc/ca-certificates/update.d").path]
+                }
+                plan = SystemPlan(directory: directory, tool: tool, arguments: arguments)
+            } else if let tool = environment.locate("update-ca-trust"), environment.isRealRoot {
+                let anchors = environment.path("/etc/pki/ca-trust/source/anchors")
+                plan = SystemPlan(directory: anchors, tool: tool, arguments: ["extract"])
+            } else {
+                throw PKIError(code: .trustStoreUnavailable, subject: "system",
+                               reason: "neither update-ca-certificates nor update-ca-trust is installed, so there "
+                                   + "is no system store to add to",
+                               fix: "install the ca-certificates package, or give clients the CA file (curl --cacert, "
+                                   + "SSL_CERT_FILE)")
+            }
+            try requireWritable(plan.directory, store: .system,
+                                why: "the system store belongs to root: run it with sudo, naming the store "
+                                    + "(sudo changes HOME)")
+            return .system(plan)
+        case .nss:
+            guard let certutil = environment.locate("certutil") else {
+                throw PKIError(code: .trustStoreUnavailable, subject: "nss", reason: "NSS's certutil is not installed",
+                               fix: "install it (Debian/Ubuntu: apt install libnss3-tools; Fedora: dnf install "
+                                   + "nss-tools; macOS: brew install nss)")
+            }
+            var databases = [environment.home.appendingPathComponent(".pki/nssdb")]
+            let firefox = [".mozilla/firefox", "snap/firefox/common/.mozilla/firefox",
+                           "Library/Application Support/Firefox/Profiles"]
+            for profiles in firefox {
+                let folder = environment.home.appendingPathComponent(profiles)
+                let entries = (try? FileManager.default.contentsOfDirectory(atPath: folder.path)) ?? []
+                databases += entries.sorted().map { folder.appendingPathComponent($0) }.filter(Self.hasDatabase)
+            }
+            return .nss(certutil: certutil, databases: databases)
+        case .keychain:
+            guard environment.isMacOS else {
+                throw PKIError(code: .trustStoreUnavailable, subject: "keychain",
+                               reason: "the keychain store exists on macOS only",
+                               fix: "on Linux use the system and nss stores")
+            }
+            guard let security = environment.locate("security") else {
+                throw PKIError(code: .trustStoreUnavailable, subject: "keychain",
+                               reason: "/usr/bin/security was not found",
+                               fix: "run it on macOS, where it is part of the system")
+            }
+            let keychain = environment.home.appendingPathComponent("Library/Keychains/login.keychain-db")
+            return .keychain(security: security, keychain: keychain)
+        }
+    }
+
+    private func installSystem(_ certificate: Certificate, _ plan: SystemPlan) throws -> Outcome {
+        let file = plan.directory.appendingPathComponent(fileName(certificate))
+        let already = (try? Data(contentsOf: file)) == certificate.pem
+        if !already {
+            try FileSystem.createMissingDirectory(plan.directory, mode: 0o755)
+            do { try FileSystem.writeAtomically(certificate.pem, to: file, mode: 0o644) } catch let error as PKIError {
+                throw unavailable(.system, file.path, error.problem ?? error.reason)
+            }
+        }
+        try runChecked(plan.tool, plan.arguments)
+        return Outcome(store: .system, location: file.path, action: already ? "already installed" : "installed")
+    }
+
+    private func installNSS(_ certificate: Certificate, pemFile: URL, certutil: String,
+                            databases: [URL]) throws -> [Outcome] {
+        var outcomes: [Outcome] = []
+        let nick = nickname(certificate)
+        for database in databases {
+            if !Self.hasDatabase(database) {
+                // A fresh profile has no database, and certutil -A then fails with SEC_ERROR_BAD_DATABASE: make it as
+                // Chromium does (no password).
+                try FileSystem.createMissingDirectory(database, mode: 0o700)
+                try runChecked(certutil, ["-d", "sql:\(database.path)", "-N", "--empty-password"])
+            }
+            let listed = try environment.run(certutil, ["-d", "sql:\(database.path)", "-L", "-n", nick])
+            if listed.status == 0 {
+                outcomes.append(Outcome(store: .nss, location: database.path, action: "already installed"))
+                continue
+            }
+            // C,,: a trusted CA for TLS servers only (not for email or code signing).
+            try runChecked(certutil, ["-d", "sql:\(database.path)", "-A", "-t", "C,,", "-n", nick, "-i", pemFile.path])
+            outcomes.append(Outcome(store: .nss, location: database.path, action: "installed"))
+        }
+        return outcomes
+    }
+
+    private func installKeychain(pemFile: URL, security: String, keychain: URL) throws -> Outcome {
+        // The login keychain needs no sudo; macOS asks the user to confirm the trust setting.
+        try runChecked(security, ["add-trusted-cert", "-r", "trustRoot", "-k", keychain.path, pemFile.path])
+        return Outcome(store: .keychain, location: keychain.path, action: "installed")
+    }
+
+    // MARK: Helpers
+
+    /// An NSS database in the SQL format (`cert9.db`), the only one current NSS makes.
+    private static func hasDatabase(_ folder: URL) -> Bool {
+        FileManager.default.fileExists(atPath: folder.appendingPathComponent("cert9.db").path)
+    }
+
+    /// The CA's file in the system store: one name per CA, so a new CA never replaces the file of an old one.
+    package func fileName(_ certificate: Certificate) -> String {
+        "swift-tls-fixtures-\(certificate.sha256Fingerprint.hexString.prefix(16)).crt"
+    }
+
+    /// The CA's nickname in an NSS database.
+    package func nickname(_ certificate: Certificate) -> String {
+        "swift-tls-fixtures CA \(certificate.sha256Fingerprint.hexString.prefix(16))"
+    }
+
+    private func requireWritable(_ directory: URL, store: Store, why: String) throws {
+        var existing = directory
+        while !FileSystem.exists(existing) && existing.path != "/" { existing.deleteLastPathComponent() }
+        if access(existing.path, W_OK) != 0 {
+            throw PKIError(code: .trustStoreUnavailable, subject: store.rawValue,
+                           reason: "cannot write \(existing.path) (\(FileSystem.errnoText()))", fix: why)
+        }
+    }
+
+    private func runChecked(_ tool: String, _ arguments: [String]) throws {
+        let output = try environment.run(tool, arguments)
+        guard output.status == 0 else {
+            let said = output.stderr.split(separator: "\n").first.map(String.init) ?? "no message"
+            throw PKIError(code: .trustStoreUnavailable, subject: tool,
+                           reason: "`\(([tool] + arguments).joined(separator: " "))` failed (exit \(output.status)): "
+                               + said,
+                           fix: "nothing else was changed after it; fix what it says and run the command again")
+        }
+    }
+
+    private func unavailable(_ store: Store, _ path: String, _ problem: String) -> PKIError {
+        PKIError(code: .trustStoreUnavailable, subject: store.rawValue, reason: "cannot write \(path): \(problem)",
+                 fix: "run it as a user who may (the system store belongs to root: sudo)")
+    }
+}

@@ -1,0 +1,111 @@
+import ArgumentParser
+import Foundation
+import TLSFixtures
+
+/// `--system`, `--nss`, `--keychain`: which trust stores `ca install` and `ca uninstall` change. None is implied.
+struct TrustStoreOptions: ParsableArguments {
+    @Flag(help: "Linux's system store (update-ca-certificates or update-ca-trust): OpenSSL, curl, FoundationNetworking, Python, Node; needs root.")
+    var system = false
+
+    @Flag(help: "NSS databases: Chromium's ~/.pki/nssdb (made if missing) and every Firefox profile (needs certutil).")
+    var nss = false
+
+    @Flag(help: "The macOS login keychain, as a trusted root (security add-trusted-cert; macOS only).")
+    var keychain = false
+
+    @Option(help: ArgumentHelp("Act on the system store under this folder instead of / (for packaging and tests).", valueName: "dir"))
+    var trustRoot: String?
+
+    var stores: [TrustStores.Store] {
+        [(system, TrustStores.Store.system), (nss, .nss), (keychain, .keychain)].filter(\.0).map(\.1)
+    }
+
+    func validate() throws {
+        if stores.isEmpty {
+            throw CLIError("name the trust stores to change: --system (Linux, as root), --nss (Chromium, Firefox), --keychain (macOS); "
+                + "nothing is installed unless you ask")
+        }
+    }
+
+    var trustStores: TrustStores {
+        TrustStores(environment: .current(root: trustRoot.map { URL(fileURLWithPath: $0).standardizedFileURL }))
+    }
+}
+
+struct CAInstall: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "install",
+        abstract: "Trust the built-in CA on this machine (mkcert -install), in the stores you name.",
+        discussion: """
+            Only when you run this, and only in the stores you name; `ca uninstall` takes it out again. The CA must \
+            exist (`ca init`). Under sudo, name the store (--dir): sudo changes HOME, and with it the default store.
+
+            Examples:
+              sudo tls-fixtures ca install --system --dir ~/.local/share/swift-tls-fixtures
+              tls-fixtures ca install --nss
+              tls-fixtures ca install --keychain
+            """
+    )
+
+    @OptionGroup var storeOptions: StoreOptions
+    @OptionGroup var trust: TrustStoreOptions
+    @OptionGroup var output: OutputOptions
+
+    func run() async throws {
+        let store = storeOptions.store
+        guard let ca = try store.existingCA() else { throw PKIError.noCA(path: store.directory.path) }
+        let outcomes = try TrustAction.translating(store) {
+            try trust.trustStores.install(ca.certificate, pemFile: store.certificatePath(.root), into: trust.stores)
+        }
+        try TrustAction.report(outcomes, certificate: ca.certificate, json: output.json)
+    }
+}
+
+struct CAUninstall: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "uninstall",
+        abstract: "Take the built-in CA out of the trust stores you name (what `ca install` added).",
+        discussion: "Removes this CA's own entries only: its file in the system store, its nickname in NSS, its keychain item."
+    )
+
+    @OptionGroup var storeOptions: StoreOptions
+    @OptionGroup var trust: TrustStoreOptions
+    @OptionGroup var output: OutputOptions
+
+    func run() async throws {
+        let store = storeOptions.store
+        guard let ca = try store.existingCA() else { throw PKIError.noCA(path: store.directory.path) }
+        let outcomes = try TrustAction.translating(store) {
+            try trust.trustStores.uninstall(ca.certificate, pemFile: store.certificatePath(.root), from: trust.stores)
+        }
+        try TrustAction.report(outcomes, certificate: ca.certificate, json: output.json)
+    }
+}
+
+/// What `ca install` and `ca uninstall` share: the CLI's words for a refusal, and the report.
+enum TrustAction {
+    static func translating<T>(_ store: CertificateStore, _ body: () throws -> T) throws -> T {
+        do { return try body() } catch let error as PKIError where error.code == .trustStoreUnavailable && error.subject == "system"
+                                                                  && error.reason.hasPrefix("cannot write") {
+            throw CLIError("\(error.reason): the system store belongs to root; run it with sudo, naming the CA's store "
+                + "(sudo changes HOME): sudo tls-fixtures ca install --system --dir '\(store.directory.path)'")
+        }
+    }
+
+    static func report(_ outcomes: [TrustStores.Outcome], certificate: Certificate, json: Bool) throws {
+        if json {
+            try Output.json(TrustReport(certificate: certificate.subject, sha256Fingerprint: certificate.sha256Fingerprint.hexString,
+                                        stores: outcomes))
+            return
+        }
+        for outcome in outcomes { print("\(outcome.store.rawValue): \(outcome.action) — \(outcome.location)") }
+        if outcomes.isEmpty { print("nothing to do: no such store on this machine") }
+    }
+}
+
+/// `ca install --json` and `ca uninstall --json`.
+struct TrustReport: Encodable {
+    var certificate: String
+    var sha256Fingerprint: String
+    var stores: [TrustStores.Outcome]
+}
