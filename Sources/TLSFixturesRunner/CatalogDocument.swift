@@ -156,9 +156,18 @@ package enum HostsFile {
 }
 
 /// An address for the hosts file that is not an IP address.
-package struct InvalidHostsAddress: Error, CustomStringConvertible, Sendable, Equatable {
+package struct InvalidHostsAddress: CodedError {
+    package typealias Code = ErrorCode<InvalidHostsAddress>
+
+    package var code: Code { .notAnIPAddress }
     package let address: String
-    public var description: String {
-        "\"\(address.escapingControlCharacters)\" is not an IP address; the hosts file maps the names to one, such as 127.0.0.1 or ::1"
-    }
+
+    package init(address: String) { self.address = address }
+
+    package var reason: String { "\"\(address.escapingControlCharacters)\" is not an IP address" }
+    package var fix: String? { "the hosts file maps the names to one, such as 127.0.0.1 or ::1" }
+}
+
+extension ErrorCode where Owner == InvalidHostsAddress {
+    package static var notAnIPAddress: Self { Self("notAnIPAddress") }
 }

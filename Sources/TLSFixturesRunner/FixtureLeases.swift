@@ -9,7 +9,7 @@ import TLSFixturesServer
 import TLSFixturesOpenSSL
 
 /// Why a control API request failed: the HTTP status and the one-line body.
-package struct ControlAPIFailure: Error, Sendable, Equatable, CustomStringConvertible {
+struct ControlAPIFailure: Error, Sendable, Equatable, CustomStringConvertible {
     package var status: Int
     package var body: APIError
     /// For `405`: the methods the resource takes (the `Allow` header).

@@ -1,4 +1,5 @@
 import Foundation
+import TLSFixturesWire
 
 #if canImport(Glibc)
 import Glibc
@@ -71,7 +72,7 @@ final class LegacyHelperProcess: @unchecked Sendable {
             let why = (try? String(contentsOf: errors, encoding: .utf8))?.split(separator: "\n").last.map(String.init)
             if process.isRunning { process.terminate() }
             process.waitUntilExit()
-            throw LegacyHelperError(helper: helper.path, reason: why ?? (process.isRunning ? "no report within \(Int(timeout)) s" : "it exited"))
+            throw LegacyHelperError(helper: helper.path, why: why ?? (process.isRunning ? "no report within \(Int(timeout)) s" : "it exited"))
         }
         document = report
     }
@@ -87,10 +88,23 @@ final class LegacyHelperProcess: @unchecked Sendable {
     }
 }
 
-package struct LegacyHelperError: Error, CustomStringConvertible, Sendable {
+package struct LegacyHelperError: CodedError {
+    package typealias Code = ErrorCode<LegacyHelperError>
+
+    package var code: Code { .didNotStart }
     package let helper: String
-    package let reason: String
-    package var description: String {
-        "the legacy helper \(helper) did not start: \(reason); rebuild it with `make legacy-openssl`, or serve without it (--legacy-helper none)"
+    /// What went wrong, in the helper's last line when it wrote one.
+    package let why: String
+
+    package init(helper: String, why: String) {
+        self.helper = helper
+        self.why = why
     }
+
+    package var reason: String { "the legacy helper \(helper) did not start: \(why)" }
+    package var fix: String? { "rebuild it with `make legacy-openssl`, or serve without it (ScenarioRunner.Options.legacyHelper nil)" }
+}
+
+extension ErrorCode where Owner == LegacyHelperError {
+    package static var didNotStart: Self { Self("didNotStart") }
 }

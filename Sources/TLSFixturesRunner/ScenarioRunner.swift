@@ -146,7 +146,7 @@ package final class ScenarioRunner: Sendable {
             for scenario in quick {
                 switch prepared[scenario.name] {
                 case .failure(let error as ScenarioUnsupported)?:
-                    state.unsupported.append((scenario, error.reason))
+                    state.unsupported.append((scenario, error.detail))
                 case .failure(let error)?:
                     throw error
                 case .success(let ready)?:
@@ -219,7 +219,7 @@ package final class ScenarioRunner: Sendable {
             let results = (try? await Self.prepare(scenarios, store: store, domains: options.domains,
                                                       revocationEndpoints: revocationEndpoints, progress: { _ in })) ?? [:]
             for scenario in scenarios {
-                let result = results[scenario.name] ?? .failure(ScenarioUnsupported(scenario: scenario.name, reason: "not prepared"))
+                let result = results[scenario.name] ?? .failure(ScenarioUnsupported(code: .linkedOpenSSL, scenario: scenario.name, why: "not prepared"))
                 await serveWhenReady(scenario, result, progress: progress)
             }
         }
@@ -248,7 +248,7 @@ package final class ScenarioRunner: Sendable {
                 state.started.sort { catalogIndex($0.scenario) < catalogIndex($1.scenario) }
                 directory.add(fixture)
             case .failure(let error as ScenarioUnsupported):
-                state.unsupported.append((scenario, error.reason))
+                state.unsupported.append((scenario, error.detail))
             case .failure(let error):
                 state.failed.append((scenario, "\(error)"))
             }
@@ -260,7 +260,7 @@ package final class ScenarioRunner: Sendable {
         }
         switch outcome {
         case .success(let fixture): progress(.serving(scenario: scenario.name, port: fixture.port))
-        case .failure(let error as ScenarioUnsupported): progress(.failed(scenario: scenario.name, reason: error.reason))
+        case .failure(let error as ScenarioUnsupported): progress(.failed(scenario: scenario.name, reason: error.detail))
         case .failure(let error): progress(.failed(scenario: scenario.name, reason: "\(error)"))
         }
     }

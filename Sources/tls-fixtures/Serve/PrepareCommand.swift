@@ -40,7 +40,7 @@ struct PrepareCommand: AsyncParsableCommand {
         for scenario in scenarios {
             switch results[scenario.name] {
             case .success?: prepared.append(scenario.name)
-            case .failure(let error as ScenarioUnsupported)?: unsupported[scenario.name] = error.reason
+            case .failure(let error as ScenarioUnsupported)?: unsupported[scenario.name] = error.detail
             case .failure(let error)?: throw error
             case nil: break
             }
