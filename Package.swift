@@ -54,15 +54,22 @@ let package = Package(
             dependencies: [
                 "TLSFixturesOpenSSL", "TLSFixturesWire",
                 .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
+                .product(name: "Logging", package: "swift-log"),
             ]
         ),
         // Scenario values, the catalog, and a scenario prepared against a store.
-        .target(name: "TLSFixturesScenario", dependencies: ["TLSFixturesPKI", "TLSFixturesATS"]),
+        .target(
+            name: "TLSFixturesScenario",
+            dependencies: [
+                "TLSFixturesPKI", "TLSFixturesOpenSSL", "TLSFixturesWire",
+                .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
+            ]
+        ),
         // The TLS fixture server: NIO plus an OpenSSL connection through memory BIOs.
         .target(
             name: "TLSFixturesServer",
             dependencies: [
-                "TLSFixturesScenario",
+                "TLSFixturesScenario", "TLSFixturesPKI", "TLSFixturesOpenSSL", "TLSFixturesWire",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
@@ -74,7 +81,7 @@ let package = Package(
         .target(
             name: "TLSFixturesProbe",
             dependencies: [
-                "TLSFixturesServer", "TLSFixturesATS",
+                "TLSFixturesServer", "TLSFixturesATS", "TLSFixturesPKI", "TLSFixturesOpenSSL", "TLSFixturesWire",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),
@@ -86,7 +93,8 @@ let package = Package(
         .target(
             name: "TLSFixturesRunner",
             dependencies: [
-                "TLSFixturesProbe",
+                "TLSFixturesProbe", "TLSFixturesServer", "TLSFixturesScenario", "TLSFixturesPKI", "TLSFixturesOpenSSL",
+                "TLSFixturesATS", "TLSFixturesWire",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
@@ -119,6 +127,8 @@ let package = Package(
             dependencies: [
                 "TLSFixtures",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "Logging", package: "swift-log"),
             ]
         ),
         // `make bench`: the in-process measurements (scripts/bench/run.py drives it and the peers).
@@ -131,10 +141,15 @@ let package = Package(
             dependencies: [
                 "TLSFixtures", "TLSFixturesXCTest", "TLSFixturesClient", "TLSFixturesClientXCTest", "tls-fixtures",
                 "tls-fixtures-client-check",
+                // The OpenSSL owners' tests call OpenSSL directly (the one other importer of COpenSSL).
+                "COpenSSL",
                 // TLSServerHandlerTests drive the handler through an EmbeddedChannel, as swift-nio-ssl tests NIOSSLHandler.
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOEmbedded", package: "swift-nio"),
                 .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
+                .product(name: "Logging", package: "swift-log"),
             ],
             // Saved fuzzer inputs, read from the checkout by FuzzRegressionTests (not resources of the bundle).
             exclude: ["Fuzz/Inputs"]
