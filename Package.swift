@@ -93,8 +93,7 @@ let package = Package(
         .target(
             name: "TLSFixturesRunner",
             dependencies: [
-                "TLSFixturesProbe", "TLSFixturesServer", "TLSFixturesScenario", "TLSFixturesPKI", "TLSFixturesOpenSSL",
-                "TLSFixturesATS", "TLSFixturesWire",
+                "TLSFixturesServer", "TLSFixturesScenario", "TLSFixturesPKI", "TLSFixturesOpenSSL", "TLSFixturesWire",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
@@ -108,6 +107,15 @@ let package = Package(
             dependencies: [
                 "TLSFixturesWire", "TLSFixturesATS", "TLSFixturesOpenSSL", "TLSFixturesPKI", "TLSFixturesScenario",
                 "TLSFixturesServer", "TLSFixturesProbe", "TLSFixturesRunner",
+            ]
+        ),
+        // What only the CLI shows (the startup table, the README's catalog table, pin files, the ATS probe of a catalog
+        // scenario): beside the library, not in the umbrella, and a target of its own so the tests can reach it.
+        .target(
+            name: "TLSFixturesCLISupport",
+            dependencies: [
+                "TLSFixturesRunner", "TLSFixturesProbe", "TLSFixturesServer", "TLSFixturesScenario", "TLSFixturesPKI",
+                "TLSFixturesOpenSSL", "TLSFixturesATS",
             ]
         ),
         // XCTest glue lives apart so the library and the CLI never link XCTest.
@@ -125,7 +133,7 @@ let package = Package(
         .executableTarget(
             name: "tls-fixtures",
             dependencies: [
-                "TLSFixtures",
+                "TLSFixtures", "TLSFixturesCLISupport",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "Logging", package: "swift-log"),
@@ -139,7 +147,8 @@ let package = Package(
         .testTarget(
             name: "TLSFixturesTests",
             dependencies: [
-                "TLSFixtures", "TLSFixturesXCTest", "TLSFixturesClient", "TLSFixturesClientXCTest", "tls-fixtures",
+                "TLSFixtures", "TLSFixturesCLISupport", "TLSFixturesXCTest", "TLSFixturesClient", "TLSFixturesClientXCTest",
+                "tls-fixtures",
                 "tls-fixtures-client-check",
                 // The OpenSSL owners' tests call OpenSSL directly (the one other importer of COpenSSL).
                 "COpenSSL",

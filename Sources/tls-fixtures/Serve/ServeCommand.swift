@@ -3,6 +3,7 @@ import Dispatch
 import Foundation
 import NIOCore
 import TLSFixtures
+import TLSFixturesCLISupport
 
 struct ServeCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(

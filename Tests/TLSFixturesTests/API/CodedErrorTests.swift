@@ -71,7 +71,7 @@ struct CodedErrorTests {
     func everyErrorIsCoded() throws {
         let sources = TestEnvironment.packageRoot.appendingPathComponent("Sources")
         let files = try #require(FileManager.default.enumerator(at: sources, includingPropertiesForKeys: nil)?.allObjects as? [URL])
-        let executables = ["tls-fixtures", "tls-fixtures-bench", "tls-fixtures-client-check", "tls-fixtures-cli-support"]
+        let executables = ["tls-fixtures", "tls-fixtures-bench", "tls-fixtures-client-check"]
         let declaration = try Regex(#"^\s*(?:public|package)\s+(?:final\s+)?(?:struct|enum|class)\s+(\w+)[^{]*:\s*([^{]*)\{"#)
         var uncoded: [String] = []
         var patches: [String] = []

@@ -1,4 +1,5 @@
 import Foundation
+import TLSFixturesRunner
 import TLSFixturesScenario
 
 /// The startup table `serve` prints.
