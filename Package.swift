@@ -89,11 +89,25 @@ let package = Package(
                 .product(name: "NIOEmbedded", package: "swift-nio"),
             ]
         ),
-        // `serve`: every scenario, the dashboard, the control API, the proxy.
+        // The runner's fleet: every fixture it serves with one state each, leases, domains, ports held for slow
+        // scenarios, the legacy helper. No HTTP: NIOHTTP1 is not in its graph (check-layers.py holds that).
+        .target(
+            name: "TLSFixturesFleet",
+            dependencies: [
+                "TLSFixturesServer", "TLSFixturesScenario", "TLSFixturesPKI", "TLSFixturesOpenSSL", "TLSFixturesWire",
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
+        // `serve`: the front door (dashboard, control API, CONNECT proxy) over the fleet's narrow views, and the one
+        // object that composes the two.
         .target(
             name: "TLSFixturesRunner",
             dependencies: [
-                "TLSFixturesServer", "TLSFixturesScenario", "TLSFixturesPKI", "TLSFixturesOpenSSL", "TLSFixturesWire",
+                "TLSFixturesFleet", "TLSFixturesServer", "TLSFixturesScenario", "TLSFixturesPKI", "TLSFixturesOpenSSL",
+                "TLSFixturesWire",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
@@ -106,7 +120,7 @@ let package = Package(
             name: "TLSFixtures",
             dependencies: [
                 "TLSFixturesWire", "TLSFixturesATS", "TLSFixturesOpenSSL", "TLSFixturesPKI", "TLSFixturesScenario",
-                "TLSFixturesServer", "TLSFixturesProbe", "TLSFixturesRunner",
+                "TLSFixturesServer", "TLSFixturesProbe", "TLSFixturesFleet", "TLSFixturesRunner",
             ]
         ),
         // What only the CLI shows (the startup table, the README's catalog table, pin files, the ATS probe of a catalog
@@ -114,8 +128,8 @@ let package = Package(
         .target(
             name: "TLSFixturesCLISupport",
             dependencies: [
-                "TLSFixturesRunner", "TLSFixturesProbe", "TLSFixturesServer", "TLSFixturesScenario", "TLSFixturesPKI",
-                "TLSFixturesOpenSSL", "TLSFixturesATS",
+                "TLSFixturesRunner", "TLSFixturesFleet", "TLSFixturesProbe", "TLSFixturesServer", "TLSFixturesScenario",
+                "TLSFixturesPKI", "TLSFixturesOpenSSL", "TLSFixturesATS",
             ]
         ),
         // XCTest glue lives apart so the library and the CLI never link XCTest.
@@ -135,7 +149,6 @@ let package = Package(
             dependencies: [
                 "TLSFixtures", "TLSFixturesCLISupport",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
-                .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),

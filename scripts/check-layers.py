@@ -10,6 +10,8 @@
 3. Only the OpenSSL owners import COpenSSL (plus the bench and fuzz executables and the tests of the owners, which
    exercise OpenSSL directly on purpose).
 4. The ATS model and the wire values are Foundation only: no NIO, no OpenSSL, anywhere in their graph or imports.
+5. The runner's fleet knows no HTTP: it does not depend on NIOHTTP1 (so, by rule 2, imports nothing of it); statuses
+   are the front door's (TLSFixturesRunner).
 
 Reads `swift package describe --type json` (run here, or from --describe FILE) and the targets' sources.
 Exit 0 and one line when the layers hold; exit 1 and one line per problem otherwise.
@@ -21,8 +23,9 @@ import package_graph
 
 # Bottom to top. A layer may depend on any layer before it, never on one after it.
 ORDER = ["TLSFixturesWire", "TLSFixturesATS", "TLSFixturesOpenSSL", "TLSFixturesPKI", "TLSFixturesScenario",
-         "TLSFixturesServer", "TLSFixturesProbe", "TLSFixturesRunner", "TLSFixtures"]
+         "TLSFixturesServer", "TLSFixturesProbe", "TLSFixturesFleet", "TLSFixturesRunner", "TLSFixtures"]
 FOUNDATION_ONLY = ["TLSFixturesWire", "TLSFixturesATS"]
+NO_HTTP = {"TLSFixturesFleet": "NIOHTTP1"}
 COPENSSL_IMPORTERS = {"TLSFixturesOpenSSL", "tls-fixtures-bench", "TLSFixturesTests"}
 # What the toolchain and the OS give every target without a declaration.
 SYSTEM_MODULES = {"Foundation", "FoundationNetworking", "FoundationEssentials", "Dispatch", "Darwin", "Glibc", "Musl",
@@ -81,6 +84,10 @@ def problems(describe, root):
             if dependency in rank and rank[dependency] >= rank[name]:
                 found.append(f"{name} depends on {dependency}, which is not below it")
     found += declaration_problems(describe, root)
+    for name, module in NO_HTTP.items():
+        if module in (targets[name].get("product_dependencies") or []) + (targets[name].get("target_dependencies") or []):
+            found.append(f"{name} depends on {module}: the fleet knows no HTTP; statuses belong to the front door "
+                         "(TLSFixturesRunner)")
     for name in FOUNDATION_ONLY:
         seen, todo = set(), [name]
         while todo:
@@ -112,7 +119,7 @@ def main():
     return package_graph.run("check-layers", __doc__.splitlines()[0], problems,
                              "every layer depends only on layers below it; every target imports exactly what it "
                              "declares; only TLSFixturesOpenSSL imports COpenSSL; the ATS model and the wire values are "
-                             "Foundation only")
+                             "Foundation only; the fleet knows no HTTP")
 
 
 if __name__ == "__main__":

@@ -1,7 +1,7 @@
 import Foundation
 import TLSFixturesATS
 import TLSFixturesPKI
-import TLSFixturesRunner
+import TLSFixturesFleet
 import TLSFixturesScenario
 import TLSFixturesOpenSSL
 

@@ -1,5 +1,5 @@
 import Foundation
-import TLSFixturesRunner
+import TLSFixturesFleet
 import TLSFixturesScenario
 
 /// The startup table `serve` prints.

@@ -2,6 +2,7 @@ import Foundation
 import TLSFixturesWire
 import TLSFixturesOpenSSL
 import TLSFixturesPKI
+import TLSFixturesFleet
 import TLSFixturesScenario
 
 /// The dashboard's HTML: every scenario by group with its links, what is wrong, the expected outcomes and pins; CA

@@ -55,6 +55,8 @@ enum FlagHints {
                 + "is moved aside, not deleted; trust the new one where the old one was trusted)"
         case let error as FixtureDomainError:
             return "--domain: \(error)"
+        case let error as RunnerError where error.code == .nothingToServe:
+            return "\(error.reason); name scenarios this OpenSSL supports (`tls-fixtures scenarios list`)"
         case let error as LegacyHelperError:
             return "\(error.reason); rebuild it with `make legacy-openssl`, or serve without it (--legacy-helper none)"
         case let error as SimulatorTrustError where error.code == .nothingBooted:

@@ -10,7 +10,7 @@ import Testing
 struct LayerGraphTests {
     static let script = TestEnvironment.packageRoot.appendingPathComponent("scripts/check-layers.py").path
     static let layers = ["TLSFixturesWire", "TLSFixturesATS", "TLSFixturesOpenSSL", "TLSFixturesPKI", "TLSFixturesScenario",
-                         "TLSFixturesServer", "TLSFixturesProbe", "TLSFixturesRunner", "TLSFixtures"]
+                         "TLSFixturesServer", "TLSFixturesProbe", "TLSFixturesFleet", "TLSFixturesRunner", "TLSFixtures"]
 
     /// A package of layers in a temporary folder, each depending on the one below and importing it, with `sources`
     /// written into it (path → text) and `extraDependencies` added (target → dependencies), then checked.
@@ -58,6 +58,11 @@ struct LayerGraphTests {
         let atsImportsNIO = try Self.check(sources: ["Sources/TLSFixturesATS/Loop.swift": "@preconcurrency import NIOCore\n"])
         #expect(atsImportsNIO.status == 1 && atsImportsNIO.stdout.contains("Loop.swift imports NIOCore; it must be Foundation only"),
                 "\(atsImportsNIO.combined)")
+
+        let fleetSpeaksHTTP = try Self.check(sources: ["Sources/TLSFixturesFleet/Status.swift": "import TLSFixturesProbe\nimport NIOHTTP1\n"],
+                                             products: ["TLSFixturesFleet": ["NIOHTTP1"]])
+        #expect(fleetSpeaksHTTP.status == 1 && fleetSpeaksHTTP.stdout.contains("TLSFixturesFleet depends on NIOHTTP1: the fleet knows no HTTP"),
+                "\(fleetSpeaksHTTP.combined)")
 
         let atsLinksNIO = try Self.check(products: ["TLSFixturesATS": ["NIOCore"]])
         #expect(atsLinksNIO.status == 1 && atsLinksNIO.stdout.contains("depends on the package product NIOCore"), "\(atsLinksNIO.combined)")

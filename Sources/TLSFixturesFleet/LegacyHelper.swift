@@ -41,7 +41,7 @@ final class LegacyHelperProcess: @unchecked Sendable {
     let document: CatalogDocument
 
     /// Starts `helper serve NAMES` on the same port base, store and addresses, and waits (up to `timeout`) for its report.
-    init(helper: URL, names: [String], storeDirectory: URL, options: ScenarioRunner.Options, timeout: TimeInterval = 180) throws {
+    init(helper: URL, names: [String], storeDirectory: URL, options: FixtureFleet.Options, timeout: TimeInterval = 180) throws {
         let scratch = FileManager.default.temporaryDirectory.appendingPathComponent("tls-fixtures-legacy-\(UUID().uuidString.prefix(8))")
         try FileManager.default.createDirectory(at: scratch, withIntermediateDirectories: true)
         output = scratch.appendingPathComponent("out")
@@ -102,7 +102,7 @@ package struct LegacyHelperError: CodedError {
     }
 
     package var reason: String { "the legacy helper \(helper) did not start: \(why)" }
-    package var fix: String? { "rebuild it with `make legacy-openssl`, or serve without it (ScenarioRunner.Options.legacyHelper nil)" }
+    package var fix: String? { "rebuild it with `make legacy-openssl`, or serve without it (FixtureFleet.Options.legacyHelper nil)" }
 }
 
 extension ErrorCode where Owner == LegacyHelperError {
