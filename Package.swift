@@ -162,6 +162,8 @@ let package = Package(
             dependencies: [
                 "TLSFixtures", "TLSFixturesCLISupport", "TLSFixturesXCTest", "TLSFixturesClient", "TLSFixturesClientXCTest",
                 "tls-fixtures",
+                // The runner's suites reach the fleet's and the front door's internals (@testable).
+                "TLSFixturesFleet", "TLSFixturesRunner",
                 "tls-fixtures-client-check",
                 // The OpenSSL owners' tests call OpenSSL directly (the one other importer of COpenSSL).
                 "COpenSSL",

@@ -20,23 +20,23 @@ package struct FleetError: CodedError {
         self.field = field
     }
 
-    static func invalidTTL(_ ttl: Int) -> FleetError {
+    package static func invalidTTL(_ ttl: Int) -> FleetError {
         FleetError(.invalidTTL, "ttl \(ttl) is not a lease", fix: "give whole seconds from 1 to \(FixtureAPI.maximumTTL)",
                    field: "ttl")
     }
 
-    static func invalidSession(_ session: String) -> FleetError {
+    package static func invalidSession(_ session: String) -> FleetError {
         FleetError(.invalidSession, "session \"\(session)\" is not a session tag",
                    fix: "use 1–\(FixtureAPI.maximumSessionLength) letters, digits, '.', '_' or '-'", field: "session")
     }
 
-    static let stopping = FleetError(.stopping, "the runner is stopping")
+    package static let stopping = FleetError(.stopping, "the runner is stopping")
 
-    static let full = FleetError(
+    package static let full = FleetError(
         .full, "\(FixtureAPI.maximumLiveFixtures) fixtures started through the API are running, the most at once",
         fix: "stop some, by id or by session, or let their leases end")
 
-    static func noSuchFixture(_ id: String) -> FleetError {
+    package static func noSuchFixture(_ id: String) -> FleetError {
         FleetError(.noSuchFixture, "no fixture \"\(id)\": it was stopped or its lease ended",
                    fix: "the fleet's list of leased fixtures names the running ones")
     }
