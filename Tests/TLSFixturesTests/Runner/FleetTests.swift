@@ -48,9 +48,11 @@ struct FleetTests {
         #expect(throws: FleetError.noSuchFixture(short.id)) { try fleet.renewLease(id: short.id, ttl: nil) }
 
         await loop.advanceTime(by: .seconds(2))   // past the renewed fixture's first 3 s
+        let again = try fleet.renewLease(id: renewed.id, ttl: nil)
+        #expect(again.ttl == 10 && again.expiresAt == origin.addingTimeInterval(14), "a renew without a ttl keeps the fixture's own")
         #expect(try fleet.leasedFixture(id: renewed.id).ttl == 10)
         #expect(Ports.accepts(renewed.port))
-        await loop.advanceTime(by: .seconds(8))   // its renewed lease: 1 + 10 s
+        await loop.advanceTime(by: .seconds(10))   // its lease, renewed at 4 s: 4 + 10 s
         await Self.closed(fleet)
         #expect(fleet.leasedFixtures(session: "run").isEmpty)
         #expect(Ports.canListen(renewed.port))

@@ -40,6 +40,8 @@ struct FrontDoorTests {
         let kept = try await door.send("POST", "/api/fixtures/abc123/renew")
         #expect(kept.status == 200, "an empty renew keeps the fixture's own ttl: \(kept.text)")
         #expect(fleet.calls.withLockedValue { $0.renewed.map(\.ttl) } == [120, nil])
+        let gone = try await door.send("POST", "/api/fixtures/nope/renew")
+        #expect(gone.status == 404 && gone.error?.error.contains("no fixture \"nope\"") == true, "\(gone.text)")
 
         // DELETE is idempotent: 204 whether the fleet still had it or not, and never a body.
         for _ in 0..<2 {
