@@ -43,6 +43,9 @@ package struct CatalogEntry: Codable, Sendable, Equatable {
     /// What each client of the client matrix is expected to make of it for host `localhost` (for `long-subdomain`, its
     /// long name): `expect.clients` where it names the client, else `expect.verify`'s verdict. Nil without TLS.
     public var clientOutcomes: [String: ClientOutcome]?
+    /// `Expectations.notJudgedByClientMatrix` while no client matrix has judged the scenario (its file has no
+    /// `expect.clients` yet); `clientOutcomes` is then absent rather than guessed. Nil once judged, and without TLS.
+    public var clientMatrix: String?
 
     package init(scenario: Scenario, port: Int?, host: String = "localhost", status: Status, reason: String? = nil, pins: FixturePins? = nil) {
         name = scenario.name
@@ -58,7 +61,9 @@ package struct CatalogEntry: Codable, Sendable, Equatable {
         self.pins = pins
         tls = scenario.tls
         certificate = scenario.certificate
-        if scenario.expect.defaultClientOutcome != nil {
+        if !scenario.expect.isJudgedByClientMatrix {
+            clientMatrix = Expectations.notJudgedByClientMatrix
+        } else if scenario.expect.defaultClientOutcome != nil {
             clientOutcomes = Dictionary(uniqueKeysWithValues: MatrixClient.allCases.compactMap { client in
                 scenario.expect.outcome(for: client).map { (client.rawValue, $0.outcome) }
             })

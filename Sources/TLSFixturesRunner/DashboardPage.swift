@@ -114,6 +114,9 @@ package enum DashboardPage {
 
     /// Where other TLS stacks part from OpenSSL's verdict (`expect.clients`), each group with its reason.
     static func clientsCell(_ expect: Expectations) -> String {
+        guard expect.isJudgedByClientMatrix else {
+            return "<span class=\"client-unjudged\">\(escape(Expectations.notJudgedByClientMatrix))</span>"
+        }
         guard let differences = expect.clients, !differences.isEmpty else { return "—" }
         return differences.map { difference in
             "<span class=\"client-\(difference.outcome.rawValue)\" data-outcome=\"\(difference.outcome.rawValue)\" title=\"\(escape(difference.because))\">"
