@@ -12,6 +12,8 @@
 4. The ATS model and the wire values are Foundation only: no NIO, no OpenSSL, anywhere in their graph or imports.
 5. The runner's fleet knows no HTTP: it does not depend on NIOHTTP1 (so, by rule 2, imports nothing of it); statuses
    are the front door's (TLSFixturesRunner).
+6. README's "Architecture" table states each target's direct dependencies as Package.swift declares them (its last
+   column: the package's targets by short name, then after a semicolon the dependencies' products).
 
 Reads `swift package describe --type json` (run here, or from --describe FILE) and the targets' sources.
 Exit 0 and one line when the layers hold; exit 1 and one line per problem otherwise.
@@ -70,6 +72,34 @@ def declaration_problems(describe, root):
     return found
 
 
+def readme_problems(describe, root):
+    """The Architecture table's "Depends on" column against the declared graph (skipped where there is no table)."""
+    readme = root / "README.md"
+    if not readme.exists() or "## Architecture" not in readme.read_text(encoding="utf-8"):
+        return []
+    section = readme.read_text(encoding="utf-8").split("## Architecture", 1)[1].split("\n## ", 1)[0]
+    targets = {t["name"]: t for t in describe["targets"]}
+    short = {name.removeprefix("TLSFixtures") or name: name for name in targets}
+    found = []
+    for line in section.splitlines():
+        cells = [cell.strip() for cell in line.strip().strip("|").split("|")]
+        if len(cells) != 5 or not cells[1].startswith("`") or cells[1].strip("`") not in targets:
+            continue
+        name, column = cells[1].strip("`"), cells[4]
+        if column.startswith(("every layer", "system ")):
+            continue
+        own, _, products = column.partition(";")
+        stated = {short.get(word.strip(), word.strip()) for word in own.split(",") if word.strip() not in ("", "Foundation")}
+        stated |= {word.strip() for word in products.split(",") if word.strip()}
+        declared = set(targets[name].get("target_dependencies") or []) | set(targets[name].get("product_dependencies") or [])
+        if stated != declared:
+            missing, extra = sorted(declared - stated), sorted(stated - declared)
+            found.append(f"README.md, Architecture: {name}'s dependencies are {', '.join(sorted(declared)) or 'none'}"
+                         + (f" (the table lacks {', '.join(missing)})" if missing else "")
+                         + (f" (the table adds {', '.join(extra)})" if extra else ""))
+    return found
+
+
 def problems(describe, root):
     targets = {t["name"]: t for t in describe["targets"]}
     found = []
@@ -84,6 +114,7 @@ def problems(describe, root):
             if dependency in rank and rank[dependency] >= rank[name]:
                 found.append(f"{name} depends on {dependency}, which is not below it")
     found += declaration_problems(describe, root)
+    found += readme_problems(describe, root)
     for name, module in NO_HTTP.items():
         if module in (targets[name].get("product_dependencies") or []) + (targets[name].get("target_dependencies") or []):
             found.append(f"{name} depends on {module}: the fleet knows no HTTP; statuses belong to the front door "

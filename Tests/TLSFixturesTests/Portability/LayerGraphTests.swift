@@ -107,4 +107,27 @@ struct LayerGraphTests {
         ], extraTargets: [tests, tool])
         #expect(clean.status == 0, "\(clean.combined)")
     }
+
+    /// The README's Architecture table is the graph as declared: a row that names a dependency the manifest does not
+    /// have, or leaves one out, fails `make lint`.
+    @Test("the README's Architecture table states each target's dependencies as declared")
+    func readmeStatesTheGraph() throws {
+        func readme(_ scenarioRow: String) -> String {
+            "# x\n\n## Architecture\n\n| Layer | Target | Job | Why | Depends on |\n|---|---|---|---|---|\n"
+                + "| Server | `TLSFixturesServer` | j | w | Scenario |\n| Scenario | `TLSFixturesScenario` | j | w | \(scenarioRow) |\n"
+                + "| Umbrella | `TLSFixtures` | j | w | every layer above |\n\n## Next\n"
+        }
+        let right = try Self.check(sources: ["README.md": readme("PKI, Wire; Logging"),
+                                             "Sources/TLSFixturesScenario/More.swift": "import TLSFixturesWire\nimport Logging\n"],
+                                   extraDependencies: ["TLSFixturesScenario": ["TLSFixturesWire"]],
+                                   products: ["TLSFixturesScenario": ["Logging"]])
+        #expect(right.status == 0, "\(right.combined)")
+        let wrong = try Self.check(sources: ["README.md": readme("PKI, ATS"),
+                                             "Sources/TLSFixturesScenario/More.swift": "import TLSFixturesWire\nimport Logging\n"],
+                                   extraDependencies: ["TLSFixturesScenario": ["TLSFixturesWire"]],
+                                   products: ["TLSFixturesScenario": ["Logging"]])
+        #expect(wrong.status == 1 && wrong.stdout.contains("README.md, Architecture: TLSFixturesScenario's dependencies are Logging, "
+                                                            + "TLSFixturesPKI, TLSFixturesWire (the table lacks Logging, TLSFixturesWire) "
+                                                            + "(the table adds TLSFixturesATS)"), "\(wrong.combined)")
+    }
 }
