@@ -89,9 +89,10 @@ def readme_problems(describe, root):
         if column.startswith(("every layer", "system ")):
             continue
         own, _, products = column.partition(";")
-        stated = {short.get(word.strip(), word.strip()) for word in own.split(",") if word.strip() not in ("", "Foundation")}
-        stated |= {word.strip() for word in products.split(",") if word.strip()}
-        declared = set(targets[name].get("target_dependencies") or []) | set(targets[name].get("product_dependencies") or [])
+        words = [word.strip() for word in own.split(",") if word.strip() not in ("", "Foundation")]
+        stated = {short.get(word, word) for word in words} | {word.strip() for word in products.split(",") if word.strip()}
+        target = targets[name]
+        declared = set(target.get("target_dependencies") or []) | set(target.get("product_dependencies") or [])
         if stated != declared:
             missing, extra = sorted(declared - stated), sorted(stated - declared)
             found.append(f"README.md, Architecture: {name}'s dependencies are {', '.join(sorted(declared)) or 'none'}"
@@ -116,7 +117,8 @@ def problems(describe, root):
     found += declaration_problems(describe, root)
     found += readme_problems(describe, root)
     for name, module in NO_HTTP.items():
-        if module in (targets[name].get("product_dependencies") or []) + (targets[name].get("target_dependencies") or []):
+        target = targets[name]
+        if module in (target.get("product_dependencies") or []) + (target.get("target_dependencies") or []):
             found.append(f"{name} depends on {module}: the fleet knows no HTTP; statuses belong to the front door "
                          "(TLSFixturesRunner)")
     for name in FOUNDATION_ONLY:
@@ -149,8 +151,8 @@ def problems(describe, root):
 def main():
     return package_graph.run("check-layers", __doc__.splitlines()[0], problems,
                              "every layer depends only on layers below it; every target imports exactly what it "
-                             "declares; only TLSFixturesOpenSSL imports COpenSSL; the ATS model and the wire values are "
-                             "Foundation only; the fleet knows no HTTP")
+                             "declares; only TLSFixturesOpenSSL imports COpenSSL; the ATS model and the wire values "
+                             "are Foundation only; the fleet knows no HTTP; README's Architecture states the graph")
 
 
 if __name__ == "__main__":

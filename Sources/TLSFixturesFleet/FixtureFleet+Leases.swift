@@ -100,26 +100,32 @@ extension FixtureFleet: FleetCommands {
         case .inline(let json):
             let scenario = try Self.decodeInline(json)
             if catalog.names.contains(scenario.name) {
-                throw FleetError(.catalogName, "\"\(scenario.name)\" is the name of a catalog scenario",
-                                 fix: "give yours a name of its own (or start the catalog's with {\"scenario\": \"\(scenario.name)\"})",
-                                 field: "scenario.name")
+                throw FleetError(
+                    .catalogName, "\"\(scenario.name)\" is the name of a catalog scenario",
+                    fix: "give yours a name of its own (or start the catalog's with "
+                        + "{\"scenario\": \"\(scenario.name)\"})",
+                    field: "scenario.name")
             }
             if let plan = scenario.certificate, let keyName = plan.keyName {
                 guard let spec = catalogKeys()[keyName] else {
-                    throw FleetError(.invalidKeyName, "keyName \"\(keyName)\" is not a key of the catalog's (such as pinned, or a "
-                                     + "scenario's own name)", fix: "leave it out for a key of this fixture's own",
-                                     field: "scenario.certificate.keyName")
+                    throw FleetError(
+                        .invalidKeyName,
+                        "keyName \"\(keyName)\" is not a key of the catalog's (such as pinned, or a "
+                            + "scenario's own name)", fix: "leave it out for a key of this fixture's own",
+                        field: "scenario.certificate.keyName")
                 }
                 guard spec == plan.key else {
-                    throw FleetError(.invalidKeyName, "keyName \"\(keyName)\" is a \(spec) key",
-                                     fix: "a scenario that shares it must say \"key\": \"\(spec)\"", field: "scenario.certificate.key")
+                    throw FleetError(
+                        .invalidKeyName, "keyName \"\(keyName)\" is a \(spec) key",
+                        fix: "a scenario that shares it must say \"key\": \"\(spec)\"",
+                        field: "scenario.certificate.key")
                 }
             }
             return (scenario, .memory)
         }
     }
 
-    /// An inline scenario, read by the scenario files' own decoder; the field of a refusal is its key inside `scenario`.
+    /// An inline scenario, read by the scenario files' own decoder; a refusal's field is its key inside `scenario`.
     private static func decodeInline(_ json: JSONValue) throws(FleetError) -> Scenario {
         do {
             return try ScenarioCatalog.decode(try JSONEncoder().encode(json), source: "scenario")
@@ -128,7 +134,8 @@ extension FixtureFleet: FleetCommands {
             // "at tls.minVersion: …" names the key; the field is that key inside `scenario`.
             if problem.hasPrefix("at "), let colon = problem.range(of: ": ") {
                 let path = String(problem[problem.index(problem.startIndex, offsetBy: 3)..<colon.lowerBound])
-                throw FleetError(.invalidScenario, "scenario.\(path): \(problem[colon.upperBound...])", field: "scenario.\(path)")
+                throw FleetError(
+                    .invalidScenario, "scenario.\(path): \(problem[colon.upperBound...])", field: "scenario.\(path)")
             }
             throw FleetError(.invalidScenario, "scenario: \(problem)", field: "scenario")
         } catch {
@@ -147,10 +154,14 @@ extension FixtureFleet: FleetCommands {
     }
 
     private func prepare(_ scenario: Scenario, storage: PreparationStorage) async throws -> PreparedScenario {
-        if storage == .memory, let cached = inlineCache.withLockedValue({ $0.first { $0.0 == scenario }?.1 }) { return cached }
+        if storage == .memory, let cached = inlineCache.withLockedValue({ $0.first { $0.0 == scenario }?.1 }) {
+            return cached
+        }
         let domains = options.domains
         let store = store
-        let made = try await NIOThreadPool.singleton.runIfActive { try store.prepare(scenario, domains: domains, storage: storage) }
+        let made = try await NIOThreadPool.singleton.runIfActive {
+            try store.prepare(scenario, domains: domains, storage: storage)
+        }
         if storage == .memory {
             inlineCache.withLockedValue { cache in
                 cache.removeAll { $0.0 == scenario }
@@ -162,11 +173,15 @@ extension FixtureFleet: FleetCommands {
     }
 
     private static func newID() -> String {
-        (0..<2).map { _ in String(UInt64.random(in: .min ... .max), radix: 16) }.map { String(repeating: "0", count: 16 - $0.count) + $0 }
-            .joined().prefix(20).description
+        (0..<2).map { _ in String(UInt64.random(in: .min ... .max), radix: 16) }.map {
+            String(repeating: "0", count: 16 - $0.count) + $0
+        }
+        .joined().prefix(20).description
     }
 
-    private func describe(_ fixture: FixtureServer, key: Key, session: String?, ttl: Int) throws(FleetError) -> FixtureDescription {
+    private func describe(
+        _ fixture: FixtureServer, key: Key, session: String?, ttl: Int
+    ) throws(FleetError) -> FixtureDescription {
         guard case .leased(let id) = key else { preconditionFailure("only leased fixtures are described") }
         let prepared = fixture.prepared
         let scenario = prepared.scenario
@@ -180,20 +195,25 @@ extension FixtureFleet: FleetCommands {
                 identity = ClientIdentity(
                     certificatePEM: String(decoding: client.chainPEM, as: UTF8.self),
                     privateKeyPEM: String(decoding: try client.privateKey.pem, as: UTF8.self),
-                    pkcs12: try PKCS12Export.archive(certificate: client.certificate, key: client.privateKey,
-                                                     chain: client.intermediates, friendlyName: "swift-tls-fixtures client"),
+                    pkcs12: try PKCS12Export.archive(
+                        certificate: client.certificate, key: client.privateKey,
+                        chain: client.intermediates, friendlyName: "swift-tls-fixtures client"),
                     pkcs12Password: PKCS12Export.defaultPassword)
             }
             let expect = scenario.expect
             return FixtureDescription(
-                id: id, scenario: scenario.name, group: scenario.group.rawValue, summary: scenario.summary, port: fixture.port,
-                url: fixture.url, qualifiedURL: fixture.qualifiedURL, domainURLs: fixture.domainURLs, pins: fixture.pins,
+                id: id, scenario: scenario.name, group: scenario.group.rawValue, summary: scenario.summary,
+                port: fixture.port,
+                url: fixture.url, qualifiedURL: fixture.qualifiedURL, domainURLs: fixture.domainURLs,
+                pins: fixture.pins,
                 caPEM: String(decoding: prepared.caCertificate.pem, as: UTF8.self),
                 chainPEM: String(decoding: fixture.chainPEM, as: UTF8.self), interceptionRootPEM: interception,
                 clientIdentity: identity,
-                expect: FixtureExpectations(verify: expect.verify, ats: expect.ats, atsFix: expect.atsFix,
-                                            trustedRoots: expect.trustedRoots, pins: expect.pins, note: expect.note),
-                proxy: nil, session: session, ttl: ttl, expiresAt: options.leaseClock.now().addingTimeInterval(TimeInterval(ttl)))
+                expect: FixtureExpectations(
+                    verify: expect.verify, ats: expect.ats, atsFix: expect.atsFix,
+                    trustedRoots: expect.trustedRoots, pins: expect.pins, note: expect.note),
+                proxy: nil, session: session, ttl: ttl,
+                expiresAt: options.leaseClock.now().addingTimeInterval(TimeInterval(ttl)))
         } catch {
             throw FleetError(.cannotDescribe, "cannot describe \(scenario.name): \(error)")
         }

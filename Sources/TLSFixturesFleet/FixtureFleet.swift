@@ -107,8 +107,10 @@ package final class FixtureFleet: Sendable {
         }
     }
 
-    private init(catalog: ScenarioCatalog, store: CertificateStore, options: Options, table: Table,
-                 revocationServices: RevocationServices?, legacyHelper: LegacyHelperProcess?, descriptorWarning: String?) {
+    private init(
+        catalog: ScenarioCatalog, store: CertificateStore, options: Options, table: Table,
+        revocationServices: RevocationServices?, legacyHelper: LegacyHelperProcess?, descriptorWarning: String?
+    ) {
         self.catalog = catalog; self.store = store; self.options = options
         self.revocationServices = revocationServices; self.legacyHelper = legacyHelper
         self.table = NIOLockedValueBox(table)
@@ -119,13 +121,16 @@ package final class FixtureFleet: Sendable {
     /// follow in the background (see the type's summary). Scenarios the linked OpenSSL cannot serve are reported, not
     /// fatal; any other failure (a port in use, domains the CA does not permit) stops everything started so far and
     /// throws, so nothing is left listening.
-    package static func start(_ scenarios: [Scenario], catalog: ScenarioCatalog, store: CertificateStore, options: Options = Options(),
-                              progress: @escaping @Sendable (Progress) -> Void = { _ in }) async throws -> FixtureFleet {
+    package static func start(
+        _ scenarios: [Scenario], catalog: ScenarioCatalog, store: CertificateStore, options: Options = Options(),
+        progress: @escaping @Sendable (Progress) -> Void = { _ in }
+    ) async throws -> FixtureFleet {
         // Bad timeouts are refused before minutes of key generation, not after.
         try options.fixtureConfiguration(port: 0).validate()
         var options = options
         options.domains = try FixtureDomains.normalize(options.domains)
-        let ca = try await NIOThreadPool.singleton.runIfActive { try store.ca() }   // may generate a key: not on the cooperative pool
+        // May generate a key: not on the cooperative pool.
+        let ca = try await NIOThreadPool.singleton.runIfActive { try store.ca() }
         try FixtureDomains.requirePermitted(options.domains, by: ca.certificate)
 
         let slow = options.backgroundPreparation ? scenarios.filter { slowWork(of: $0, store: store) != nil } : []
@@ -138,30 +143,36 @@ package final class FixtureFleet: Sendable {
                 bindAddresses: options.bindAddresses,
                 responderPort: options.portBase + ScenarioCatalog.revocationResponderOffset,
                 refusingPort: options.portBase + ScenarioCatalog.refusingPortOffset,
-                responder: plans.contains(where: \.needsResponder), refusing: plans.contains(where: \.needsRefusingPort))
+                responder: plans.contains(where: \.needsResponder), refusing: plans.contains(where: \.needsRefusingPort)
+            )
         }
         let endpoints = services?.endpoints ?? .serve(portBase: options.portBase)
         var helper: LegacyHelperProcess? = nil
         do {
             for scenario in slow {
                 let making = slowWork(of: scenario, store: store) ?? "its keys"
-                let reservation = try await PortReservation.hold(options.fixtureConfiguration(port: catalog.port(of: scenario, portBase: options.portBase) ?? 0))
-                table.members[.catalog(scenario.name)] = Member(scenario: scenario, state: .preparing(making: making, reservation: reservation))
+                let reservation = try await PortReservation.hold(
+                    options.fixtureConfiguration(port: catalog.port(of: scenario, portBase: options.portBase) ?? 0))
+                table.members[.catalog(scenario.name)] = Member(
+                    scenario: scenario, state: .preparing(making: making, reservation: reservation))
                 progress(.preparingInBackground(scenario: scenario.name, making: making))
             }
-            let prepared = try await prepare(quick, store: store, domains: options.domains, revocationEndpoints: endpoints,
-                                             progress: progress)
+            let prepared = try await prepare(
+                quick, store: store, domains: options.domains, revocationEndpoints: endpoints,
+                progress: progress)
             for case .success(let ready) in prepared.values {
                 if let record = ready.revocation { services?.registry.register(record) }
             }
             for scenario in quick {
                 switch prepared[scenario.name] {
                 case .failure(let error as ScenarioUnsupported)?:
-                    table.members[.catalog(scenario.name)] = Member(scenario: scenario, state: .unsupported(reason: error.detail))
+                    table.members[.catalog(scenario.name)] = Member(
+                        scenario: scenario, state: .unsupported(reason: error.detail))
                 case .failure(let error)?:
                     throw error
                 case .success(let ready)?:
-                    let configuration = options.fixtureConfiguration(port: catalog.port(of: scenario, portBase: options.portBase) ?? 0)
+                    let configuration = options.fixtureConfiguration(
+                        port: catalog.port(of: scenario, portBase: options.portBase) ?? 0)
                     let fixture = try await FixtureServer.start(ready, configuration: configuration)
                     table.members[.catalog(scenario.name)] = Member(scenario: scenario, state: .serving(fixture))
                 case nil:
@@ -175,26 +186,37 @@ package final class FixtureFleet: Sendable {
             throw error
         }
         // Every address a fixture listens on (loopback: 127.0.0.1 and ::1) is a descriptor, and so is each connection.
-        let addresses = max(1, table.members.values.compactMap(\.state.fixture?.boundAddresses.count).max()
-                                ?? options.bindAddresses?.count ?? 2)
-        let warning = FileDescriptorLimit.warning(FileDescriptorLimit.raiseOnce(), scenarios: scenarios.count, addresses: addresses)
-        let fleet = FixtureFleet(catalog: catalog, store: store, options: options, table: table, revocationServices: services,
-                                 legacyHelper: helper, descriptorWarning: warning)
+        let addresses = max(
+            1,
+            table.members.values.compactMap(\.state.fixture?.boundAddresses.count).max()
+                ?? options.bindAddresses?.count ?? 2)
+        let warning = FileDescriptorLimit.warning(
+            FileDescriptorLimit.raiseOnce(), scenarios: scenarios.count, addresses: addresses)
+        let fleet = FixtureFleet(
+            catalog: catalog, store: store, options: options, table: table, revocationServices: services,
+            legacyHelper: helper, descriptorWarning: warning)
         if !slow.isEmpty { fleet.prepareInBackground(slow, revocationEndpoints: endpoints, progress: progress) }
         return fleet
     }
 
     /// The built-in scenarios this OpenSSL cannot serve go to the legacy helper, if there is one; whatever it cannot
     /// serve either stays unsupported, with its reason.
-    private static func startLegacyHelper(for table: inout Table, options: Options, store: CertificateStore) async throws
-        -> LegacyHelperProcess? {
+    private static func startLegacyHelper(
+        for table: inout Table, options: Options, store: CertificateStore
+    ) async throws
+        -> LegacyHelperProcess?
+    {
         let forHelper = table.members.values.filter { member in
             if case .unsupported = member.state { return ScenarioCatalog.builtIn.names.contains(member.scenario.name) }
             return false
         }.map(\.scenario)
         guard let path = options.legacyHelper, !forHelper.isEmpty else { return nil }
+        let listening = LegacyHelperProcess.Listening(
+            portBase: options.portBase, bindAddresses: options.bindAddresses,
+            handshakeTimeout: options.handshakeTimeout, idleTimeout: options.idleTimeout)
         let process = try await NIOThreadPool.singleton.runIfActive {
-            try LegacyHelperProcess(helper: path, names: forHelper.map(\.name), storeDirectory: store.directory, options: options)
+            try LegacyHelperProcess(
+                helper: path, names: forHelper.map(\.name), storeDirectory: store.directory, listening: listening)
         }
         for entry in process.document.scenarios where entry.status == .serving {
             guard forHelper.contains(where: { $0.name == entry.name }) else { continue }
@@ -220,39 +242,52 @@ package final class FixtureFleet: Sendable {
     /// of 2048 bits or more that has to be generated (not a named group, not made yet): seconds to a minute each.
     static func slowWork(of scenario: Scenario, store: CertificateStore) -> String? {
         if let plan = scenario.certificate, case .rsa(let bits) = plan.key, bits >= 4096,
-           !store.hasKey(named: plan.keyName ?? scenario.name, spec: plan.key) {
+            !store.hasKey(named: plan.keyName ?? scenario.name, spec: plan.key)
+        {
             return "the \(plan.key) key"
         }
-        if case .bits(let bits)? = scenario.tls?.dh, bits >= 2048, !store.hasDHParameters(bits: bits) { return "a \(bits)-bit DH group" }
+        if case .bits(let bits)? = scenario.tls?.dh, bits >= 2048, !store.hasDHParameters(bits: bits) {
+            return "a \(bits)-bit DH group"
+        }
         return nil
     }
 
     /// Makes the slow scenarios on every core, then serves each on the port its reservation held.
-    private func prepareInBackground(_ scenarios: [Scenario], revocationEndpoints: RevocationEndpoints,
-                                     progress: @escaping @Sendable (Progress) -> Void) {
+    private func prepareInBackground(
+        _ scenarios: [Scenario], revocationEndpoints: RevocationEndpoints,
+        progress: @escaping @Sendable (Progress) -> Void
+    ) {
         let promise = MultiThreadedEventLoopGroup.singleton.next().makePromise(of: Void.self)
         background.withLockedValue { $0 = promise.futureResult }
         promise.completeWithTask { [self] in
-            let results = (try? await Self.prepare(scenarios, store: store, domains: options.domains,
-                                                      revocationEndpoints: revocationEndpoints, progress: { _ in })) ?? [:]
+            let results =
+                (try? await Self.prepare(
+                    scenarios, store: store, domains: options.domains,
+                    revocationEndpoints: revocationEndpoints, progress: { _ in })) ?? [:]
             for scenario in scenarios {
-                let result = results[scenario.name]
+                let result =
+                    results[scenario.name]
                     ?? .failure(ScenarioUnsupported(code: .linkedOpenSSL, scenario: scenario.name, why: "not prepared"))
                 await serveWhenReady(scenario, result, progress: progress)
             }
         }
     }
 
-    private func serveWhenReady(_ scenario: Scenario, _ result: Result<PreparedScenario, Error>,
-                                progress: @Sendable (Progress) -> Void) async {
+    private func serveWhenReady(
+        _ scenario: Scenario, _ result: Result<PreparedScenario, Error>,
+        progress: @Sendable (Progress) -> Void
+    ) async {
         let key = Key.catalog(scenario.name)
-        guard case .preparing(_, let reservation)? = table.withLockedValue({ $0.stopping ? nil : $0.members[key]?.state }) else { return }
+        guard
+            case .preparing(_, let reservation)? = table.withLockedValue({ $0.stopping ? nil : $0.members[key]?.state })
+        else { return }
         await reservation?.release()
         let outcome: Result<FixtureServer, Error>
         switch result {
         case .success(let ready):
             if let record = ready.revocation { revocationServices?.registry.register(record) }
-            let configuration = options.fixtureConfiguration(port: catalog.port(of: scenario, portBase: options.portBase) ?? 0)
+            let configuration = options.fixtureConfiguration(
+                port: catalog.port(of: scenario, portBase: options.portBase) ?? 0)
             outcome = await Result { try await FixtureServer.start(ready, configuration: configuration) }
         case .failure(let error):
             outcome = .failure(error)
@@ -272,7 +307,8 @@ package final class FixtureFleet: Sendable {
         }
         switch outcome {
         case .success(let fixture): progress(.serving(scenario: scenario.name, port: fixture.port))
-        case .failure(let error as ScenarioUnsupported): progress(.failed(scenario: scenario.name, reason: error.detail))
+        case .failure(let error as ScenarioUnsupported):
+            progress(.failed(scenario: scenario.name, reason: error.detail))
         case .failure(let error): progress(.failed(scenario: scenario.name, reason: "\(error)"))
         }
     }
@@ -285,11 +321,14 @@ package final class FixtureFleet: Sendable {
 
     /// Prepares scenarios in parallel (one per core, slowest keys first): key generation is CPU-bound, and the
     /// store's per-item locks keep parallel preparations from making anything twice. Results by scenario name.
-    package static func prepare(_ scenarios: [Scenario], store: CertificateStore, domains: [String] = [],
-                                revocationEndpoints: RevocationEndpoints = .serveDefault,
-                                progress: @escaping @Sendable (Progress) -> Void) async throws -> [String: Result<PreparedScenario, Error>] {
+    package static func prepare(
+        _ scenarios: [Scenario], store: CertificateStore, domains: [String] = [],
+        revocationEndpoints: RevocationEndpoints = .serveDefault,
+        progress: @escaping @Sendable (Progress) -> Void
+    ) async throws -> [String: Result<PreparedScenario, Error>] {
         // The CA first, once, so parallel preparations do not all wait on its lock.
-        _ = try await NIOThreadPool.singleton.runIfActive { try store.ca() }   // may generate a key: not on the cooperative pool
+        // May generate a key: not on the cooperative pool.
+        _ = try await NIOThreadPool.singleton.runIfActive { try store.ca() }
         let ordered = scenarios.sorted { cost($0) > cost($1) }
         let width = max(2, ProcessInfo.processInfo.activeProcessorCount)
         return await withTaskGroup(of: (String, Result<PreparedScenario, Error>).self) { group in
@@ -298,7 +337,8 @@ package final class FixtureFleet: Sendable {
             func launch(_ scenario: Scenario) {
                 group.addTask {
                     if let plan = scenario.certificate, case .rsa(let bits) = plan.key, bits >= 4096,
-                       !store.hasKey(named: plan.keyName ?? scenario.name, spec: plan.key) {
+                        !store.hasKey(named: plan.keyName ?? scenario.name, spec: plan.key)
+                    {
                         progress(.generating(scenario: scenario.name, key: plan.key))
                     }
                     let result = await Result {
@@ -357,7 +397,8 @@ package final class FixtureFleet: Sendable {
     /// The catalog's fixtures in catalog order, each with its state.
     package var catalogStates: [(scenario: Scenario, state: FixtureState)] {
         let members = table.withLockedValue { $0.members }
-        return catalog.scenarios.compactMap { scenario in members[.catalog(scenario.name)].map { (scenario, $0.state) } }
+        return catalog.scenarios.compactMap { scenario in members[.catalog(scenario.name)].map { (scenario, $0.state) }
+        }
     }
 
     static func preparingReason(_ scenario: Scenario) -> String {
@@ -387,17 +428,23 @@ extension FixtureFleet: FleetQueries, FixtureLookup {
             let port = catalog.port(of: scenario, portBase: options.portBase)
             switch state {
             case .serving(let fixture):
-                var entry = CatalogEntry(scenario: scenario, port: fixture.port, host: FixtureServer.urlHost(listeningOn: fixture.boundAddresses),
-                                         status: .serving, pins: fixture.pins)
+                var entry = CatalogEntry(
+                    scenario: scenario, port: fixture.port,
+                    host: FixtureServer.urlHost(listeningOn: fixture.boundAddresses),
+                    status: .serving, pins: fixture.pins)
                 entry.domainURLs = fixture.domainURLs.map(\.absoluteString)
-                entry.revocationSources = fixture.prepared.credential.flatMap { RevocationSources(leaf: $0.certificate) }
-                entry.unavailableCiphers = fixture.prepared.unavailableCiphers.isEmpty ? nil : fixture.prepared.unavailableCiphers
+                entry.revocationSources = fixture.prepared.credential.flatMap {
+                    RevocationSources(leaf: $0.certificate)
+                }
+                entry.unavailableCiphers =
+                    fixture.prepared.unavailableCiphers.isEmpty ? nil : fixture.prepared.unavailableCiphers
                 return entry
             case .servedByHelper(let entry):
                 return entry
             case .preparing:
-                return CatalogEntry(scenario: scenario, port: port, host: FixtureServer.urlHost(listeningOn: options.bindAddresses),
-                                    status: .preparing, reason: Self.preparingReason(scenario))
+                return CatalogEntry(
+                    scenario: scenario, port: port, host: FixtureServer.urlHost(listeningOn: options.bindAddresses),
+                    status: .preparing, reason: Self.preparingReason(scenario))
             case .unsupported(let reason):
                 return CatalogEntry(scenario: scenario, port: port, status: .unsupported, reason: reason)
             case .failed(let reason):
@@ -408,7 +455,9 @@ extension FixtureFleet: FleetQueries, FixtureLookup {
         }
         var document = CatalogDocument(dashboard: nil, scenarios: entries)
         document.domains = options.domains.isEmpty ? nil : options.domains
-        if let services = revocationServices, services.responderPort != nil { document.revocationResponder = services.endpoints.responder }
+        if let services = revocationServices, services.responderPort != nil {
+            document.revocationResponder = services.endpoints.responder
+        }
         return document
     }
 }
@@ -429,9 +478,10 @@ extension Result where Failure == Error {
 extension FixtureFleet.Options {
     /// How each fixture listens: these options, on `port`.
     package func fixtureConfiguration(port: Int) -> FixtureConfiguration {
-        var configuration = FixtureConfiguration(bindAddresses: bindAddresses, port: port, handshakeTimeout: handshakeTimeout,
-                                                 idleTimeout: idleTimeout, headerTimeout: headerTimeout,
-                                                 maximumConnections: maximumConnections)
+        var configuration = FixtureConfiguration(
+            bindAddresses: bindAddresses, port: port, handshakeTimeout: handshakeTimeout,
+            idleTimeout: idleTimeout, headerTimeout: headerTimeout,
+            maximumConnections: maximumConnections)
         if let logger { configuration.logger = logger }
         return configuration
     }

@@ -49,13 +49,16 @@ package struct ServedFixture: Sendable, Equatable {
     }
 
     init(_ fixture: FixtureServer) {
-        self.init(scenario: fixture.scenario.name, port: fixture.port, isCleartext: fixture.scenario.isCleartext,
-                  address: Self.connectAddress(fixture.boundAddresses))
+        self.init(
+            scenario: fixture.scenario.name, port: fixture.port, isCleartext: fixture.scenario.isCleartext,
+            address: Self.connectAddress(fixture.boundAddresses))
     }
 
     /// A fixture on every address (`--bind 0.0.0.0`) is reached on loopback; one bound to a single address, there.
     static func connectAddress(_ bound: [String]) -> String {
-        if bound.isEmpty || bound.contains("127.0.0.1") || bound.contains("0.0.0.0") || bound.contains("localhost") { return "127.0.0.1" }
+        if bound.isEmpty || bound.contains("127.0.0.1") || bound.contains("0.0.0.0") || bound.contains("localhost") {
+            return "127.0.0.1"
+        }
         if bound.contains("::1") || bound.contains("::") { return "::1" }
         return bound[0]
     }

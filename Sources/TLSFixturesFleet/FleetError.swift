@@ -21,13 +21,15 @@ package struct FleetError: CodedError {
     }
 
     package static func invalidTTL(_ ttl: Int) -> FleetError {
-        FleetError(.invalidTTL, "ttl \(ttl) is not a lease", fix: "give whole seconds from 1 to \(FixtureAPI.maximumTTL)",
-                   field: "ttl")
+        FleetError(
+            .invalidTTL, "ttl \(ttl) is not a lease", fix: "give whole seconds from 1 to \(FixtureAPI.maximumTTL)",
+            field: "ttl")
     }
 
     package static func invalidSession(_ session: String) -> FleetError {
-        FleetError(.invalidSession, "session \"\(session)\" is not a session tag",
-                   fix: "use 1–\(FixtureAPI.maximumSessionLength) letters, digits, '.', '_' or '-'", field: "session")
+        FleetError(
+            .invalidSession, "session \"\(session)\" is not a session tag",
+            fix: "use 1–\(FixtureAPI.maximumSessionLength) letters, digits, '.', '_' or '-'", field: "session")
     }
 
     package static let stopping = FleetError(.stopping, "the runner is stopping")
@@ -37,8 +39,9 @@ package struct FleetError: CodedError {
         fix: "stop some, by id or by session, or let their leases end")
 
     package static func noSuchFixture(_ id: String) -> FleetError {
-        FleetError(.noSuchFixture, "no fixture \"\(id)\": it was stopped or its lease ended",
-                   fix: "the fleet's list of leased fixtures names the running ones")
+        FleetError(
+            .noSuchFixture, "no fixture \"\(id)\": it was stopped or its lease ended",
+            fix: "the fleet's list of leased fixtures names the running ones")
     }
 }
 
@@ -71,7 +74,10 @@ extension ErrorCode where Owner == FleetError {
 
     /// Every code, for the front door's table and its test.
     package static var all: [Self] {
-        [.invalidTTL, .invalidSession, .unknownScenario, .invalidScenario, .catalogName, .invalidKeyName, .cannotPrepare,
-         .full, .stopping, .cannotListen, .cannotDescribe, .noSuchFixture]
+        [
+            .invalidTTL, .invalidSession, .unknownScenario, .invalidScenario, .catalogName, .invalidKeyName,
+            .cannotPrepare,
+            .full, .stopping, .cannotListen, .cannotDescribe, .noSuchFixture,
+        ]
     }
 }

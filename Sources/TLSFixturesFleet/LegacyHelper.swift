@@ -1,4 +1,5 @@
 import Foundation
+import NIOCore
 import TLSFixturesWire
 
 #if canImport(Glibc)
@@ -40,8 +41,18 @@ final class LegacyHelperProcess: @unchecked Sendable {
     private let errors: URL
     let document: CatalogDocument
 
-    /// Starts `helper serve NAMES` on the same port base, store and addresses, and waits (up to `timeout`) for its report.
-    init(helper: URL, names: [String], storeDirectory: URL, options: FixtureFleet.Options, timeout: TimeInterval = 180) throws {
+    /// How the main process's fixtures listen, which the helper's match.
+    struct Listening: Sendable {
+        var portBase: Int
+        var bindAddresses: [String]?
+        var handshakeTimeout: TimeAmount
+        var idleTimeout: TimeAmount
+    }
+
+    /// Starts `helper serve NAMES` on the same port base, store and addresses, and waits (up to `timeout`) for its
+    /// report.
+    init(helper: URL, names: [String], storeDirectory: URL, listening options: Listening,
+         timeout: TimeInterval = 180) throws {
         let scratch = FileManager.default.temporaryDirectory.appendingPathComponent("tls-fixtures-legacy-\(UUID().uuidString.prefix(8))")
         try FileManager.default.createDirectory(at: scratch, withIntermediateDirectories: true)
         output = scratch.appendingPathComponent("out")
@@ -102,7 +113,9 @@ package struct LegacyHelperError: CodedError {
     }
 
     package var reason: String { "the legacy helper \(helper) did not start: \(why)" }
-    package var fix: String? { "rebuild it with `make legacy-openssl`, or serve without it (FixtureFleet.Options.legacyHelper nil)" }
+    package var fix: String? {
+        "rebuild it with `make legacy-openssl`, or serve without it (FixtureFleet.Options.legacyHelper nil)"
+    }
 }
 
 extension ErrorCode where Owner == LegacyHelperError {

@@ -43,10 +43,18 @@ struct ControlAPI: Sendable {
     }
 
     static let routes: [Route] = [
-        Route(FixtureAPI.fixturesPath, [(.POST, { api, request, _ in try await api.start(request) }),
-                                        (.GET, { api, request, _ in api.list(request) })]),
-        Route(FixtureAPI.fixturesPath + "/ID", [(.GET, { api, _, id in try api.describe(id) }),
-                                                (.DELETE, { api, _, id in await api.stop(id) })]),
+        Route(
+            FixtureAPI.fixturesPath,
+            [
+                (.POST, { api, request, _ in try await api.start(request) }),
+                (.GET, { api, request, _ in api.list(request) }),
+            ]),
+        Route(
+            FixtureAPI.fixturesPath + "/ID",
+            [
+                (.GET, { api, _, id in try api.describe(id) }),
+                (.DELETE, { api, _, id in await api.stop(id) }),
+            ]),
         Route(FixtureAPI.fixturesPath + "/ID/renew", [(.POST, { api, request, id in try api.renew(id, request) })]),
         Route(FixtureAPI.sessionsPath + "/TAG", [(.DELETE, { api, _, tag in try await api.stopSession(tag) })]),
     ]
@@ -74,14 +82,18 @@ struct ControlAPI: Sendable {
             guard let parameter = route.match(segments) else { continue }
             guard let handler = route.methods.first(where: { $0.method == request.method })?.handler else {
                 let allowed = route.methods.map(\.method.rawValue)
-                var failure = ControlAPIFailure(405, "\(request.method.rawValue) is not allowed here; use \(allowed.joined(separator: " or "))")
+                var failure = ControlAPIFailure(
+                    405, "\(request.method.rawValue) is not allowed here; use \(allowed.joined(separator: " or "))")
                 failure.allow = allowed.joined(separator: ", ")
                 throw failure
             }
             return try await handler(self, request, parameter)
         }
-        let endpoints = Self.routes.map { route in route.methods.map(\.method.rawValue).joined(separator: "|") + " " + route.pattern }
-        throw ControlAPIFailure(404, "no such endpoint \(path): the control API is \(endpoints.joined(separator: ", "))")
+        let endpoints = Self.routes.map { route in
+            route.methods.map(\.method.rawValue).joined(separator: "|") + " " + route.pattern
+        }
+        throw ControlAPIFailure(
+            404, "no such endpoint \(path): the control API is \(endpoints.joined(separator: ", "))")
     }
 
     // MARK: The handlers
@@ -93,7 +105,9 @@ struct ControlAPI: Sendable {
     }
 
     private func list(_ request: Request) -> HTTPAnswer {
-        .json(.ok, FixtureList(fixtures: fleet.leasedFixtures(session: Self.query(request.uri)["session"]).map(withProxy)))
+        .json(
+            .ok, FixtureList(fixtures: fleet.leasedFixtures(session: Self.query(request.uri)["session"]).map(withProxy))
+        )
     }
 
     private func describe(_ id: String) throws -> HTTPAnswer {
@@ -107,15 +121,18 @@ struct ControlAPI: Sendable {
     }
 
     private func renew(_ id: String, _ request: Request) throws -> HTTPAnswer {
-        let renewal: RenewFixtureRequest = request.body.allSatisfy(\.isWhitespaceByte)
+        let renewal: RenewFixtureRequest =
+            request.body.allSatisfy(\.isWhitespaceByte)
             ? RenewFixtureRequest() : try Self.decode(RenewFixtureRequest.self, request, known: ["ttl"])
         return .json(.ok, withProxy(try fleet.renewLease(id: id, ttl: renewal.ttl)))
     }
 
     private func stopSession(_ session: String) async throws -> HTTPAnswer {
         guard FixtureAPI.isValidSession(session) else {
-            throw ControlAPIFailure(400, "\"\(session)\" is not a session tag: use 1–\(FixtureAPI.maximumSessionLength) letters, digits, "
-                                    + "'.', '_' or '-'", field: "session")
+            throw ControlAPIFailure(
+                400,
+                "\"\(session)\" is not a session tag: use 1–\(FixtureAPI.maximumSessionLength) letters, digits, "
+                    + "'.', '_' or '-'", field: "session")
         }
         return .json(.ok, SessionStopped(session: session, stopped: await fleet.stopSession(session)))
     }
@@ -131,7 +148,10 @@ struct ControlAPI: Sendable {
     /// Strict: a JSON object, of `application/json`, with no key the request type does not know (a misspelt `"tll"`
     /// would otherwise be a silent 300-second lease).
     static func decode<T: Decodable>(_ type: T.Type, _ request: Request, known: Set<String>) throws -> T {
-        guard request.contentType?.lowercased().split(separator: ";").first?.trimmingCharacters(in: .whitespaces) == "application/json" else {
+        guard
+            request.contentType?.lowercased().split(separator: ";").first?.trimmingCharacters(in: .whitespaces)
+                == "application/json"
+        else {
             throw ControlAPIFailure(415, "send the body as JSON (Content-Type: application/json)")
         }
         guard !request.body.allSatisfy(\.isWhitespaceByte) else {
@@ -141,10 +161,13 @@ struct ControlAPI: Sendable {
         do {
             object = try JSONDecoder().decode([String: JSONValue].self, from: request.body)
         } catch {
-            throw ControlAPIFailure(400, "the body is not a JSON object (\(ScenarioCatalog.syntaxProblem(in: request.body) ?? "expected {…}"))")
+            throw ControlAPIFailure(
+                400,
+                "the body is not a JSON object (\(ScenarioCatalog.syntaxProblem(in: request.body) ?? "expected {…}"))")
         }
         if let unknown = object.keys.sorted().first(where: { !known.contains($0) }) {
-            throw ControlAPIFailure(400, "unknown key \"\(unknown)\" (known: \(known.sorted().joined(separator: ", ")))", field: unknown)
+            throw ControlAPIFailure(
+                400, "unknown key \"\(unknown)\" (known: \(known.sorted().joined(separator: ", ")))", field: unknown)
         }
         do {
             return try FixtureAPI.decoder().decode(T.self, from: request.body)
@@ -177,7 +200,9 @@ struct ControlAPI: Sendable {
         var query: [String: String] = [:]
         if pieces.count == 2 {
             for pair in pieces[1].split(separator: "&") {
-                let kv = pair.split(separator: "=", maxSplits: 1).map { String($0).removingPercentEncoding ?? String($0) }
+                let kv = pair.split(separator: "=", maxSplits: 1).map {
+                    String($0).removingPercentEncoding ?? String($0)
+                }
                 if kv.count == 2 { query[kv[0]] = kv[1] }
             }
         }

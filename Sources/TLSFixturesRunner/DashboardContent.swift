@@ -18,7 +18,9 @@ final class DashboardContent: Sendable {
     private let caSubject: String
     private let caPin: String
     private let downloads: [String: Route]
-    private let rendered = NIOLockedValueBox<(generation: Int, addresses: FrontDoorAddresses, routes: [String: Route])?>(nil)
+    private let rendered = NIOLockedValueBox<
+        (generation: Int, addresses: FrontDoorAddresses, routes: [String: Route])?
+    >(nil)
 
     init(fleet: any FleetQueries, ca: Certificate, addresses: FrontDoorAddresses.Box) throws {
         self.fleet = fleet
@@ -29,7 +31,8 @@ final class DashboardContent: Sendable {
             "/ca.pem": Route(contentType: "application/x-pem-file", body: ca.pem, filename: "tls-fixtures-ca.pem"),
             // Safari on iOS offers to install a profile for exactly this type.
             "/ca.cer": Route(contentType: "application/x-x509-ca-cert", body: ca.der, filename: "tls-fixtures-ca.cer"),
-            "/ca.p12": Route(contentType: "application/x-pkcs12", body: try ca.exported(as: .p12), filename: "tls-fixtures-ca.p12"),
+            "/ca.p12": Route(
+                contentType: "application/x-pkcs12", body: try ca.exported(as: .p12), filename: "tls-fixtures-ca.p12"),
         ]
     }
 
@@ -53,7 +56,9 @@ final class DashboardContent: Sendable {
             "/": Route(contentType: "text/html; charset=utf-8", body: Data(html.utf8)),
             "/scenarios.json": Route(contentType: "application/json", body: (try? document.json()) ?? Data()),
             // Throws only for an address that is not an IP address, and this one is.
-            "/hosts": Route(contentType: "text/plain; charset=utf-8", body: Data(((try? HostsFile.lines(for: scenarios)) ?? "").utf8)),
+            "/hosts": Route(
+                contentType: "text/plain; charset=utf-8",
+                body: Data(((try? HostsFile.lines(for: scenarios)) ?? "").utf8)),
         ]
     }
 }

@@ -20,8 +20,9 @@ struct HTTPAnswer: Sendable {
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
         let body = (try? encoder.encode(failure.body)) ?? Data("{}".utf8)
-        var answer = HTTPAnswer(status: HTTPResponseStatus(statusCode: failure.status), contentType: "application/json",
-                                body: body + Data("\n".utf8))
+        var answer = HTTPAnswer(
+            status: HTTPResponseStatus(statusCode: failure.status), contentType: "application/json",
+            body: body + Data("\n".utf8))
         if failure.status == 429 { answer.extraHeaders.append(("Retry-After", "1")) }
         if let allow = failure.allow { answer.extraHeaders.append(("Allow", allow)) }
         return answer

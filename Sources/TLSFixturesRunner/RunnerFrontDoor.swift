@@ -72,33 +72,43 @@ package final class RunnerFrontDoor: Sendable {
     }
 
     /// Listens on the dashboard's port (and the proxy's); nothing is left listening when it throws.
-    package static func open(fleet: some FleetQueries & FleetCommands & FixtureLookup, ca: Certificate, options: Options) async throws
-        -> RunnerFrontDoor {
+    package static func open(
+        fleet: some FleetQueries & FleetCommands & FixtureLookup, ca: Certificate, options: Options
+    ) async throws
+        -> RunnerFrontDoor
+    {
         let host = FixtureServer.urlHost(listeningOn: options.bindAddresses)
         let addresses = FrontDoorAddresses.Box()
-        let limits = RunnerLimits(idleTimeout: options.idleTimeout, headerTimeout: options.headerTimeout,
-                                  maximumConnections: options.maximumConnections, logger: options.logger)
+        let limits = RunnerLimits(
+            idleTimeout: options.idleTimeout, headerTimeout: options.headerTimeout,
+            maximumConnections: options.maximumConnections, logger: options.logger)
         let controlAPI = ControlAPI(fleet: fleet, proxy: { addresses.value.proxy })
         let proxyPolicy = ProxyPolicy(fixtures: fleet)
         let ownProxyPort = options.proxyPort != nil
-        let services = RunnerServices(controlAPI: controlAPI, proxy: ownProxyPort ? nil : proxyPolicy, proxyElsewhere: options.proxyPort,
-                                      allowRemoteClients: options.allowRemoteClients)
+        let services = RunnerServices(
+            controlAPI: controlAPI, proxy: ownProxyPort ? nil : proxyPolicy, proxyElsewhere: options.proxyPort,
+            allowRemoteClients: options.allowRemoteClients)
         let content = try DashboardContent(fleet: fleet, ca: ca, addresses: addresses)
-        let dashboard = try await RunnerListener.listen(label: "dashboard", port: options.port, bindAddresses: options.bindAddresses,
-                                                        limits: limits, services: services, dashboard: content)
+        let dashboard = try await RunnerListener.listen(
+            label: "dashboard", port: options.port, bindAddresses: options.bindAddresses,
+            limits: limits, services: services, dashboard: content)
         var proxy: RunnerListener? = nil
         if let proxyPort = options.proxyPort {
-            let proxyServices = RunnerServices(controlAPI: nil, proxy: proxyPolicy, allowRemoteClients: options.allowRemoteClients)
+            let proxyServices = RunnerServices(
+                controlAPI: nil, proxy: proxyPolicy, allowRemoteClients: options.allowRemoteClients)
             do {
-                proxy = try await RunnerListener.listen(label: "proxy", port: proxyPort, bindAddresses: options.bindAddresses, limits: limits,
-                                                        services: proxyServices, dashboard: nil)
+                proxy = try await RunnerListener.listen(
+                    label: "proxy", port: proxyPort, bindAddresses: options.bindAddresses, limits: limits,
+                    services: proxyServices, dashboard: nil)
             } catch {
                 await dashboard.stop()
                 throw error
             }
         }
-        addresses.set(FrontDoorAddresses(dashboard: "http://\(host):\(dashboard.port)/",
-                                         proxy: ProxyEndpoint(port: proxy?.port ?? dashboard.port, domains: fleet.fixtureDomains)))
+        addresses.set(
+            FrontDoorAddresses(
+                dashboard: "http://\(host):\(dashboard.port)/",
+                proxy: ProxyEndpoint(port: proxy?.port ?? dashboard.port, domains: fleet.fixtureDomains)))
         return RunnerFrontDoor(dashboard: dashboard, proxy: proxy, host: host, addresses: addresses)
     }
 

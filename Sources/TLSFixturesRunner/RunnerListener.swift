@@ -5,18 +5,6 @@ import NIOHTTP1
 import NIOPosix
 import TLSFixturesServer
 
-/// What one listener of the runner answers besides the dashboard: the control API, the proxy, or both.
-struct RunnerServices: Sendable {
-    /// The control API (`/api/…`); nil where it is not served.
-    var controlAPI: ControlAPI?
-    /// The CONNECT and forward proxy; nil where it is not served.
-    var proxy: ProxyPolicy?
-    /// Where the proxy is when it is not here (for the hint a stray CONNECT gets).
-    var proxyElsewhere: Int?
-    /// Serve the API and the proxy to clients on other machines too (`serve --allow-remote-clients`).
-    var allowRemoteClients = false
-}
-
 /// The limits every runner connection meets while it speaks HTTP: the fixtures' own (see `RunnerListener`).
 struct RunnerLimits: Sendable {
     var idleTimeout: TimeAmount
@@ -29,7 +17,9 @@ struct RunnerLimits: Sendable {
 /// The HTTP pipeline of the runner's listeners: NIOHTTP1 parses each request, `RunnerRequestRouter` takes the API's,
 /// the proxy's and CONNECT, and the dashboard (when this listener has one) answers the rest.
 enum RunnerHTTPPipeline {
-    static func configure(_ channel: Channel, services: RunnerServices, dashboard: DashboardContent?, limits: RunnerLimits? = nil) throws {
+    static func configure(
+        _ channel: Channel, services: RunnerServices, dashboard: DashboardContent?, limits: RunnerLimits? = nil
+    ) throws {
         let pipeline = channel.pipeline.syncOperations
         if let limits { try pipeline.addHandler(IdleStateHandler(allTimeout: limits.idleTimeout)) }
         // Bytes a client sends after CONNECT and before the tunnel is up go to the tunnel, not to the floor.
@@ -37,26 +27,22 @@ enum RunnerHTTPPipeline {
         let encoder = HTTPResponseEncoder()
         try pipeline.addHandler(decoder)
         try pipeline.addHandler(encoder)
-        let deadline = limits.map { HTTPRequestDeadlineHandler(timeout: $0.headerTimeout, startsAfterHandshake: false, logger: $0.logger) }
+        let deadline = limits.map {
+            HTTPRequestDeadlineHandler(timeout: $0.headerTimeout, startsAfterHandshake: false, logger: $0.logger)
+        }
         if let deadline { try pipeline.addHandler(deadline) }
         // Each small request can ask for the whole catalog: answers wait while the client is not reading.
         let backPressure = limits.map { _ in HTTPBackPressureHandler() }
         let responder = dashboard.map(DashboardResponder.init(content:))
-        let router = RunnerRequestRouter(services: services, layer: HTTPLayer(decoder: decoder, encoder: encoder, responder: responder,
-                                                                              deadline: deadline, backPressure: backPressure))
+        let router = RunnerRequestRouter(
+            services: services,
+            layer: HTTPLayer(
+                decoder: decoder, encoder: encoder, responder: responder,
+                deadline: deadline, backPressure: backPressure))
         try pipeline.addHandler(router)
         if let backPressure { try pipeline.addHandler(backPressure) }
         if let responder { try pipeline.addHandler(responder) }
     }
-}
-
-/// The HTTP handlers a CONNECT takes out of the pipeline once the tunnel is up.
-struct HTTPLayer {
-    var decoder: ByteToMessageHandler<HTTPRequestDecoder>
-    var encoder: HTTPResponseEncoder
-    var responder: DashboardResponder?
-    var deadline: HTTPRequestDeadlineHandler? = nil
-    var backPressure: HTTPBackPressureHandler? = nil
 }
 
 /// One port of the runner's front door — the dashboard's (with the control API and, by default, the proxy) or the
@@ -79,25 +65,33 @@ package final class RunnerListener: Sendable {
     }
 
     /// Listens on `port` (0: a free one) of `bindAddresses` (default: 127.0.0.1 and, when it can, ::1).
-    static func listen(label: String, port: Int, bindAddresses: [String]?, limits: RunnerLimits, services: RunnerServices,
-                       dashboard: DashboardContent?) async throws -> RunnerListener {
-        let cap = min(limits.maximumConnections ?? ListenerLimits.automaticConnectionCap(), ListenerLimits.dashboardConnectionCap)
+    static func listen(
+        label: String, port: Int, bindAddresses: [String]?, limits: RunnerLimits, services: RunnerServices,
+        dashboard: DashboardContent?
+    ) async throws -> RunnerListener {
+        let cap = min(
+            limits.maximumConnections ?? ListenerLimits.automaticConnectionCap(), ListenerLimits.dashboardConnectionCap)
         let connections = ConnectionTracker(limit: cap, label: label, logger: limits.logger)
-        let bootstrap = ListenerLimits.bootstrap(label: label, logger: limits.logger, backlog: 256, connections: connections) { channel in
+        let bootstrap = ListenerLimits.bootstrap(
+            label: label, logger: limits.logger, backlog: 256, connections: connections
+        ) { channel in
             try RunnerHTTPPipeline.configure(channel, services: services, dashboard: dashboard, limits: limits)
         }
         var channels: [Channel] = []
         do {
             channels = try await FixtureServer.bind(bootstrap, addresses: bindAddresses ?? ["127.0.0.1"], port: port)
             if bindAddresses == nil,
-               let v6 = try? await FixtureServer.bind(bootstrap, address: "::1", port: channels.first?.localAddress?.port ?? port) {
+                let v6 = try? await FixtureServer.bind(
+                    bootstrap, address: "::1", port: channels.first?.localAddress?.port ?? port)
+            {
                 channels.append(v6)
             }
         } catch {
             for channel in channels { try? await channel.close() }
             throw error
         }
-        return RunnerListener(port: channels.first?.localAddress?.port ?? port, channels: channels, connections: connections)
+        return RunnerListener(
+            port: channels.first?.localAddress?.port ?? port, channels: channels, connections: connections)
     }
 
     /// Stops listening and closes every connection (tunnels too) within a second.

@@ -7,6 +7,27 @@ import TLSFixturesWire
 import TLSFixturesFleet
 import TLSFixturesServer
 
+/// What one listener of the runner answers besides the dashboard: the control API, the proxy, or both.
+struct RunnerServices: Sendable {
+    /// The control API (`/api/…`); nil where it is not served.
+    var controlAPI: ControlAPI?
+    /// The CONNECT and forward proxy; nil where it is not served.
+    var proxy: ProxyPolicy?
+    /// Where the proxy is when it is not here (for the hint a stray CONNECT gets).
+    var proxyElsewhere: Int?
+    /// Serve the API and the proxy to clients on other machines too (`serve --allow-remote-clients`).
+    var allowRemoteClients = false
+}
+
+/// The HTTP handlers a CONNECT takes out of the pipeline once the tunnel is up.
+struct HTTPLayer {
+    var decoder: ByteToMessageHandler<HTTPRequestDecoder>
+    var encoder: HTTPResponseEncoder
+    var responder: DashboardResponder?
+    var deadline: HTTPRequestDeadlineHandler? = nil
+    var backPressure: HTTPBackPressureHandler? = nil
+}
+
 /// Routes each request of a runner connection.
 ///
 /// Reads: `HTTPServerRequestPart`. Writes: `HTTPServerResponsePart` for the answers it makes, raw `ByteBuffer`s once a

@@ -21,7 +21,7 @@ package final class ScenarioRunner: Sendable {
     @dynamicMemberLookup
     package struct Options: Sendable {
         package var fleet = FixtureFleet.Options()
-        /// Serve the dashboard, the control API and the proxy; false serves the fixtures alone (the legacy helper does).
+        /// Serve the dashboard, the control API and the proxy; false serves the fixtures alone (as the legacy helper).
         package var frontDoor = true
         /// Serve the proxy on this port of its own instead of the dashboard's.
         package var proxyPort: Int? = nil
@@ -47,9 +47,12 @@ package final class ScenarioRunner: Sendable {
 
     /// Starts the fleet, then the front door on `portBase` (the fleet is stopped again if the front door cannot
     /// listen). Throws `RunnerError.nothingToServe` when no scenario can be served, with nothing left running.
-    package static func start(_ scenarios: [Scenario], catalog: ScenarioCatalog, store: CertificateStore, options: Options = Options(),
-                              progress: @escaping @Sendable (FixtureFleet.Progress) -> Void = { _ in }) async throws -> ScenarioRunner {
-        let fleet = try await FixtureFleet.start(scenarios, catalog: catalog, store: store, options: options.fleet, progress: progress)
+    package static func start(
+        _ scenarios: [Scenario], catalog: ScenarioCatalog, store: CertificateStore, options: Options = Options(),
+        progress: @escaping @Sendable (FixtureFleet.Progress) -> Void = { _ in }
+    ) async throws -> ScenarioRunner {
+        let fleet = try await FixtureFleet.start(
+            scenarios, catalog: catalog, store: store, options: options.fleet, progress: progress)
         let states = fleet.catalogStates
         guard states.contains(where: \.state.isServingOrPreparing) else {
             await fleet.stop()
@@ -70,7 +73,8 @@ package final class ScenarioRunner: Sendable {
             door.maximumConnections = options.maximumConnections
             door.logger = options.fleet.fixtureConfiguration(port: options.portBase).logger
             let ca = try await NIOThreadPool.singleton.runIfActive { try store.ca().certificate }
-            return ScenarioRunner(fleet: fleet, frontDoor: try await RunnerFrontDoor.open(fleet: fleet, ca: ca, options: door))
+            return ScenarioRunner(
+                fleet: fleet, frontDoor: try await RunnerFrontDoor.open(fleet: fleet, ca: ca, options: door))
         } catch {
             await fleet.stop()
             throw error
@@ -78,8 +82,10 @@ package final class ScenarioRunner: Sendable {
     }
 
     /// Starts a runner, runs `body` with it, and stops it whether `body` returns or throws.
-    package static func withRunner<T>(_ scenarios: [Scenario], catalog: ScenarioCatalog, store: CertificateStore,
-                                      options: Options = Options(), _ body: (ScenarioRunner) async throws -> T) async throws -> T {
+    package static func withRunner<T>(
+        _ scenarios: [Scenario], catalog: ScenarioCatalog, store: CertificateStore,
+        options: Options = Options(), _ body: (ScenarioRunner) async throws -> T
+    ) async throws -> T {
         let runner = try await start(scenarios, catalog: catalog, store: store, options: options)
         do {
             let value = try await body(runner)
@@ -117,9 +123,10 @@ package struct RunnerError: CodedError {
 
     /// No scenario asked for can be served (`reasons`: "NAME: why" each).
     static func nothingToServe(_ reasons: [String]) -> RunnerError {
-        RunnerError(code: .nothingToServe,
-                    reason: "nothing to serve: \(reasons.isEmpty ? "no scenarios" : reasons.joined(separator: "; "))",
-                    fix: "name scenarios the linked OpenSSL supports (ScenarioCatalog.builtIn lists them)")
+        RunnerError(
+            code: .nothingToServe,
+            reason: "nothing to serve: \(reasons.isEmpty ? "no scenarios" : reasons.joined(separator: "; "))",
+            fix: "name scenarios the linked OpenSSL supports (ScenarioCatalog.builtIn lists them)")
     }
 }
 

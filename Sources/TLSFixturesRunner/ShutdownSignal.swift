@@ -9,8 +9,8 @@ import Darwin
 
 /// Waits for SIGINT or SIGTERM, delivered through Dispatch so the handler can do async work.
 package enum ShutdownSignal {
-    /// The first of SIGINT and SIGTERM to come. Both lose their default action for good, so a second one cannot kill the
-    /// process while it stops.
+    /// The first of SIGINT and SIGTERM to come. Both lose their default action for good, so a second one cannot kill
+    /// the process while it stops.
     package static func wait() async -> Int32 {
         await withCheckedContinuation { (continuation: CheckedContinuation<Int32, Never>) in
             let box = SignalSources(continuation: continuation)

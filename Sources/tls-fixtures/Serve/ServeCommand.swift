@@ -96,10 +96,11 @@ struct ServeCommand: AsyncParsableCommand {
         let catalog = try source.catalog()
         let scenarios = names.isEmpty ? catalog.scenarios : try catalog.scenarios(named: names)
         for address in bindAddresses where !["127.0.0.1", "::1", "localhost"].contains(address) {
-            Output.error("warning: listening on \(address): these servers are deliberately insecure; anyone who can reach this address can use them")
+            Output.error("warning: listening on \(address): these servers are deliberately insecure; anyone who can reach "
+                         + "this address can use them")
         }
-        let runner = try await ScenarioRunner.start(scenarios, catalog: catalog, store: storeOptions.store, options: try runnerOptions(),
-                                                    progress: Self.show)
+        let runner = try await ScenarioRunner.start(scenarios, catalog: catalog, store: storeOptions.store,
+                                                    options: try runnerOptions(), progress: Self.show)
         if let warning = runner.descriptorWarning { Output.error(warning) }
         let document = runner.document()
         if output.json {
@@ -108,7 +109,8 @@ struct ServeCommand: AsyncParsableCommand {
             print(RunnerReport.text(document))
             let serving = document.scenarios.filter { $0.status == .serving }.count
             let preparing = document.scenarios.filter { $0.status == .preparing }.count
-            print("\nServing \(serving) scenarios\(preparing == 0 ? "" : " (and \(preparing) more once prepared)"). Ctrl-C to stop.")
+            let later = preparing == 0 ? "" : " (and \(preparing) more once prepared)"
+            print("\nServing \(serving) scenarios\(later). Ctrl-C to stop.")
         }
         fflush(nil)   // A pipe reader (a test, a script) sees the table now, not at exit.
         let signal = await ShutdownSignal.wait()

@@ -24,8 +24,8 @@ struct CodedErrorTests {
         (PinFormatError.trustKitNeedsTwoPins(found: 1), "trustKitNeedsTwoPins"),
         (ATSPolicyError.atsNotADictionary(found: "string"), "atsNotADictionary"),
         (OpenSSLError(operation: "set the cipher list", reasons: ["SSL routines: no cipher match"]), "callFailed"),
-        (ScenarioUnsupported(code: .linkedOpenSSL, scenario: "rc4", why: "unsupported by the linked OpenSSL", fix: "build one"),
-         "linkedOpenSSL"),
+        (ScenarioUnsupported(code: .linkedOpenSSL, scenario: "rc4", why: "unsupported by the linked OpenSSL",
+                             fix: "build one"), "linkedOpenSSL"),
         (InvalidTimeout(name: "the probe's timeout", value: "0"), "outOfRange"),
         (PEMError(.notBase64, "block 1 (CERTIFICATE) is not base64"), "notBase64"),
         (UserFileError(path: "/tmp/x", kind: .directory), "notRegular"),
@@ -70,7 +70,8 @@ struct CodedErrorTests {
     @Test("every public or package error type of the library is a CodedError; no LocalizedError patches")
     func everyErrorIsCoded() throws {
         let sources = TestEnvironment.packageRoot.appendingPathComponent("Sources")
-        let files = try #require(FileManager.default.enumerator(at: sources, includingPropertiesForKeys: nil)?.allObjects as? [URL])
+        let enumerator = FileManager.default.enumerator(at: sources, includingPropertiesForKeys: nil)
+        let files = try #require(enumerator?.allObjects as? [URL])
         let executables = ["tls-fixtures", "tls-fixtures-bench", "tls-fixtures-client-check"]
         let declaration = try Regex(#"^\s*(?:public|package)\s+(?:final\s+)?(?:struct|enum|class)\s+(\w+)[^{]*:\s*([^{]*)\{"#)
         var uncoded: [String] = []
@@ -84,7 +85,8 @@ struct CodedErrorTests {
                 if line.hasPrefix("extension "), line.contains(": LocalizedError") { patches.append("\(relative): \(line)") }
                 guard let match = try declaration.firstMatch(in: String(line)) else { continue }
                 scanned += 1
-                let inherits = match.output[2].substring.map { $0.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) } } ?? []
+                let clause = match.output[2].substring ?? ""
+                let inherits = clause.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }
                 if inherits.contains("Error") || inherits.contains("Swift.Error") { uncoded.append("\(relative): \(line)") }
             }
         }

@@ -59,9 +59,10 @@ struct LayerGraphTests {
         #expect(atsImportsNIO.status == 1 && atsImportsNIO.stdout.contains("Loop.swift imports NIOCore; it must be Foundation only"),
                 "\(atsImportsNIO.combined)")
 
-        let fleetSpeaksHTTP = try Self.check(sources: ["Sources/TLSFixturesFleet/Status.swift": "import TLSFixturesProbe\nimport NIOHTTP1\n"],
-                                             products: ["TLSFixturesFleet": ["NIOHTTP1"]])
-        #expect(fleetSpeaksHTTP.status == 1 && fleetSpeaksHTTP.stdout.contains("TLSFixturesFleet depends on NIOHTTP1: the fleet knows no HTTP"),
+        let httpSource = ["Sources/TLSFixturesFleet/Status.swift": "import TLSFixturesProbe\nimport NIOHTTP1\n"]
+        let fleetSpeaksHTTP = try Self.check(sources: httpSource, products: ["TLSFixturesFleet": ["NIOHTTP1"]])
+        #expect(fleetSpeaksHTTP.status == 1
+                && fleetSpeaksHTTP.stdout.contains("TLSFixturesFleet depends on NIOHTTP1: the fleet knows no HTTP"),
                 "\(fleetSpeaksHTTP.combined)")
 
         let atsLinksNIO = try Self.check(products: ["TLSFixturesATS": ["NIOCore"]])
@@ -72,8 +73,8 @@ struct LayerGraphTests {
                 "\(atsReachesOpenSSL.combined)")
     }
 
-    /// Issue 23: TLSFixturesPKI imported Logging without declaring swift-log, and built only because SwiftPM happened to
-    /// build Logging first for another target; TLSFixturesScenario declared TLSFixturesATS and imported nothing from it.
+    /// Issue 23: TLSFixturesPKI imported Logging without declaring swift-log, and built only because SwiftPM happened
+    /// to build Logging first for another target; TLSFixturesScenario declared TLSFixturesATS and imported nothing of it.
     @Test("imports match declarations: an undeclared import fails, and so does a declaration nothing imports")
     func importsMatchDeclarations() throws {
         // The same fixture as the issue found: PKI imports a dependency's module that only Server declares.
@@ -81,14 +82,15 @@ struct LayerGraphTests {
                                                   "Sources/TLSFixturesServer/Log.swift": "import Logging\n"],
                                         products: ["TLSFixturesServer": ["Logging"]])
         #expect(undeclared.status == 1 && undeclared.stdout.contains(
-            "TLSFixturesPKI: Sources/TLSFixturesPKI/Store.swift imports Logging (a module of a package dependency), which "
-            + "TLSFixturesPKI does not declare"), "\(undeclared.combined)")
+            "TLSFixturesPKI: Sources/TLSFixturesPKI/Store.swift imports Logging (a module of a package dependency), "
+            + "which TLSFixturesPKI does not declare"), "\(undeclared.combined)")
         #expect(undeclared.stdout.split(separator: "\n").count == 1, "\(undeclared.stdout)")
 
         // A layer two floors down is reachable through the one below, but importing it needs its own declaration.
         let transitive = try Self.check(sources: ["Sources/TLSFixturesServer/Wire.swift": "import TLSFixturesWire\n"])
         #expect(transitive.status == 1 && transitive.stdout.contains(
-            "TLSFixturesServer: Sources/TLSFixturesServer/Wire.swift imports TLSFixturesWire (a target of this package)"),
+            "TLSFixturesServer: Sources/TLSFixturesServer/Wire.swift imports TLSFixturesWire (a target of this "
+            + "package)"),
                 "\(transitive.combined)")
 
         let unused = try Self.check(extraDependencies: ["TLSFixturesScenario": ["TLSFixturesATS"]])
@@ -102,7 +104,8 @@ struct LayerGraphTests {
         let tool = #"{"name": "tool", "type": "executable", "module_type": "SwiftTarget", "path": "Sources/tool", "#
             + #""target_dependencies": ["TLSFixtures"]}"#
         let clean = try Self.check(sources: [
-            "Tests/Tests/T.swift": "import Testing\n@testable import TLSFixtures\nimport NIOCore\nlet s = \"\"\"\nimport socket\n\"\"\"\n",
+            "Tests/Tests/T.swift": "import Testing\n@testable import TLSFixtures\nimport NIOCore\n"
+                + "let s = \"\"\"\nimport socket\n\"\"\"\n",
             "Sources/tool/main.swift": "import TLSFixtures\n",
         ], extraTargets: [tests, tool])
         #expect(clean.status == 0, "\(clean.combined)")
@@ -114,20 +117,20 @@ struct LayerGraphTests {
     func readmeStatesTheGraph() throws {
         func readme(_ scenarioRow: String) -> String {
             "# x\n\n## Architecture\n\n| Layer | Target | Job | Why | Depends on |\n|---|---|---|---|---|\n"
-                + "| Server | `TLSFixturesServer` | j | w | Scenario |\n| Scenario | `TLSFixturesScenario` | j | w | \(scenarioRow) |\n"
+                + "| Server | `TLSFixturesServer` | j | w | Scenario |\n"
+                + "| Scenario | `TLSFixturesScenario` | j | w | \(scenarioRow) |\n"
                 + "| Umbrella | `TLSFixtures` | j | w | every layer above |\n\n## Next\n"
         }
-        let right = try Self.check(sources: ["README.md": readme("PKI, Wire; Logging"),
-                                             "Sources/TLSFixturesScenario/More.swift": "import TLSFixturesWire\nimport Logging\n"],
+        let more = "import TLSFixturesWire\nimport Logging\n"
+        let right = try Self.check(sources: ["README.md": readme("PKI, Wire; Logging"), "Sources/TLSFixturesScenario/More.swift": more],
                                    extraDependencies: ["TLSFixturesScenario": ["TLSFixturesWire"]],
                                    products: ["TLSFixturesScenario": ["Logging"]])
         #expect(right.status == 0, "\(right.combined)")
-        let wrong = try Self.check(sources: ["README.md": readme("PKI, ATS"),
-                                             "Sources/TLSFixturesScenario/More.swift": "import TLSFixturesWire\nimport Logging\n"],
+        let wrong = try Self.check(sources: ["README.md": readme("PKI, ATS"), "Sources/TLSFixturesScenario/More.swift": more],
                                    extraDependencies: ["TLSFixturesScenario": ["TLSFixturesWire"]],
                                    products: ["TLSFixturesScenario": ["Logging"]])
-        #expect(wrong.status == 1 && wrong.stdout.contains("README.md, Architecture: TLSFixturesScenario's dependencies are Logging, "
-                                                            + "TLSFixturesPKI, TLSFixturesWire (the table lacks Logging, TLSFixturesWire) "
-                                                            + "(the table adds TLSFixturesATS)"), "\(wrong.combined)")
+        #expect(wrong.status == 1 && wrong.stdout.contains(
+            "README.md, Architecture: TLSFixturesScenario's dependencies are Logging, TLSFixturesPKI, TLSFixturesWire "
+            + "(the table lacks Logging, TLSFixturesWire) (the table adds TLSFixturesATS)"), "\(wrong.combined)")
     }
 }

@@ -25,8 +25,10 @@ final class FakeFleet: FleetQueries, FleetCommands, FixtureLookup, Sendable {
     let calls = NIOLockedValueBox(Calls())
     let catalog = ScenarioCatalog.builtIn
 
-    init(fixtures: [FixtureDescription] = [FakeFleet.described("abc123")], served: [Int: ServedFixture] = [:],
-         domains: [String] = ["fixtures.test"]) {
+    init(
+        fixtures: [FixtureDescription] = [FakeFleet.described("abc123")], served: [Int: ServedFixture] = [:],
+        domains: [String] = ["fixtures.test"]
+    ) {
         startOutcome = NIOLockedValueBox(.success(Self.described("new456")))
         self.fixtures = NIOLockedValueBox(fixtures)
         self.served = served
@@ -34,12 +36,17 @@ final class FakeFleet: FleetQueries, FleetCommands, FixtureLookup, Sendable {
     }
 
     /// A description as the fleet makes it: no proxy (the front door adds its own).
-    static func described(_ id: String, scenario: String = "expired", session: String? = nil, ttl: Int = 300) -> FixtureDescription {
+    static func described(
+        _ id: String, scenario: String = "expired", session: String? = nil, ttl: Int = 300
+    ) -> FixtureDescription {
         FixtureDescription(
             id: id, scenario: scenario, group: "certificate", summary: "s", port: 40_001,
-            url: URL(string: "https://localhost:40001/")!, qualifiedURL: URL(string: "https://\(scenario).fixtures.test:40001/")!,
-            domainURLs: [], pins: FixturePins(leaf: "L", ca: "C", backup: "B", pinnedLeaf: "P"), caPEM: "CA", chainPEM: "CHAIN",
-            interceptionRootPEM: nil, clientIdentity: nil, expect: FixtureExpectations(verify: "certificate has expired", ats: .block),
+            url: URL(string: "https://localhost:40001/")!,
+            qualifiedURL: URL(string: "https://\(scenario).fixtures.test:40001/")!,
+            domainURLs: [], pins: FixturePins(leaf: "L", ca: "C", backup: "B", pinnedLeaf: "P"), caPEM: "CA",
+            chainPEM: "CHAIN",
+            interceptionRootPEM: nil, clientIdentity: nil,
+            expect: FixtureExpectations(verify: "certificate has expired", ats: .block),
             proxy: nil, session: session, ttl: ttl, expiresAt: Date(timeIntervalSince1970: 2_000_000_000))
     }
 
@@ -47,7 +54,8 @@ final class FakeFleet: FleetQueries, FleetCommands, FixtureLookup, Sendable {
 
     func document() -> CatalogDocument {
         let expired = try! catalog.scenario(named: "expired")
-        return CatalogDocument(dashboard: nil, scenarios: [CatalogEntry(scenario: expired, port: 40_001, status: .serving)])
+        return CatalogDocument(
+            dashboard: nil, scenarios: [CatalogEntry(scenario: expired, port: 40_001, status: .serving)])
     }
 
     func leasedFixture(id: String) throws(FleetError) -> FixtureDescription {
@@ -93,13 +101,17 @@ struct FrontDoorConnection {
 
     /// `controlAPI`, `proxy`, `dashboard`: which rooms this port has (a proxy-only port has neither the API nor the
     /// dashboard). `client`: the peer's address.
-    static func open(_ fleet: FakeFleet, controlAPI: Bool = true, proxy: Bool = true, proxyElsewhere: Int? = nil, dashboard: Bool = true,
-                     client: String = "127.0.0.1", allowRemoteClients: Bool = false) async throws -> FrontDoorConnection {
+    static func open(
+        _ fleet: FakeFleet, controlAPI: Bool = true, proxy: Bool = true, proxyElsewhere: Int? = nil,
+        dashboard: Bool = true,
+        client: String = "127.0.0.1", allowRemoteClients: Bool = false
+    ) async throws -> FrontDoorConnection {
         let addresses = FrontDoorAddresses.Box()
         addresses.set(FrontDoorAddresses(dashboard: "http://localhost:9800/", proxy: Self.proxy))
-        let services = RunnerServices(controlAPI: controlAPI ? ControlAPI(fleet: fleet, proxy: { addresses.value.proxy }) : nil,
-                                      proxy: proxy ? ProxyPolicy(fixtures: fleet) : nil, proxyElsewhere: proxyElsewhere,
-                                      allowRemoteClients: allowRemoteClients)
+        let services = RunnerServices(
+            controlAPI: controlAPI ? ControlAPI(fleet: fleet, proxy: { addresses.value.proxy }) : nil,
+            proxy: proxy ? ProxyPolicy(fixtures: fleet) : nil, proxyElsewhere: proxyElsewhere,
+            allowRemoteClients: allowRemoteClients)
         let content = dashboard ? try DashboardContent(fleet: fleet, ca: Self.ca, addresses: addresses) : nil
         let channel = NIOAsyncTestingChannel()
         try await channel.testingEventLoop.executeInContext {
@@ -119,12 +131,16 @@ struct FrontDoorConnection {
         var text: String { String(decoding: body, as: UTF8.self) }
         func header(_ name: String) -> String? { headers.first { $0.0.lowercased() == name.lowercased() }?.1 }
         var error: APIError? { try? JSONDecoder().decode(APIError.self, from: body) }
-        func decode<T: Decodable>(_ type: T.Type = T.self) throws -> T { try FixtureAPI.decoder().decode(T.self, from: body) }
+        func decode<T: Decodable>(_ type: T.Type = T.self) throws -> T {
+            try FixtureAPI.decoder().decode(T.self, from: body)
+        }
     }
 
     /// Sends `method path` (with `body` as JSON unless `contentType` says otherwise) and reads one whole answer.
-    func send(_ method: String, _ path: String, body: String? = nil, contentType: String? = "application/json",
-              headers: [String] = ["Host: localhost:9800"], head: Bool = false) async throws -> Answer {
+    func send(
+        _ method: String, _ path: String, body: String? = nil, contentType: String? = "application/json",
+        headers: [String] = ["Host: localhost:9800"], head: Bool = false
+    ) async throws -> Answer {
         var request = "\(method) \(path) HTTP/1.1\r\n" + headers.map { $0 + "\r\n" }.joined()
         if let body {
             if let contentType { request += "Content-Type: \(contentType)\r\n" }

@@ -18,8 +18,10 @@ struct RunnerWallTests {
         var found: [String] = []
         for (name, text) in files {
             for (number, line) in text.split(separator: "\n", omittingEmptySubsequences: false).enumerated()
-            where line.contains(/(?:^|[^\w.:])[45]\d\d(?:$|[^\w.])/) || line.contains("HTTPResponseStatus") || line.contains("NIOHTTP1")
-                || line.contains(/\bstatus(Code)?:\s*\d/) {
+            where line.contains(/(?:^|[^\w.:])[45]\d\d(?:$|[^\w.])/) || line.contains("HTTPResponseStatus")
+                || line.contains("NIOHTTP1")
+                || line.contains(/\bstatus(Code)?:\s*\d/)
+            {
                 found.append("\(name):\(number + 1): \(line.trimmingCharacters(in: .whitespaces))")
             }
         }
@@ -32,9 +34,12 @@ struct RunnerWallTests {
         #expect(fleet.count >= 8, "the scan found \(fleet.map(\.name))")
         #expect(Self.httpMentions(fleet).isEmpty, "\(Self.httpMentions(fleet))")
         // The scan finds what it looks for (it would otherwise pass on anything).
-        let planted = Self.httpMentions([("Planted.swift", "throw ControlAPIFailure(429, \"full\")\nlet s = HTTPResponseStatus.ok\n")])
+        let planted = Self.httpMentions([
+            ("Planted.swift", "throw ControlAPIFailure(429, \"full\")\nlet s = HTTPResponseStatus.ok\n")
+        ])
         #expect(planted.count == 2, "\(planted)")
-        #expect(Self.httpMentions([("Ports.swift", "let port = 9800 + 404_000\nlet bits = 4096\nlet t = 0.500\n")]).isEmpty)
+        #expect(
+            Self.httpMentions([("Ports.swift", "let port = 9800 + 404_000\nlet bits = 4096\nlet t = 0.500\n")]).isEmpty)
     }
 
     @Test("no type of the front door holds a ScenarioRunner or a FixtureFleet; they hold the fleet's narrow views")
@@ -44,7 +49,8 @@ struct RunnerWallTests {
         #expect(door.count >= 10, "the scan found \(door.map(\.name))")
         var holders: [String] = []
         for (name, text) in door {
-            for line in text.split(separator: "\n") where line.contains(/^\s*(private |package |public )?(let|var) \w+: .*(ScenarioRunner|FixtureFleet)\b/) {
+            for line in text.split(separator: "\n")
+            where line.contains(/^\s*(private |package |public )?(let|var) \w+: .*(ScenarioRunner|FixtureFleet)\b/) {
                 holders.append("\(name): \(line.trimmingCharacters(in: .whitespaces))")
             }
             // Initializers and functions that take the whole runner would hold it too.

@@ -20,9 +20,10 @@ struct AddingAScenarioTests {
         try #require(listed.status == 0, "git ls-files: \(listed.stderr)")
         for path in listed.stdout.split(separator: "\0").map(String.init) {
             let source = root.appendingPathComponent(path)
-            guard FileManager.default.fileExists(atPath: source.path) else { continue }   // deleted, not yet committed
+            guard FileManager.default.fileExists(atPath: source.path) else { continue }  // deleted, not yet committed
             let target = copy.appendingPathComponent(path)
-            try FileManager.default.createDirectory(at: target.deletingLastPathComponent(), withIntermediateDirectories: true)
+            try FileManager.default.createDirectory(
+                at: target.deletingLastPathComponent(), withIntermediateDirectories: true)
             try FileManager.default.copyItem(at: source, to: target)
         }
         return copy
@@ -30,30 +31,44 @@ struct AddingAScenarioTests {
 
     /// The catalog the library built from `checkout` would embed: the generated file's JSON, in its order.
     static func embeddedCatalog(in checkout: URL) throws -> ScenarioCatalog {
-        let generated = try String(contentsOf: checkout.appendingPathComponent("Sources/TLSFixturesScenario/BuiltinScenarioFiles.generated.swift"),
-                                   encoding: .utf8)
+        let generated = try String(
+            contentsOf: checkout.appendingPathComponent(
+                "Sources/TLSFixturesScenario/BuiltinScenarioFiles.generated.swift"),
+            encoding: .utf8)
         let files = generated.matches(of: /File\(name: "([^"]+)", json: #"""\n([\s\S]*?)\n"""#\)/)
-        return ScenarioCatalog(scenarios: try files.map { try ScenarioCatalog.decode(Data($0.output.2.utf8), source: String($0.output.1)) })
+        return ScenarioCatalog(
+            scenarios: try files.map { try ScenarioCatalog.decode(Data($0.output.2.utf8), source: String($0.output.1)) }
+        )
     }
 
     static func python(_ arguments: [String]) throws -> Subprocess.Result {
         try Subprocess.run([try #require(Tools.python.path)] + arguments)
     }
 
-    @Test("one new file, `make scenarios`' steps, and make test's checks pass with the scenario not yet judged by the client matrix",
-          .requires(Tools.python))
+    @Test(
+        "one new file and `make scenarios`: make test's checks pass, the scenario not yet judged by the client matrix",
+        .requires(Tools.python))
     func walkThrough() throws {
         // The walk-through names each step this test takes, and the Makefile runs the same scripts.
-        let readme = try String(contentsOf: TestEnvironment.packageRoot.appendingPathComponent("README.md"), encoding: .utf8)
-        let section = try #require(readme.components(separatedBy: Self.readmeSection).dropFirst().first?.components(separatedBy: "\n## ").first)
-        for step in ["Scenarios/NAME.json", "make scenarios", "make test", "ATSTestSupport.swift", "not yet judged by the client matrix",
-                     "make matrix", "expect.clients", "docs/clients.json"] {
+        let readme = try String(
+            contentsOf: TestEnvironment.packageRoot.appendingPathComponent("README.md"), encoding: .utf8)
+        let section = try #require(
+            readme.components(separatedBy: Self.readmeSection).dropFirst().first?.components(separatedBy: "\n## ").first
+        )
+        for step in [
+            "Scenarios/NAME.json", "make scenarios", "make test", "ATSTestSupport.swift",
+            "not yet judged by the client matrix",
+            "make matrix", "expect.clients", "docs/clients.json",
+        ] {
             #expect(section.contains(step), "the README's walk-through does not say \(step)")
         }
-        let makefile = try String(contentsOf: TestEnvironment.packageRoot.appendingPathComponent("Makefile"), encoding: .utf8)
-        #expect(makefile.contains("python3 scripts/generate-builtin-scenarios.py\n")
+        let makefile = try String(
+            contentsOf: TestEnvironment.packageRoot.appendingPathComponent("Makefile"), encoding: .utf8)
+        #expect(
+            makefile.contains("python3 scripts/generate-builtin-scenarios.py\n")
                 && makefile.contains("scenarios list --markdown > .build/scenario-table.md")
-                && makefile.contains("generate-builtin-scenarios.py --readme-table .build/scenario-table.md"), "make scenarios changed")
+                && makefile.contains("generate-builtin-scenarios.py --readme-table .build/scenario-table.md"),
+            "make scenarios changed")
 
         let checkout = try Self.copyOfCheckout()
         let before = try Self.embeddedCatalog(in: checkout)
@@ -71,7 +86,8 @@ struct AddingAScenarioTests {
             }
 
             """
-        try json.write(to: checkout.appendingPathComponent("Scenarios/aes256-only.json"), atomically: true, encoding: .utf8)
+        try json.write(
+            to: checkout.appendingPathComponent("Scenarios/aes256-only.json"), atomically: true, encoding: .utf8)
         let script = checkout.appendingPathComponent("scripts/generate-builtin-scenarios.py").path
         // Before `make scenarios`, make test's first check stops, naming it.
         let stale = try Self.python([script, "--check"])
@@ -82,7 +98,8 @@ struct AddingAScenarioTests {
         let catalog = try Self.embeddedCatalog(in: checkout)
         #expect(catalog.names == before.names + ["aes256-only"], "the new scenario is not last, by its port")
         let table = checkout.appendingPathComponent(".build/scenario-table.md")
-        try FileManager.default.createDirectory(at: table.deletingLastPathComponent(), withIntermediateDirectories: true)
+        try FileManager.default.createDirectory(
+            at: table.deletingLastPathComponent(), withIntermediateDirectories: true)
         try (CatalogMarkdown.table(catalog) + "\n").write(to: table, atomically: true, encoding: .utf8)
         let written = try Self.python([script, "--readme-table", table.path])
         #expect(written.status == 0, "\(written.combined)")
@@ -93,22 +110,28 @@ struct AddingAScenarioTests {
         let newReadme = try String(contentsOf: checkout.appendingPathComponent("README.md"), encoding: .utf8)
         let begin = try #require(newReadme.range(of: "<!-- scenario-table begin -->\n"))
         let end = try #require(newReadme.range(of: "\n<!-- scenario-table end -->"))
-        #expect(String(newReadme[begin.upperBound..<end.lowerBound]) == CatalogMarkdown.table(catalog), "the README test would fail")
+        #expect(
+            String(newReadme[begin.upperBound..<end.lowerBound]) == CatalogMarkdown.table(catalog),
+            "the README test would fail")
         let row = try #require(newReadme.split(separator: "\n").first { $0.contains("`aes256-only`") })
         #expect(row.contains("| not yet judged by the client matrix |"), "\(row)")
 
         // The client matrix has not run: the committed report has no row for it, and that is no gap.
-        let report = try JSONDecoder().decode(MatrixEnvironment.Report.self,
-                                              from: Data(contentsOf: checkout.appendingPathComponent("docs/clients.json")))
+        let report = try JSONDecoder().decode(
+            MatrixEnvironment.Report.self,
+            from: Data(contentsOf: checkout.appendingPathComponent("docs/clients.json")))
         #expect(!report.rows.contains { $0.scenario == "aes256-only" })
-        let withMatrixOnly = ScenarioCatalog(scenarios: catalog.scenarios
-                                             + (try ScenarioCatalog.load(directory: checkout.appendingPathComponent("Matrix/Scenarios"))))
+        let withMatrixOnly = ScenarioCatalog(
+            scenarios: catalog.scenarios
+                + (try ScenarioCatalog.load(directory: checkout.appendingPathComponent("Matrix/Scenarios"))))
         #expect(MatrixEnvironment.expectationGaps(catalog: withMatrixOnly, report: report) == [])
         // serve's /scenarios.json and `scenarios list --json` say it too.
         let entry = CatalogEntry(scenario: try catalog.scenario(named: "aes256-only"), port: port, status: .listed)
         #expect(entry.clientMatrix == "not yet judged by the client matrix" && entry.clientOutcomes == nil)
 
         // The checkout the test ran in is untouched.
-        #expect(!FileManager.default.fileExists(atPath: TestEnvironment.packageRoot.appendingPathComponent("Scenarios/aes256-only.json").path))
+        #expect(
+            !FileManager.default.fileExists(
+                atPath: TestEnvironment.packageRoot.appendingPathComponent("Scenarios/aes256-only.json").path))
     }
 }
