@@ -366,7 +366,8 @@ package final class FixtureFleet: Sendable {
 
     /// Stops every fixture (the catalog's and the leased ones) and frees the ports held for scenarios still preparing;
     /// each fixture closes its connections within a second, and they stop concurrently. Keys still being generated
-    /// are abandoned, not waited for. Nothing starts afterwards: every fixture ends `stopped`.
+    /// are abandoned, not waited for. Nothing starts afterwards: every catalog fixture ends `stopped`, and no leased one
+    /// is left.
     package func stop() async {
         let (running, held) = table.withLockedValue { table -> ([FixtureServer], [PortReservation]) in
             table.stopping = true
@@ -379,7 +380,8 @@ package final class FixtureFleet: Sendable {
                 case .preparing(_, let reservation?): held.append(reservation)
                 default: break
                 }
-                table.set(key, .stopped)
+                // A leased fixture leaves the table, as its lease's end would take it; the catalog's stay, stopped.
+                if case .leased = key { table.members[key] = nil } else { table.set(key, .stopped) }
             }
             return (running, held)
         }

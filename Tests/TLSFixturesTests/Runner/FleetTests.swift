@@ -117,9 +117,12 @@ struct FleetTests {
         #expect(fleet.leasedFixtures(session: nil).isEmpty)
         #expect(fleet.table.withLockedValue { $0.members.isEmpty }, "a refused start left a member in the table")
 
+        let running = try await fleet.startLeased(StartFixtureRequest(scenario: .name("ats-compliant")))
         await fleet.stop()
         let stopping = await refusal(StartFixtureRequest(scenario: .name("expired")))
         #expect(stopping?.code == .stopping)
+        #expect(fleet.leasedFixtures(session: nil).isEmpty && !Ports.accepts(running.port), "stop() left a leased fixture")
+        #expect(await !fleet.stopLeased(id: running.id))
     }
 
     @Test("one state per catalog fixture, and the catalog document derived from it")
