@@ -160,8 +160,8 @@ let package = Package(
         .testTarget(
             name: "TLSFixturesTests",
             dependencies: [
-                "TLSFixtures", "TLSFixturesCLISupport", "TLSFixturesXCTest", "TLSFixturesClient", "TLSFixturesClientXCTest",
-                "tls-fixtures",
+                "TLSFixtures", "TLSFixturesCLISupport", "TLSFixturesXCTest", "TLSFixturesClient",
+                "TLSFixturesClientXCTest", "tls-fixtures",
                 // The runner's suites reach the fleet's and the front door's internals (@testable).
                 "TLSFixturesFleet", "TLSFixturesRunner",
                 "tls-fixtures-client-check",
