@@ -94,8 +94,9 @@ bench bench-quick: deps
 # posix_spawn initialisers, …) outside branches Darwin never compiles, before the build. Its rules are tested by
 # Tests/TLSFixturesTests/Portability/DarwinLintTests.swift. check-client-graph.py holds TLSFixturesClient (what iOS test
 # targets link) to Foundation: no OpenSSL, no NIO, in `swift package describe` and in its sources' imports
-# (ClientGraphTests tests the checker). check-layers.py holds the library's layer targets to their order, keeps COpenSSL
-# inside TLSFixturesOpenSSL and the ATS model Foundation only (LayerGraphTests tests it).
+# (ClientGraphTests tests the checker). check-layers.py holds the library's layer targets to their order and every
+# target's imports to its declared dependencies, keeps COpenSSL inside TLSFixturesOpenSSL and the ATS model Foundation
+# only (LayerGraphTests tests it).
 lint:
 	@python3 scripts/lint-darwin.py
 	@python3 scripts/check-client-graph.py

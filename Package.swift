@@ -54,15 +54,22 @@ let package = Package(
             dependencies: [
                 "TLSFixturesOpenSSL", "TLSFixturesWire",
                 .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
+                .product(name: "Logging", package: "swift-log"),
             ]
         ),
         // Scenario values, the catalog, and a scenario prepared against a store.
-        .target(name: "TLSFixturesScenario", dependencies: ["TLSFixturesPKI", "TLSFixturesATS"]),
+        .target(
+            name: "TLSFixturesScenario",
+            dependencies: [
+                "TLSFixturesPKI", "TLSFixturesOpenSSL", "TLSFixturesWire",
+                .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
+            ]
+        ),
         // The TLS fixture server: NIO plus an OpenSSL connection through memory BIOs.
         .target(
             name: "TLSFixturesServer",
             dependencies: [
-                "TLSFixturesScenario",
+                "TLSFixturesScenario", "TLSFixturesPKI", "TLSFixturesOpenSSL", "TLSFixturesWire",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
@@ -74,7 +81,7 @@ let package = Package(
         .target(
             name: "TLSFixturesProbe",
             dependencies: [
-                "TLSFixturesServer", "TLSFixturesATS",
+                "TLSFixturesServer", "TLSFixturesATS", "TLSFixturesPKI", "TLSFixturesOpenSSL", "TLSFixturesWire",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),
@@ -82,11 +89,25 @@ let package = Package(
                 .product(name: "NIOEmbedded", package: "swift-nio"),
             ]
         ),
-        // `serve`: every scenario, the dashboard, the control API, the proxy.
+        // The runner's fleet: every fixture it serves with one state each, leases, domains, ports held for slow
+        // scenarios, the legacy helper. No HTTP: NIOHTTP1 is not in its graph (check-layers.py holds that).
+        .target(
+            name: "TLSFixturesFleet",
+            dependencies: [
+                "TLSFixturesServer", "TLSFixturesScenario", "TLSFixturesPKI", "TLSFixturesOpenSSL", "TLSFixturesWire",
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
+        // `serve`: the front door (dashboard, control API, CONNECT proxy) over the fleet's narrow views, and the one
+        // object that composes the two.
         .target(
             name: "TLSFixturesRunner",
             dependencies: [
-                "TLSFixturesProbe",
+                "TLSFixturesFleet", "TLSFixturesServer", "TLSFixturesScenario", "TLSFixturesPKI", "TLSFixturesOpenSSL",
+                "TLSFixturesWire",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
@@ -99,7 +120,16 @@ let package = Package(
             name: "TLSFixtures",
             dependencies: [
                 "TLSFixturesWire", "TLSFixturesATS", "TLSFixturesOpenSSL", "TLSFixturesPKI", "TLSFixturesScenario",
-                "TLSFixturesServer", "TLSFixturesProbe", "TLSFixturesRunner",
+                "TLSFixturesServer", "TLSFixturesProbe", "TLSFixturesFleet", "TLSFixturesRunner",
+            ]
+        ),
+        // What only the CLI shows (the startup table, the README's catalog table, pin files, the ATS probe of a catalog
+        // scenario): beside the library, not in the umbrella, and a target of its own so the tests can reach it.
+        .target(
+            name: "TLSFixturesCLISupport",
+            dependencies: [
+                "TLSFixturesRunner", "TLSFixturesFleet", "TLSFixturesProbe", "TLSFixturesServer", "TLSFixturesScenario",
+                "TLSFixturesPKI", "TLSFixturesOpenSSL", "TLSFixturesATS",
             ]
         ),
         // XCTest glue lives apart so the library and the CLI never link XCTest.
@@ -117,8 +147,9 @@ let package = Package(
         .executableTarget(
             name: "tls-fixtures",
             dependencies: [
-                "TLSFixtures",
+                "TLSFixtures", "TLSFixturesCLISupport",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "Logging", package: "swift-log"),
             ]
         ),
         // `make bench`: the in-process measurements (scripts/bench/run.py drives it and the peers).
@@ -129,12 +160,20 @@ let package = Package(
         .testTarget(
             name: "TLSFixturesTests",
             dependencies: [
-                "TLSFixtures", "TLSFixturesXCTest", "TLSFixturesClient", "TLSFixturesClientXCTest", "tls-fixtures",
+                "TLSFixtures", "TLSFixturesCLISupport", "TLSFixturesXCTest", "TLSFixturesClient",
+                "TLSFixturesClientXCTest", "tls-fixtures",
+                // The runner's suites reach the fleet's and the front door's internals (@testable).
+                "TLSFixturesFleet", "TLSFixturesRunner",
                 "tls-fixtures-client-check",
+                // The OpenSSL owners' tests call OpenSSL directly (the one other importer of COpenSSL).
+                "COpenSSL",
                 // TLSServerHandlerTests drive the handler through an EmbeddedChannel, as swift-nio-ssl tests NIOSSLHandler.
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOEmbedded", package: "swift-nio"),
                 .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
+                .product(name: "Logging", package: "swift-log"),
             ],
             // Saved fuzzer inputs, read from the checkout by FuzzRegressionTests (not resources of the bundle).
             exclude: ["Fuzz/Inputs"]

@@ -484,9 +484,10 @@ def wait_until_prepared(document, deadline):
 
 
 def expected_for(entry, client):
-    """The scenario file's verdict for `client` (resolved by the library: `clientOutcomes`) and the reason it gives."""
+    """The scenario file's verdict for `client` (resolved by the library: `clientOutcomes`) and the reason it gives;
+    None for a scenario not yet judged (no `expect.clients`, so no `clientOutcomes`): this run is what judges it."""
     because = next((d["because"] for d in entry["expect"].get("clients") or [] if client in d["clients"]), None)
-    return entry["clientOutcomes"][client], because
+    return (entry.get("clientOutcomes") or {}).get(client), because
 
 
 def short_version(text):

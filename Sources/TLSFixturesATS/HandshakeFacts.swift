@@ -99,7 +99,9 @@ public struct TrustFacts: Codable, Sendable, Equatable {
 /// An OpenSSL `X509_V_ERR_*` result: its number and OpenSSL's own text
 /// (`X509_verify_cert_error_string`), e.g. `10` / `certificate has expired`. When the platform judged (SecTrust on
 /// macOS), the number is the nearest OpenSSL one and the text is the platform's own (`PlatformTrust`).
-public struct VerifyError: Codable, Sendable, Equatable, CustomStringConvertible, Error {
+///
+/// A fact the probe observed, not a Swift error: nothing throws it (a probe that fails throws `ProbeError`).
+public struct VerifyError: Codable, Sendable, Equatable, CustomStringConvertible {
     /// OpenSSL's verify code (`X509_V_ERR_*`: 10 expired, 18 self-signed, 62 hostname mismatch, …).
     public var code: Int32
     /// OpenSSL's text for the code (`certificate has expired`).

@@ -1,10 +1,16 @@
 import COpenSSL
+import TLSFixturesWire
 
 /// A failed OpenSSL call, carrying OpenSSL's own explanation from its (thread-local) error queue.
 ///
 /// The text is OpenSSL's because that is what users search for: `dh key too small`,
 /// `no cipher match`, `ee key too small`.
-public struct OpenSSLError: Error, CustomStringConvertible, Sendable, Equatable {
+public struct OpenSSLError: CodedError {
+    /// Its kinds of failure, the static members of `ErrorCode<OpenSSLError>`: new ones may be added, none changes meaning.
+    public typealias Code = ErrorCode<OpenSSLError>
+
+    /// What kind of failure this is: `callFailed`, so far the only one (OpenSSL's own reasons tell them apart).
+    public var code: Code { .callFailed }
     /// What we were doing, in our words (`set the TLS 1.2 cipher list "RC4-SHA"`).
     public let operation: String
     /// OpenSSL's reasons, oldest first (`SSL routines: no cipher match`).
@@ -16,9 +22,13 @@ public struct OpenSSLError: Error, CustomStringConvertible, Sendable, Equatable 
         self.reasons = reasons
     }
 
-    public var description: String {
+    /// What failed, in OpenSSL's own words: what users search for.
+    public var reason: String {
         reasons.isEmpty ? "could not \(operation)" : "could not \(operation): \(reasons.joined(separator: "; "))"
     }
+
+    /// Nothing to add to OpenSSL's words.
+    public var fix: String? { nil }
 
     /// Empties the calling thread's error queue into an error. Call right after the failing OpenSSL call.
     package static func drain(_ operation: String) -> OpenSSLError {
@@ -62,4 +72,10 @@ package func checkOne(_ rc: Int32, _ operation: @autoclosure () -> String) throw
 package func checkNotNull<T>(_ value: T?, _ operation: @autoclosure () -> String) throws -> T {
     guard let value else { throw OpenSSLError.drain(operation()) }
     return value
+}
+
+/// The codes of `OpenSSLError`.
+extension ErrorCode where Owner == OpenSSLError {
+    /// An OpenSSL call returned failure; `OpenSSLError.reasons` holds its error queue.
+    public static var callFailed: Self { Self("callFailed") }
 }

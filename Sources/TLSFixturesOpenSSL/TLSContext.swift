@@ -38,9 +38,22 @@ package enum DHParameterChoice: Sendable, Equatable {
 }
 
 /// A TLS context that cannot be served by the linked OpenSSL, with the reason in OpenSSL's words.
-package struct UnsupportedByOpenSSL: Error, CustomStringConvertible, Sendable, Equatable {
-    package let reason: String
-    public var description: String { "unsupported by the linked OpenSSL (\(LinkedOpenSSL.versionText)): \(reason)" }
+package struct UnsupportedByOpenSSL: CodedError {
+    package typealias Code = ErrorCode<UnsupportedByOpenSSL>
+
+    package var code: Code { .unsupported }
+    /// OpenSSL's side of it (`no cipher match`), without the version.
+    package let detail: String
+
+    package init(_ detail: String) { self.detail = detail }
+
+    package var reason: String { "unsupported by the linked OpenSSL (\(LinkedOpenSSL.versionText)): \(detail)" }
+    /// `ScenarioUnsupported` says what serves such a scenario anyway.
+    package var fix: String? { nil }
+}
+
+extension ErrorCode where Owner == UnsupportedByOpenSSL {
+    package static var unsupported: Self { Self("unsupported") }
 }
 
 /// Owns one OpenSSL `SSL_CTX`.
@@ -116,7 +129,7 @@ public final class TLSContext: @unchecked Sendable {
             if SSL_CTX_set_cipher_list(pointer, ciphers) != 1 {
                 let reasons = OpenSSLError.drainReasons()
                 if reasons.contains(where: { $0.contains("no cipher match") }) && settings.minVersion < .tls1_3 {
-                    throw UnsupportedByOpenSSL(reason: "no cipher in \"\(ciphers)\" is available (OpenSSL reports: no cipher match)")
+                    throw UnsupportedByOpenSSL("no cipher in \"\(ciphers)\" is available (OpenSSL reports: no cipher match)")
                 }
                 throw OpenSSLError(operation: "set the cipher list \"\(ciphers)\"", reasons: reasons)
             }
@@ -255,9 +268,9 @@ public final class TLSContext: @unchecked Sendable {
         OpenSSLError.clearQueue()
         let range = settings.minVersion == settings.maxVersion ? "\(settings.minVersion)" : "\(settings.minVersion)–\(settings.maxVersion)"
         if settings.maxVersion == .ssl3 {
-            return UnsupportedByOpenSSL(reason: "SSLv3 is not compiled in (built with no-ssl3), so no suite can be negotiated")
+            return UnsupportedByOpenSSL("SSLv3 is not compiled in (built with no-ssl3), so no suite can be negotiated")
         }
-        return UnsupportedByOpenSSL(reason: "no cipher suite in \"\(settings.ciphers ?? "DEFAULT")\" can be negotiated with \(range)")
+        return UnsupportedByOpenSSL("no cipher suite in \"\(settings.ciphers ?? "DEFAULT")\" can be negotiated with \(range)")
     }
 
     // MARK: Client

@@ -7,87 +7,8 @@ import TLSFixturesWire
 /// `catch let error as PKIError where error.code == .noCA` test the kind of failure, not its wording. The file and line
 /// that threw are kept for debugging (``debugDescription``), not shown to users.
 public struct PKIError: CodedError, CustomDebugStringConvertible {
-    /// The kind of failure. New codes may be added; existing ones keep their meaning.
-    public struct Code: Hashable, Sendable, CustomStringConvertible {
-        private enum Kind: String, Sendable {
-            case invalidKeySpec, invalidDigest, invalidHost, invalidName, invalidNameConstraint, invalidUsage, invalidIssuer
-            case invalidValidity, invalidRevocationURL, digestNotSignable, emptySubjectAltNames, missingHost, requiresCA
-            case tooManyNames, fileExists, nothingToPin, damaged, damagedCA, caExists, noCA, storeUnavailable, keyMismatch
-            case insideStore, untrustedStore, untrustedStoreFile, outputUnavailable, invalidRequest, notAnAuthority
-            case expiredCA, invalidSerial, trustStoreUnavailable
-        }
-        private let kind: Kind
-        private init(_ kind: Kind) { self.kind = kind }
-
-        /// A key spec that is not `rsa:BITS`, `ec:CURVE` or `ed25519`.
-        public static let invalidKeySpec = Code(.invalidKeySpec)
-        /// A signature digest name that is not one of `SignatureDigest`'s.
-        public static let invalidDigest = Code(.invalidDigest)
-        /// A host (subjectAltName) that is neither a DNS name nor an IP address.
-        public static let invalidHost = Code(.invalidHost)
-        /// A name for a certificate in the store that is not a safe file name.
-        public static let invalidName = Code(.invalidName)
-        /// A permitted or excluded name constraint that is neither a DNS name nor a CIDR block.
-        public static let invalidNameConstraint = Code(.invalidNameConstraint)
-        /// An extended key usage or key usage name that does not exist.
-        public static let invalidUsage = Code(.invalidUsage)
-        /// An issuer that is neither `self` nor a `BuiltinAuthority`.
-        public static let invalidIssuer = Code(.invalidIssuer)
-        /// A validity a certificate cannot carry: unparsable, out of range, or ending before it starts.
-        public static let invalidValidity = Code(.invalidValidity)
-        /// An OCSP or CRL URL that cannot go into the extension.
-        public static let invalidRevocationURL = Code(.invalidRevocationURL)
-        /// A digest the issuer's key cannot sign with (EdDSA takes none, ECDSA has no MD5).
-        public static let digestNotSignable = Code(.digestNotSignable)
-        /// A subjectAltName extension with no name in it.
-        public static let emptySubjectAltNames = Code(.emptySubjectAltNames)
-        /// A server certificate request without a host.
-        public static let missingHost = Code(.missingHost)
-        /// Name constraints or a path length on a certificate that is not a CA.
-        public static let requiresCA = Code(.requiresCA)
-        /// More subject alternative names than `CertificateProfile.maximumSubjectAltNames`.
-        public static let tooManyNames = Code(.tooManyNames)
-        /// An export would replace a different existing file.
-        public static let fileExists = Code(.fileExists)
-        /// A scenario without a certificate (plain HTTP) asked for pins.
-        public static let nothingToPin = Code(.nothingToPin)
-        /// A file in the store that cannot be read as what it should be.
-        public static let damaged = Code(.damaged)
-        /// A file of the built-in root CA that cannot be read: the CA must be restored or replaced.
-        public static let damagedCA = Code(.damagedCA)
-        /// `initializeCA` with `.refuse` found a CA.
-        public static let caExists = Code(.caExists)
-        /// The store has no CA and the caller asked not to make one.
-        public static let noCA = Code(.noCA)
-        /// The store (or a file in it) cannot be created, read, written or locked.
-        public static let storeUnavailable = Code(.storeUnavailable)
-        /// A stored key that is not the private key of its certificate.
-        public static let keyMismatch = Code(.keyMismatch)
-        /// An export or output path inside the store (`CertificateStore.requireOutside`).
-        public static let insideStore = Code(.insideStore)
-        /// The store's folder is not one this user can trust (its owner, its mode, a folder above it): refused, never
-        /// repaired. Fix it, or use another store.
-        public static let untrustedStore = Code(.untrustedStore)
-        /// Something inside the store is not what the store made (a symbolic link, not a regular file, a key others can
-        /// read that cannot be made private): refused, never repaired or followed.
-        public static let untrustedStoreFile = Code(.untrustedStoreFile)
-
-        /// An output path outside the store (an export, `cert issue --out-dir`) that cannot be created or written.
-        public static let outputUnavailable = Code(.outputUnavailable)
-        /// A certificate signing request (CSR) or key file that cannot be read, or whose signature does not verify.
-        public static let invalidRequest = Code(.invalidRequest)
-        /// An issuer that is not a CA certificate with its key (a user's own CA given to sign with).
-        public static let notAnAuthority = Code(.notAnAuthority)
-        /// A trust store of this machine (`TrustStores`) that cannot be changed: no permission, or its program is missing
-        /// or failed.
-        public static let trustStoreUnavailable = Code(.trustStoreUnavailable)
-        /// A serial number that is not a positive integer of at most 20 octets.
-        public static let invalidSerial = Code(.invalidSerial)
-        /// A CA that would be, or is, expired: everything it signs fails with "certificate has expired".
-        public static let expiredCA = Code(.expiredCA)
-
-        public var description: String { kind.rawValue }
-    }
+    /// Its kinds of failure, the static members of `ErrorCode<PKIError>`: new ones may be added, none changes meaning.
+    public typealias Code = ErrorCode<PKIError>
 
     /// What kind of failure this is.
     public let code: Code
@@ -117,9 +38,77 @@ public struct PKIError: CodedError, CustomDebugStringConvertible {
 
     public var debugDescription: String { "PKIError.\(code): \(description) (\(file):\(line))" }
 
-
     /// Whether this is a refusal of the store itself, which no fallback may get around.
     public var refusesTheStore: Bool { code == .untrustedStore || code == .untrustedStoreFile }
+}
+
+/// The codes of `PKIError`.
+extension ErrorCode where Owner == PKIError {
+    /// A key spec that is not `rsa:BITS`, `ec:CURVE` or `ed25519`.
+    public static var invalidKeySpec: Self { Self("invalidKeySpec") }
+    /// A signature digest name that is not one of `SignatureDigest`'s.
+    public static var invalidDigest: Self { Self("invalidDigest") }
+    /// A host (subjectAltName) that is neither a DNS name nor an IP address.
+    public static var invalidHost: Self { Self("invalidHost") }
+    /// A name for a certificate in the store that is not a safe file name.
+    public static var invalidName: Self { Self("invalidName") }
+    /// A permitted or excluded name constraint that is neither a DNS name nor a CIDR block.
+    public static var invalidNameConstraint: Self { Self("invalidNameConstraint") }
+    /// An extended key usage or key usage name that does not exist.
+    public static var invalidUsage: Self { Self("invalidUsage") }
+    /// An issuer that is neither `self` nor a `BuiltinAuthority`.
+    public static var invalidIssuer: Self { Self("invalidIssuer") }
+    /// A validity a certificate cannot carry: unparsable, out of range, or ending before it starts.
+    public static var invalidValidity: Self { Self("invalidValidity") }
+    /// An OCSP or CRL URL that cannot go into the extension.
+    public static var invalidRevocationURL: Self { Self("invalidRevocationURL") }
+    /// A digest the issuer's key cannot sign with (EdDSA takes none, ECDSA has no MD5).
+    public static var digestNotSignable: Self { Self("digestNotSignable") }
+    /// A subjectAltName extension with no name in it.
+    public static var emptySubjectAltNames: Self { Self("emptySubjectAltNames") }
+    /// A server certificate request without a host.
+    public static var missingHost: Self { Self("missingHost") }
+    /// Name constraints or a path length on a certificate that is not a CA.
+    public static var requiresCA: Self { Self("requiresCA") }
+    /// More subject alternative names than `CertificateProfile.maximumSubjectAltNames`.
+    public static var tooManyNames: Self { Self("tooManyNames") }
+    /// An export would replace a different existing file.
+    public static var fileExists: Self { Self("fileExists") }
+    /// A scenario without a certificate (plain HTTP) asked for pins.
+    public static var nothingToPin: Self { Self("nothingToPin") }
+    /// A file in the store that cannot be read as what it should be.
+    public static var damaged: Self { Self("damaged") }
+    /// A file of the built-in root CA that cannot be read: the CA must be restored or replaced.
+    public static var damagedCA: Self { Self("damagedCA") }
+    /// `initializeCA` with `.refuse` found a CA.
+    public static var caExists: Self { Self("caExists") }
+    /// The store has no CA and the caller asked not to make one.
+    public static var noCA: Self { Self("noCA") }
+    /// The store (or a file in it) cannot be created, read, written or locked.
+    public static var storeUnavailable: Self { Self("storeUnavailable") }
+    /// A stored key that is not the private key of its certificate.
+    public static var keyMismatch: Self { Self("keyMismatch") }
+    /// An export or output path inside the store (`CertificateStore.requireOutside`).
+    public static var insideStore: Self { Self("insideStore") }
+    /// The store's folder is not one this user can trust (its owner, its mode, a folder above it): refused, never
+    /// repaired. Fix it, or use another store.
+    public static var untrustedStore: Self { Self("untrustedStore") }
+    /// Something inside the store is not what the store made (a symbolic link, not a regular file, a key others can
+    /// read that cannot be made private): refused, never repaired or followed.
+    public static var untrustedStoreFile: Self { Self("untrustedStoreFile") }
+    /// An output path outside the store (an export, `cert issue --out-dir`) that cannot be created or written.
+    public static var outputUnavailable: Self { Self("outputUnavailable") }
+    /// A certificate signing request (CSR) or key file that cannot be read, or whose signature does not verify.
+    public static var invalidRequest: Self { Self("invalidRequest") }
+    /// An issuer that is not a CA certificate with its key (a user's own CA given to sign with).
+    public static var notAnAuthority: Self { Self("notAnAuthority") }
+    /// A trust store of this machine (`TrustStores`) that cannot be changed: no permission, or its program is missing
+    /// or failed.
+    public static var trustStoreUnavailable: Self { Self("trustStoreUnavailable") }
+    /// A serial number that is not a positive integer of at most 20 octets.
+    public static var invalidSerial: Self { Self("invalidSerial") }
+    /// A CA that would be, or is, expired: everything it signs fails with "certificate has expired".
+    public static var expiredCA: Self { Self("expiredCA") }
 }
 
 // One factory a code (a few share one), named as the cases of the enum this replaced so call sites read the same.

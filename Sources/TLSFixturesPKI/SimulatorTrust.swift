@@ -1,4 +1,5 @@
 import Foundation
+import TLSFixturesWire
 
 /// Trusting the built-in CA in iOS simulators: `xcrun simctl keychain DEVICE add-root-cert ROOT.pem`, and `reset` to
 /// take it out again. The logic (which devices, which invocations, what went wrong) is here; `tls-fixtures simulator`
@@ -167,33 +168,56 @@ package struct SimulatorTrust: Sendable {
     }
 }
 
-package enum SimulatorTrustError: Error, CustomStringConvertible, Sendable, Equatable {
-    case xcrunMissing
-    case nothingBooted(known: Int)
-    case unknownDevice(String)
-    case notBooted(SimulatorTrust.Device)
-    case unreadableListing(String)
-    case simctlFailed(command: String, status: Int32, message: String, device: String?)
+package struct SimulatorTrustError: CodedError {
+    package typealias Code = ErrorCode<SimulatorTrustError>
 
-    public var description: String {
-        switch self {
-        case .xcrunMissing:
-            return "xcrun was not found on PATH: iOS simulators need Xcode on a Mac (install Xcode, then "
-                + "`sudo xcode-select -s /Applications/Xcode.app`)"
-        case .nothingBooted(let known):
-            return "no simulator is booted (\(known) known): boot one (`xcrun simctl boot \"iPhone 15\"`, or open Simulator.app), "
-                + "or name one (SimulatorTrust.Target.udid)"
-        case .unknownDevice(let udid):
-            return "no simulator has the UDID \(udid.escapingControlCharacters) (`xcrun simctl list devices` lists them)"
-        case .notBooted(let device):
-            return "\(device.name) (\(device.udid)) is \(device.state.lowercased()): simctl changes a booted simulator's keychain only; "
-                + "boot it first (`xcrun simctl boot \(device.udid)`)"
-        case .unreadableListing(let why):
-            return "cannot read `xcrun simctl list -j devices`: \(why)"
-        case .simctlFailed(let command, let status, let message, let device):
-            // The Command Line Tools alone have xcrun but no simctl.
-            let hint = message.contains("unable to find utility") ? " (select a full Xcode: `sudo xcode-select -s /Applications/Xcode.app`)" : ""
-            return "`\(command)` failed (exit \(status))\(device.map { " on \($0)" } ?? ""): \(message)\(hint)"
-        }
+    package let code: Code
+    package let reason: String
+    package let fix: String?
+    /// For `nothingBooted`: how many simulators there are.
+    package let known: Int?
+
+    private init(_ code: Code, _ reason: String, fix: String?, known: Int? = nil) {
+        self.code = code; self.reason = reason; self.fix = fix; self.known = known
     }
+
+    package static let xcrunMissing = SimulatorTrustError(
+        .xcrunMissing, "xcrun was not found on PATH: iOS simulators need Xcode on a Mac",
+        fix: "install Xcode, then `sudo xcode-select -s /Applications/Xcode.app`")
+
+    package static func nothingBooted(known: Int) -> SimulatorTrustError {
+        SimulatorTrustError(.nothingBooted, "no simulator is booted (\(known) known)",
+                            fix: "boot one (`xcrun simctl boot \"iPhone 15\"`, or open Simulator.app), or name one (SimulatorTrust.Target.udid)",
+                            known: known)
+    }
+
+    package static func unknownDevice(_ udid: String) -> SimulatorTrustError {
+        SimulatorTrustError(.unknownDevice, "no simulator has the UDID \(udid.escapingControlCharacters)",
+                            fix: "`xcrun simctl list devices` lists them")
+    }
+
+    package static func notBooted(_ device: SimulatorTrust.Device) -> SimulatorTrustError {
+        SimulatorTrustError(.notBooted, "\(device.name) (\(device.udid)) is \(device.state.lowercased()): simctl changes a booted "
+                                + "simulator's keychain only", fix: "boot it first (`xcrun simctl boot \(device.udid)`)")
+    }
+
+    package static func unreadableListing(_ why: String) -> SimulatorTrustError {
+        SimulatorTrustError(.unreadableListing, "cannot read `xcrun simctl list -j devices`: \(why)", fix: nil)
+    }
+
+    package static func simctlFailed(command: String, status: Int32, message: String, device: String?) -> SimulatorTrustError {
+        // The Command Line Tools alone have xcrun but no simctl.
+        let fix = message.contains("unable to find utility") ? "select a full Xcode: `sudo xcode-select -s /Applications/Xcode.app`" : nil
+        return SimulatorTrustError(.simctlFailed, "`\(command)` failed (exit \(status))\(device.map { " on \($0)" } ?? ""): \(message)",
+                                   fix: fix)
+    }
+}
+
+extension ErrorCode where Owner == SimulatorTrustError {
+    package static var xcrunMissing: Self { Self("xcrunMissing") }
+    package static var nothingBooted: Self { Self("nothingBooted") }
+    package static var unknownDevice: Self { Self("unknownDevice") }
+    package static var notBooted: Self { Self("notBooted") }
+    package static var unreadableListing: Self { Self("unreadableListing") }
+    package static var simctlFailed: Self { Self("simctlFailed") }
 }

@@ -2,6 +2,7 @@ import Foundation
 import TLSFixturesWire
 import TLSFixturesOpenSSL
 import TLSFixturesPKI
+import TLSFixturesFleet
 import TLSFixturesScenario
 
 /// The dashboard's HTML: every scenario by group with its links, what is wrong, the expected outcomes and pins; CA
@@ -113,6 +114,9 @@ package enum DashboardPage {
 
     /// Where other TLS stacks part from OpenSSL's verdict (`expect.clients`), each group with its reason.
     static func clientsCell(_ expect: Expectations) -> String {
+        guard expect.isJudgedByClientMatrix else {
+            return "<span class=\"client-unjudged\">\(escape(Expectations.notJudgedByClientMatrix))</span>"
+        }
         guard let differences = expect.clients, !differences.isEmpty else { return "—" }
         return differences.map { difference in
             "<span class=\"client-\(difference.outcome.rawValue)\" data-outcome=\"\(difference.outcome.rawValue)\" title=\"\(escape(difference.because))\">"

@@ -1,13 +1,15 @@
 import Foundation
+import TLSFixturesFleet
+import TLSFixturesWire
 
 /// What the runner's proxy may reach: only ports of fixtures this runner serves, named as a client would name them
 /// (`NAME.fixtures.test`, `NAME.DOMAIN` for each `serve --domain`, `localhost`, a loopback address). Like a wildcard
 /// DNS record for those names that points at loopback, with a firewall that lets through only fixture ports — never an
 /// open proxy.
 struct ProxyPolicy: Sendable {
-    let directory: FixtureDirectory
+    let fixtures: any FixtureLookup
     /// `fixtures.test` first, then the `--domain`s.
-    let domains: [String]
+    var domains: [String] { fixtures.fixtureDomains }
 
     struct Refusal: Error, Sendable, Equatable {
         /// 400 for a request the proxy cannot parse, 403 for a destination it will not reach.
@@ -16,21 +18,21 @@ struct ProxyPolicy: Sendable {
     }
 
     /// The fixture `authority` (`HOST:PORT`, `[V6]:PORT`) names, or why not.
-    func target(authority: String) -> Result<FixtureDirectory.Entry, Refusal> {
+    func target(authority: String) -> Result<ServedFixture, Refusal> {
         guard let (host, port) = Self.split(authority) else {
             return .failure(Refusal(status: 400, reason: "\"\(authority.escapingControlCharacters)\" is not HOST:PORT"))
         }
         return target(host: host, port: port)
     }
 
-    func target(host rawHost: String, port: Int) -> Result<FixtureDirectory.Entry, Refusal> {
+    func target(host rawHost: String, port: Int) -> Result<ServedFixture, Refusal> {
         let host = rawHost.lowercased()
         guard isFixtureHost(host) else {
             let names = domains.map { "NAME.\($0)" }.joined(separator: ", ")
             return .failure(Refusal(status: 403, reason: "this proxy reaches only this runner's fixtures, as \(names), localhost or 127.0.0.1; "
                                     + "\"\(rawHost.escapingControlCharacters)\" is none of them"))
         }
-        guard let entry = directory.entry(port: port) else {
+        guard let entry = fixtures.servedFixture(onPort: port) else {
             return .failure(Refusal(status: 403, reason: "no fixture of this runner listens on port \(port), so the proxy will not connect there "
                                     + "(/scenarios.json and GET /api/fixtures list the fixtures' ports)"))
         }

@@ -2,6 +2,7 @@ import Foundation
 import NIOCore
 import NIOHTTP1
 import NIOPosix
+import TLSFixturesFleet
 
 /// One end of a CONNECT tunnel: the client's channel has one, the fixture's channel its partner, and bytes read on
 /// one side are written on the other. Both channels are on one event loop, so the pair calls each other directly.
@@ -155,7 +156,7 @@ final class ForwardedRequestHandler: ChannelDuplexHandler {
 
 /// Connects to a fixture for the proxy, on the caller's event loop (the tunnel's two ends must share one).
 enum ProxyConnector {
-    static func connect(to entry: FixtureDirectory.Entry, on eventLoop: EventLoop,
+    static func connect(to entry: ServedFixture, on eventLoop: EventLoop,
                         initializer: @escaping @Sendable (Channel) -> EventLoopFuture<Void> = { $0.eventLoop.makeSucceededVoidFuture() })
         -> EventLoopFuture<Channel> {
         ClientBootstrap(group: eventLoop)

@@ -4,78 +4,19 @@ import NIOCore
 import NIOHTTP1
 import NIOPosix
 import TLSFixturesWire
+import TLSFixturesFleet
 import TLSFixturesServer
 
 /// What one listener of the runner answers besides the dashboard: the control API, the proxy, or both.
 struct RunnerServices: Sendable {
     /// The control API (`/api/…`); nil where it is not served.
-    var leases: FixtureLeases?
+    var controlAPI: ControlAPI?
     /// The CONNECT and forward proxy; nil where it is not served.
     var proxy: ProxyPolicy?
     /// Where the proxy is when it is not here (for the hint a stray CONNECT gets).
     var proxyElsewhere: Int?
     /// Serve the API and the proxy to clients on other machines too (`serve --allow-remote-clients`).
     var allowRemoteClients = false
-}
-
-/// The HTTP pipeline of the runner's listeners: NIOHTTP1 parses each request, `RunnerRequestRouter` takes the API's,
-/// the proxy's and CONNECT, and the dashboard (when this listener has one) answers the rest.
-enum RunnerHTTPPipeline {
-    /// The limits every runner connection meets while it speaks HTTP (see `DashboardServer`).
-    struct Limits: Sendable {
-        var idleTimeout: TimeAmount
-        var headerTimeout: TimeAmount
-        var logger: Logger
-    }
-
-    static func configure(_ channel: Channel, services: RunnerServices, dashboard: DashboardContent?, limits: Limits? = nil) throws {
-        let pipeline = channel.pipeline.syncOperations
-        if let limits { try pipeline.addHandler(IdleStateHandler(allTimeout: limits.idleTimeout)) }
-        // Bytes a client sends after CONNECT and before the tunnel is up go to the tunnel, not to the floor.
-        let decoder = ByteToMessageHandler(HTTPRequestDecoder(leftOverBytesStrategy: .forwardBytes))
-        let encoder = HTTPResponseEncoder()
-        try pipeline.addHandler(decoder)
-        try pipeline.addHandler(encoder)
-        let deadline = limits.map { HTTPRequestDeadlineHandler(timeout: $0.headerTimeout, startsAfterHandshake: false, logger: $0.logger) }
-        if let deadline { try pipeline.addHandler(deadline) }
-        // Each small request can ask for the whole catalog: answers wait while the client is not reading.
-        let backPressure = limits.map { _ in HTTPBackPressureHandler() }
-        let responder = dashboard.map(DashboardResponder.init(content:))
-        let router = RunnerRequestRouter(services: services, layer: HTTPLayer(decoder: decoder, encoder: encoder, responder: responder,
-                                                                              deadline: deadline, backPressure: backPressure))
-        try pipeline.addHandler(router)
-        if let backPressure { try pipeline.addHandler(backPressure) }
-        if let responder { try pipeline.addHandler(responder) }
-    }
-}
-
-extension RunnerHTTPPipeline {
-    /// A listener for runner connections (the dashboard's port, or the proxy's own) with the fixtures' limits: a capped
-    /// connection count (at most 256), a pause in accepting when descriptors run out, and per connection the header and
-    /// idle timeouts and back-pressure of `configure`.
-    static func listen(label: String, runner: ScenarioRunner, port: Int, bindAddresses: [String]?, services: RunnerServices,
-                       dashboard: DashboardContent?) async throws -> (channels: [Channel], connections: ConnectionTracker) {
-        let options = runner.options
-        let logger = options.fixtureConfiguration(port: port).logger
-        let cap = min(options.maximumConnections ?? ListenerLimits.automaticConnectionCap(), ListenerLimits.dashboardConnectionCap)
-        let connections = ConnectionTracker(limit: cap, label: label, logger: logger)
-        let limits = Limits(idleTimeout: options.idleTimeout, headerTimeout: options.headerTimeout, logger: logger)
-        let bootstrap = ListenerLimits.bootstrap(label: label, logger: logger, backlog: 256, connections: connections) { channel in
-            try configure(channel, services: services, dashboard: dashboard, limits: limits)
-        }
-        var channels: [Channel] = []
-        do {
-            channels = try await FixtureServer.bind(bootstrap, addresses: bindAddresses ?? ["127.0.0.1"], port: port)
-            if bindAddresses == nil,
-               let v6 = try? await FixtureServer.bind(bootstrap, address: "::1", port: channels.first?.localAddress?.port ?? port) {
-                channels.append(v6)
-            }
-        } catch {
-            for channel in channels { try? await channel.close() }
-            throw error
-        }
-        return (channels, connections)
-    }
 }
 
 /// The HTTP handlers a CONNECT takes out of the pipeline once the tunnel is up.
@@ -199,7 +140,7 @@ final class RunnerRequestRouter: ChannelInboundHandler, RemovableChannelHandler 
     // MARK: The control API
 
     private func api(_ context: ChannelHandlerContext, _ head: HTTPRequestHead, _ body: ByteBuffer) {
-        guard let leases = services.leases else {
+        guard let controlAPI = services.controlAPI else {
             refuse(context, head, .notFound, "this port serves the proxy only; the control API is on the dashboard's port", closing: false)
             return
         }
@@ -207,9 +148,9 @@ final class RunnerRequestRouter: ChannelInboundHandler, RemovableChannelHandler 
             refuse(context, head, .forbidden, problem, closing: false, json: true)
             return
         }
-        let request = ControlAPIRoutes.Request(method: head.method, uri: head.uri, contentType: head.headers.first(name: "Content-Type"),
-                                               body: Data(body.readableBytesView))
-        wait(context, for: context.eventLoop.makeFutureWithTask { await ControlAPIRoutes.answer(request, leases: leases) }, head: head)
+        let request = ControlAPI.Request(method: head.method, uri: head.uri, contentType: head.headers.first(name: "Content-Type"),
+                                         body: Data(body.readableBytesView))
+        wait(context, for: context.eventLoop.makeFutureWithTask { await controlAPI.answer(request) }, head: head)
     }
 
     /// A request a web page in the user's browser could make: refused, so no site can start or stop fixtures.
@@ -231,7 +172,7 @@ final class RunnerRequestRouter: ChannelInboundHandler, RemovableChannelHandler 
 
     private func connect(_ context: ChannelHandlerContext, _ head: HTTPRequestHead) {
         guard let policy = services.proxy else { proxyNotHere(context, head); return }
-        let entry: FixtureDirectory.Entry
+        let entry: ServedFixture
         switch policy.target(authority: head.uri) {
         case .failure(let refusal):
             refuse(context, head, HTTPResponseStatus(statusCode: refusal.status), refusal.reason, closing: true)
@@ -291,7 +232,7 @@ final class RunnerRequestRouter: ChannelInboundHandler, RemovableChannelHandler 
                    closing: true)
             return
         }
-        let entry: FixtureDirectory.Entry
+        let entry: ServedFixture
         switch policy.target(host: host, port: url.port ?? 80) {
         case .failure(let refusal):
             refuse(context, head, HTTPResponseStatus(statusCode: refusal.status), refusal.reason, closing: true)

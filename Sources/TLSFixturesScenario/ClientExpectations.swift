@@ -117,9 +117,18 @@ extension Expectations {
         return defaultClientOutcome.map { ($0, nil) }
     }
 
-    /// `expect.clients` in a few words for tables: `accept: swift-nio-ssl, java; reject: go`, or `—` when every client
-    /// agrees with `verify`.
+    /// What tables and documents say of a scenario with TLS whose file has no `expect.clients` yet: a new scenario is
+    /// served and tested before `make matrix` (Linux only) has run every client stack on it.
+    public static let notJudgedByClientMatrix = "not yet judged by the client matrix"
+
+    /// Whether the client matrix has judged it: `expect.clients` is there (`[]` when every client agrees with `verify`).
+    /// A scenario without TLS has nothing to judge and counts as judged.
+    public var isJudgedByClientMatrix: Bool { clients != nil || defaultClientOutcome == nil }
+
+    /// `expect.clients` in a few words for tables: `accept: swift-nio-ssl, java; reject: go`, `—` when every client
+    /// agrees with `verify`, or `notJudgedByClientMatrix`.
     public var clientDifferencesSummary: String {
+        guard isJudgedByClientMatrix else { return Self.notJudgedByClientMatrix }
         guard let clients, !clients.isEmpty else { return "—" }
         return [ClientOutcome.accept, .reject].compactMap { outcome in
             let names = clients.filter { $0.outcome == outcome }.flatMap(\.clients).sorted().map(\.rawValue)

@@ -53,26 +53,53 @@ public enum PreparationStorage: Sendable, Hashable {
 }
 
 /// A scenario the linked OpenSSL (or this store's CA) cannot serve, with the reason. Never served as something else.
-public struct ScenarioUnsupported: Error, CustomStringConvertible, Sendable, Equatable {
+public struct ScenarioUnsupported: CodedError {
+    /// Its kinds of failure, the static members of `ErrorCode<ScenarioUnsupported>`: new ones may be added, none
+    /// changes meaning.
+    public typealias Code = ErrorCode<ScenarioUnsupported>
+
+    /// What kind of failure this is.
+    public let code: Code
     /// The scenario's name.
     public let scenario: String
-    /// Why, e.g. "unsupported by the linked OpenSSL (no RC4 in OpenSSL 3.0.x)".
-    public let reason: String
-    public var description: String { "scenario \(scenario) is \(reason)" }
+    /// Why, without the scenario's name: "unsupported by the linked OpenSSL (OpenSSL 3.0.13 …): no cipher match".
+    public let why: String
+    /// What serves it anyway, when something can (`make legacy-openssl` for SSLv3, RC4 and 3DES).
+    public let fix: String?
 
     /// Memberwise: each argument sets the property of the same name, unchecked.
-    public init(scenario: String, reason: String) { self.scenario = scenario; self.reason = reason }
+    public init(code: Code, scenario: String, why: String, fix: String? = nil) {
+        self.code = code; self.scenario = scenario; self.why = why; self.fix = fix
+    }
+
+    /// "scenario NAME is …", one line.
+    public var reason: String { "scenario \(scenario) is \(why)" }
+
+    /// The why and the fix without the name, for lists that show the name already ("rc4: unsupported by …").
+    public var detail: String { fix.map { "\(why); \($0)" } ?? why }
 
     /// The linked OpenSSL cannot serve `settings`: its reason, plus how to get an OpenSSL that can when that is the
     /// legacy build (SSLv3, RC4, 3DES are compiled out of Debian's and Homebrew's OpenSSL 3).
     init(scenario: String, settings: TLSSettings, unsupported: UnsupportedByOpenSSL) {
         let legacy = settings.minVersion == .ssl3 || ["RC4", "DES-CBC3", "3DES"].contains { (settings.ciphers ?? "").contains($0) }
-        self.init(scenario: scenario, reason: unsupported.description + (legacy ? "; \(Self.legacyInstruction)" : ""))
+        self.init(code: .linkedOpenSSL, scenario: scenario, why: unsupported.reason, fix: legacy ? Self.legacyInstruction : nil)
     }
 
     /// One sentence: what serves the legacy scenarios anyway.
     public static let legacyInstruction = "to serve it, run `make legacy-openssl` in a swift-tls-fixtures checkout: it builds "
         + "OpenSSL with enable-ssl3 enable-ssl3-method enable-weak-ssl-ciphers and a helper `serve` runs for such scenarios"
+}
+
+/// The codes of `ScenarioUnsupported`.
+extension ErrorCode where Owner == ScenarioUnsupported {
+    /// The linked OpenSSL lacks what the scenario's TLS settings need (SSLv3, RC4, 3DES on Debian's and Homebrew's).
+    public static var linkedOpenSSL: Self { Self("linkedOpenSSL") }
+    /// The store's CA cannot make what the scenario needs (it has no name constraints to violate).
+    public static var storeCA: Self { Self("storeCA") }
+    /// A scenario without TLS asked to serve a credential.
+    public static var cleartext: Self { Self("cleartext") }
+    /// Served from your own credential, a scenario that needs the store's material (a client CA, DH parameters).
+    public static var needsStore: Self { Self("needsStore") }
 }
 
 extension CertificateStore {
@@ -145,8 +172,9 @@ extension CertificateStore {
         }
         if certificatePlan.requiresIssuerNameConstraints, case .authority(let id) = certificatePlan.leafIssuer,
            !(try authority(id)).root.hasNameConstraints {
-            throw ScenarioUnsupported(scenario: scenario.name, reason:
-                "not available with this store's CA: it was created without name constraints, so nothing can violate them")
+            throw ScenarioUnsupported(code: .storeCA, scenario: scenario.name,
+                                      why: "not available with this store's CA: it was created without name constraints, so "
+                                        + "nothing can violate them")
         }
         let profile = try certificatePlan.profile(scenarioName: scenario.name, domains: domains, revocationEndpoints: endpoints)
         let credential: Credential
@@ -259,17 +287,21 @@ extension PreparedScenario {
     public static func serving(_ credential: Credential, scenario: Scenario? = nil) throws -> PreparedScenario {
         let scenario = try scenario ?? ScenarioCatalog.builtIn.scenario(named: "ats-compliant")
         guard let plan = scenario.tls else {
-            throw ScenarioUnsupported(scenario: scenario.name, reason: "plain HTTP: there is no certificate to serve")
+            throw ScenarioUnsupported(code: .cleartext, scenario: scenario.name, why: "plain HTTP: there is no certificate to serve")
         }
         guard plan.clientAuth == .none else {
-            throw ScenarioUnsupported(scenario: scenario.name, reason: "not available with your own credential: it needs the store's client CA (use FixtureServer.start(_:store:))")
+            throw ScenarioUnsupported(code: .needsStore, scenario: scenario.name,
+                                      why: "not available with your own credential: it needs the store's client CA",
+                                      fix: "use FixtureServer.start(_:store:)")
         }
         let dh: DHParameterChoice
         switch plan.dh {
         case .none: dh = .none
         case .automatic: dh = .automatic
         case .bits:
-            throw ScenarioUnsupported(scenario: scenario.name, reason: "not available with your own credential: its DH parameters come from the store (use FixtureServer.start(_:store:))")
+            throw ScenarioUnsupported(code: .needsStore, scenario: scenario.name,
+                                      why: "not available with your own credential: its DH parameters come from the store",
+                                      fix: "use FixtureServer.start(_:store:)")
         }
         let settings = TLSSettings(
             minVersion: plan.minVersion, maxVersion: plan.maxVersion, ciphers: plan.ciphers, tls13Suites: plan.tls13Suites,
@@ -279,7 +311,7 @@ extension PreparedScenario {
             context = try TLSContext.server(settings: settings, certificate: credential.certificate, key: credential.privateKey,
                                             chain: credential.intermediates)
         } catch let unsupported as UnsupportedByOpenSSL {
-            throw ScenarioUnsupported(scenario: scenario.name, reason: unsupported.description)
+            throw ScenarioUnsupported(code: .linkedOpenSSL, scenario: scenario.name, why: unsupported.reason)
         }
         let leafPin = credential.certificate.spkiSHA256
         let pins = FixturePins(leaf: leafPin, ca: credential.root.spkiSHA256, backup: try KeySpec.ec(.p256).generate().spkiSHA256,

@@ -1,4 +1,5 @@
 import NIOCore
+import TLSFixturesWire
 
 /// A time limit a person chooses in seconds — a CLI option, a configuration field — checked once, here, for every
 /// caller: finite, from 1 ms to a day. Without the check, `inf`, `nan` or `1e20` trapped where the seconds were turned
@@ -46,14 +47,35 @@ public struct Timeout: Sendable, Hashable, Comparable, CustomStringConvertible {
 }
 
 /// A time limit outside `Timeout`'s range, named as the caller named it.
-public struct InvalidTimeout: Error, CustomStringConvertible, Sendable, Equatable {
+public struct InvalidTimeout: CodedError {
+    /// Its kinds of failure, the static members of `ErrorCode<InvalidTimeout>`: new ones may be added, none changes
+    /// meaning.
+    public typealias Code = ErrorCode<InvalidTimeout>
+
+    /// What kind of failure this is: `outOfRange`, so far the only one.
+    public var code: Code { .outOfRange }
     /// The caller's name for the limit, e.g. `the probe's timeout`, so the message says which one.
     public let name: String
     /// The value as given, spelled as the caller spelled it.
     public let value: String
 
-    public var description: String {
+    package init(name: String, value: String) {
+        self.name = name
+        self.value = value
+    }
+
+    /// What is wrong, with the range that would do, on one line.
+    public var reason: String {
         "\(name) must be a number of seconds from \(Timeout.format(Timeout.minimumSeconds)) to "
             + "\(Timeout.format(Timeout.maximumSeconds)) (a day), not \(value)"
     }
+
+    /// Nothing to add: the reason gives the range.
+    public var fix: String? { nil }
+}
+
+/// The codes of `InvalidTimeout`.
+extension ErrorCode where Owner == InvalidTimeout {
+    /// Not finite, or outside `Timeout.minimumSeconds`…`Timeout.maximumSeconds`.
+    public static var outOfRange: Self { Self("outOfRange") }
 }

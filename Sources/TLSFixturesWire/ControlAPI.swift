@@ -209,7 +209,9 @@ public struct SessionStopped: Codable, Sendable, Hashable {
 }
 
 /// Every error answer: one line naming the problem and the fix, and the request field at fault when there is one.
-public struct APIError: Codable, Sendable, Hashable, Error, CustomStringConvertible {
+///
+/// A body, not a Swift error: the client library throws `RemoteFixtureError.refused`, which carries it.
+public struct APIError: Codable, Sendable, Hashable, CustomStringConvertible {
     /// One line naming the problem and the fix.
     public var error: String
     /// `scenario`, `ttl`, `session`, `scenario.tls.minVersion`, …

@@ -11,11 +11,11 @@ public enum PEM {
         var remainder = Substring(text)
         while let start = remainder.range(of: begin) {
             guard let stop = remainder.range(of: end, range: start.upperBound..<remainder.endIndex) else {
-                throw PEMError("a \(label) block has no END line")
+                throw PEMError(.unterminated, "a \(label) block has no END line")
             }
             let base64 = remainder[start.upperBound..<stop.lowerBound].filter { !$0.isWhitespace }
             guard let der = Data(base64Encoded: String(base64)) else {
-                throw PEMError("block \(found.count + 1) (\(label)) is not base64")
+                throw PEMError(.notBase64, "block \(found.count + 1) (\(label)) is not base64")
             }
             found.append(der)
             remainder = remainder[stop.upperBound...]
@@ -38,7 +38,27 @@ public enum PEM {
 }
 
 /// A PEM text that cannot be read: no `BEGIN`/`END` pair of the expected label, or base64 that does not decode.
-public struct PEMError: Error, CustomStringConvertible, Sendable, Equatable {
-    public let description: String
-    init(_ description: String) { self.description = "PEM: " + description }
+public struct PEMError: CodedError {
+    /// Its kinds of failure, the static members of `ErrorCode<PEMError>`: new ones may be added, none changes meaning.
+    public typealias Code = ErrorCode<PEMError>
+
+    /// What kind of failure this is.
+    public let code: Code
+    /// What is wrong, one line.
+    public let reason: String
+    /// Nothing to add: the reason names the block at fault.
+    public var fix: String? { nil }
+
+    package init(_ code: Code, _ problem: String) {
+        self.code = code
+        reason = "PEM: " + problem
+    }
+}
+
+/// The codes of `PEMError`.
+extension ErrorCode where Owner == PEMError {
+    /// A `BEGIN` line without its `END` line.
+    public static var unterminated: Self { Self("unterminated") }
+    /// A block whose body is not base64.
+    public static var notBase64: Self { Self("notBase64") }
 }

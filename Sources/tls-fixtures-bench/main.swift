@@ -213,7 +213,7 @@ func idle(_ args: Arguments) async throws {
             _ = try store.prepare(scenario)
             scenarios.append(scenario)
         } catch let error as ScenarioUnsupported {
-            skipped.append("\(name): \(error.reason)")
+            skipped.append("\(name): \(error.detail)")
         }
     }
     guard !scenarios.isEmpty else { throw BenchError("no servable scenario") }

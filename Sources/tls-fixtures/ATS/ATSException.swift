@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import TLSFixtures
+import TLSFixturesCLISupport
 
 struct ATSException: AsyncParsableCommand {
     static let configuration = CommandConfiguration(

@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import TLSFixtures
+import TLSFixturesCLISupport
 
 struct ScenariosList: AsyncParsableCommand {
     static let configuration = CommandConfiguration(

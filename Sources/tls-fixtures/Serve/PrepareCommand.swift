@@ -30,7 +30,7 @@ struct PrepareCommand: AsyncParsableCommand {
         let store = storeOptions.store
         let keys = PrivateKey.generatedCount, issued = CertificateStore.issuedCount
         let start = Date()
-        let results = try await ScenarioRunner.prepare(scenarios, store: store) { progress in
+        let results = try await FixtureFleet.prepare(scenarios, store: store) { progress in
             if case .generating(let name, let key) = progress, !output.json {
                 Output.error("generating the \(key) key for \(name) (first run only)…")
             }
@@ -40,7 +40,7 @@ struct PrepareCommand: AsyncParsableCommand {
         for scenario in scenarios {
             switch results[scenario.name] {
             case .success?: prepared.append(scenario.name)
-            case .failure(let error as ScenarioUnsupported)?: unsupported[scenario.name] = error.reason
+            case .failure(let error as ScenarioUnsupported)?: unsupported[scenario.name] = error.detail
             case .failure(let error)?: throw error
             case nil: break
             }

@@ -1,8 +1,7 @@
 import ArgumentParser
-import Dispatch
 import Foundation
-import NIOCore
 import TLSFixtures
+import TLSFixturesCLISupport
 
 struct ServeCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
@@ -96,10 +95,31 @@ struct ServeCommand: AsyncParsableCommand {
     func run() async throws {
         let catalog = try source.catalog()
         let scenarios = names.isEmpty ? catalog.scenarios : try catalog.scenarios(named: names)
-        let store = storeOptions.store
         for address in bindAddresses where !["127.0.0.1", "::1", "localhost"].contains(address) {
-            Output.error("warning: listening on \(address): these servers are deliberately insecure; anyone who can reach this address can use them")
+            Output.error("warning: listening on \(address): these servers are deliberately insecure; anyone who can reach "
+                         + "this address can use them")
         }
+        let runner = try await ScenarioRunner.start(scenarios, catalog: catalog, store: storeOptions.store,
+                                                    options: try runnerOptions(), progress: Self.show)
+        if let warning = runner.descriptorWarning { Output.error(warning) }
+        let document = runner.document()
+        if output.json {
+            print(String(decoding: try document.json(), as: UTF8.self))
+        } else {
+            print(RunnerReport.text(document))
+            let serving = document.scenarios.filter { $0.status == .serving }.count
+            let preparing = document.scenarios.filter { $0.status == .preparing }.count
+            let later = preparing == 0 ? "" : " (and \(preparing) more once prepared)"
+            print("\nServing \(serving) scenarios\(later). Ctrl-C to stop.")
+        }
+        fflush(nil)   // A pipe reader (a test, a script) sees the table now, not at exit.
+        let signal = await ShutdownSignal.wait()
+        Output.error("\(signal == SIGTERM ? "SIGTERM" : "interrupt"): stopping…")
+        await runner.stop()
+    }
+
+    /// The flags as the library's options (checked in `validate()` already).
+    private func runnerOptions() throws -> ScenarioRunner.Options {
         var options = ScenarioRunner.Options()
         options.portBase = portBase
         options.bindAddresses = bindAddresses.isEmpty ? nil : bindAddresses
@@ -113,95 +133,27 @@ struct ServeCommand: AsyncParsableCommand {
         case nil: options.legacyHelper = LegacyHelper.locate()
         }
         options.domains = domains
-
-        let runner = try await ScenarioRunner.start(scenarios, catalog: catalog, store: store, options: options) { progress in
-            switch progress {
-            case .generating(let name, let key):
-                let slow = key.description.hasPrefix("rsa:8192") ? "; an RSA-8192 key can take a minute" : ""
-                Output.error("generating the \(key) key for \(name) (first run only\(slow))…")
-            case .preparingInBackground(let name, let making):
-                Output.error("\(name): making \(making) in the background (first run only); served when ready")
-            case .serving(let name, let port):
-                Output.error("\(name): ready, now serving on port \(port)")
-            case .failed(let name, let reason):
-                Output.error("\(name): not served: \(reason)")
-            case .prepared:
-                break
-            }
-        }
-        if let warning = runner.descriptorWarning { Output.error(warning) }
-        if runner.started.isEmpty && runner.legacyServed.isEmpty && runner.preparing.isEmpty {
-            await runner.stop()
-            let reasons = runner.unsupported.map { "\($0.scenario.name): \($0.reason)" }.joined(separator: "; ")
-            throw CLIError("nothing to serve: \(reasons.isEmpty ? "no scenarios" : reasons); name scenarios this OpenSSL supports "
-                           + "(`tls-fixtures scenarios list`)")
-        }
-        // The legacy helper runs without a dashboard or proxy: the main process's list its scenarios.
-        var dashboard: DashboardServer? = nil
-        var proxy: ProxyServer? = nil
-        if !noDashboard {
-            do {
-                dashboard = try await DashboardServer.start(runner: runner, port: portBase, bindAddresses: options.bindAddresses,
-                                                            proxy: proxyPort == nil, proxyPort: proxyPort,
-                                                            allowRemoteClients: allowRemoteClients)
-                if let proxyPort {
-                    proxy = try await ProxyServer.start(runner: runner, port: proxyPort, bindAddresses: options.bindAddresses,
-                                                        allowRemoteClients: allowRemoteClients)
-                }
-            } catch {
-                await dashboard?.stop()
-                await runner.stop()
-                throw error
-            }
-        }
-        let document = runner.document(dashboard: dashboard?.url.absoluteString)
-        if output.json {
-            print(String(decoding: try document.json(), as: UTF8.self))
-        } else {
-            print(RunnerReport.text(document))
-            let later = runner.preparing.isEmpty ? "" : " (and \(runner.preparing.count) more once prepared)"
-            print("\nServing \(runner.started.count + runner.legacyServed.count) scenarios\(later). Ctrl-C to stop.")
-        }
-        fflush(nil)   // A pipe reader (a test, a script) sees the table now, not at exit.
-
-        let signal = await ShutdownSignal.wait()
-        Output.error("\(signal == SIGTERM ? "SIGTERM" : "interrupt"): stopping…")
-        await proxy?.stop()
-        await dashboard?.stop()
-        await runner.stop()
-    }
-}
-
-/// Waits for SIGINT or SIGTERM, delivered through Dispatch so the handler can do async work.
-enum ShutdownSignal {
-    static func wait() async -> Int32 {
-        await withCheckedContinuation { (continuation: CheckedContinuation<Int32, Never>) in
-            let box = SignalSources(continuation: continuation)
-            for number in [SIGINT, SIGTERM] {
-                signal(number, SIG_IGN)
-                let source = DispatchSource.makeSignalSource(signal: number, queue: .global())
-                source.setEventHandler { box.fire(number) }
-                source.resume()
-                box.keep(source)
-            }
-        }
+        // The legacy helper runs without a front door: the main process's lists its scenarios.
+        options.frontDoor = !noDashboard
+        options.proxyPort = proxyPort
+        options.allowRemoteClients = allowRemoteClients
+        return options
     }
 
-    private final class SignalSources: @unchecked Sendable {
-        private let lock = NSLock()
-        private var sources: [DispatchSourceSignal] = []
-        private var continuation: CheckedContinuation<Int32, Never>?
-
-        init(continuation: CheckedContinuation<Int32, Never>) { self.continuation = continuation }
-
-        func keep(_ source: DispatchSourceSignal) { lock.lock(); sources.append(source); lock.unlock() }
-
-        func fire(_ number: Int32) {
-            lock.lock()
-            let pending = continuation
-            continuation = nil
-            lock.unlock()
-            pending?.resume(returning: number)
+    /// One line on standard error per step of a slow first run.
+    @Sendable private static func show(_ progress: FixtureFleet.Progress) {
+        switch progress {
+        case .generating(let name, let key):
+            let slow = key.description.hasPrefix("rsa:8192") ? "; an RSA-8192 key can take a minute" : ""
+            Output.error("generating the \(key) key for \(name) (first run only\(slow))…")
+        case .preparingInBackground(let name, let making):
+            Output.error("\(name): making \(making) in the background (first run only); served when ready")
+        case .serving(let name, let port):
+            Output.error("\(name): ready, now serving on port \(port)")
+        case .failed(let name, let reason):
+            Output.error("\(name): not served: \(reason)")
+        case .prepared:
+            break
         }
     }
 }

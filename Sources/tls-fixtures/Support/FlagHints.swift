@@ -57,16 +57,17 @@ enum FlagHints {
             return "\(error.reason); `tls-fixtures scenarios list` shows them all"
         case let error as ProbeError where error.code == .unresolvedFixtureName:
             return "\(error.reason) (map it with --resolve \(error.target):127.0.0.1, or the lines of `tls-fixtures hosts`)"
+        case let error as FixtureDomainError where error.code == .notPermitted:
+            return "\(error.reason); make a CA that permits it: `tls-fixtures ca init --force --domain \(error.domain)\(dir)` (the old CA "
+                + "is moved aside, not deleted; trust the new one where the old one was trusted)"
         case let error as FixtureDomainError:
-            if case .notPermitted(let domain, let permitted) = error {
-                return "the built-in CA does not permit \(domain) (its name constraints allow only \(permitted.joined(separator: ", "))), "
-                    + "so every client that checks them would refuse NAME.\(domain); make a CA that permits it: "
-                    + "`tls-fixtures ca init --force --domain \(domain)\(dir)` (the old CA is moved aside, not deleted; trust the "
-                    + "new one where the old one was trusted)"
-            }
             return "--domain: \(error)"
-        case SimulatorTrustError.nothingBooted(let known):
-            return "no simulator is booted (\(known) known): boot one (`xcrun simctl boot \"iPhone 15\"`, or open Simulator.app), "
+        case let error as RunnerError where error.code == .nothingToServe:
+            return "\(error.reason); name scenarios this OpenSSL supports (`tls-fixtures scenarios list`)"
+        case let error as LegacyHelperError:
+            return "\(error.reason); rebuild it with `make legacy-openssl`, or serve without it (--legacy-helper none)"
+        case let error as SimulatorTrustError where error.code == .nothingBooted:
+            return "no simulator is booted (\(error.known ?? 0) known): boot one (`xcrun simctl boot \"iPhone 15\"`, or open Simulator.app), "
                 + "or name one with --device UDID"
         default:
             return nil

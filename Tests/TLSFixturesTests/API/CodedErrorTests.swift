@@ -23,6 +23,17 @@ struct CodedErrorTests {
         (RemoteFixtureError.noSession, "noSession"),
         (PinFormatError.trustKitNeedsTwoPins(found: 1), "trustKitNeedsTwoPins"),
         (ATSPolicyError.atsNotADictionary(found: "string"), "atsNotADictionary"),
+        (OpenSSLError(operation: "set the cipher list", reasons: ["SSL routines: no cipher match"]), "callFailed"),
+        (ScenarioUnsupported(code: .linkedOpenSSL, scenario: "rc4", why: "unsupported by the linked OpenSSL",
+                             fix: "build one"), "linkedOpenSSL"),
+        (InvalidTimeout(name: "the probe's timeout", value: "0"), "outOfRange"),
+        (PEMError(.notBase64, "block 1 (CERTIFICATE) is not base64"), "notBase64"),
+        (UserFileError(path: "/tmp/x", kind: .directory), "notRegular"),
+        (UnsupportedByOpenSSL("no cipher match"), "unsupported"),
+        (SimulatorTrustError.nothingBooted(known: 2), "nothingBooted"),
+        (FixtureDomainError.invalid("a..b", "no empty labels"), "invalid"),
+        (InvalidHostsAddress(address: "x"), "notAnIPAddress"),
+        (LegacyHelperError(helper: "/bin/false", why: "it exited"), "didNotStart"),
     ]
 
     @Test("code, reason and fix: the description is the reason then the fix, on one line, naming no flag")
@@ -51,6 +62,37 @@ struct CodedErrorTests {
     func escaping() {
         #expect(ScenarioError.malformed("a.json", "the key \"a\nb\" is unknown").description == "a.json: the key \"a\\nb\" is unknown")
         #expect(PinFormatError.malformedPin("x\ny").reason.contains("x\\ny"))
+    }
+
+    /// Issue 23: one error shape, one code mechanism. Every error type a library target declares for use outside its
+    /// file (`public` or `package`) is a `CodedError` (whose codes are `ErrorCode<Owner>`), so none needs a
+    /// `LocalizedError` patch of its own; the executables' own errors (`CLIError`) and private helpers are exempt.
+    @Test("every public or package error type of the library is a CodedError; no LocalizedError patches")
+    func everyErrorIsCoded() throws {
+        let sources = TestEnvironment.packageRoot.appendingPathComponent("Sources")
+        let enumerator = FileManager.default.enumerator(at: sources, includingPropertiesForKeys: nil)
+        let files = try #require(enumerator?.allObjects as? [URL])
+        let executables = ["tls-fixtures", "tls-fixtures-bench", "tls-fixtures-client-check"]
+        let declaration = try Regex(#"^\s*(?:public|package)\s+(?:final\s+)?(?:struct|enum|class)\s+(\w+)[^{]*:\s*([^{]*)\{"#)
+        var uncoded: [String] = []
+        var patches: [String] = []
+        var scanned = 0
+        for file in files where file.pathExtension == "swift" {
+            let relative = file.path.replacingOccurrences(of: sources.path + "/", with: "")
+            if executables.contains(where: { relative.hasPrefix($0 + "/") }) { continue }
+            let text = try String(contentsOf: file, encoding: .utf8)
+            for line in text.split(separator: "\n") {
+                if line.hasPrefix("extension "), line.contains(": LocalizedError") { patches.append("\(relative): \(line)") }
+                guard let match = try declaration.firstMatch(in: String(line)) else { continue }
+                scanned += 1
+                let clause = match.output[2].substring ?? ""
+                let inherits = clause.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }
+                if inherits.contains("Error") || inherits.contains("Swift.Error") { uncoded.append("\(relative): \(line)") }
+            }
+        }
+        #expect(scanned > 100, "the scan found only \(scanned) declarations under \(sources.path)")
+        #expect(uncoded.isEmpty, "make these CodedError (codes as ErrorCode<Owner>): \(uncoded)")
+        #expect(patches.isEmpty, "CodedError already gives errorDescription: \(patches)")
     }
 
     /// A new public error type as an enum would bring back the switch-breaking shape this issue removed.

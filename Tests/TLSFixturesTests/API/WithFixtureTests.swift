@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 import TLSFixtures
+import TLSFixturesCLISupport
 
 @Suite("withFixture, the Swift Testing scope")
 struct WithFixtureTests {

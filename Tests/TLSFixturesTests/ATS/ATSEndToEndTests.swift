@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 @testable import TLSFixtures
+import TLSFixturesCLISupport
 
 /// The ATS model against real fixtures: every verdict comes from facts gathered by real handshakes.
 @Suite("ATS model against served scenarios")

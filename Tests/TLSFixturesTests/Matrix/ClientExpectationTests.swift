@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 @testable import TLSFixtures
+@testable import TLSFixturesRunner
 
 /// `expect.clients` in a scenario file: decoded strictly, resolved the same way everywhere, and shown by a running
 /// `serve` on the dashboard and in `/scenarios.json`.
@@ -51,7 +52,7 @@ struct ClientExpectationTests {
         #expect(gaps.isEmpty, "\(gaps.joined(separator: "\n"))")
     }
 
-    @Test("a new scenario without client expectations is a gap that names `make matrix`; one the matrix cannot serve is not")
+    @Test("a new scenario no matrix has judged is not yet judged, no gap; expectations without a matrix row, or a row without them, are")
     func newScenarioWithoutExpectations() throws {
         func scenario(_ name: String, clients: String?) throws -> Scenario {
             let expect = #"{"verify":"ok","ats":"allow""# + (clients.map { #","clients":\#($0)"# } ?? "") + "}"
@@ -63,13 +64,23 @@ struct ClientExpectationTests {
                                               notServed: [.init(scenario: "legacy", status: "unsupported", reason: "no SSLv3"),
                                                           .init(scenario: "slow", status: "preparing", reason: "preparing…")])
         let catalog = ScenarioCatalog(scenarios: [try scenario("judged", clients: "[]"), try scenario("unlooked", clients: nil),
-                                                  try scenario("new", clients: "[]"), try scenario("legacy", clients: nil),
-                                                  try scenario("slow", clients: "[]")])
+                                                  try scenario("guessed", clients: "[]"), try scenario("new", clients: nil),
+                                                  try scenario("legacy", clients: nil), try scenario("slow", clients: "[]")])
         let gaps = MatrixEnvironment.expectationGaps(catalog: catalog, report: report)
         #expect(gaps.count == 3, "\(gaps)")
         #expect(gaps.contains { $0.hasPrefix("unlooked has no expect.clients: run `make matrix`") })
-        #expect(gaps.contains { $0.hasPrefix("new is not in docs/clients.json: run `make matrix`") })
+        #expect(gaps.contains { $0.hasPrefix("guessed has expect.clients but is not in docs/clients.json") })
         #expect(gaps.contains { $0.hasPrefix("slow was left out of docs/clients.json (preparing") })
+        #expect(!gaps.contains { $0.hasPrefix("new ") }, "a scenario no matrix has judged yet is a gap: \(gaps)")
+        // What every reader is told about it instead.
+        let new = try scenario("new", clients: nil)
+        #expect(new.expect.clientDifferencesSummary == "not yet judged by the client matrix")
+        let entry = CatalogEntry(scenario: new, port: 9861, status: .listed)
+        #expect(entry.clientMatrix == "not yet judged by the client matrix" && entry.clientOutcomes == nil)
+        #expect(DashboardPage.clientsCell(new.expect).contains("not yet judged by the client matrix"))
+        let judgedEntry = CatalogEntry(scenario: try scenario("judged", clients: "[]"), port: 9862, status: .listed)
+        #expect(judgedEntry.clientMatrix == nil && judgedEntry.clientOutcomes?.count == MatrixClient.allCases.count)
+        #expect(try ScenarioCatalog.builtIn.scenario(named: "http").expect.clientDifferencesSummary == "—", "no TLS, nothing to judge")
     }
 
     @Test("serve shows where clients differ: the dashboard's column and /scenarios.json's clientOutcomes", .timeLimit(.minutes(2)))

@@ -148,9 +148,12 @@ enum MatrixEnvironment {
     /// preparing, or one that failed — is a hole in the report.
     static let acceptedReasonsNotServed: Set<String> = ["out of scope", "unsupported"]
 
-    /// Every scenario with TLS must say what each client of the matrix does with it: a row of its own in the committed
-    /// report, every client's result in that row, and `expect.clients` in its file (`[]` when every client agrees with
-    /// `expect.verify`; absent means nobody has looked). One line per gap, each saying what to run.
+    /// Every scenario with TLS the committed report judged must say what each client of the matrix does with it: every
+    /// client's result in its row, and `expect.clients` in its file (`[]` when every client agrees with
+    /// `expect.verify`). A scenario the report has no row for and whose file has no `expect.clients` is not a gap: it is
+    /// new, the docs and the catalog document say "not yet judged by the client matrix", and `make matrix` (Linux) fills
+    /// it in. One with `expect.clients` but no row is: its verdicts were written without a matrix run. One line per
+    /// gap, each saying what to do.
     static func expectationGaps(catalog: ScenarioCatalog, report: Report) -> [String] {
         let notServed = Dictionary(report.notServed.map { ($0.scenario, $0) }, uniquingKeysWith: { first, _ in first })
         var gaps: [String] = []
@@ -162,7 +165,10 @@ enum MatrixEnvironment {
                 continue
             }
             guard let row = report.rows.first(where: { $0.primary && $0.scenario == scenario.name }) else {
-                gaps.append("\(scenario.name) is not in docs/clients.json: run `make matrix`, then write its expect.clients from what the clients did")
+                if scenario.expect.clients != nil {
+                    gaps.append("\(scenario.name) has expect.clients but is not in docs/clients.json, so no client matrix judged them: "
+                                + "leave expect.clients out until `make matrix` (Linux) has run, then write them from what the clients did")
+                }
                 continue
             }
             let unanswered = MatrixClient.allCases.filter { row.results[$0.rawValue] == nil }.map(\.rawValue)

@@ -168,10 +168,9 @@ print(len(paths), "in-order" if paths == expected else "out-of-order", len(data)
             options.portBase = try ServeEndToEndTests.freePortBase()
             options.idleTimeout = .seconds(60)
             let catalog = ScenarioCatalog.builtIn
-            let runner = try await ScenarioRunner.start(try catalog.scenarios(named: ["ats-compliant", "tls-v1-2", "expired", "http"]),
-                                                        catalog: catalog, store: store, options: options)
-            let dashboard = try await DashboardServer.start(runner: runner, port: options.portBase)
-            do {
+            try await ScenarioRunner.withRunner(try catalog.scenarios(named: ["ats-compliant", "tls-v1-2", "expired", "http"]),
+                                                catalog: catalog, store: store, options: options) { runner in
+                let dashboard = try #require(runner.frontDoor).dashboard
                 let answer = try await HTTPGet.fetch(port: dashboard.port, path: "/scenarios.json")
                 #expect(answer.status == 200 && answer.body.count > 2_000, "an answer much larger than a request: \(answer.body.count) bytes")
                 try await Task.sleep(nanoseconds: 200_000_000)   // that connection closes
@@ -180,13 +179,7 @@ print(len(paths), "in-order" if paths == expected else "out-of-order", len(data)
                 Self.expectBounded(run, "dashboard")
                 let after = try await HTTPGet.fetch(port: dashboard.port, path: "/scenarios.json")
                 #expect(after.status == 200, "the dashboard no longer answers")
-            } catch {
-                await dashboard.stop()
-                await runner.stop()
-                throw error
             }
-            await dashboard.stop()
-            await runner.stop()
         }
     }
 }

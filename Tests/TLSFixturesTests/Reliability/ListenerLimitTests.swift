@@ -75,25 +75,16 @@ extension ReliabilitySuite {
     /// that do not arrive whole within its header timeout.
     @Suite("Listener limits: timeouts, caps and running out of descriptors", .enabled(if: Platform.isLinux, "reads /proc"))
     struct ListenerLimits {
-        /// Runs `body` with a dashboard (in this process) and always stops it.
-        static func withDashboard(headerTimeout: TimeAmount, _ body: (DashboardServer) async throws -> Void) async throws {
+        /// Runs `body` with a runner's dashboard (in this process) and always stops the runner.
+        static func withDashboard(headerTimeout: TimeAmount, _ body: (RunnerListener) async throws -> Void) async throws {
             var options = ScenarioRunner.Options()
             options.portBase = try ServeEndToEndTests.freePortBase()
             options.headerTimeout = headerTimeout
             let catalog = ScenarioCatalog.builtIn
-            let runner = try await ScenarioRunner.start(try catalog.scenarios(named: ["http"]), catalog: catalog,
-                                                        store: TestEnvironment.sharedStore, options: options)
-            var dashboard: DashboardServer? = nil
-            do {
-                dashboard = try await DashboardServer.start(runner: runner, port: options.portBase)
-                try await body(dashboard!)
-            } catch {
-                await dashboard?.stop()
-                await runner.stop()
-                throw error
+            try await ScenarioRunner.withRunner(try catalog.scenarios(named: ["http"]), catalog: catalog, store: TestEnvironment.sharedStore,
+                                                options: options) { runner in
+                try await body(try #require(runner.frontDoor).dashboard)
             }
-            await dashboard?.stop()
-            await runner.stop()
         }
 
         @Test("the dashboard closes silent connections and half-sent requests at its header timeout")

@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 @testable import TLSFixtures
+import TLSFixturesCLISupport
 
 /// Every catalog scenario, started for real and judged from the client side: by the package's own `TLSProbe` and by
 /// clients we did not write (openssl s_client / verify / x509, curl, Python's ssl), against the hand-written table in

@@ -1,3 +1,4 @@
+import TLSFixturesRunner
 import TLSFixturesScenario
 
 /// The catalog as a Markdown table (the README's, generated so it cannot drift from `Scenarios/`).

@@ -5,7 +5,7 @@ import TLSFixturesServer
 /// Holds a scenario's port while its keys are made in the background, so a port that is taken fails `serve` at once
 /// (as it always did) rather than minutes later. A client that connects meanwhile is closed at once: an immediate,
 /// unmistakable failure rather than a hang, and the dashboard says "preparing…".
-final class PortReservation: Sendable {
+package final class PortReservation: Sendable {
     private let channels: [Channel]
 
     private init(channels: [Channel]) { self.channels = channels }

@@ -12,6 +12,8 @@ package struct CatalogEntry: Codable, Sendable, Equatable {
         case preparing
         /// Made in the background, then could not be served: `reason` says why.
         case failed
+        /// The runner stopped it.
+        case stopped
     }
 
     package var name: String
@@ -41,6 +43,9 @@ package struct CatalogEntry: Codable, Sendable, Equatable {
     /// What each client of the client matrix is expected to make of it for host `localhost` (for `long-subdomain`, its
     /// long name): `expect.clients` where it names the client, else `expect.verify`'s verdict. Nil without TLS.
     public var clientOutcomes: [String: ClientOutcome]?
+    /// `Expectations.notJudgedByClientMatrix` while no client matrix has judged the scenario (its file has no
+    /// `expect.clients` yet); `clientOutcomes` is then absent rather than guessed. Nil once judged, and without TLS.
+    public var clientMatrix: String?
 
     package init(scenario: Scenario, port: Int?, host: String = "localhost", status: Status, reason: String? = nil, pins: FixturePins? = nil) {
         name = scenario.name
@@ -56,7 +61,9 @@ package struct CatalogEntry: Codable, Sendable, Equatable {
         self.pins = pins
         tls = scenario.tls
         certificate = scenario.certificate
-        if scenario.expect.defaultClientOutcome != nil {
+        if !scenario.expect.isJudgedByClientMatrix {
+            clientMatrix = Expectations.notJudgedByClientMatrix
+        } else if scenario.expect.defaultClientOutcome != nil {
             clientOutcomes = Dictionary(uniqueKeysWithValues: MatrixClient.allCases.compactMap { client in
                 scenario.expect.outcome(for: client).map { (client.rawValue, $0.outcome) }
             })
@@ -135,30 +142,4 @@ package enum RevocationNote {
         + "SecPolicyCreateRevocation (Alamofire's RevocationTrustEvaluator); trustd then asks the OCSP responder, never a CRL (it has no "
         + "CRL support), and without kSecRevocationRequirePositiveResponse an unreachable responder is not fatal (\"best attempt\", "
         + "Apple's kSecRevocationRequirePositiveResponse documentation). Apple's trust code knows no TLS Feature (must-staple) extension."
-}
-
-/// `/etc/hosts` lines that make every `NAME.fixtures.test` resolve to loopback.
-package enum HostsFile {
-    /// `address` must be an IP address: users pipe these lines to `sudo tee -a /etc/hosts`, so anything else (a space,
-    /// a second name, a newline and another line) would be written into their hosts file as given.
-    public static func lines(for scenarios: [Scenario], address: String = "127.0.0.1") throws -> String {
-        try validate(address: address)
-        var text = "# swift-tls-fixtures: ATS tests must use these names (localhost is exempt from ATS)\n"
-        for scenario in scenarios {
-            for host in scenario.fixtureHosts { text += "\(address)\t\(host)\n" }
-        }
-        return text
-    }
-
-    package static func validate(address: String) throws {
-        guard IPAddress.parse(address) != nil else { throw InvalidHostsAddress(address: address) }
-    }
-}
-
-/// An address for the hosts file that is not an IP address.
-package struct InvalidHostsAddress: Error, CustomStringConvertible, Sendable, Equatable {
-    package let address: String
-    public var description: String {
-        "\"\(address.escapingControlCharacters)\" is not an IP address; the hosts file maps the names to one, such as 127.0.0.1 or ::1"
-    }
 }

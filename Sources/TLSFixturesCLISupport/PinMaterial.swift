@@ -1,6 +1,7 @@
 import Foundation
 import TLSFixturesATS
 import TLSFixturesPKI
+import TLSFixturesFleet
 import TLSFixturesScenario
 import TLSFixturesOpenSSL
 

@@ -1,4 +1,6 @@
 import Foundation
+import NIOCore
+import TLSFixturesWire
 
 #if canImport(Glibc)
 import Glibc
@@ -39,8 +41,18 @@ final class LegacyHelperProcess: @unchecked Sendable {
     private let errors: URL
     let document: CatalogDocument
 
-    /// Starts `helper serve NAMES` on the same port base, store and addresses, and waits (up to `timeout`) for its report.
-    init(helper: URL, names: [String], storeDirectory: URL, options: ScenarioRunner.Options, timeout: TimeInterval = 180) throws {
+    /// How the main process's fixtures listen, which the helper's match.
+    struct Listening: Sendable {
+        var portBase: Int
+        var bindAddresses: [String]?
+        var handshakeTimeout: TimeAmount
+        var idleTimeout: TimeAmount
+    }
+
+    /// Starts `helper serve NAMES` on the same port base, store and addresses, and waits (up to `timeout`) for its
+    /// report.
+    init(helper: URL, names: [String], storeDirectory: URL, listening options: Listening,
+         timeout: TimeInterval = 180) throws {
         let scratch = FileManager.default.temporaryDirectory.appendingPathComponent("tls-fixtures-legacy-\(UUID().uuidString.prefix(8))")
         try FileManager.default.createDirectory(at: scratch, withIntermediateDirectories: true)
         output = scratch.appendingPathComponent("out")
@@ -71,7 +83,7 @@ final class LegacyHelperProcess: @unchecked Sendable {
             let why = (try? String(contentsOf: errors, encoding: .utf8))?.split(separator: "\n").last.map(String.init)
             if process.isRunning { process.terminate() }
             process.waitUntilExit()
-            throw LegacyHelperError(helper: helper.path, reason: why ?? (process.isRunning ? "no report within \(Int(timeout)) s" : "it exited"))
+            throw LegacyHelperError(helper: helper.path, why: why ?? (process.isRunning ? "no report within \(Int(timeout)) s" : "it exited"))
         }
         document = report
     }
@@ -87,10 +99,25 @@ final class LegacyHelperProcess: @unchecked Sendable {
     }
 }
 
-package struct LegacyHelperError: Error, CustomStringConvertible, Sendable {
+package struct LegacyHelperError: CodedError {
+    package typealias Code = ErrorCode<LegacyHelperError>
+
+    package var code: Code { .didNotStart }
     package let helper: String
-    package let reason: String
-    package var description: String {
-        "the legacy helper \(helper) did not start: \(reason); rebuild it with `make legacy-openssl`, or serve without it (--legacy-helper none)"
+    /// What went wrong, in the helper's last line when it wrote one.
+    package let why: String
+
+    package init(helper: String, why: String) {
+        self.helper = helper
+        self.why = why
     }
+
+    package var reason: String { "the legacy helper \(helper) did not start: \(why)" }
+    package var fix: String? {
+        "rebuild it with `make legacy-openssl`, or serve without it (FixtureFleet.Options.legacyHelper nil)"
+    }
+}
+
+extension ErrorCode where Owner == LegacyHelperError {
+    package static var didNotStart: Self { Self("didNotStart") }
 }

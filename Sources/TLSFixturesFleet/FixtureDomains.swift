@@ -2,6 +2,7 @@ import Foundation
 import TLSFixturesOpenSSL
 import TLSFixturesPKI
 import TLSFixturesScenario
+import TLSFixturesWire
 
 /// Domains of the user's own under which the runner also names its fixtures (`serve --domain fixtures.example.com`:
 /// every baseline leaf also names `NAME.fixtures.example.com`, and the proxy resolves those names). A name on the
@@ -52,19 +53,39 @@ public enum FixtureDomains {
     }
 }
 
-package enum FixtureDomainError: Error, CustomStringConvertible, Sendable, Equatable {
-    case invalid(String, String)
-    case notPermitted(String, permitted: [String])
+/// A `serve --domain` the runner cannot use.
+package struct FixtureDomainError: CodedError {
+    package typealias Code = ErrorCode<FixtureDomainError>
 
-    public var description: String {
-        switch self {
-        case .invalid(let domain, let why):
-            return "invalid fixture domain \"\(domain.escapingControlCharacters)\": \(why)"
-        case .notPermitted(let domain, let permitted):
-            return "the built-in CA does not permit \(domain) (its name constraints allow only \(permitted.joined(separator: ", "))), "
-                + "so every client that checks them would refuse NAME.\(domain); make a CA that permits it: "
-                + "initializeCA(CAOptions(permittedDomains: [\"\(domain)\"]), ifExists: .replace) (the old CA is moved aside, not "
-                + "deleted; trust the new one where the old one was trusted)"
-        }
+    package let code: Code
+    package let reason: String
+    package let fix: String?
+    /// The domain as given.
+    package let domain: String
+    /// For `notPermitted`: the DNS names the CA's name constraints permit.
+    package let permitted: [String]
+
+    private init(_ code: Code, domain: String, reason: String, fix: String?, permitted: [String] = []) {
+        self.code = code; self.domain = domain; self.reason = reason; self.fix = fix; self.permitted = permitted
     }
+
+    package static func invalid(_ domain: String, _ why: String) -> FixtureDomainError {
+        FixtureDomainError(.invalid, domain: domain, reason: "invalid fixture domain \"\(domain.escapingControlCharacters)\"", fix: why)
+    }
+
+    package static func notPermitted(_ domain: String, permitted: [String]) -> FixtureDomainError {
+        FixtureDomainError(.notPermitted, domain: domain,
+                           reason: "the built-in CA does not permit \(domain) (its name constraints allow only "
+                            + "\(permitted.joined(separator: ", "))), so every client that checks them would refuse NAME.\(domain)",
+                           fix: "make a CA that permits it: initializeCA(CAOptions(permittedDomains: [\"\(domain)\"]), ifExists: "
+                            + ".replace) (the old CA is moved aside, not deleted; trust the new one where the old one was trusted)",
+                           permitted: permitted)
+    }
+}
+
+extension ErrorCode where Owner == FixtureDomainError {
+    /// Not a DNS name of two labels or more (a wildcard, an IP address, a leading dot).
+    package static var invalid: Self { Self("invalid") }
+    /// The CA's name constraints exclude it.
+    package static var notPermitted: Self { Self("notPermitted") }
 }

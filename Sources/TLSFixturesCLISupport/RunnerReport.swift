@@ -1,4 +1,5 @@
 import Foundation
+import TLSFixturesFleet
 import TLSFixturesScenario
 
 /// The startup table `serve` prints.

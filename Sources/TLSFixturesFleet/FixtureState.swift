@@ -1,0 +1,104 @@
+import Foundation
+import TLSFixturesScenario
+import TLSFixturesServer
+import TLSFixturesWire
+
+/// Where one fixture of the fleet is, and what only that state needs: the one fact the catalog document, the
+/// dashboard, the proxy and the control API's lists are all read from (after swift-nio-ssl's `ConnectionState`).
+package enum FixtureState: Sendable {
+    /// Its keys are being made (`making`: "the rsa:8192 key"); a catalog fixture's port is held meanwhile, so a port
+    /// that is taken fails at start, and a client that connects early is closed at once rather than left hanging.
+    case preparing(making: String, reservation: PortReservation?)
+    /// Listening here.
+    case serving(FixtureServer)
+    /// Served by the legacy helper, a process of its own, as its report says.
+    case servedByHelper(CatalogEntry)
+    /// The linked OpenSSL (or the store's CA) cannot serve it; never served as something else.
+    case unsupported(reason: String)
+    /// Prepared in the background, then could not be served.
+    case failed(reason: String)
+    /// The fleet stopped it.
+    case stopped
+
+    /// The fixture listening in this process, when it is serving.
+    package var fixture: FixtureServer? {
+        if case .serving(let fixture) = self { return fixture }
+        return nil
+    }
+
+    /// Serving here or in the helper, or about to.
+    package var isServingOrPreparing: Bool {
+        switch self {
+        case .serving, .servedByHelper, .preparing: return true
+        case .unsupported, .failed, .stopped: return false
+        }
+    }
+}
+
+/// A fixture the fleet serves on a port, as the proxy needs it.
+package struct ServedFixture: Sendable, Equatable {
+    package var scenario: String
+    package var port: Int
+    /// Plain HTTP (the `http` scenario): the proxy forwards `GET http://…` to it; TLS ones take CONNECT.
+    package var isCleartext: Bool
+    /// Where the proxy connects: loopback, or the fixture's own address when it listens elsewhere.
+    package var address: String
+
+    package init(scenario: String, port: Int, isCleartext: Bool, address: String) {
+        self.scenario = scenario; self.port = port; self.isCleartext = isCleartext; self.address = address
+    }
+
+    init(_ fixture: FixtureServer) {
+        self.init(
+            scenario: fixture.scenario.name, port: fixture.port, isCleartext: fixture.scenario.isCleartext,
+            address: Self.connectAddress(fixture.boundAddresses))
+    }
+
+    /// A fixture on every address (`--bind 0.0.0.0`) is reached on loopback; one bound to a single address, there.
+    static func connectAddress(_ bound: [String]) -> String {
+        if bound.isEmpty || bound.contains("127.0.0.1") || bound.contains("0.0.0.0") || bound.contains("localhost") {
+            return "127.0.0.1"
+        }
+        if bound.contains("::1") || bound.contains("::") { return "::1" }
+        return bound[0]
+    }
+}
+
+// The fleet as the front door sees it: three narrow views, so each room of the front door holds only what it uses, and
+// a test can stand in for the fleet. A new query (a fixture's connection records, readiness) is a requirement added
+// here and a method of `FixtureFleet`.
+
+/// What the proxy may reach: only ports the fleet serves a fixture on, so it can never be an open proxy.
+package protocol FixtureLookup: Sendable {
+    /// The fixture serving on `port` now, the catalog's or a leased one; nil when none does.
+    func servedFixture(onPort port: Int) -> ServedFixture?
+    /// The domains every fixture is named under: `fixtures.test` first, then `Options.domains`.
+    var fixtureDomains: [String] { get }
+}
+
+/// What the dashboard and the control API read.
+package protocol FleetQueries: Sendable {
+    /// Moves on every change of state, so a reader knows when to render again.
+    var generation: Int { get }
+    /// The catalog's fixtures and their states (without the front door's own URLs, which it adds).
+    func document() -> CatalogDocument
+    /// The catalog the fleet serves from.
+    var catalog: ScenarioCatalog { get }
+    /// The leased fixture `id`.
+    func leasedFixture(id: String) throws(FleetError) -> FixtureDescription
+    /// Leased fixtures serving now, oldest lease end first; only `session`'s when given.
+    func leasedFixtures(session: String?) -> [FixtureDescription]
+}
+
+/// What the control API asks the fleet to do.
+package protocol FleetCommands: Sendable {
+    /// Starts the fixture `request` asks for on a free port, with a lease.
+    func startLeased(_ request: StartFixtureRequest) async throws(FleetError) -> FixtureDescription
+    /// A fresh lease of `ttl` seconds (nil: the fixture's own) from now.
+    func renewLease(id: String, ttl: Int?) throws(FleetError) -> FixtureDescription
+    /// Stops a leased fixture; false when there was none by that id (stopped already: not an error).
+    @discardableResult
+    func stopLeased(id: String) async -> Bool
+    /// Stops every leased fixture of `session`; how many.
+    func stopSession(_ session: String) async -> Int
+}

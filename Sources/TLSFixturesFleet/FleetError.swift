@@ -1,0 +1,83 @@
+import TLSFixturesWire
+
+/// Why the fleet refused what it was asked: a lease it cannot give, a scenario it cannot serve, a fixture it does not
+/// have. It says what is wrong in the fleet's terms and knows nothing of HTTP: the front door maps each code to a
+/// status in one table (`FleetErrorStatus`), and words the fix in its routes where the fleet's would not help, as the
+/// CLI adds its flags to library errors.
+package struct FleetError: CodedError {
+    package typealias Code = ErrorCode<FleetError>
+
+    package let code: Code
+    package let reason: String
+    package let fix: String?
+    /// The part of the request at fault (`ttl`, `session`, `scenario`, `scenario.tls.minVersion`), when there is one.
+    package let field: String?
+
+    package init(_ code: Code, _ reason: String, fix: String? = nil, field: String? = nil) {
+        self.code = code
+        self.reason = reason
+        self.fix = fix
+        self.field = field
+    }
+
+    package static func invalidTTL(_ ttl: Int) -> FleetError {
+        FleetError(
+            .invalidTTL, "ttl \(ttl) is not a lease", fix: "give whole seconds from 1 to \(FixtureAPI.maximumTTL)",
+            field: "ttl")
+    }
+
+    package static func invalidSession(_ session: String) -> FleetError {
+        FleetError(
+            .invalidSession, "session \"\(session)\" is not a session tag",
+            fix: "use 1–\(FixtureAPI.maximumSessionLength) letters, digits, '.', '_' or '-'", field: "session")
+    }
+
+    package static let stopping = FleetError(.stopping, "the runner is stopping")
+
+    package static let full = FleetError(
+        .full, "\(FixtureAPI.maximumLiveFixtures) fixtures started through the API are running, the most at once",
+        fix: "stop some, by id or by session, or let their leases end")
+
+    package static func noSuchFixture(_ id: String) -> FleetError {
+        FleetError(
+            .noSuchFixture, "no fixture \"\(id)\": it was stopped or its lease ended",
+            fix: "the fleet's list of leased fixtures names the running ones")
+    }
+}
+
+/// The codes of `FleetError`. A new code needs a status in the front door's table (a test holds every code to one).
+extension ErrorCode where Owner == FleetError {
+    /// A lease that is not whole seconds from 1 to `FixtureAPI.maximumTTL`.
+    package static var invalidTTL: Self { Self("invalidTTL") }
+    /// A session tag that is not 1–64 letters, digits, `.`, `_` or `-`.
+    package static var invalidSession: Self { Self("invalidSession") }
+    /// A scenario name the catalog does not have.
+    package static var unknownScenario: Self { Self("unknownScenario") }
+    /// An inline scenario the scenario files' own rules refuse (the field names the key).
+    package static var invalidScenario: Self { Self("invalidScenario") }
+    /// An inline scenario named as a catalog scenario.
+    package static var catalogName: Self { Self("catalogName") }
+    /// An inline scenario's `keyName` that is not a catalog key, or names one of another type.
+    package static var invalidKeyName: Self { Self("invalidKeyName") }
+    /// A scenario the linked OpenSSL (or the store's CA) cannot serve, or whose material cannot be made.
+    package static var cannotPrepare: Self { Self("cannotPrepare") }
+    /// `FixtureAPI.maximumLiveFixtures` leased fixtures run already.
+    package static var full: Self { Self("full") }
+    /// The runner is stopping: nothing new starts.
+    package static var stopping: Self { Self("stopping") }
+    /// The fixture could not listen (no port, no descriptor).
+    package static var cannotListen: Self { Self("cannotListen") }
+    /// The fixture started but its description (pins, PEMs, client identity) could not be made.
+    package static var cannotDescribe: Self { Self("cannotDescribe") }
+    /// No leased fixture has that id (stopped, or its lease ended).
+    package static var noSuchFixture: Self { Self("noSuchFixture") }
+
+    /// Every code, for the front door's table and its test.
+    package static var all: [Self] {
+        [
+            .invalidTTL, .invalidSession, .unknownScenario, .invalidScenario, .catalogName, .invalidKeyName,
+            .cannotPrepare,
+            .full, .stopping, .cannotListen, .cannotDescribe, .noSuchFixture,
+        ]
+    }
+}

@@ -1,0 +1,215 @@
+import Foundation
+import NIOHTTP1
+import TLSFixturesFleet
+import TLSFixturesScenario
+import TLSFixturesWire
+
+/// The control API (`FixtureAPI` has the paths and limits): a table of routes over the fleet's narrow views, a request
+/// in and an answer out, no sockets, so every route and status is tested in memory. A new endpoint is a row of
+/// `routes` and a method here.
+struct ControlAPI: Sendable {
+    typealias Fleet = FleetQueries & FleetCommands
+
+    struct Request: Sendable {
+        var method: HTTPMethod
+        var uri: String
+        var contentType: String?
+        var body: Data
+    }
+
+    /// What a handler gets: the request and the path's one variable segment (`ID`, `TAG`), when the pattern has one.
+    typealias Handler = @Sendable (ControlAPI, Request, _ parameter: String) async throws -> HTTPAnswer
+
+    /// One resource: its path (`ID` and `TAG` stand for a segment) and its methods, in the order the 404 lists them.
+    struct Route: Sendable {
+        var pattern: String
+        var methods: [(method: HTTPMethod, handler: Handler)]
+
+        init(_ pattern: String, _ methods: [(method: HTTPMethod, handler: Handler)]) {
+            self.pattern = pattern
+            self.methods = methods
+        }
+
+        /// The variable segment when `segments` is this route's path ("" when the pattern has none); nil otherwise.
+        func match(_ segments: [String]) -> String? {
+            let parts = pattern.split(separator: "/").map(String.init)
+            guard parts.count == segments.count else { return nil }
+            var parameter = ""
+            for (part, segment) in zip(parts, segments) {
+                if part == "ID" || part == "TAG" { parameter = segment } else if part != segment { return nil }
+            }
+            return parameter
+        }
+    }
+
+    static let routes: [Route] = [
+        Route(
+            FixtureAPI.fixturesPath,
+            [
+                (.POST, { api, request, _ in try await api.start(request) }),
+                (.GET, { api, request, _ in api.list(request) }),
+            ]),
+        Route(
+            FixtureAPI.fixturesPath + "/ID",
+            [
+                (.GET, { api, _, id in try api.describe(id) }),
+                (.DELETE, { api, _, id in await api.stop(id) }),
+            ]),
+        Route(FixtureAPI.fixturesPath + "/ID/renew", [(.POST, { api, request, id in try api.renew(id, request) })]),
+        Route(FixtureAPI.sessionsPath + "/TAG", [(.DELETE, { api, _, tag in try await api.stopSession(tag) })]),
+    ]
+
+    let fleet: any Fleet
+    /// Where the runner's proxy listens, once it does: every description names it.
+    let proxy: @Sendable () -> ProxyEndpoint?
+
+    func answer(_ request: Request) async -> HTTPAnswer {
+        do {
+            return try await route(request)
+        } catch let failure as ControlAPIFailure {
+            return .failure(failure)
+        } catch let error as FleetError {
+            return .failure(FleetErrorStatus.failure(error))
+        } catch {
+            return .failure(ControlAPIFailure(500, "\(error)"))
+        }
+    }
+
+    private func route(_ request: Request) async throws -> HTTPAnswer {
+        let path = String(request.uri.split(separator: "?", maxSplits: 1, omittingEmptySubsequences: false)[0])
+        let segments = path.split(separator: "/", omittingEmptySubsequences: true).map(String.init)
+        for route in Self.routes {
+            guard let parameter = route.match(segments) else { continue }
+            guard let handler = route.methods.first(where: { $0.method == request.method })?.handler else {
+                let allowed = route.methods.map(\.method.rawValue)
+                var failure = ControlAPIFailure(
+                    405, "\(request.method.rawValue) is not allowed here; use \(allowed.joined(separator: " or "))")
+                failure.allow = allowed.joined(separator: ", ")
+                throw failure
+            }
+            return try await handler(self, request, parameter)
+        }
+        let endpoints = Self.routes.map { route in
+            route.methods.map(\.method.rawValue).joined(separator: "|") + " " + route.pattern
+        }
+        throw ControlAPIFailure(
+            404, "no such endpoint \(path): the control API is \(endpoints.joined(separator: ", "))")
+    }
+
+    // MARK: The handlers
+
+    private func start(_ request: Request) async throws -> HTTPAnswer {
+        let start = try Self.decode(StartFixtureRequest.self, request, known: ["scenario", "ttl", "session"])
+        let described = withProxy(try await fleet.startLeased(start))
+        return .json(.created, described).adding("Location", "\(FixtureAPI.fixturesPath)/\(described.id)")
+    }
+
+    private func list(_ request: Request) -> HTTPAnswer {
+        .json(
+            .ok, FixtureList(fixtures: fleet.leasedFixtures(session: Self.query(request.uri)["session"]).map(withProxy))
+        )
+    }
+
+    private func describe(_ id: String) throws -> HTTPAnswer {
+        .json(.ok, withProxy(try fleet.leasedFixture(id: id)))
+    }
+
+    /// Idempotent: a fixture stopped already is `204` too.
+    private func stop(_ id: String) async -> HTTPAnswer {
+        await fleet.stopLeased(id: id)
+        return HTTPAnswer(status: .noContent, contentType: nil, body: Data())
+    }
+
+    private func renew(_ id: String, _ request: Request) throws -> HTTPAnswer {
+        let renewal: RenewFixtureRequest =
+            request.body.allSatisfy(\.isWhitespaceByte)
+            ? RenewFixtureRequest() : try Self.decode(RenewFixtureRequest.self, request, known: ["ttl"])
+        return .json(.ok, withProxy(try fleet.renewLease(id: id, ttl: renewal.ttl)))
+    }
+
+    private func stopSession(_ session: String) async throws -> HTTPAnswer {
+        guard FixtureAPI.isValidSession(session) else {
+            throw ControlAPIFailure(
+                400,
+                "\"\(session)\" is not a session tag: use 1–\(FixtureAPI.maximumSessionLength) letters, digits, "
+                    + "'.', '_' or '-'", field: "session")
+        }
+        return .json(.ok, SessionStopped(session: session, stopped: await fleet.stopSession(session)))
+    }
+
+    private func withProxy(_ description: FixtureDescription) -> FixtureDescription {
+        var description = description
+        description.proxy = proxy()
+        return description
+    }
+
+    // MARK: Reading requests
+
+    /// Strict: a JSON object, of `application/json`, with no key the request type does not know (a misspelt `"tll"`
+    /// would otherwise be a silent 300-second lease).
+    static func decode<T: Decodable>(_ type: T.Type, _ request: Request, known: Set<String>) throws -> T {
+        guard
+            request.contentType?.lowercased().split(separator: ";").first?.trimmingCharacters(in: .whitespaces)
+                == "application/json"
+        else {
+            throw ControlAPIFailure(415, "send the body as JSON (Content-Type: application/json)")
+        }
+        guard !request.body.allSatisfy(\.isWhitespaceByte) else {
+            throw ControlAPIFailure(400, "the body is empty; send a JSON object such as {\"scenario\": \"expired\"}")
+        }
+        let object: [String: JSONValue]
+        do {
+            object = try JSONDecoder().decode([String: JSONValue].self, from: request.body)
+        } catch {
+            throw ControlAPIFailure(
+                400,
+                "the body is not a JSON object (\(ScenarioCatalog.syntaxProblem(in: request.body) ?? "expected {…}"))")
+        }
+        if let unknown = object.keys.sorted().first(where: { !known.contains($0) }) {
+            throw ControlAPIFailure(
+                400, "unknown key \"\(unknown)\" (known: \(known.sorted().joined(separator: ", ")))", field: unknown)
+        }
+        do {
+            return try FixtureAPI.decoder().decode(T.self, from: request.body)
+        } catch let error as DecodingError {
+            let (field, problem) = describe(error)
+            throw ControlAPIFailure(400, field.map { "\($0): \(problem)" } ?? problem, field: field)
+        }
+    }
+
+    private static func describe(_ error: DecodingError) -> (field: String?, problem: String) {
+        func field(_ path: [CodingKey]) -> String? {
+            let text = path.map { $0.intValue.map { "[\($0)]" } ?? $0.stringValue }.joined(separator: ".")
+            return text.isEmpty ? nil : text
+        }
+        switch error {
+        case .keyNotFound(let key, let context):
+            return (field(context.codingPath + [key]), "missing; for example {\"scenario\": \"expired\"}")
+        case .typeMismatch(let type, let context), .valueNotFound(let type, let context):
+            let expected = type == Int.self ? "whole seconds (a number)" : type == String.self ? "a string" : "\(type)"
+            return (field(context.codingPath), "expected \(expected)")
+        case .dataCorrupted(let context):
+            return (field(context.codingPath), context.debugDescription)
+        @unknown default:
+            return (nil, "\(error)")
+        }
+    }
+
+    static func query(_ uri: String) -> [String: String] {
+        let pieces = uri.split(separator: "?", maxSplits: 1, omittingEmptySubsequences: false)
+        var query: [String: String] = [:]
+        if pieces.count == 2 {
+            for pair in pieces[1].split(separator: "&") {
+                let kv = pair.split(separator: "=", maxSplits: 1).map {
+                    String($0).removingPercentEncoding ?? String($0)
+                }
+                if kv.count == 2 { query[kv[0]] = kv[1] }
+            }
+        }
+        return query
+    }
+}
+
+extension UInt8 {
+    var isWhitespaceByte: Bool { self == 0x20 || self == 0x09 || self == 0x0A || self == 0x0D }
+}

@@ -1,0 +1,156 @@
+import Foundation
+import NIOCore
+import NIOEmbedded
+import Testing
+@testable import TLSFixtures
+@testable import TLSFixturesFleet
+
+/// The fleet in this process (issue 23): leases on a manual clock, the typed errors it answers the front door with,
+/// and the wall between it and HTTP. Its fixtures are real servers on loopback; only the clock is a test's.
+@Suite("The runner's fleet")
+struct FleetTests {
+    /// A fleet whose leases run on `loop`'s clock, with no catalog fixtures of its own.
+    static func fleet(on loop: NIOAsyncTestingEventLoop, origin: Date) async throws -> FixtureFleet {
+        var options = FixtureFleet.Options()
+        let start = loop.now
+        options.leaseClock = LeaseClock(
+            eventLoop: loop,
+            now: {
+                origin.addingTimeInterval(Double(loop.now.uptimeNanoseconds - start.uptimeNanoseconds) / 1e9)
+            })
+        return try await FixtureFleet.start([], catalog: .builtIn, store: TestEnvironment.sharedStore, options: options)
+    }
+
+    /// Waits for fixtures whose lease ended to finish closing (`stop()` waits for the same).
+    static func closed(_ fleet: FixtureFleet) async {
+        for pending in fleet.closing.withLockedValue({ Array($0.values) }) { try? await pending.get() }
+    }
+
+    @Test(
+        "a lease ends on its clock and frees its port; a renewed one outlives its first term; an ended one stays ended"
+    )
+    func leaseExpiry() async throws {
+        let loop = NIOAsyncTestingEventLoop()
+        let origin = Date(timeIntervalSince1970: 1_900_000_000)
+        let fleet = try await Self.fleet(on: loop, origin: origin)
+        let short = try await fleet.startLeased(StartFixtureRequest(scenario: .name("ats-compliant"), ttl: 2))
+        let renewed = try await fleet.startLeased(
+            StartFixtureRequest(scenario: .name("ats-compliant"), ttl: 3, session: "run"))
+        #expect(short.expiresAt == origin.addingTimeInterval(2) && renewed.expiresAt == origin.addingTimeInterval(3))
+        #expect(Ports.accepts(short.port) && Ports.accepts(renewed.port))
+
+        await loop.advanceTime(by: .seconds(1))
+        let later = try fleet.renewLease(id: renewed.id, ttl: 10)
+        #expect(
+            later.ttl == 10 && later.expiresAt == origin.addingTimeInterval(11), "renewed from now, not from the start")
+        #expect(fleet.leasedFixtures(session: nil).map(\.id) == [short.id, renewed.id], "oldest lease end first")
+
+        await loop.advanceTime(by: .milliseconds(999))
+        #expect((try? fleet.leasedFixture(id: short.id)) != nil, "the lease ended early")
+        await loop.advanceTime(by: .milliseconds(1))
+        await Self.closed(fleet)
+        #expect(throws: FleetError.noSuchFixture(short.id)) { try fleet.leasedFixture(id: short.id) }
+        #expect(Ports.canListen(short.port), "the ended lease's port still listens")
+        #expect(throws: FleetError.noSuchFixture(short.id)) { try fleet.renewLease(id: short.id, ttl: nil) }
+
+        await loop.advanceTime(by: .seconds(2))  // past the renewed fixture's first 3 s
+        let again = try fleet.renewLease(id: renewed.id, ttl: nil)
+        #expect(
+            again.ttl == 10 && again.expiresAt == origin.addingTimeInterval(14),
+            "a renew without a ttl keeps the fixture's own")
+        #expect(try fleet.leasedFixture(id: renewed.id).ttl == 10)
+        #expect(Ports.accepts(renewed.port))
+        await loop.advanceTime(by: .seconds(10))  // its lease, renewed at 4 s: 4 + 10 s
+        await Self.closed(fleet)
+        #expect(fleet.leasedFixtures(session: "run").isEmpty)
+        #expect(Ports.canListen(renewed.port))
+        await fleet.stop()
+    }
+
+    @Test("the fleet's refusals are typed, with the field at fault, and no fixture is left behind")
+    func refusals() async throws {
+        let loop = NIOAsyncTestingEventLoop()
+        let fleet = try await Self.fleet(on: loop, origin: Date())
+        func refusal(_ request: StartFixtureRequest) async -> FleetError? {
+            do {
+                _ = try await fleet.startLeased(request)
+                return nil
+            } catch {
+                return error
+            }
+        }
+        let ttl = await refusal(StartFixtureRequest(scenario: .name("expired"), ttl: 0))
+        #expect(ttl?.code == .invalidTTL && ttl?.field == "ttl")
+        let session = await refusal(StartFixtureRequest(scenario: .name("expired"), session: "a b"))
+        #expect(session?.code == .invalidSession && session?.field == "session")
+        let unknown = await refusal(StartFixtureRequest(scenario: .name("expird")))
+        #expect(
+            unknown?.code == .unknownScenario && unknown?.reason.contains("did you mean \"expired\"") == true,
+            "\(String(describing: unknown))")
+        let taken = await refusal(
+            StartFixtureRequest(
+                scenario: .inline([
+                    "name": "expired", "group": "custom", "summary": "s",
+                    "expect": ["ats": "block"],
+                ])))
+        #expect(taken?.code == .catalogName && taken?.field == "scenario.name")
+        let badKey = await refusal(
+            StartFixtureRequest(
+                scenario: .inline([
+                    "name": "mine", "group": "custom", "summary": "s",
+                    "tls": [:], "certificate": ["keyName": "backup"],
+                    "expect": ["ats": "allow"],
+                ])))
+        #expect(
+            badKey?.code == .invalidKeyName && badKey?.field == "scenario.certificate.keyName",
+            "\(String(describing: badKey))")
+        let badTLS = await refusal(
+            StartFixtureRequest(
+                scenario: .inline([
+                    "name": "mine", "group": "custom", "summary": "s",
+                    "tls": ["minVersion": "TLSv9"], "certificate": [:],
+                    "expect": ["ats": "allow"],
+                ])))
+        #expect(
+            badTLS?.code == .invalidScenario && badTLS?.field == "scenario.tls.minVersion",
+            "\(String(describing: badTLS))")
+        #expect(fleet.leasedFixtures(session: nil).isEmpty)
+        #expect(fleet.table.withLockedValue { $0.members.isEmpty }, "a refused start left a member in the table")
+
+        let running = try await fleet.startLeased(StartFixtureRequest(scenario: .name("ats-compliant")))
+        await fleet.stop()
+        let stopping = await refusal(StartFixtureRequest(scenario: .name("expired")))
+        #expect(stopping?.code == .stopping)
+        #expect(fleet.leasedFixtures(session: nil).isEmpty && !Ports.accepts(running.port), "stop() left a leased fixture")
+        #expect(await !fleet.stopLeased(id: running.id))
+    }
+
+    @Test("one state per catalog fixture, and the catalog document derived from it")
+    func states() async throws {
+        try await ScenarioRunner.withRunner(
+            try ScenarioCatalog.builtIn.scenarios(named: ["ats-compliant", "ssl-v3"]), catalog: .builtIn,
+            store: TestEnvironment.sharedStore, options: Self.freeOptions(frontDoor: false)
+        ) { runner in
+            let states = runner.fleet.catalogStates
+            #expect(states.map(\.scenario.name) == ["ats-compliant", "ssl-v3"], "in catalog order")
+            let port = try #require(states.first?.state.fixture?.port)
+            #expect(runner.fleet.servedFixture(onPort: port)?.scenario == "ats-compliant")
+            #expect(runner.fleet.servedFixture(onPort: port + 1) == nil)
+            guard case .unsupported(let reason) = states[1].state else {
+                Issue.record("ssl-v3 is \(states[1].state), not unsupported")
+                return
+            }
+            let document = runner.document()
+            #expect(document.scenarios.map(\.status) == [.serving, .unsupported])
+            #expect(document.scenarios[1].reason == reason)
+            #expect(document.dashboard == nil && document.proxy == nil, "no front door, so nothing names one")
+        }
+    }
+
+    static func freeOptions(frontDoor: Bool = true) throws -> ScenarioRunner.Options {
+        var options = ScenarioRunner.Options()
+        options.portBase = try ServeEndToEndTests.freePortBase()
+        options.frontDoor = frontDoor
+        return options
+    }
+}

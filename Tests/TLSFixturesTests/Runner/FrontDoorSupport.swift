@@ -1,0 +1,186 @@
+import Foundation
+import NIOConcurrencyHelpers
+import NIOCore
+import NIOEmbedded
+import Testing
+@testable import TLSFixtures
+@testable import TLSFixturesRunner
+
+/// A stand-in for the fleet behind the front door: canned answers and a record of what it was asked, so every answer
+/// of the front door can be made in memory, the way swift-nio-ssl tests its handler without a socket.
+final class FakeFleet: FleetQueries, FleetCommands, FixtureLookup, Sendable {
+    struct Calls: Sendable {
+        var started: [StartFixtureRequest] = []
+        var renewed: [(id: String, ttl: Int?)] = []
+        var stopped: [String] = []
+        var sessionsStopped: [String] = []
+        var listedSession: [String?] = []
+    }
+
+    /// What `startLeased` does: describe `expired`, or throw.
+    let startOutcome: NIOLockedValueBox<Result<FixtureDescription, FleetError>>
+    let fixtures: NIOLockedValueBox<[FixtureDescription]>
+    let served: [Int: ServedFixture]
+    let fixtureDomains: [String]
+    let calls = NIOLockedValueBox(Calls())
+    let catalog = ScenarioCatalog.builtIn
+
+    init(
+        fixtures: [FixtureDescription] = [FakeFleet.described("abc123")], served: [Int: ServedFixture] = [:],
+        domains: [String] = ["fixtures.test"]
+    ) {
+        startOutcome = NIOLockedValueBox(.success(Self.described("new456")))
+        self.fixtures = NIOLockedValueBox(fixtures)
+        self.served = served
+        fixtureDomains = domains
+    }
+
+    /// A description as the fleet makes it: no proxy (the front door adds its own).
+    static func described(
+        _ id: String, scenario: String = "expired", session: String? = nil, ttl: Int = 300
+    ) -> FixtureDescription {
+        FixtureDescription(
+            id: id, scenario: scenario, group: "certificate", summary: "s", port: 40_001,
+            url: URL(string: "https://localhost:40001/")!,
+            qualifiedURL: URL(string: "https://\(scenario).fixtures.test:40001/")!,
+            domainURLs: [], pins: FixturePins(leaf: "L", ca: "C", backup: "B", pinnedLeaf: "P"), caPEM: "CA",
+            chainPEM: "CHAIN",
+            interceptionRootPEM: nil, clientIdentity: nil,
+            expect: FixtureExpectations(verify: "certificate has expired", ats: .block),
+            proxy: nil, session: session, ttl: ttl, expiresAt: Date(timeIntervalSince1970: 2_000_000_000))
+    }
+
+    var generation: Int { 1 }
+
+    func document() -> CatalogDocument {
+        let expired = try! catalog.scenario(named: "expired")
+        return CatalogDocument(
+            dashboard: nil, scenarios: [CatalogEntry(scenario: expired, port: 40_001, status: .serving)])
+    }
+
+    func leasedFixture(id: String) throws(FleetError) -> FixtureDescription {
+        guard let found = fixtures.withLockedValue({ $0.first { $0.id == id } }) else { throw .noSuchFixture(id) }
+        return found
+    }
+
+    func leasedFixtures(session: String?) -> [FixtureDescription] {
+        calls.withLockedValue { $0.listedSession.append(session) }
+        return fixtures.withLockedValue { $0 }.filter { session == nil || $0.session == session }
+    }
+
+    func startLeased(_ request: StartFixtureRequest) async throws(FleetError) -> FixtureDescription {
+        calls.withLockedValue { $0.started.append(request) }
+        return try startOutcome.withLockedValue { $0 }.get()
+    }
+
+    func renewLease(id: String, ttl: Int?) throws(FleetError) -> FixtureDescription {
+        calls.withLockedValue { $0.renewed.append((id, ttl)) }
+        var found = try leasedFixture(id: id)
+        found.ttl = ttl ?? found.ttl
+        return found
+    }
+
+    func stopLeased(id: String) async -> Bool {
+        calls.withLockedValue { $0.stopped.append(id) }
+        return fixtures.withLockedValue { $0.contains { $0.id == id } }
+    }
+
+    func stopSession(_ session: String) async -> Int {
+        calls.withLockedValue { $0.sessionsStopped.append(session) }
+        return fixtures.withLockedValue { $0.filter { $0.session == session }.count }
+    }
+
+    func servedFixture(onPort port: Int) -> ServedFixture? { served[port] }
+}
+
+/// One runner connection in a `NIOAsyncTestingChannel`, with the pipeline `RunnerListener` gives a real one (the
+/// decoder, the router, the dashboard): raw request bytes in, raw answer bytes out.
+struct FrontDoorConnection {
+    let channel: NIOAsyncTestingChannel
+    static let proxy = ProxyEndpoint(port: 9800, domains: ["fixtures.test"])
+
+    /// `controlAPI`, `proxy`, `dashboard`: which rooms this port has (a proxy-only port has neither the API nor the
+    /// dashboard). `client`: the peer's address.
+    static func open(
+        _ fleet: FakeFleet, controlAPI: Bool = true, proxy: Bool = true, proxyElsewhere: Int? = nil,
+        dashboard: Bool = true,
+        client: String = "127.0.0.1", allowRemoteClients: Bool = false
+    ) async throws -> FrontDoorConnection {
+        let addresses = FrontDoorAddresses.Box()
+        addresses.set(FrontDoorAddresses(dashboard: "http://localhost:9800/", proxy: Self.proxy))
+        let services = RunnerServices(
+            controlAPI: controlAPI ? ControlAPI(fleet: fleet, proxy: { addresses.value.proxy }) : nil,
+            proxy: proxy ? ProxyPolicy(fixtures: fleet) : nil, proxyElsewhere: proxyElsewhere,
+            allowRemoteClients: allowRemoteClients)
+        let content = dashboard ? try DashboardContent(fleet: fleet, ca: Self.ca, addresses: addresses) : nil
+        let channel = NIOAsyncTestingChannel()
+        try await channel.testingEventLoop.executeInContext {
+            try RunnerHTTPPipeline.configure(channel, services: services, dashboard: content)
+        }
+        channel.localAddress = try SocketAddress(ipAddress: "127.0.0.1", port: 9800)
+        try await channel.connect(to: try SocketAddress(ipAddress: client, port: 50_000))
+        return FrontDoorConnection(channel: channel)
+    }
+
+    static let ca = try! CertificateAuthority.ephemeral().certificate
+
+    struct Answer {
+        var status: Int
+        var headers: [(String, String)]
+        var body: Data
+        var text: String { String(decoding: body, as: UTF8.self) }
+        func header(_ name: String) -> String? { headers.first { $0.0.lowercased() == name.lowercased() }?.1 }
+        var error: APIError? { try? JSONDecoder().decode(APIError.self, from: body) }
+        func decode<T: Decodable>(_ type: T.Type = T.self) throws -> T {
+            try FixtureAPI.decoder().decode(T.self, from: body)
+        }
+    }
+
+    /// Sends `method path` (with `body` as JSON unless `contentType` says otherwise) and reads one whole answer.
+    func send(
+        _ method: String, _ path: String, body: String? = nil, contentType: String? = "application/json",
+        headers: [String] = ["Host: localhost:9800"], head: Bool = false
+    ) async throws -> Answer {
+        var request = "\(method) \(path) HTTP/1.1\r\n" + headers.map { $0 + "\r\n" }.joined()
+        if let body {
+            if let contentType { request += "Content-Type: \(contentType)\r\n" }
+            request += "Content-Length: \(body.utf8.count)\r\n\r\n" + body
+        } else {
+            request += "\r\n"
+        }
+        return try await exchange(ByteBuffer(string: request), head: head || method == "HEAD")
+    }
+
+    /// Writes `bytes` and reads until one answer has arrived whole (its head and `Content-Length` bytes of body).
+    func exchange(_ bytes: ByteBuffer, head: Bool = false) async throws -> Answer {
+        try await channel.writeInbound(bytes)
+        var received = Data()
+        while true {
+            if let answer = Self.parse(received, head: head) { return answer }
+            guard case .byteBuffer(let part) = try await channel.waitForOutboundWrite(as: IOData.self) else { continue }
+            received.append(contentsOf: part.readableBytesView)
+        }
+    }
+
+    static func parse(_ data: Data, head: Bool) -> Answer? {
+        guard let end = data.firstRange(of: Data("\r\n\r\n".utf8)) else { return nil }
+        let lines = String(decoding: data[..<end.lowerBound], as: UTF8.self).components(separatedBy: "\r\n")
+        guard let status = lines.first?.split(separator: " ").dropFirst().first.flatMap({ Int($0) }) else { return nil }
+        let headers = lines.dropFirst().compactMap { line -> (String, String)? in
+            guard let colon = line.firstIndex(of: ":") else { return nil }
+            return (String(line[..<colon]), line[line.index(after: colon)...].trimmingCharacters(in: .whitespaces))
+        }
+        let length = head ? 0 : headers.first { $0.0.lowercased() == "content-length" }.flatMap { Int($0.1) } ?? 0
+        let body = data[end.upperBound...]
+        guard body.count >= length else { return nil }
+        return Answer(status: status, headers: headers, body: Data(body.prefix(length)))
+    }
+
+    /// Whether the connection is still open once everything queued on its loop has run.
+    var isOpen: Bool {
+        get async {
+            await channel.testingEventLoop.run()
+            return channel.isActive
+        }
+    }
+}

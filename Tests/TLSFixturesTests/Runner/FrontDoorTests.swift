@@ -1,0 +1,271 @@
+import Foundation
+import NIOCore
+import Testing
+@testable import TLSFixtures
+@testable import TLSFixturesRunner
+
+/// The runner's front door in memory (issue 23): the request router, the control API's routes, the dashboard and the
+/// proxy's refusals, each driven through the pipeline a real connection gets, over a `FakeFleet` that can make every
+/// answer happen. The end-to-end suites keep what only a real `serve` shows (TLS through the proxy, real clients).
+@Suite("The runner's front door, in an EmbeddedChannel")
+struct FrontDoorTests {
+    // MARK: Every route
+
+    @Test("every route and method of the control API reaches the fleet as asked and answers with its JSON")
+    func routes() async throws {
+        let fleet = FakeFleet(fixtures: [
+            FakeFleet.described("abc123", session: "run-1"), FakeFleet.described("def789"),
+        ])
+        let door = try await FrontDoorConnection.open(fleet)
+
+        let created = try await door.send(
+            "POST", "/api/fixtures", body: #"{"scenario": "expired", "ttl": 60, "session": "run-1"}"#)
+        #expect(created.status == 201, "\(created.text)")
+        #expect(created.header("Location") == "/api/fixtures/new456")
+        #expect(created.header("Content-Type") == "application/json" && created.header("Cache-Control") == "no-store")
+        let description: FixtureDescription = try created.decode()
+        #expect(
+            description.id == "new456" && description.proxy == FrontDoorConnection.proxy,
+            "the front door names its proxy")
+        #expect(
+            fleet.calls.withLockedValue { $0.started } == [
+                StartFixtureRequest(scenario: .name("expired"), ttl: 60, session: "run-1")
+            ])
+
+        let all = try await door.send("GET", "/api/fixtures")
+        #expect(all.status == 200)
+        #expect(try all.decode(FixtureList.self).fixtures.map(\.id) == ["abc123", "def789"])
+        #expect(try all.decode(FixtureList.self).fixtures.allSatisfy { $0.proxy == FrontDoorConnection.proxy })
+        let bySession = try await door.send("GET", "/api/fixtures?session=run-1")
+        #expect(try bySession.decode(FixtureList.self).fixtures.map(\.id) == ["abc123"])
+        #expect(fleet.calls.withLockedValue { $0.listedSession } == [nil, "run-1"])
+
+        let one = try await door.send("GET", "/api/fixtures/def789")
+        #expect(try one.status == 200 && one.decode(FixtureDescription.self).id == "def789")
+
+        let renewed = try await door.send("POST", "/api/fixtures/abc123/renew", body: #"{"ttl": 120}"#)
+        #expect(try renewed.status == 200 && renewed.decode(FixtureDescription.self).ttl == 120, "\(renewed.text)")
+        let kept = try await door.send("POST", "/api/fixtures/abc123/renew")
+        #expect(kept.status == 200, "an empty renew keeps the fixture's own ttl: \(kept.text)")
+        #expect(fleet.calls.withLockedValue { $0.renewed.map(\.ttl) } == [120, nil])
+        let gone = try await door.send("POST", "/api/fixtures/nope/renew")
+        #expect(gone.status == 404 && gone.error?.error.contains("no fixture \"nope\"") == true, "\(gone.text)")
+
+        // DELETE is idempotent: 204 whether the fleet still had it or not, and never a body.
+        for _ in 0..<2 {
+            let deleted = try await door.send("DELETE", "/api/fixtures/def789")
+            #expect(deleted.status == 204 && deleted.body.isEmpty && deleted.header("Content-Length") == nil)
+        }
+        #expect(fleet.calls.withLockedValue { $0.stopped } == ["def789", "def789"])
+
+        let session = try await door.send("DELETE", "/api/sessions/run-1")
+        #expect(session.status == 200)
+        #expect(try session.decode(SessionStopped.self) == SessionStopped(session: "run-1", stopped: 1))
+        #expect(await door.isOpen, "keep-alive requests closed the connection")
+    }
+
+    // MARK: Every status
+
+    /// The status each fleet failure gets: RFC 9110's meaning of each (§15.5.1 400 Bad Request for a request the
+    /// client must change, §15.5.5 404 for an id it does not have, §15.5.21 422 for a well-formed request for a
+    /// scenario that cannot be served, §15.6.1 500, §15.6.4 503 while stopping or out of ports), and RFC 6585 §4 429
+    /// for the cap the README gives ("at most 256 run at once (`429` beyond)").
+    static let fleetStatuses: [(code: FleetError.Code, status: Int)] = [
+        (.invalidTTL, 400), (.invalidSession, 400), (.unknownScenario, 400), (.invalidScenario, 400),
+        (.catalogName, 400),
+        (.invalidKeyName, 400), (.cannotPrepare, 422), (.full, 429), (.stopping, 503), (.cannotListen, 503),
+        (.cannotDescribe, 500), (.noSuchFixture, 404),
+    ]
+
+    @Test("each fleet error gets its status from one table, with the field and one line of JSON")
+    func fleetErrorStatuses() async throws {
+        let fleet = FakeFleet()
+        let door = try await FrontDoorConnection.open(fleet)
+        #expect(
+            Set(Self.fleetStatuses.map(\.code)) == Set(FleetError.Code.all), "a code without an expected status here")
+        for (code, status) in Self.fleetStatuses {
+            fleet.startOutcome.withLockedValue {
+                $0 = .failure(FleetError(code, "reason \(code)", fix: "fix it", field: "f-\(code)"))
+            }
+            let answer = try await door.send("POST", "/api/fixtures", body: #"{"scenario": "expired"}"#)
+            #expect(answer.status == status, "\(code): \(answer.status) \(answer.text)")
+            #expect(answer.error?.field == "f-\(code)", "\(code): \(answer.text)")
+            #expect(answer.error?.error.hasPrefix("reason \(code)") == true, "\(code): \(answer.text)")
+            #expect(answer.text.split(separator: "\n").count == 1, "\(code): not one line: \(answer.text)")
+        }
+        // The cap says when to try again; the API words the fixes the fleet's words would not help with.
+        fleet.startOutcome.withLockedValue { $0 = .failure(.full) }
+        let full = try await door.send("POST", "/api/fixtures", body: #"{"scenario": "expired"}"#)
+        #expect(full.header("Retry-After") == "1")
+        #expect(full.error?.error.contains("DELETE /api/fixtures/ID") == true, "\(full.text)")
+        let missing = try await door.send("GET", "/api/fixtures/nope")
+        #expect(
+            missing.status == 404 && missing.error?.error.contains("GET /api/fixtures lists") == true, "\(missing.text)"
+        )
+    }
+
+    /// A new `FleetError` code must get a row in the front door's table and in `Code.all`; this reads the codes the
+    /// source declares, so one added without both fails here.
+    @Test("every FleetError code the source declares is in Code.all and has a status in the table")
+    func everyCodeHasAStatus() throws {
+        let source = try String(
+            contentsOf: TestEnvironment.packageRoot.appendingPathComponent("Sources/TLSFixturesFleet/FleetError.swift"),
+            encoding: .utf8)
+        let declared = source.matches(of: /static var (\w+): Self \{ Self\("(\w+)"\) \}/).map { String($0.output.1) }
+        #expect(declared.count >= 12, "the scan found \(declared)")
+        #expect(Set(declared) == Set(FleetError.Code.all.map(\.description)))
+        for code in FleetError.Code.all { #expect(FleetErrorStatus.table[code] != nil, "\(code) has no status") }
+    }
+
+    @Test(
+        "the front door's own refusals: 400, 403, 404, 405, 413, 415, one line each; the connection survives the 4xx it may"
+    )
+    func ownRefusals() async throws {
+        let fleet = FakeFleet()
+        let door = try await FrontDoorConnection.open(fleet)
+        let bad: [(body: String, field: String?, says: String)] = [
+            (#"{"scenario":"#, nil, "not a JSON object"),
+            (#"["expired"]"#, nil, "not a JSON object"),
+            (#"{"scenario": "expired", "tll": 30}"#, "tll", "unknown key \"tll\""),
+            (#"{"ttl": 30}"#, "scenario", "missing"),
+            (#"{"scenario": "expired", "ttl": "30"}"#, "ttl", "whole seconds"),
+            (" ", nil, "the body is empty"),
+        ]
+        for item in bad {
+            let answer = try await door.send("POST", "/api/fixtures", body: item.body)
+            #expect(
+                answer.status == 400 && answer.error?.field == item.field,
+                "\(item.body) → \(answer.status) \(answer.text)")
+            #expect(answer.error?.error.contains(item.says) == true, "\(item.body) → \(answer.text)")
+        }
+        #expect(fleet.calls.withLockedValue { $0.started }.isEmpty, "a bad request reached the fleet")
+        let tag = try await door.send("DELETE", "/api/sessions/a%20b")
+        #expect(tag.status == 400 && tag.error?.field == "session", "\(tag.text)")
+
+        let text = try await door.send(
+            "POST", "/api/fixtures", body: #"{"scenario": "expired"}"#, contentType: "text/plain")
+        #expect(text.status == 415, "\(text.text)")
+        let nowhere = try await door.send("GET", "/api/nothing")
+        #expect(nowhere.status == 404)
+        // The endpoints as the README's "Testing an iOS app" lists them.
+        #expect(
+            nowhere.error?.error
+                == "no such endpoint /api/nothing: the control API is POST|GET /api/fixtures, GET|DELETE "
+                + "/api/fixtures/ID, POST /api/fixtures/ID/renew, DELETE /api/sessions/TAG", "\(nowhere.text)")
+        let put = try await door.send("PUT", "/api/fixtures", body: "{}")
+        #expect(put.status == 405 && put.header("Allow") == "POST, GET", "\(put.headers)")
+        let getRenew = try await door.send("GET", "/api/fixtures/abc123/renew")
+        #expect(getRenew.status == 405 && getRenew.header("Allow") == "POST")
+        #expect(await door.isOpen, "a 4xx the client can correct closed the connection")
+
+        // A web page in the user's browser cannot drive the API: a foreign Origin, or a Host that is not loopback.
+        let origin = try await door.send(
+            "POST", "/api/fixtures", body: #"{"scenario": "expired"}"#,
+            headers: ["Host: localhost:9800", "Origin: http://evil.example"])
+        #expect(origin.status == 403 && origin.error?.error.contains("http://evil.example") == true, "\(origin.text)")
+        let sameOrigin = try await door.send(
+            "GET", "/api/fixtures", headers: ["Host: localhost:9800", "Origin: http://localhost:9800"])
+        #expect(sameOrigin.status == 200, "the dashboard's own page was refused")
+        let rebinding = try await door.send("GET", "/api/fixtures", headers: ["Host: attacker.example:9800"])
+        #expect(
+            rebinding.status == 403 && rebinding.error?.error.contains("attacker.example") == true, "\(rebinding.text)")
+        #expect(fleet.calls.withLockedValue { $0.started }.isEmpty)
+
+        // Over FixtureAPI.maximumBodyBytes: refused, and the connection closed (the rest of the body is not read).
+        let huge = try await door.send(
+            "POST", "/api/fixtures", body: String(repeating: " ", count: FixtureAPI.maximumBodyBytes + 1))
+        #expect(huge.status == 413, "\(huge.text)")
+        #expect(await !door.isOpen)
+    }
+
+    @Test("clients that are not on this machine are refused the API and the proxy, unless allowed")
+    func remoteClients() async throws {
+        let fleet = FakeFleet()
+        let remote = try await FrontDoorConnection.open(fleet, client: "192.0.2.7")
+        let refused = try await remote.send("GET", "/api/fixtures")
+        #expect(
+            refused.status == 403 && refused.error?.error.contains("--allow-remote-clients") == true, "\(refused.text)")
+        #expect(await !remote.isOpen)
+        // The dashboard itself is for anyone who can reach the port.
+        let page = try await FrontDoorConnection.open(fleet, client: "192.0.2.7").send("GET", "/scenarios.json")
+        #expect(page.status == 200)
+        let allowed = try await FrontDoorConnection.open(fleet, client: "192.0.2.7", allowRemoteClients: true)
+        #expect(try await allowed.send("GET", "/api/fixtures", headers: ["Host: 192.0.2.1:9800"]).status == 200)
+    }
+
+    // MARK: The dashboard
+
+    @Test("the dashboard: the catalog with the front door's addresses, hosts lines, CA downloads, 404 elsewhere")
+    func dashboard() async throws {
+        let door = try await FrontDoorConnection.open(FakeFleet())
+        let json = try await door.send("GET", "/scenarios.json")
+        #expect(json.status == 200 && json.header("Content-Type") == "application/json")
+        let document = try JSONDecoder().decode(CatalogDocument.self, from: json.body)
+        #expect(document.dashboard == "http://localhost:9800/")
+        #expect(document.controlAPI == "http://localhost:9800/api/fixtures")
+        #expect(document.proxy == FrontDoorConnection.proxy)
+        #expect(document.scenarios.map(\.name) == ["expired"])
+        let page = try await door.send("GET", "/")
+        #expect(page.status == 200 && page.text.contains("id=\"scenario-expired\""))
+        let hosts = try await door.send("GET", "/hosts")
+        #expect(hosts.text.contains("127.0.0.1\texpired.fixtures.test\n"), "\(hosts.text)")
+        let cer = try await door.send("GET", "/ca.cer")
+        #expect(
+            cer.body == FrontDoorConnection.ca.der
+                && cer.header("Content-Disposition")?.contains("tls-fixtures-ca.cer") == true)
+        let headOnly = try await door.send("HEAD", "/")
+        #expect(headOnly.status == 200 && headOnly.body.isEmpty)
+        let missing = try await door.send("GET", "/nope")
+        #expect(missing.status == 404 && missing.text.hasPrefix("not found"))
+        let post = try await door.send("POST", "/", body: "x", contentType: "text/plain")
+        #expect(post.status == 404, "the dashboard answers GET and HEAD only")
+    }
+
+    // MARK: The proxy's refusals on the wire
+
+    @Test("the proxy refuses on the wire: CONNECT elsewhere 403, a bad authority 400, absolute-form to a stranger 403")
+    func proxyRefusals() async throws {
+        let fleet = FakeFleet(served: [
+            40_001: ServedFixture(scenario: "expired", port: 40_001, isCleartext: false, address: "127.0.0.1")
+        ])
+        let stranger = try await FrontDoorConnection.open(fleet)
+        let connect = try await stranger.send("CONNECT", "example.com:443", headers: ["Host: example.com:443"])
+        #expect(
+            connect.status == 403 && connect.text.hasPrefix("403 this proxy reaches only this runner's fixtures"),
+            "\(connect.text)")
+        #expect(await !stranger.isOpen, "a refused CONNECT left the connection open")
+
+        let malformed = try await FrontDoorConnection.open(fleet).send("CONNECT", "no-port", headers: ["Host: x"])
+        #expect(malformed.status == 400 && malformed.text.contains("is not HOST:PORT"), "\(malformed.text)")
+        let notAFixture = try await FrontDoorConnection.open(fleet).send(
+            "CONNECT", "expired.fixtures.test:40002", headers: ["Host: x"])
+        #expect(
+            notAFixture.status == 403 && notAFixture.text.contains("no fixture of this runner listens on port 40002"))
+        let forward = try await FrontDoorConnection.open(fleet).send(
+            "GET", "http://example.com:40001/", headers: ["Host: example.com"])
+        #expect(forward.status == 403, "\(forward.text)")
+
+        // A port without the proxy says where it is; the proxy's own port says where the rest is.
+        let elsewhere = try await FrontDoorConnection.open(fleet, proxy: false, proxyElsewhere: 9850)
+            .send("CONNECT", "expired.fixtures.test:40001", headers: ["Host: x"])
+        #expect(
+            elsewhere.status == 405 && elsewhere.text.contains("the proxy listens on port 9850"), "\(elsewhere.text)")
+        let proxyPort = try await FrontDoorConnection.open(fleet, controlAPI: false, dashboard: false)
+        let page = try await proxyPort.send("GET", "/")
+        #expect(
+            page.status == 404 && page.text.contains("this is the proxy port of tls-fixtures serve"), "\(page.text)")
+        let api = try await proxyPort.send("GET", "/api/fixtures")
+        #expect(
+            api.status == 404 && api.error?.error.contains("the control API is on the dashboard's port") == true,
+            "\(api.text)")
+    }
+
+    @Test("bytes that are not HTTP get one line and a close")
+    func notHTTP() async throws {
+        let door = try await FrontDoorConnection.open(FakeFleet())
+        let answer = try await door.exchange(
+            ByteBuffer(string: "\u{16}\u{03}\u{01}\u{02}\u{00}\u{01}\u{00}\u{01}\u{fc}\r\n\r\n"))
+        #expect(answer.status == 400 && answer.text == "400 not an HTTP request\n", "\(answer.text)")
+        #expect(await !door.isOpen)
+    }
+}
