@@ -355,10 +355,7 @@ public enum SubjectAltName: Hashable, Sendable, Codable, CustomStringConvertible
             self = .ip(trimmed)
             return
         }
-        let ascii: String
-        do { ascii = try IDNA.toASCII(trimmed) } catch let problem as IDNA.Problem {
-            throw PKIError.invalidHost(host, problem.description)
-        }
+        let ascii = try IDNA.toASCII(trimmed, given: host)
         try SubjectAltName.validateDNS(ascii)
         self = .dns(ascii.lowercased())
     }
@@ -374,10 +371,7 @@ public enum SubjectAltName: Hashable, Sendable, Codable, CustomStringConvertible
         guard local.unicodeScalars.allSatisfy({ $0.value > 0x20 && $0.value < 0x7f && !",@\\\"".unicodeScalars.contains($0) }) else {
             throw PKIError.invalidHost(email, "the part before @ takes ASCII letters, digits and .!#$%&'*+/=?^_`{|}~- only")
         }
-        let ascii: String
-        do { ascii = try IDNA.toASCII(domain) } catch let problem as IDNA.Problem {
-            throw PKIError.invalidHost(email, problem.description)
-        }
+        let ascii = try IDNA.toASCII(domain, given: email)
         if let problem = SubjectAltName.dnsNameProblem(ascii) ?? (ascii.contains("*") ? "no wildcard in an email address" : nil) {
             throw PKIError.invalidHost(email, problem)
         }

@@ -4,23 +4,26 @@ import Foundation
 /// A-label, `xn--` and its Punycode (RFC 3492, RFC 5891 §4.4), after the mapping browsers apply first (UTS #46 in its
 /// common part: lower case, Unicode normalisation form C, the ideographic full stops read as dots).
 package enum IDNA {
-    /// Why a name cannot be written in ASCII.
-    package struct Problem: Error, CustomStringConvertible {
-        package let description: String
+    /// `name` with every non-ASCII label as an A-label; an ASCII name is returned as it is. Throws
+    /// `PKIError.invalidHost` naming `given` (what the user typed: a host, or an email address around the name).
+    package static func toASCII(_ name: String, given: String? = nil) throws(PKIError) -> String {
+        do { return try encode(name) } catch { throw PKIError.invalidHost(given ?? name, error.problem) }
     }
 
-    /// `name` with every non-ASCII label as an A-label; an ASCII name is returned as it is.
-    package static func toASCII(_ name: String) throws -> String {
+    /// Why a name cannot be written in ASCII.
+    struct Failure: Error { let problem: String }
+
+    private static func encode(_ name: String) throws(Failure) -> String {
         guard !name.unicodeScalars.allSatisfy(\.isASCII) else { return name }
         let mapped = name.precomposedStringWithCanonicalMapping.lowercased()
             .replacingOccurrences(of: "\u{3002}", with: ".").replacingOccurrences(of: "\u{FF0E}", with: ".")
             .replacingOccurrences(of: "\u{FF61}", with: ".")
         let labels = mapped.split(separator: ".", omittingEmptySubsequences: false).map(String.init)
-        return try labels.map { label in
+        return try labels.map { (label) throws(Failure) -> String in
             if label.unicodeScalars.allSatisfy(\.isASCII) { return label }
             if label.unicodeScalars.contains(where: { $0.properties.generalCategory == .spaceSeparator
                                                       || $0.properties.generalCategory == .control }) {
-                throw Problem(description: "a DNS name has no spaces or control characters")
+                throw Failure(problem: "a DNS name has no spaces or control characters")
             }
             return "xn--" + (try punycode(label))
         }.joined(separator: ".")
@@ -30,7 +33,7 @@ package enum IDNA {
     private static let base = 36, tMin = 1, tMax = 26, skew = 38, damp = 700, initialBias = 72, initialN = 128
 
     /// RFC 3492 §6.3, the encoding procedure.
-    static func punycode(_ label: String) throws -> String {
+    static func punycode(_ label: String) throws(Failure) -> String {
         let input = label.unicodeScalars.map { Int($0.value) }
         var output = input.filter { $0 < 0x80 }.map { Character(Unicode.Scalar(UInt8($0))) }
         let basicCount = output.count
@@ -40,7 +43,7 @@ package enum IDNA {
         while handled < input.count {
             guard let m = input.filter({ $0 >= n }).min() else { break }
             let (product, overflow) = (m - n).multipliedReportingOverflow(by: handled + 1)
-            guard !overflow else { throw Problem(description: "the name is too long to encode") }
+            guard !overflow else { throw Failure(problem: "the name is too long to encode") }
             delta += product
             n = m
             for c in input {
