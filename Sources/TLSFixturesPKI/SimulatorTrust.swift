@@ -165,7 +165,8 @@ package enum SimulatorTrustError: Error, CustomStringConvertible, Sendable, Equa
             return "xcrun was not found on PATH: iOS simulators need Xcode on a Mac (install Xcode, then "
                 + "`sudo xcode-select -s /Applications/Xcode.app`)"
         case .nothingBooted(let known):
-            return "no simulator is booted (\(known) known): boot one (`xcrun simctl boot \"iPhone 15\"`, or open Simulator.app), "
+            return "no simulator is booted (\(known) known): boot one (`xcrun simctl list devices available` names "
+                + "them; `xcrun simctl boot NAME`), "
                 + "or name one (SimulatorTrust.Target.udid)"
         case .unknownDevice(let udid):
             return "no simulator has the UDID \(udid.escapingControlCharacters) (`xcrun simctl list devices` lists them)"

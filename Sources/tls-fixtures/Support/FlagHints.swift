@@ -59,7 +59,8 @@ enum FlagHints {
             }
             return "--domain: \(error)"
         case SimulatorTrustError.nothingBooted(let known):
-            return "no simulator is booted (\(known) known): boot one (`xcrun simctl boot \"iPhone 15\"`, or open Simulator.app), "
+            return "no simulator is booted (\(known) known): boot one (`xcrun simctl list devices available` names "
+                + "them; `xcrun simctl boot NAME`), "
                 + "or name one with --device UDID"
         default:
             return nil
