@@ -24,7 +24,7 @@ help:
 	@echo "make install     build (release) and install tls-fixtures into PREFIX/bin (PREFIX=$(PREFIX); DESTDIR stages it)"
 	@echo "make uninstall   remove what make install installed (same PREFIX and DESTDIR)"
 	@echo "make test        install missing dependencies, build, run the whole test suite"
-	@echo "make lint        the Darwin lint, the client and layer graphs, public docs (make test runs them first)"
+	@echo "make lint        Darwin lint, client/layer graphs, public docs, toolchain floor, workflows (make test runs it)"
 	@echo "make bench       performance comparison with nginx and openssl s_server (BENCHMARKS.md; Linux only)"
 	@echo "make bench-quick the same in short runs (< 2 min after the build), for CI: checks that it runs (Linux only)"
 	@echo "make test-asan   the test suite under AddressSanitizer;  make test-tsan: ThreadSanitizer"
@@ -38,6 +38,7 @@ deps:
 	@scripts/ensure-deps.sh core
 
 build: deps
+	@scripts/ensure-deps.sh xctest
 	swift build
 
 # --- Install (README, "Getting the tool") ----------------------------------------------------------------------------
@@ -96,15 +97,19 @@ bench bench-quick: deps
 # targets link) to Foundation: no OpenSSL, no NIO, in `swift package describe` and in its sources' imports
 # (ClientGraphTests tests the checker). check-layers.py holds the library's layer targets to their order and every
 # target's imports to its declared dependencies, keeps COpenSSL inside TLSFixturesOpenSSL and the ATS model Foundation
-# only (LayerGraphTests tests it).
+# only (LayerGraphTests tests it). check-toolchain-floor.py holds every manifest and resolved dependency to the Swift the
+# README states (ToolchainFloorTests), and actionlint.sh lints the workflows (the macOS one runs nowhere else before
+# GitHub does).
 lint:
 	@python3 scripts/lint-darwin.py
 	@python3 scripts/check-client-graph.py
 	@python3 scripts/check-layers.py
 	@python3 scripts/check-public-docs.py
+	@python3 scripts/check-toolchain-floor.py
+	@scripts/actionlint.sh
 
 clean:
-	rm -rf .build .build-asan .build-tsan .build-fuzz .build-matrix fuzz-out
+	rm -rf .build .build-asan .build-tsan .build-fuzz .build-matrix .build-lint fuzz-out
 
 # --- Client matrix ------------------------------------------------------------------------------------------------
 # Every served scenario against every client stack (scripts/matrix.py; docs/CLIENTS.md says what each client is). The

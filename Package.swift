@@ -1,12 +1,13 @@
-// swift-tools-version:6.0
+// swift-tools-version:6.2
 import PackageDescription
 
 let package = Package(
     name: "swift-tls-fixtures",
-    // macOS 14: Homebrew's openssl@3 bottles (the OpenSSL this package links there) and the Xcode versions that build
-    // Swift 6 (Xcode 16 runs on macOS 14.5 and later) both start there. The library links OpenSSL, so it is for macOS
-    // test targets and tools; iOS tests reach the same servers through `tls-fixtures serve` on the Mac, with
-    // TLSFixturesClient (iOS 15: URLSession's async API).
+    // What the code runs on, not what builds it: the first line is the toolchain floor (Swift 6.2, so Xcode 26, which
+    // runs on macOS 15.6 or later; swift-log's manifest needs it, README "On macOS"), for every product alike. macOS 14:
+    // Homebrew's openssl@3 bottles (the OpenSSL this package links there) start there, and so does proxyConfigurations.
+    // The library links OpenSSL, so it is for macOS test targets and tools; iOS tests reach the same servers through
+    // `tls-fixtures serve` on the Mac, with TLSFixturesClient (iOS 15: URLSession's async API).
     platforms: [.macOS(.v14), .iOS(.v15)],
     products: [
         .library(name: "TLSFixtures", targets: ["TLSFixtures"]),

@@ -1,4 +1,4 @@
-// swift-tools-version:6.0
+// swift-tools-version:6.2
 // libFuzzer targets for the two parsers that read untrusted user input. Not part of the main package, so
 // `swift build` at the top level never sees -sanitize=fuzzer; build and run them with `make fuzz` (see ../Makefile).
 import PackageDescription

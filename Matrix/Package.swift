@@ -1,4 +1,4 @@
-// swift-tools-version:6.0
+// swift-tools-version:6.2
 // The Swift clients of the client matrix (`make matrix`, and the reduced set in `make test`): BoringSSL through
 // swift-nio-ssl and AsyncHTTPClient, and FoundationNetworking's URLSession. A package of its own, built into
 // .build-matrix, so the library and its users never depend on swift-nio-ssl or AsyncHTTPClient. It does not depend on

@@ -2,7 +2,9 @@
 # Installs what a fresh machine lacks for a group of make targets, or prints the exact command when it cannot.
 #   scripts/ensure-deps.sh core     build and run: pkg-config and OpenSSL 3's headers; python3 for the scripts
 #   scripts/ensure-deps.sh test     make test: the clients that judge the servers (openssl, curl, Python's ssl),
-#                                   ss and setpriv (Linux), and the dashboard browser check (Chromium, NSS certutil)
+#                                   ss and setpriv (Linux), the dashboard browser check (Chromium, NSS certutil),
+#                                   and on macOS Xcode's XCTest
+#   scripts/ensure-deps.sh xctest   make build (every target, the XCTest glue included): on macOS, Xcode's XCTest
 #   scripts/ensure-deps.sh browser  the browser check alone
 #   scripts/ensure-deps.sh bench    make bench (Linux): nginx, wrk, taskset, openssl, curl, python3
 #   scripts/ensure-deps.sh matrix-test  make test's reduced client matrix: gnutls-cli, and pyca/cryptography's verifier
@@ -34,6 +36,7 @@ fi
 missing_required=()   # package names for this OS's installer
 missing_optional=()
 notes=()              # what an optional absence costs, one line each
+xctest_missing=""     # macOS: XCTest comes with Xcode, not with the Command Line Tools (not a brew package)
 
 # need required|optional CHECK APT_PACKAGE BREW_PACKAGE [WHAT IT IS FOR]
 #   CHECK: a command name; pc:MODULE (pkg-config finds MODULE); keg:NAME/bin/TOOL (Homebrew's keg-only build, macOS);
@@ -70,12 +73,23 @@ satisfied() {
   esac
 }
 
+# The tests, TLSFixturesXCTest and TLSFixturesClientXCTest import XCTest, which ships with Xcode only: with just the
+# Command Line Tools selected (`xcode-select --install`) the build stops at "no such module 'XCTest'".
+need_xctest() {
+  [ "$os" = Darwin ] || return 0
+  xcrun --find xctest >/dev/null 2>&1 || xctest_missing=yes
+}
+
 group_core() {
   need required pkg-config            pkg-config  pkg-config
   # Without pkg-config the headers cannot be checked: ask for libssl-dev too (a no-op when it is there), so one run
   # installs everything rather than leaving the build to fail on missing headers.
   need required pc:openssl            libssl-dev  openssl@3
   need required py3                   python3     python3    # scripts/lint-darwin.py, make scenarios
+}
+
+group_xctest() {
+  need_xctest
 }
 
 group_browser() {
@@ -85,6 +99,7 @@ group_browser() {
 
 group_test() {
   group_core
+  need_xctest
   if [ "$os" = Darwin ]; then
     # macOS's own openssl, curl and the Command Line Tools' python3 are LibreSSL builds: the tests judge with
     # Homebrew's (openssl@3 comes with core).
@@ -145,7 +160,7 @@ fi
 
 count_required=${#missing_required[@]}
 count_optional=${#missing_optional[@]}
-[ "$count_required" -eq 0 ] && [ "$count_optional" -eq 0 ] && exit 0
+[ "$count_required" -eq 0 ] && [ "$count_optional" -eq 0 ] && [ -z "$xctest_missing" ] && exit 0
 
 # De-duplicated, in order.
 unique() { local seen=" " item; for item in "$@"; do case "$seen" in *" $item "*) ;; *) seen="$seen$item "; printf '%s ' "$item" ;; esac; done; }
@@ -168,11 +183,17 @@ if [ "$os" = Darwin ]; then
   fi
   explain_optional
   [ -n "$optional_list" ] && echo "  to run them: brew install $optional_list" >&2
+  status=0
   if [ "$count_required" -gt 0 ]; then
     echo "missing: $required_list. Install with: brew install $required_list" >&2
-    exit 1
+    status=1
   fi
-  exit 0
+  if [ -n "$xctest_missing" ]; then
+    echo "missing: XCTest, which the tests import and only Xcode has (not the Command Line Tools)." \
+         "Install Xcode 26 or later, then: sudo xcode-select -s /Applications/Xcode.app" >&2
+    status=1
+  fi
+  exit $status
 fi
 
 if [[ " $optional_list " == *" chromium "* ]] && grep -qs '^ID=ubuntu' /etc/os-release; then

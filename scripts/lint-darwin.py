@@ -14,18 +14,27 @@ Linux-side check for the Glibc-isms that once broke the macOS build or would mis
   raw-constant  SOCK_STREAM.rawValue and friends: Glibc imports these as enums, Darwin as plain Int32.
   glibc-private __rlimit_resource_t, __sigaction_handler, __environ, __in6_u: Glibc's own spellings.
   stat-time     st_mtim/st_atim/st_ctim: Darwin calls them st_mtimespec/….
+  host-lookup   ProcessInfo.processInfo.hostName, Host.current(), NSHost: on Darwin these go through NSHost, which
+                resolves the machine's addresses by reverse DNS and blocks (about 35 s a process on GitHub's macOS
+                runners, actions/runner-images#14568); Linux's Foundation reads interfaces and never waits. Use
+                gethostname().
+  available     `#available(macOS 14, …)` at or below the deployment target Package.swift's `platforms` sets: always
+                true, so Darwin's compiler warns "unnecessary check for 'macOS'" (and the warning gate fails). Name
+                only the platforms whose floor is lower than the API's.
 
 A match is fine inside a branch Darwin never compiles: `#if canImport(Glibc)`, `#if os(Linux)`, the `#else` of
 `#if canImport(Darwin)`, and any condition that is false on every Darwin OS (evaluated, not guessed: `&&`, `||`,
 `!` and parentheses are understood; an unknown condition such as `compiler(>=6)` is assumed to be true on Darwin).
-Comments are ignored, and so are string literals, but for `/proc` (a path is a string).
+Comments are ignored, and so are string literals, but for `/proc` (a path is a string) and host-lookup (a string's
+interpolation is code).
 
 Some Linux-only code is right as it is because it only runs on Linux (a test suite enabled on Linux alone, a
 benchmark that is Linux-only). Say so where it is, with a reason, and the lint accepts it:
   on the line, or the line above:  // darwin-lint: allow proc — read only when running on Linux
   anywhere in the file:            // darwin-lint: file allows proc — every suite here is enabled on Linux only
 
-Usage: scripts/lint-darwin.py [PATH…]   (default: Sources Tests Fuzz/Sources, from the repository root)
+Usage: scripts/lint-darwin.py [--package Package.swift] [PATH…]
+  (default: Sources Tests Fuzz/Sources and the deployment targets of Package.swift, from the repository root)
 Exit status: 0 clean, 1 findings (one line each: FILE:LINE: [id] what, and the fix), 2 usage errors.
 """
 import os
@@ -42,7 +51,7 @@ RULES = [
     ("glibc-module", re.compile(r"\bGlibc\.(\w+)"),
      "`Glibc.{0}` names a module Darwin does not have: put it under `#if canImport(Glibc)` "
      "(with `Darwin.{0}` in the `#elseif canImport(Darwin)`)"),
-    ("proc", re.compile(r'"(/proc)(?:/|")'),   # the one rule that reads string literals
+    ("proc", re.compile(r'"(/proc)(?:/|")'),   # reads string literals
      "{0} does not exist on Darwin: put it under `#if os(Linux)`, or mark why it only runs on Linux "
      "(`// darwin-lint: allow proc — reason`)"),
     ("msg-nosignal", re.compile(r"\b(MSG_NOSIGNAL)\b"),
@@ -54,9 +63,14 @@ RULES = [
      "{0} is Glibc's private spelling: keep it under `#if canImport(Glibc)`"),
     ("stat-time", re.compile(r"\b(st_[amc]tim)\b"),
      "{0} is Glibc's name; Darwin's is {0}espec: keep it under `#if canImport(Glibc)`"),
+    ("host-lookup", re.compile(r"\b((?:ProcessInfo\.)?processInfo\.hostName|Host\.current|NSHost)\b"),
+     "{0}: on Darwin, Foundation resolves the machine's name through NSHost, a blocking reverse-DNS lookup (35 s a "
+     "process on GitHub's macOS runners): use gethostname()"),
+    # Checked against Package.swift's platforms in lint_file (the message is filled in there).
+    ("available", re.compile(r"#(?:un)?available\s*\(([^)]*)\)"), ""),
 ]
 RULE_IDS = {rule_id for rule_id, _, _ in RULES}
-STRING_RULES = {"proc"}
+STRING_RULES = {"proc", "host-lookup"}   # these read string literals too (an interpolation is code)
 ANY_RULE = re.compile("|".join(f"(?:{pattern.pattern})" for _, pattern, _ in RULES))
 
 # Every Darwin OS a Swift package can target: a branch is compiled on Darwin when its condition can be true on one.
@@ -234,6 +248,42 @@ def code_lines(text):
     return list(zip(out, code_out))
 
 
+# The package's deployment targets, from Package.swift's `platforms:` (main() reads them; --package names another).
+DEPLOYMENT_TARGETS = {}
+PLATFORM = re.compile(r"\.(macOS|iOS|tvOS|watchOS|visionOS|macCatalyst)\s*\(\s*"
+                      r"(?:\.v(\d+)(?:_(\d+))?|\"(\d+)(?:\.(\d+))?[^\"]*\")")
+AVAILABILITY_ALIASES = {"OSX": "macOS", "OSXApplicationExtension": "macOS", "iOSApplicationExtension": "iOS",
+                        "macOSApplicationExtension": "macOS", "macCatalystApplicationExtension": "macCatalyst"}
+
+
+def deployment_targets(package_swift):
+    with open(package_swift, encoding="utf-8") as handle:
+        text = handle.read()
+    start = text.find("platforms:")
+    if start < 0:
+        return {}
+    section = text[start:text.find("]", start)]
+    return {name: (int(major or q_major), int(minor or q_minor or 0))
+            for name, major, minor, q_major, q_minor in PLATFORM.findall(section)}
+
+
+def available_message(arguments):
+    """A finding for `#available(arguments)` naming each platform whose version the deployment target already meets."""
+    useless = []
+    for platform, version in re.findall(r"\b([A-Za-z]+)\s+(\d+(?:\.\d+)*)", arguments):
+        platform = AVAILABILITY_ALIASES.get(platform, platform)
+        parts = [int(part) for part in version.split(".")] + [0]
+        target = DEPLOYMENT_TARGETS.get(platform)
+        if target and (parts[0], parts[1]) <= target:
+            useless.append(f"{platform} {version}")
+    if not useless:
+        return None
+    floors = ", ".join(f"{p.split()[0]} {'.'.join(map(str, DEPLOYMENT_TARGETS[p.split()[0]]))}" for p in useless)
+    return (f"#available({', '.join(useless)}, …) is always true: Package.swift's platforms deploy to {floors} already, "
+            "so Darwin's compiler warns \"unnecessary check\"; drop " + ", ".join(p.split()[0] for p in useless)
+            + " from the check (`*` covers it)")
+
+
 def lint_file(path, display=None):
     display = display or path
     with open(path, encoding="utf-8", errors="replace") as handle:
@@ -300,11 +350,14 @@ def lint_file(path, display=None):
                 continue
             match = pattern.search(line if rule_id in STRING_RULES else code)   # one finding per rule and line
             if match:
+                text = available_message(match.group(1)) if rule_id == "available" else message.format(match.group(1))
+                if not text:
+                    continue
                 nearby = raw_lines[number - 1] + ("\n" + raw_lines[number - 2] if number >= 2 else "")
                 waived = any(rule_id in [part.strip() for part in waiver.group(1).split(",")]
                              for waiver in LINE_WAIVER.finditer(nearby))
                 if not waived:
-                    findings.append(f"{display}:{number}: [{rule_id}] " + message.format(match.group(1)))
+                    findings.append(f"{display}:{number}: [{rule_id}] " + text)
     if stack:
         findings.append(f"{display}:{len(lines)}: [condition] #if without #endif")
     return findings
@@ -329,6 +382,19 @@ def main(arguments):
         print(__doc__)
         return 0
     root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    package_swift = os.path.join(root, "Package.swift")
+    if "--package" in arguments:
+        at = arguments.index("--package")
+        if at + 1 >= len(arguments):
+            print("lint-darwin: --package needs a Package.swift", file=sys.stderr)
+            return 2
+        package_swift = arguments[at + 1]
+        arguments = arguments[:at] + arguments[at + 2:]
+    try:
+        DEPLOYMENT_TARGETS.update(deployment_targets(package_swift))
+    except OSError as error:
+        print(f"lint-darwin: cannot read the deployment targets: {error}", file=sys.stderr)
+        return 2
     paths = arguments or [os.path.join(root, part) for part in ("Sources", "Tests", "Fuzz/Sources")]
     findings, count = [], 0
     try:

@@ -72,7 +72,10 @@ extension URLSessionConfiguration {
     public func routeFixtures(through proxy: FixtureProxy) {
         connectionProxyDictionary = proxy.connectionProxyDictionary
         #if canImport(Network) && !os(Linux)
-        if #available(iOS 17.0, macOS 14.0, tvOS 17.0, watchOS 10.0, *), let port = NWEndpoint.Port(rawValue: UInt16(clamping: proxy.port)) {
+        // No macOS in the check: the package deploys to macOS 14, where proxyConfigurations began, so `*` covers it
+        // (naming it makes the compiler warn "unnecessary check"; scripts/lint-darwin.py's `available` rule).
+        if #available(iOS 17.0, tvOS 17.0, watchOS 10.0, *),
+           let port = NWEndpoint.Port(rawValue: UInt16(clamping: proxy.port)) {
             var configuration = ProxyConfiguration(httpCONNECTProxy: .hostPort(host: NWEndpoint.Host(proxy.host), port: port))
             configuration.matchDomains = proxy.domains
             configuration.allowFailover = false

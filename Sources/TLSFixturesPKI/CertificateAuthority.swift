@@ -76,8 +76,17 @@ public final class CertificateAuthority: Sendable {
     /// you which developer's CA it is.
     public static var defaultCommonName: String {
         let user = ProcessInfo.processInfo.environment["USER"] ?? ProcessInfo.processInfo.environment["LOGNAME"] ?? "user"
-        let host = ProcessInfo.processInfo.hostName.split(separator: ".").first.map(String.init) ?? "localhost"
-        return "swift-tls-fixtures CA \(user)@\(host)"
+        return "swift-tls-fixtures CA \(user)@\(machineName)"
+    }
+
+    /// This machine's name as the kernel has it, first label only. Not `ProcessInfo.hostName`: on Darwin that asks
+    /// NSHost, which resolves the machine's addresses by reverse DNS and blocks while it waits (about 35 s a process
+    /// on GitHub's macOS runners), and every new store's CA would pay it.
+    static var machineName: String {
+        var buffer = [CChar](repeating: 0, count: 256)
+        guard gethostname(&buffer, buffer.count - 1) == 0 else { return "localhost" }
+        let name = String(decoding: buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
+        return name.split(separator: ".").first.map(String.init) ?? "localhost"
     }
 
     /// A fresh root held only in memory. Name-constrained to loopback and reserved test names unless told otherwise.

@@ -187,7 +187,8 @@ package struct SimulatorTrustError: CodedError {
 
     package static func nothingBooted(known: Int) -> SimulatorTrustError {
         SimulatorTrustError(.nothingBooted, "no simulator is booted (\(known) known)",
-                            fix: "boot one (`xcrun simctl boot \"iPhone 15\"`, or open Simulator.app), or name one (SimulatorTrust.Target.udid)",
+                            fix: "boot one (`xcrun simctl list devices available` names them; `xcrun simctl boot NAME`), or name one "
+                                + "(SimulatorTrust.Target.udid)",
                             known: known)
     }
 

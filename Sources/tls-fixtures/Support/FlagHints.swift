@@ -67,7 +67,8 @@ enum FlagHints {
         case let error as LegacyHelperError:
             return "\(error.reason); rebuild it with `make legacy-openssl`, or serve without it (--legacy-helper none)"
         case let error as SimulatorTrustError where error.code == .nothingBooted:
-            return "no simulator is booted (\(error.known ?? 0) known): boot one (`xcrun simctl boot \"iPhone 15\"`, or open Simulator.app), "
+            return "no simulator is booted (\(error.known ?? 0) known): boot one (`xcrun simctl list devices available` names "
+                + "them; `xcrun simctl boot NAME`), "
                 + "or name one with --device UDID"
         default:
             return nil

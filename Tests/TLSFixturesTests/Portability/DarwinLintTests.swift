@@ -1,7 +1,7 @@
 import Foundation
 import Testing
 
-// darwin-lint: file allows spawn-init, pthread-init, glibc-module, proc, msg-nosignal, raw-constant, glibc-private, stat-time — the Linux-only lines here are the lint's test data
+// darwin-lint: file allows spawn-init, pthread-init, glibc-module, proc, msg-nosignal, raw-constant, glibc-private, stat-time, host-lookup — the Linux-only lines here are the lint's test data
 
 /// scripts/lint-darwin.py, the Linux-side check that the package still compiles on macOS: each pattern it knows is
 /// caught in a file of its own, and the same code is accepted inside a branch Darwin never compiles.
@@ -35,6 +35,9 @@ struct DarwinLintTests {
         ("glibc-private", "let resource = __rlimit_resource_t(1)"),
         ("glibc-private", "if current.__sigaction_handler.sa_handler == nil {}"),
         ("stat-time", "let seconds = info.st_mtim.tv_sec"),
+        ("host-lookup", "let host = ProcessInfo.processInfo.hostName"),
+        ("host-lookup", "let name = \"CA \\(Host.current().name ?? \"\")\""),
+        ("host-lookup", "let host = NSHost.current()"),
     ]
 
     @Test("each Linux-only pattern fails the lint with its rule, file and line", arguments: badLines)
@@ -113,6 +116,32 @@ struct DarwinLintTests {
         // A waiver for one rule does not hide another.
         let other = try Self.lint("let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0) // \(marker) allow proc — wrong rule\n")
         #expect(other.status == 1 && other.stdout.contains("[raw-constant]"), "\(other.combined)")
+    }
+
+    @Test("#available at or below the deployment targets of Package.swift is flagged: Darwin warns it is unnecessary")
+    func availabilityAtTheFloor() throws {
+        let folder = TestEnvironment.temporaryDirectory("lint-available")
+        let manifest = folder.appendingPathComponent("Package.swift")
+        try "// swift-tools-version:6.2\nimport PackageDescription\nlet package = Package(\n    name: \"x\",\n    platforms: [.macOS(.v14), .iOS(.v15)]\n)\n"
+            .write(to: manifest, atomically: true, encoding: .utf8)
+        func lint(_ line: String) throws -> Subprocess.Result {
+            let file = folder.appendingPathComponent("Sample.swift")
+            try "import Foundation\nfunc sample() {\n    \(line)\n}\n".write(to: file, atomically: true, encoding: .utf8)
+            return try Self.run(["--package", manifest.path, file.path])
+        }
+        // What FixtureProxy.swift said: macOS 14 is the deployment target already, iOS 17 is above iOS 15.
+        let proxy = try lint("if #available(iOS 17.0, macOS 14.0, tvOS 17.0, watchOS 10.0, *) {}")
+        #expect(proxy.status == 1 && proxy.stdout.contains("Sample.swift:3: [available] #available(macOS 14.0, …)"), "\(proxy.combined)")
+        #expect(!proxy.stdout.contains("iOS 17"), "\(proxy.stdout)")
+        for below in ["guard #available(macOS 13, *) else { return }", "if #unavailable(iOS 15) {}", "if #available(OSX 10.15, *) {}"] {
+            let result = try lint(below)
+            #expect(result.status == 1 && result.stdout.contains("[available]"), "\(below): \(result.combined)")
+        }
+        for needed in ["if #available(iOS 17.0, tvOS 17.0, watchOS 10.0, *) {}", "if #available(macOS 15, iOS 16, *) {}",
+                       "// if #available(macOS 14, *) in a comment", "let text = \"#available(macOS 14, *)\""] {
+            let result = try lint(needed)
+            #expect(result.status == 0, "\(needed): \(result.combined)")
+        }
     }
 
     @Test("an unbalanced #if is reported rather than silently ending the check")

@@ -17,12 +17,17 @@ struct EnsureDepsTests {
         /// Where pkg-config looks (its built-in folders are switched off).
         var pcFolder: URL { root.appendingPathComponent("pkgconfig") }
 
-        init(os: String, uid: Int = 1000, homebrew: Bool = false, commands: [String] = []) throws {
+        init(os: String, uid: Int = 1000, homebrew: Bool = false, xcode: Bool = true, commands: [String] = []) throws {
             try FileManager.default.createDirectory(at: bin, withIntermediateDirectories: true)
             try FileManager.default.createDirectory(at: pcFolder, withIntermediateDirectories: true)
             try stub("uname", "echo \(os)")
             try stub("id", "echo \(uid)")
             try stub("apt-get", "echo \"$@\" >> '\(aptLog.path)'")
+            // Full Xcode's XCTest, or only the Command Line Tools (which lack it).
+            if os == "Darwin" {
+                try stub("xcrun", xcode ? "[ \"$*\" = '--find xctest' ] && echo /Applications/Xcode.app/xctest"
+                                        : "echo 'xcrun: error: unable to find utility \"xctest\"' >&2; exit 72")
+            }
             if homebrew {
                 try FileManager.default.createDirectory(at: brewPrefix.appendingPathComponent("bin"), withIntermediateDirectories: true)
                 try stub("brew", "[ \"$1\" = --prefix ] && echo '\(brewPrefix.path)'")
@@ -45,8 +50,7 @@ struct EnsureDepsTests {
                 target = try Subprocess.run([path, "-c", "import sys; print(sys.executable)"]).stdout
                     .trimmingCharacters(in: .whitespacesAndNewlines)
             } else {
-                target = try #require(["/usr/bin", "/bin", "/usr/sbin", "/sbin"].map { "\($0)/\(name)" }
-                    .first { FileManager.default.isExecutableFile(atPath: $0) }, "\(name) is not on this machine")
+                target = try #require(EnsureDepsTests.locate(name), "\(name) is not on this machine")
             }
             try FileManager.default.createSymbolicLink(atPath: bin.appendingPathComponent(name).path, withDestinationPath: target)
         }
@@ -67,6 +71,51 @@ struct EnsureDepsTests {
         }
 
         var aptCalls: [String] { ((try? String(contentsOf: aptLog, encoding: .utf8)) ?? "").split(separator: "\n").map(String.init) }
+    }
+
+    static let systemFolders = ["/usr/bin", "/bin", "/usr/sbin", "/sbin"]
+
+    /// Where this machine keeps a program: this process's PATH first, then the system's folders, then Homebrew's
+    /// (Apple silicon's /opt/homebrew, Intel's /usr/local), where a Mac has pkg-config even when a test runner's PATH
+    /// (Xcode's, say) leaves them out.
+    static func locate(_ name: String, path: String? = ProcessInfo.processInfo.environment["PATH"],
+                       systemFolders: [String] = EnsureDepsTests.systemFolders,
+                       homebrewPrefixes: [String] = ["/opt/homebrew", "/usr/local"]) -> String? {
+        let folders = (path ?? "").split(separator: ":").map(String.init) + systemFolders + homebrewPrefixes.map { "\($0)/bin" }
+        return folders.map { "\($0)/\(name)" }.first { FileManager.default.isExecutableFile(atPath: $0) }
+    }
+
+    @Test("pkg-config is found through PATH, and through a Homebrew prefix that PATH lacks (a fake prefix)")
+    func locatesThroughPathAndHomebrew() throws {
+        let machine = try FakeMachine(os: "Darwin")
+        let prefix = machine.root.appendingPathComponent("opt-homebrew")
+        try FileManager.default.createDirectory(at: prefix.appendingPathComponent("bin"), withIntermediateDirectories: true)
+        try machine.stub("pkg-config", "exit 0", in: prefix.appendingPathComponent("bin"))
+        // A Mac: not on PATH, not in a system folder; only Homebrew's prefix has it.
+        #expect(Self.locate("pkg-config", path: "/nonexistent", systemFolders: [], homebrewPrefixes: [prefix.path])
+                == prefix.appendingPathComponent("bin/pkg-config").path)
+        #expect(Self.locate("pkg-config", path: "/nonexistent", systemFolders: [], homebrewPrefixes: []) == nil)
+        // PATH comes first: the same name in a folder on PATH wins over the prefix.
+        try machine.stub("pkg-config", "exit 0")
+        #expect(Self.locate("pkg-config", path: machine.bin.path, systemFolders: [], homebrewPrefixes: [prefix.path])
+                == machine.bin.appendingPathComponent("pkg-config").path)
+    }
+
+    @Test("a Mac with only the Command Line Tools: make test stops, saying XCTest needs Xcode and how to select it")
+    func macWithoutXcode() throws {
+        let mac = try FakeMachine(os: "Darwin", homebrew: true, xcode: false, commands: ["pkg-config", "python3"])
+        try mac.installOpenSSLPC(inKeg: true)
+        // Building and serving need no XCTest.
+        let core = try mac.run("core")
+        #expect(core.status == 0 && core.stderr.isEmpty, "\(core.combined)")
+        let test = try mac.run("test")
+        #expect(test.status == 1, "\(test.combined)")
+        #expect(test.stderr.contains("XCTest") && test.stderr.contains("sudo xcode-select -s /Applications/Xcode.app"),
+                "\(test.stderr)")
+        // make build compiles the XCTest glue too.
+        let build = try mac.run("xctest")
+        #expect(build.status == 1 && build.stderr.contains("sudo xcode-select -s /Applications/Xcode.app"), "\(build.combined)")
+        #expect(mac.aptCalls.isEmpty)
     }
 
     @Test("a new Mac with Homebrew's openssl@3 and pkg-config: make test goes on without ss, Chromium or certutil, naming what each missing tool skips")
@@ -166,6 +215,6 @@ struct EnsureDepsTests {
     func unknownGroup() throws {
         let machine = try FakeMachine(os: "Linux")
         let result = try machine.run("everything")
-        #expect(result.status == 2 && result.stderr.contains("use one of: bench browser core matrix matrix-test test"), "\(result.combined)")
+        #expect(result.status == 2 && result.stderr.contains("use one of: bench browser core matrix matrix-test test xctest"), "\(result.combined)")
     }
 }

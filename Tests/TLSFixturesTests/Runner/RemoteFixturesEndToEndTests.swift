@@ -413,6 +413,32 @@ struct ProxyEndToEndTests {
         #expect(refused.stdout == "403", "\(refused.combined)")
     }
 
+    /// The same path with no namespace, so it runs on macOS too: curl hands an HTTPS URL's name to the proxy in its
+    /// CONNECT and never resolves it itself, so no hosts line can have helped, and `%{http_connect}` shows the tunnel.
+    @Test("curl reaches a fixture by name through the proxy on any OS (no namespace): CONNECT 200, verified; 403 else",
+          .requires(Tools.curl))
+    func curlThroughProxyAnywhere() async throws {
+        let runner = try ControlAPIRunner.start()
+        defer { runner.stop() }
+        let compliant = try runner.start(#"{"scenario": "ats-compliant"}"#)
+        let expired = try runner.start(#"{"scenario": "expired"}"#)
+        let ca = try TestEnvironment.file(Data(compliant.caPEM.utf8), name: "ca.pem")
+        // A proxy setting or exception of the developer's own must not decide which way curl goes.
+        let environment = ["no_proxy": "", "NO_PROXY": "", "https_proxy": "", "HTTPS_PROXY": "", "all_proxy": "", "ALL_PROXY": ""]
+        func curl(_ arguments: [String]) throws -> Subprocess.Result {
+            try Subprocess.run(["curl", "-sS", "--cacert", ca, "--proxy", runner.url] + arguments, environment: environment)
+        }
+        let loaded = try curl(["-w", "\n%{http_connect} %{ssl_verify_result}", compliant.qualifiedURL.absoluteString])
+        #expect(loaded.status == 0 && loaded.stdout.contains("\"scenario\":\"ats-compliant\""), "\(loaded.combined)")
+        #expect(loaded.stdout.hasSuffix("\n200 0"), "the tunnel or the verification: \(loaded.stdout.suffix(40))")
+        // The controls: an expired chain, and a name the leaf does not carry, are refused through the same tunnel.
+        #expect(try curl([expired.qualifiedURL.absoluteString]).status == 60)
+        #expect(try curl(["https://somewhere-else.fixtures.test:\(compliant.port)/"]).status == 60)
+        // Not an open proxy.
+        let refused = try curl(["-o", "/dev/null", "-w", "%{http_connect}", "https://example.com:\(compliant.port)/"])
+        #expect(refused.stdout == "403", "\(refused.combined)")
+    }
+
     @Test("--domain: leaves also name NAME.DOMAIN, the proxy resolves it, and a CA that does not permit it is refused",
           .requires(Tools.curl, Tools.openssl), .enabled(if: namespace == nil, Comment(rawValue: namespace ?? "")))
     func ownDomain() async throws {
