@@ -52,13 +52,13 @@ struct CLIInputTests {
     func nothingToServe() async throws {
         let sslv3Served: Bool
         do {
-            await (try await FixtureServer.start("ssl-v3", store: TestEnvironment.sharedStore)).stop()
+            await (try await FixtureServer.start("ssl-v3", store: TestEnvironment.suiteStore("CLIInput"))).stop()
             sslv3Served = true
         } catch is ScenarioUnsupported {
             sslv3Served = false
         }
-        let base = Int.random(in: 40_000...49_000)
-        let result = try TestEnvironment.tlsFixtures(["serve", "--dir", TestEnvironment.sharedStoreDirectory.path,
+        let base = try ServeEndToEndTests.freePortBase()
+        let result = try TestEnvironment.tlsFixtures(["serve", "--dir", TestEnvironment.suiteStore("CLIInput").directory.path,
                                                       "--port-base", "\(base)", "ssl-v3"], timeout: sslv3Served ? 5 : 60)
         if sslv3Served {
             #expect(result.timedOut, "an OpenSSL with SSLv3 serves it until stopped: \(result.stderr)")

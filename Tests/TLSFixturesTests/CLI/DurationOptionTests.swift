@@ -55,7 +55,7 @@ struct DurationOptionTests {
             ("headerTimeout", FixtureConfiguration(headerTimeout: .nanoseconds(1))),
         ] {
             do {
-                let fixture = try await FixtureServer.start("ats-compliant", store: TestEnvironment.sharedStore, configuration: configuration)
+                let fixture = try await FixtureServer.start("ats-compliant", store: TestEnvironment.suiteStore("DurationOption"), configuration: configuration)
                 await fixture.stop()
                 Issue.record("\(field) out of range was accepted")
             } catch let error as InvalidTimeout {

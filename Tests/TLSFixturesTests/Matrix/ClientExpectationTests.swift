@@ -75,7 +75,7 @@ struct ClientExpectationTests {
     @Test("serve shows where clients differ: the dashboard's column and /scenarios.json's clientOutcomes", .timeLimit(.minutes(2)))
     func served() async throws {
         let base = try MatrixEnvironment.freePortBase()
-        let serve = try Subprocess.launch([TestEnvironment.cli, "serve", "--dir", TestEnvironment.sharedStoreDirectory.path,
+        let serve = try Subprocess.launch([TestEnvironment.cli, "serve", "--dir", TestEnvironment.suiteStore("ClientExpectation").directory.path,
                                            "--port-base", "\(base)", "ip-san", "expired"])
         defer { serve.process.terminate(); _ = serve.wait(timeout: 10) }
         var waited = 0

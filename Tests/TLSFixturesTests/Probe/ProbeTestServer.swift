@@ -42,7 +42,7 @@ final class ProbeTestServer {
 
     /// Starts the server on a random loopback port and waits until it listens.
     static func start(_ mode: Mode) throws -> ProbeTestServer {
-        let prepared = try TestEnvironment.sharedStore.prepare(try ScenarioCatalog.builtIn.scenario(named: "ats-compliant"))
+        let prepared = try TestEnvironment.suiteStore("Probe").prepare(try ScenarioCatalog.builtIn.scenario(named: "ats-compliant"))
         guard let credential = prepared.credential else { throw ServerFailed(why: "ats-compliant has no credential") }
         let directory = TestEnvironment.temporaryDirectory("probe-server")
         let chain = directory.appendingPathComponent("chain.pem")
@@ -68,7 +68,7 @@ final class ProbeTestServer {
 
     /// The trust the probe needs for this server's chain.
     static var trustRoots: [Certificate] {
-        get throws { try TestEnvironment.sharedStore.prepare(try ScenarioCatalog.builtIn.scenario(named: "ats-compliant")).deviceTrustRoots }
+        get throws { try TestEnvironment.suiteStore("Probe").prepare(try ScenarioCatalog.builtIn.scenario(named: "ats-compliant")).deviceTrustRoots }
     }
 
     var target: ProbeTarget { ProbeTarget(host: "localhost", port: port, connectAddress: "127.0.0.1") }

@@ -178,7 +178,7 @@ enum ReliabilityFixtures {
 
     static func start(_ name: String, handshakeTimeout: TimeAmount = handshakeTimeout, idleTimeout: TimeAmount = idleTimeout,
                       port: Int = 0) async throws -> FixtureServer {
-        try await FixtureServer.start(name, store: TestEnvironment.sharedStore,
+        try await FixtureServer.start(name, store: TestEnvironment.suiteStore("Reliability"),
                                       configuration: FixtureConfiguration(port: port, handshakeTimeout: handshakeTimeout, idleTimeout: idleTimeout))
     }
 
