@@ -65,8 +65,10 @@ def main():
     else:
         print("  client matrix: did not run")
     if strict and (skipped or parts):
-        print(f"TLS_FIXTURES_CI=1: CI runs every test (README, \"Two commands\"), so these {len(skipped) + len(parts)} "
-              f"skips fail it: install what each names (scripts/ensure-deps.sh) or fix the check", file=sys.stderr)
+        count = len(skipped) + len(parts)
+        print(f"TLS_FIXTURES_CI=1: CI runs every test (README, \"Two commands\"), so {count} skip{'s' if count > 1 else ''} "
+              f"fail{'' if count > 1 else 's'} it: install what each names (scripts/ensure-deps.sh) or fix the check",
+              file=sys.stderr)
         return 1
     return 1 if failed or not passed else 0
 
