@@ -57,7 +57,8 @@ SWIFT_WARNINGS := -Xswiftc -warnings-as-errors
 # TEST_ENV: set before each test process starts, so no test changes the environment while others read it: a fresh
 # store for the run (the README examples' default store; each suite makes its own beside it) and no legacy helper.
 TEST_LOGS := .build/test-logs
-TEST_ENV = TLS_FIXTURES_CERTS=$(CURDIR)/$(1)/test-store TLS_FIXTURES_LEGACY_HELPER=none
+TEST_ENV = TLS_FIXTURES_TEST_STORE=$(CURDIR)/$(1)/test-store TLS_FIXTURES_CERTS=$(CURDIR)/$(1)/test-store \
+  TLS_FIXTURES_LEGACY_HELPER=none
 test: deps lint matrix-test-clients
 	@python3 scripts/generate-builtin-scenarios.py --check
 	@scripts/ensure-deps.sh test

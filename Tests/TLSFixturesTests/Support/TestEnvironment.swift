@@ -34,11 +34,12 @@ enum TestEnvironment {
     }
 
     /// The store of this run that the README examples use as their default store (`TLS_FIXTURES_CERTS`), and that the
-    /// Runner suites share. `make test` names a fresh folder in that variable for each run, so this process never sets
-    /// it; under a bare `swift test` it is a fresh folder of this process's (see `useSharedStoreAsDefault`). Nothing
+    /// Runner suites share. `make test` names a fresh folder for each run in `TLS_FIXTURES_TEST_STORE` and in
+    /// `TLS_FIXTURES_CERTS`, so this process never sets either; under a bare `swift test` it is a fresh folder of this
+    /// process's (see `useSharedStoreAsDefault`), never the store a developer's own `TLS_FIXTURES_CERTS` names. Nothing
     /// carries over from an earlier run: a store left by another version, or by a failed test, cannot decide this one.
     static let sharedStoreDirectory: URL = {
-        if let named = ProcessInfo.processInfo.environment[CertificateStore.environmentVariable], !named.isEmpty {
+        if let named = ProcessInfo.processInfo.environment["TLS_FIXTURES_TEST_STORE"], !named.isEmpty {
             return URL(fileURLWithPath: named)
         }
         return runDirectory.appendingPathComponent("shared-store")
@@ -150,9 +151,9 @@ enum TestEnvironment {
     }
 
     /// The README examples call the API with its default store; point that default at the shared test store so
-    /// tests never touch the developer's own CA. `make test` sets `TLS_FIXTURES_CERTS` before the test process starts,
-    /// and then this changes nothing. Only a bare `swift test` (no variable) sets it here, on first use: setenv while
-    /// other tests may read the environment, which `make test` avoids.
+    /// tests never touch the developer's own CA. `make test` sets `TLS_FIXTURES_CERTS` to it before the test process
+    /// starts, and then this changes nothing. Only a bare `swift test` sets it here, on first use: setenv while other
+    /// tests may read the environment, which `make test` avoids.
     static func useSharedStoreAsDefault() {
         _ = defaultStoreConfigured
     }
