@@ -6,8 +6,8 @@
 #   scripts/ensure-deps.sh browser  the browser check alone
 #   scripts/ensure-deps.sh bench    make bench (Linux): nginx, wrk, taskset, openssl, curl, python3
 #   scripts/ensure-deps.sh matrix-test  make test's live client matrix: on Linux every client stack (GnuTLS, NSS tools,
-#                                   Chromium, Java, Go, Node, unshare, pyca/cryptography's verifier from PyPI into a venv
-#                                   by scripts/matrix-python.sh when python3 lacks it); on macOS GnuTLS and pyca
+#                                   Chromium, Java, Go, Node, unshare, pyca/cryptography's verifier from PyPI into a
+#                                   venv by scripts/matrix-python.sh when python3 lacks it); on macOS GnuTLS and pyca
 #   scripts/ensure-deps.sh matrix   make matrix (Linux): the same stacks
 #
 # Each requirement is "required" (the target cannot work without it: a missing one fails it) or "optional" (only
@@ -131,7 +131,7 @@ group_matrix_test() {
   need required javac                 default-jdk-headless -   # `java File.java` compiles in memory: the JDK, not a JRE
   need required go                    golang-go   -
   need required node                  nodejs      -
-  need required unshare               util-linux  -            # URLSession's private mount namespace (scripts/matrix.py)
+  need required unshare               util-linux  -            # URLSession's private mount namespace (matrix.py)
   need required ca-bundle             ca-certificates -
 }
 
@@ -186,7 +186,8 @@ fi
 
 if [[ " $optional_list $required_list " == *" chromium "* ]] && grep -qs '^ID=ubuntu' /etc/os-release; then
   # Ubuntu ships Chromium only as a snap; its chromium-browser package is a stub that installs the snap.
-  echo "on Ubuntu, Chromium is a snap (the browser check and the matrix's chromium column need it): sudo snap install chromium" >&2
+  echo "on Ubuntu, Chromium is a snap (the browser check and the matrix's chromium column need it):" \
+    "sudo snap install chromium" >&2
   optional_list=$(echo " $optional_list " | sed 's/ chromium / /; s/^ //; s/ $//')
   if [[ " $required_list " == *" chromium "* ]]; then
     # Required here (make test's matrix): install the rest, then fail, since apt-get cannot install it.

@@ -17,7 +17,8 @@ import sys
 from pathlib import Path
 
 ANSI = re.compile(r"\x1b\[[0-9;]*m")
-SWIFT_TESTING = re.compile(r'^\S+ Test (?P<name>".*?"|\S+)(?: with \d+ test cases?)? (?P<verb>passed|failed|skipped|was cancelled)'
+SWIFT_TESTING = re.compile(r'^\S+ Test (?P<name>".*?"|\S+)(?: with \d+ test cases?)? '
+                           r'(?P<verb>passed|failed|skipped|was cancelled)'
                            r'(?: after [0-9.]+ seconds)?(?: with \d+ issues?)?(?:: (?P<reason>.*))?\.?$')
 XCTEST = re.compile(r"^Test Case '(?P<name>[^']+)' (?P<verb>passed|failed|skipped)")
 
@@ -28,7 +29,8 @@ def summarize(paths):
         for raw in Path(path).read_text(errors="replace").splitlines():
             line = ANSI.sub("", raw).rstrip()
             if match := XCTEST.match(line):
-                {"passed": passed, "failed": failed, "skipped": skipped}[match["verb"]].append((match["name"], "XCTSkip"))
+                verdicts = {"passed": passed, "failed": failed, "skipped": skipped}
+                verdicts[match["verb"]].append((match["name"], "XCTSkip"))
             elif (match := SWIFT_TESTING.match(line)) and not line.split(" ", 2)[1] == "Suite":
                 name = match["name"].strip('"')
                 reason = (match["reason"] or "").strip().strip('"')
@@ -66,8 +68,9 @@ def main():
         print("  client matrix: did not run")
     if strict and (skipped or parts):
         count = len(skipped) + len(parts)
-        print(f"TLS_FIXTURES_CI=1: CI runs every test (README, \"Two commands\"), so {count} skip{'s' if count > 1 else ''} "
-              f"fail{'' if count > 1 else 's'} it: install what each names (scripts/ensure-deps.sh) or fix the check",
+        print(f"TLS_FIXTURES_CI=1: CI runs every test (README, \"Two commands\"), so {count} "
+              f"skip{'s fail' if count > 1 else ' fails'} it: install what each names (scripts/ensure-deps.sh) "
+              f"or fix the check",
               file=sys.stderr)
         return 1
     return 1 if failed or not passed else 0

@@ -9,20 +9,22 @@ struct ATSEndToEndTests {
 
     /// Starts a scenario and observes it as an ATS test would (by its qualified name, device roots trusted). nil only
     /// for a scenario whose file declares what the linked OpenSSL may lack (`expect.handshake.requires`: `ssl-v3`,
-    /// `rc4`, `3des`), when the system's own `openssl` lacks it too; any other scenario reported unsupported fails here,
-    /// so one that regressed to "unsupported" cannot pass by being skipped.
+    /// `rc4`, `3des`), when the system's own `openssl` lacks it too; any other scenario reported unsupported fails
+    /// here, so one that regressed to "unsupported" cannot pass by being skipped.
     static func observe(_ name: String) async throws -> ScenarioATSProbe.Observation? {
         let scenario = try ScenarioCatalog.builtIn.scenario(named: name)
         do {
             return try await ScenarioATSProbe.observe(scenario, store: store)
         } catch let unsupported as ScenarioUnsupported {
             guard let handshake = scenario.expect.handshake, let requirement = handshake.requires else {
-                Issue.record("\(name) was reported unsupported, but its file declares nothing the linked OpenSSL may lack (expect.handshake.requires): \(unsupported)")
+                Issue.record(Comment(rawValue: "\(name) was reported unsupported, but its file declares nothing the linked "
+                                     + "OpenSSL may lack (expect.handshake.requires): \(unsupported)"))
                 return nil
             }
             #expect(unsupported.reason.contains("unsupported by the linked OpenSSL"), "\(unsupported)")
             #expect(try await Self.systemOpenSSLLacks(requirement, handshake: handshake),
-                    "\(name) requires \(requirement), which the system's openssl has, yet the linked OpenSSL was reported without it: \(unsupported)")
+                    Comment(rawValue: "\(name) requires \(requirement), which the system's openssl has, yet the linked "
+                            + "OpenSSL was reported without it: \(unsupported)"))
             return nil
         }
     }
@@ -34,11 +36,13 @@ struct ATSEndToEndTests {
             let help = try await External.openssl(["s_client", "-help"]).combined
             return !help.split(separator: "\n").contains { $0.hasPrefix(" -ssl3 ") }
         }
-        let ciphers = try await External.openssl(["ciphers", "-v", handshake.ciphers.joined(separator: ":") + ":@SECLEVEL=0"])
+        let list = handshake.ciphers.joined(separator: ":") + ":@SECLEVEL=0"
+        let ciphers = try await External.openssl(["ciphers", "-v", list])
         return ciphers.status != 0 && ciphers.combined.contains("no cipher match")
     }
 
-    @Test("default verdict equals the scenario file's; the smallest exception found admits it (only a scenario whose file requires what the linked OpenSSL lacks may be unsupported)",
+    /// Unsupported only where the scenario's file requires what the linked OpenSSL lacks (see `observe`).
+    @Test("default verdict equals the scenario file's; the smallest exception found admits it",
           .requires(Tools.openssl), arguments: ScenarioCatalog.builtIn.names)
     func verdicts(name: String) async throws {
         let scenario = try ScenarioCatalog.builtIn.scenario(named: name)
@@ -180,7 +184,7 @@ struct ATSCLITests {
 
     @Test("checking localhost or an IP literal says loudly that ATS does not apply")
     func localhostTrap() async throws {
-        try await withFixture("tls-v1-0", store: TestEnvironment.suiteStore("ATSEndToEnd", slowKeys: true)) { fixture in
+        try await withFixture("tls-v1-0", store: ATSEndToEndTests.store) { fixture in
             let ca = try TestEnvironment.file(fixture.caCertificate.pem)
             for host in ["localhost", "127.0.0.1"] {
                 let result = try TestEnvironment.tlsFixtures(["ats", "check", "--os", "ios16", "--trust-ca", ca, "https://\(host):\(fixture.port)/"])

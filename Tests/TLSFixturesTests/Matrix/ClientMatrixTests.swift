@@ -2,20 +2,22 @@ import Foundation
 import Testing
 @testable import TLSFixtures
 
-/// The client matrix run live (scripts/matrix.py): real client stacks against real fixtures, judged against the scenario
-/// files' `expect.clients`.
+/// The client matrix run live (scripts/matrix.py): real client stacks against real fixtures, judged against the
+/// scenario files' `expect.clients`.
 ///
-/// `make test` runs every stack that installs from Debian's packages, PyPI or the package mirror — on Linux all twelve
-/// (scripts/ensure-deps.sh matrix-test installs them; the three Swift clients are built from Matrix/ into .build-matrix)
-/// — each on the controls, on failures every stack must refuse, and on every scenario where that stack differs from
-/// OpenSSL: where its file lists the stack in `expect.clients`, or where the `openssl` client's verdict is another.
-/// So a CA that one stack refuses fails the controls here, and a stack whose behaviour changes (or a server change one
-/// stack notices) fails the comparison with the scenario file. `make matrix` runs every scenario on every stack.
+/// `make test` runs every stack that installs from Debian's packages, PyPI or the package mirror — on Linux all
+/// twelve (scripts/ensure-deps.sh matrix-test installs them; the three Swift clients are built from Matrix/ into
+/// .build-matrix) — each on the controls, on failures every stack must refuse, and on every scenario where that stack
+/// differs from OpenSSL: where its file lists the stack in `expect.clients`, or where the `openssl` client's verdict
+/// is another. So a CA that one stack refuses fails the controls here, and a stack whose behaviour changes (or a
+/// server change one stack notices) fails the comparison with the scenario file. `make matrix` runs every scenario on
+/// every stack.
 @Suite("ClientMatrix: every client stack, live")
 struct ClientMatrixTests {
     /// The Must-show controls: every stack verifies them.
     static let controls = ["ats-compliant", "pinned", "ecc256", "tls-v1-3", "intermediate"]
-    /// Failures every stack that checks the property must refuse, with `impersonation` (a www.apple.com leaf) among them.
+    /// Failures every stack that checks the property must refuse, with `impersonation` (a www.apple.com leaf) among
+    /// them.
     static let mustReject = ["expired", "self-signed", "wrong-host", "untrusted-root", "name-constraint-violation",
                              "impersonation"]
 
@@ -23,7 +25,8 @@ struct ClientMatrixTests {
     /// where the client's expected verdict differs from OpenSSL's verify result or from the `openssl` client's; less
     /// those docs/clients.json shows the client cannot judge (pyca where Python's `ssl` cannot fetch the chain).
     static func plan(catalog: ScenarioCatalog, clients: [MatrixClient],
-                     unjudged: Set<String> = MatrixEnvironment.unjudgedInCommittedReport()) -> [MatrixClient: [String]] {
+                     unjudged: Set<String> = MatrixEnvironment.unjudgedInCommittedReport())
+        -> [MatrixClient: [String]] {
         let judged = catalog.scenarios.filter { scenario in
             scenario.expect.defaultClientOutcome != nil && scenario.expect.handshake?.requires == nil
                 && !MatrixEnvironment.outOfScope.contains(scenario.name)
@@ -31,9 +34,11 @@ struct ClientMatrixTests {
         var plan: [MatrixClient: [String]] = [:]
         for client in clients {
             var names = controls + mustReject
-            for scenario in judged where !names.contains(scenario.name) && !unjudged.contains("\(scenario.name) × \(client.rawValue)") {
-                let listed = scenario.expect.clients?.contains { $0.clients.contains(client) } ?? false
-                if listed || scenario.expect.outcome(for: client)?.outcome != scenario.expect.outcome(for: .openssl)?.outcome {
+            for scenario in judged where !names.contains(scenario.name) {
+                guard !unjudged.contains("\(scenario.name) × \(client.rawValue)") else { continue }
+                let expect = scenario.expect
+                let listed = expect.clients?.contains { $0.clients.contains(client) } ?? false
+                if listed || expect.outcome(for: client)?.outcome != expect.outcome(for: .openssl)?.outcome {
                     names.append(scenario.name)
                 }
             }
@@ -42,28 +47,33 @@ struct ClientMatrixTests {
         return plan
     }
 
-    @Test("every client stack does what the scenario files say: controls, refusals, and where each differs from OpenSSL",
+    @Test("every client stack does what the scenario files say: controls, refusals, where each differs from OpenSSL",
           .enabled(if: MatrixEnvironment.runnable, MatrixEnvironment.skipReason), .timeLimit(.minutes(10)))
     func liveMatrix() async throws {
         for product in MatrixEnvironment.swiftProducts {
-            try #require(MatrixEnvironment.built(product), "\(MatrixEnvironment.swiftClients.path)/\(product) is missing: `make test` builds it (swift build --package-path Matrix --scratch-path .build-matrix --product \(product))")
+            try #require(MatrixEnvironment.built(product), Comment(rawValue:
+                "\(MatrixEnvironment.swiftClients.path)/\(product) is missing: `make test` builds it "
+                + "(swift build --package-path Matrix --scratch-path .build-matrix --product \(product))"))
         }
         let catalog = try MatrixEnvironment.catalog()
         let clients = MatrixEnvironment.liveClients
         let plan = Self.plan(catalog: catalog, clients: clients)
         let report = try await MatrixEnvironment.run(plan: plan)
         for client in clients {
-            let entry = try #require(report.clients.first { $0.id == client.rawValue }, "\(client.rawValue) did not run")
+            let entry = try #require(report.clients.first { $0.id == client.rawValue },
+                                     "\(client.rawValue) did not run")
             // Missing is never a pass: make test installs every one (scripts/ensure-deps.sh matrix-test).
             #expect(entry.status == "ok", "\(client.rawValue) is missing: \(entry.reason ?? "?")")
-            // For make test's summary line: which stacks judged, and how much.
-            print("client matrix ran: \(client.rawValue) on \(plan[client]?.count ?? 0) scenarios: \(entry.version ?? "?")")
+            // For make test's summary: which stacks judged, on how many scenarios.
+            let count = plan[client]?.count ?? 0
+            print("client matrix ran: \(client.rawValue) on \(count) scenarios: \(entry.version ?? "?")")
         }
         var compared = 0
         for (client, names) in plan.sorted(by: { $0.key < $1.key }) {
             for name in names {
                 let scenario = try catalog.scenario(named: name)
-                let row = try #require(report.rows.first { $0.primary && $0.scenario == name }, "\(name) was not served")
+                let row = try #require(report.rows.first { $0.primary && $0.scenario == name },
+                                       "\(name) was not served")
                 let observed = try #require(row.results[client.rawValue], "\(name): no \(client.rawValue) result")
                 guard let accepted = observed.accepted else {
                     Issue.record("\(name) × \(client.rawValue) was not judged: \(observed.detail)")
@@ -71,8 +81,9 @@ struct ClientMatrixTests {
                 }
                 let expected = try #require(scenario.expect.outcome(for: client))
                 compared += 1
-                #expect((accepted ? ClientOutcome.accept : .reject) == expected.outcome,
-                        "\(name) × \(client.rawValue): expected \(expected.outcome.rawValue)\(expected.because.map { " (\($0))" } ?? ""), got \(observed.detail)")
+                let because = expected.because.map { " (\($0))" } ?? ""
+                let outcome = "\(name) × \(client.rawValue): expected \(expected.outcome.rawValue)\(because)"
+                #expect((accepted ? ClientOutcome.accept : .reject) == expected.outcome, "\(outcome), got \(observed.detail)")
             }
         }
         #expect(compared == plan.values.map(\.count).reduce(0, +))
@@ -80,26 +91,22 @@ struct ClientMatrixTests {
         for name in Self.controls {
             let row = try #require(report.rows.first { $0.scenario == name && $0.primary })
             for client in clients {
-                #expect(row.results[client.rawValue]?.accepted == true, "\(name) × \(client.rawValue): \(row.results[client.rawValue]?.detail ?? "?")")
+                let result = row.results[client.rawValue]
+                #expect(result?.accepted == true, "\(name) × \(client.rawValue): \(result?.detail ?? "?")")
             }
         }
-        // A leaf for www.apple.com from the built-in CA: every stack but Java enforces the CA's name constraints (the
-        // README's finding: JSSE's PKIX validation ignores the constraints of a trusted root).
+        // `impersonation` (in every stack's plan, held to its file above) connects by the name it impersonates.
         let impersonation = try #require(report.rows.first { $0.scenario == "impersonation" })
         #expect(impersonation.host == "www.apple.com")
-        for client in clients {
-            #expect(impersonation.results[client.rawValue]?.accepted == (client == .java),
-                    "\(client.rawValue) on a www.apple.com leaf: \(impersonation.results[client.rawValue]?.detail ?? "?")")
-        }
     }
 }
 
-/// docs/clients.json (written by `make matrix`) against the scenario files. A documentation consistency check: no client
-/// runs here, so these keep the committed report and the files' `expect.clients` (which were written from it) saying
-/// the same thing, and nothing more; `ClientMatrixTests` is what holds the files to what the clients do.
+/// docs/clients.json (written by `make matrix`) against the scenario files. A documentation consistency check: no
+/// client runs here, so these keep the committed report and the files' `expect.clients` (which were written from it)
+/// saying the same thing, and nothing more; `ClientMatrixTests` is what holds the files to what the clients do.
 @Suite("docs/clients.json: documentation consistency with the scenario files (no client runs)")
 struct CommittedMatrixDocumentationTests {
-    @Test("docs/clients.json and the scenario files' expect.clients say the same, so the docs cannot drift from the files")
+    @Test("docs/clients.json and the scenario files' expect.clients say the same, so the docs cannot drift from them")
     func committedMatrixAgrees() throws {
         let report = try MatrixEnvironment.committedReport()
         let catalog = try MatrixEnvironment.catalog()
@@ -263,7 +270,9 @@ enum MatrixEnvironment {
                                                  "--port-base", "\(base)", "--json", output.path], timeout: 560)
             if result.status == 0, let data = try? Data(contentsOf: output) {
                 // matrix.py's own timing lines (one per client), for make test's log.
-                for line in result.stderr.split(separator: "\n") where line.contains(" targets in ") { print("client matrix: \(line)") }
+                for line in result.stderr.split(separator: "\n") where line.contains(" targets in ") {
+                    print("client matrix: \(line)")
+                }
                 return try JSONDecoder().decode(Report.self, from: data)
             }
             lastError = result.stderr
@@ -279,8 +288,12 @@ enum MatrixEnvironment {
     /// A port base whose whole block (the dashboard, every catalog offset, the OCSP responder and the user scenarios
     /// after them) is free now and handed to no other test of this process (`Ports.freeRange`).
     static func freePortBase() throws -> Int {
-        let span = max((ScenarioCatalog.builtIn.scenarios.compactMap(\.port).max() ?? 9900) - ScenarioCatalog.defaultPortBase,
-                       ScenarioCatalog.revocationResponderOffset) + 10
-        do { return try Ports.freeRange(count: span + 1) } catch { throw MatrixRunFailed(output: "no free block of \(span + 1) ports") }
+        let highest = ScenarioCatalog.builtIn.scenarios.compactMap(\.port).max() ?? 9900
+        let span = max(highest - ScenarioCatalog.defaultPortBase, ScenarioCatalog.revocationResponderOffset) + 10
+        do {
+            return try Ports.freeRange(count: span + 1)
+        } catch {
+            throw MatrixRunFailed(output: "no free block of \(span + 1) ports")
+        }
     }
 }

@@ -103,7 +103,8 @@ struct StoreTests {
         #if os(Linux)
         let status = (try? String(contentsOfFile: "/proc/self/status", encoding: .utf8)) ?? ""
         let line = status.split(separator: "\n").first { $0.hasPrefix("Umask:") }
-        return line.flatMap { mode_t($0.dropFirst("Umask:".count).trimmingCharacters(in: .whitespaces), radix: 8) } ?? 0o022
+        let value = line.map { $0.dropFirst("Umask:".count).trimmingCharacters(in: .whitespaces) }
+        return value.flatMap { mode_t($0, radix: 8) } ?? 0o022
         #else
         return 0o022
         #endif

@@ -8,6 +8,9 @@ import Glibc
 import Darwin
 #endif
 
+/// This suite's store (TestEnvironment.suiteStore): its own CA, keys and leaves for this run.
+private var descriptorLimitStore: CertificateStore { TestEnvironment.suiteStore("DescriptorLimit", slowKeys: true) }
+
 /// macOS starts every process with a soft limit of 256 open files, and refuses (EINVAL) a soft limit above
 /// kern.maxfilesperproc even when the hard limit is unlimited, which it is by default. The raise is clamped, checked,
 /// and `serve` warns when what is left is too few for what it serves. Checked here with the clamp's arithmetic on
@@ -72,7 +75,8 @@ struct DescriptorLimitTests {
     }
 
     /// `tls-fixtures serve` (every scenario) under a bash `ulimit`, until its report is out.
-    static func serve(limit: String, _ names: [String] = []) throws -> (stderr: String, limits: String, document: CatalogDocument) {
+    static func serve(limit: String, _ names: [String] = []) throws
+        -> (stderr: String, limits: String, document: CatalogDocument) {
         let base = try ServeEndToEndTests.freePortBase()
         let scratch = TestEnvironment.temporaryDirectory("ulimit")
         let out = scratch.appendingPathComponent("out"), err = scratch.appendingPathComponent("err")
@@ -81,7 +85,7 @@ struct DescriptorLimitTests {
         let process = Process()
         process.executableURL = URL(fileURLWithPath: "/bin/bash")
         process.arguments = ["-c", "ulimit \(limit) && exec \"$0\" \"$@\"", TestEnvironment.cli, "serve", "--json", "--port-base", "\(base)",
-                             "--dir", TestEnvironment.suiteStore("DescriptorLimit", slowKeys: true).directory.path] + names
+                             "--dir", descriptorLimitStore.directory.path] + names
         process.environment = TestEnvironment.childEnvironment()
         process.standardOutput = try FileHandle(forWritingTo: out)
         process.standardError = try FileHandle(forWritingTo: err)
@@ -97,17 +101,20 @@ struct DescriptorLimitTests {
         let served = try #require(document, "serve under ulimit \(limit) did not report: \(stderr)")
         // It serves, whatever the limit: the ats-compliant port answers a real handshake.
         if let port = served.scenarios.first(where: { $0.name == "ats-compliant" })?.port {
-            let result = try TLSProbe(trusting: [try TestEnvironment.suiteStore("DescriptorLimit", slowKeys: true).ca().certificate]).probe(ProbeTarget(host: "localhost", port: port))
+            let probe = TLSProbe(trusting: [try descriptorLimitStore.ca().certificate])
+            let result = try probe.probe(ProbeTarget(host: "localhost", port: port))
             #expect(result.failure == nil && result.http?.status == 200, "under ulimit \(limit): \(result.failure ?? "")")
         }
         let limits = limits(of: process.processIdentifier)
         // Every scenario it listed is served while it runs: its port takes a connection now (the report lists the
         // catalog's, each `serving`, or `unsupported` where its file requires what the linked OpenSSL lacks).
         for entry in served.scenarios {
-            if entry.status == .unsupported, (try? ScenarioCatalog.builtIn.scenario(named: entry.name))?.expect.handshake?.requires != nil {
+            let requires = (try? ScenarioCatalog.builtIn.scenario(named: entry.name))?.expect.handshake?.requires
+            if entry.status == .unsupported, requires != nil {
                 continue
             }
-            #expect(entry.status == .serving, "under ulimit \(limit): \(entry.name) is \(entry.status.rawValue): \(entry.reason ?? "")")
+            #expect(entry.status == .serving,
+                    "under ulimit \(limit): \(entry.name) is \(entry.status.rawValue): \(entry.reason ?? "")")
             if let port = entry.port, entry.status == .serving {
                 #expect(Ports.accepts(port), "under ulimit \(limit): \(entry.name) does not answer on \(port)")
             }
@@ -157,7 +164,8 @@ struct DescriptorLimitTests {
     func tooFewToListen() throws {
         let base = try ServeEndToEndTests.freePortBase()
         let result = try Subprocess.run(["/bin/bash", "-c", "ulimit -n 48 && exec \"$0\" \"$@\"", TestEnvironment.cli, "serve",
-                                         "--port-base", "\(base)", "--dir", TestEnvironment.suiteStore("DescriptorLimit", slowKeys: true).directory.path], timeout: 300)
+                                         "--port-base", "\(base)", "--dir", descriptorLimitStore.directory.path],
+                                        timeout: 300)
         #expect(result.status == 1 && !result.timedOut, "\(result.combined)")
         // Progress lines (keys made now, or in the background on a cold store) are not part of the error.
         let lines = result.stderr.split(separator: "\n").filter { !$0.hasPrefix("generating") && !$0.hasPrefix("warning")

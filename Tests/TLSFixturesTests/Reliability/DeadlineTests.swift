@@ -33,7 +33,7 @@ final class TricklingServer: Sendable {
 
     static func start(_ stage: Stage, interval: TimeAmount = .milliseconds(800)) async throws -> TricklingServer {
         let context = stage == .httpAnswer
-            ? try TestEnvironment.suiteStore("Reliability").prepare(try ScenarioCatalog.builtIn.scenario(named: "ats-compliant")).context : nil
+            ? try reliabilityStore.prepare(try ScenarioCatalog.builtIn.scenario(named: "ats-compliant")).context : nil
         let connections = NIOLockedValueBox<[(opened: Date, closed: Date?)]>([])
         let channel = try await ServerBootstrap(group: MultiThreadedEventLoopGroup.singleton)
             .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
@@ -181,7 +181,8 @@ extension ReliabilitySuite {
                 let (check, checkTook) = try await Self.timed(["ats", "check", url, "--timeout", "2"] + resolve)
                 #expect(!check.timedOut, "ats check --timeout 2 ran \(checkTook) s")
                 let checkSpan = await Self.span(server)
-                #expect(checkSpan.map { $0 < Self.bound } == true, "ats check --timeout 2 held connections \(checkSpan ?? -1) s")
+                #expect(checkSpan.map { $0 < Self.bound } == true,
+                        "ats check --timeout 2 held connections \(checkSpan ?? -1) s")
                 #expect(check.status == 1, "\(check.combined)")
                 #expect(check.stderr == "Error: \(host):\(server.port): timed out after 2 s during the TLS handshake\n", "\(check.combined)")
 
@@ -189,7 +190,8 @@ extension ReliabilitySuite {
                 let (diagnose, diagnoseTook) = try await Self.timed(["ats", "diagnose", url, "--timeout", "2", "--verbose"] + resolve)
                 #expect(!diagnose.timedOut, "ats diagnose --timeout 2 ran \(diagnoseTook) s")
                 let diagnoseSpan = await Self.span(server)
-                #expect(diagnoseSpan.map { $0 < Self.bound } == true, "ats diagnose --timeout 2 held connections \(diagnoseSpan ?? -1) s")
+                #expect(diagnoseSpan.map { $0 < Self.bound } == true,
+                        "ats diagnose --timeout 2 held connections \(diagnoseSpan ?? -1) s")
                 #expect(diagnose.status == 2, "\(diagnose.combined)")
                 #expect(diagnose.stdout.contains("timed out after 2 s"), "\(diagnose.combined)")
             }

@@ -19,7 +19,7 @@ final class LimitedServe {
     init(descriptors: Int, extra: [String] = []) throws {
         portBase = try ServeEndToEndTests.freePortBase()
         process = try BackgroundProcess(["sh", "-c", "ulimit -n \(descriptors) && exec \"$0\" \"$@\"", TestEnvironment.cli, "serve"]
-                                        + Self.scenarios + ["--port-base", "\(portBase)", "--dir", TestEnvironment.suiteStore("Reliability").directory.path,
+                                        + Self.scenarios + ["--port-base", "\(portBase)", "--dir", reliabilityStore.directory.path,
                                                             "--handshake-timeout", "60", "--header-timeout", "60"] + extra)
     }
 
@@ -42,7 +42,7 @@ final class LimitedServe {
 
     /// Whether every fixture but `except`, and the dashboard, answers a normal client now.
     func othersAnswer(except: String, sourceLocation: SourceLocation = #_sourceLocation) async throws {
-        let ca = try TestEnvironment.suiteStore("Reliability").ca().certificate
+        let ca = try reliabilityStore.ca().certificate
         for scenario in Self.scenarios where scenario != except {
             var options = ProbeOptions()
             options.trustRoots = [ca]
@@ -82,7 +82,7 @@ extension ReliabilitySuite {
             options.headerTimeout = headerTimeout
             let catalog = ScenarioCatalog.builtIn
             let runner = try await ScenarioRunner.start(try catalog.scenarios(named: ["http"]), catalog: catalog,
-                                                        store: TestEnvironment.suiteStore("Reliability"), options: options)
+                                                        store: reliabilityStore, options: options)
             var dashboard: DashboardServer? = nil
             do {
                 dashboard = try await DashboardServer.start(runner: runner, port: options.portBase)
@@ -132,7 +132,7 @@ extension ReliabilitySuite {
         /// The fixtures have the header timeout too; behind TLS it counts from the end of the handshake.
         @Test("a TLS fixture closes a connection that sends no request after its handshake, at the header timeout")
         func fixtureHeaderTimeout() async throws {
-            let fixture = try await FixtureServer.start("tls-v1-2", store: TestEnvironment.suiteStore("Reliability"),
+            let fixture = try await FixtureServer.start("tls-v1-2", store: reliabilityStore,
                                                         configuration: FixtureConfiguration(idleTimeout: .seconds(60), headerTimeout: .seconds(1)))
             do {
                 let port = fixture.port
@@ -183,7 +183,8 @@ extension ReliabilitySuite {
             #expect(held.connections.count >= 300, "only \(held.connections.count) connects succeeded")
             // The fixture has reached its cap once it says so.
             let capLine = "64 connections open, the most one listener may hold"
-            #expect(serve.process.waitForErrorOutput(capLine, timeout: 30), "no warning about the cap: \(serve.process.stderr)")
+            #expect(serve.process.waitForErrorOutput(capLine, timeout: 30),
+                    "no warning about the cap: \(serve.process.stderr)")
             try await serve.othersAnswer(except: "ats-compliant")
             let warnings = serve.process.stderr.split(separator: "\n").filter { $0.contains(capLine) }
             #expect(warnings.count == 1, "expected one warning about the cap: \(serve.process.stderr)")
@@ -203,7 +204,8 @@ extension ReliabilitySuite {
             let held = try await LimitedServe.flood(try serve.port("ats-compliant"), count: 400)
             // Out of descriptors once it says so; then two seconds of its CPU time are the measurement.
             let pause = "scenario ats-compliant: cannot accept connections (Too many open files); trying again in 1 s"
-            #expect(serve.process.waitForErrorOutput(pause, timeout: 30), "it never ran out: \(serve.process.stderr.prefix(2_000))")
+            #expect(serve.process.waitForErrorOutput(pause, timeout: 30),
+                    "it never ran out: \(serve.process.stderr.prefix(2_000))")
             let before = serve.cpuSeconds
             try await Task.sleep(nanoseconds: 2_000_000_000)
             let used = serve.cpuSeconds - before
