@@ -68,15 +68,32 @@ run: deps
 	swift build -c release --product tls-fixtures
 	.build/release/tls-fixtures serve $(ARGS)
 
+# Our code builds without warnings (the house rule): SwiftPM passes -Xswiftc flags to this package's own targets only
+# and builds every dependency with -suppress-warnings, so this fails on our warnings, never on a dependency's. Every
+# debug build of the checkout uses it (bench-quick's too), so one does not recompile what another built.
+SWIFT_WARNINGS := -Xswiftc -warnings-as-errors
+
 # Two processes: ReliabilitySuite measures this process's descriptors, threads and memory and churns through
 # thousands of ephemeral ports, so it runs alone, after everything else (which runs in parallel).
-# TLS_FIXTURES_MATRIX_REQUIRED: the reduced client matrix (ClientMatrixTests) must run; a missing client fails it.
+# TLS_FIXTURES_MATRIX_REQUIRED: the live client matrix (ClientMatrixTests) must run; a missing client fails it.
+# Both runs' output goes to .build/test-logs as well; scripts/test-summary.py then prints one line (tests passed,
+# failed, skipped) and under it every skip with its reason and the stacks the client matrix ran. With TLS_FIXTURES_CI=1
+# (.ci/run) a skip fails the target: CI installs everything, so every test must run there.
+# TEST_ENV: set before each test process starts, so no test changes the environment while others read it: a fresh
+# store for the run (the README examples' default store; each suite makes its own beside it) and no legacy helper.
+TEST_LOGS := .build/test-logs
+TEST_ENV = TLS_FIXTURES_TEST_STORE=$(CURDIR)/$(1)/test-store TLS_FIXTURES_CERTS=$(CURDIR)/$(1)/test-store \
+  TLS_FIXTURES_LEGACY_HELPER=none
 test: deps lint matrix-test-clients
 	@python3 scripts/generate-builtin-scenarios.py --check
 	@scripts/ensure-deps.sh test
-	swift build --build-tests
-	TLS_FIXTURES_MATRIX_REQUIRED=1 swift test --skip-build --skip ReliabilitySuite
-	swift test --skip-build --filter ReliabilitySuite
+	swift build --build-tests $(SWIFT_WARNINGS)
+	@rm -rf $(TEST_LOGS) .build/test-store && mkdir -p $(TEST_LOGS)
+	set -o pipefail; status=0; export $(call TEST_ENV,.build); \
+	  TLS_FIXTURES_MATRIX_REQUIRED=1 swift test --skip-build --skip ReliabilitySuite 2>&1 | tee $(TEST_LOGS)/parallel.log \
+	    || status=1; \
+	  swift test --skip-build --filter ReliabilitySuite 2>&1 | tee $(TEST_LOGS)/reliability.log || status=1; \
+	  python3 scripts/test-summary.py $(TEST_LOGS)/parallel.log $(TEST_LOGS)/reliability.log || status=1; exit $$status
 
 # Release build of the CLI and the in-process benchmark, then scripts/bench/run.py drives them, nginx, openssl s_server
 # and wrk (installed by ensure-deps when missing). ARGS passes options through, e.g. ARGS="--only handshake".
@@ -84,7 +101,8 @@ test: deps lint matrix-test-clients
 # there checks that every section runs and every harness check passes, never a number, and a release build would add
 # about 5 of CI's 30 minutes. Its report then says "debug build" at the top; numbers worth reading come from release.
 BENCH_CONFIGURATION ?= release
-BENCH_BUILD = swift build -c $(BENCH_CONFIGURATION) --product tls-fixtures && swift build -c $(BENCH_CONFIGURATION) --product tls-fixtures-bench
+BENCH_BUILD = swift build -c $(BENCH_CONFIGURATION) $(SWIFT_WARNINGS) --product tls-fixtures \
+  && swift build -c $(BENCH_CONFIGURATION) $(SWIFT_WARNINGS) --product tls-fixtures-bench
 # nginx is in /usr/sbin, which a normal user's PATH may lack. bench-quick is the same run, shortened.
 bench bench-quick: deps
 	@scripts/ensure-deps.sh bench
@@ -115,23 +133,23 @@ clean:
 # Every served scenario against every client stack (scripts/matrix.py; docs/CLIENTS.md says what each client is). The
 # Swift clients live in Matrix/, a package of its own built into .build-matrix, so neither the library nor its users
 # depend on swift-nio-ssl or AsyncHTTPClient. Products are named because a plain `swift build` there also builds the
-# dependencies' example executables. `make test` builds only the swift-nio-ssl client (BoringSSL) and runs the
-# reduced matrix with GnuTLS and pyca/cryptography; `make matrix` builds all three Swift clients, installs the other
-# stacks (Java, Go, Node, NSS, Chromium) and writes the report. Linux only (URLSession needs a private mount namespace).
-# Not part of .ci/run: it takes minutes and its verdicts are the clients', not ours.
-MATRIX_BUILD = swift build --package-path Matrix --scratch-path .build-matrix
+# dependencies' example executables. `make test` installs every stack (on macOS: GnuTLS and pyca) and builds the three
+# Swift clients (on macOS the swift-nio-ssl one), then ClientMatrixTests runs each stack on the controls, the refusals
+# and the scenarios where it differs from OpenSSL; `make matrix` runs every scenario on every stack and writes the
+# report. Linux only (URLSession needs a private mount namespace).
+MATRIX_BUILD = swift build --package-path Matrix --scratch-path .build-matrix $(SWIFT_WARNINGS)
+MATRIX_PRODUCTS := matrix-nio-ssl $(if $(filter Darwin,$(shell uname -s)),,matrix-ahc matrix-urlsession)
 
 matrix-test-clients: deps
 	@scripts/ensure-deps.sh matrix-test
 	@scripts/matrix-python.sh
-	$(MATRIX_BUILD) --product matrix-nio-ssl
+	for product in $(MATRIX_PRODUCTS); do $(MATRIX_BUILD) --product $$product || exit 1; done
 
 matrix: deps
 	@scripts/ensure-deps.sh matrix
-	@scripts/ensure-deps.sh browser
 	@scripts/matrix-python.sh
-	swift build --product tls-fixtures
-	$(MATRIX_BUILD) --product matrix-nio-ssl && $(MATRIX_BUILD) --product matrix-ahc && $(MATRIX_BUILD) --product matrix-urlsession
+	swift build $(SWIFT_WARNINGS) --product tls-fixtures
+	for product in matrix-nio-ssl matrix-ahc matrix-urlsession; do $(MATRIX_BUILD) --product $$product || exit 1; done
 	python3 scripts/matrix.py --json docs/clients.json --markdown docs/CLIENTS.md $(ARGS)
 
 # --- Legacy OpenSSL (opt-in: not in `make test`, not in CI) ---------------------------------------------------------
@@ -179,11 +197,15 @@ TSAN_TEST_OPTIONS := log_path=$(CURDIR)/.build-tsan/sanitizer-reports/tsan
 # folder, the reliability suite in a process of its own as in `make test`; any report from any process fails it.
 define sanitized_test
 	@scripts/ensure-deps.sh test
-	swift build --build-tests --sanitize=$(1) --scratch-path $(2)
-	@rm -rf $(2)/sanitizer-reports && mkdir -p $(2)/sanitizer-reports
-	$(3)=$(4) TLS_FIXTURES_MATRIX_REQUIRED=1 swift test --skip-build --sanitize=$(1) --scratch-path $(2) --skip ReliabilitySuite \
-	  && $(3)=$(4) swift test --skip-build --sanitize=$(1) --scratch-path $(2) --filter ReliabilitySuite; \
-	  status=$$?; scripts/sanitizer-reports.sh $(2)/sanitizer-reports || status=1; exit $$status
+	swift build --build-tests --sanitize=$(1) --scratch-path $(2) $(SWIFT_WARNINGS)
+	@rm -rf $(2)/sanitizer-reports $(2)/test-logs $(2)/test-store && mkdir -p $(2)/sanitizer-reports $(2)/test-logs
+	set -o pipefail; export $(call TEST_ENV,$(2)); \
+	  $(3)=$(4) TLS_FIXTURES_MATRIX_REQUIRED=1 swift test --skip-build --sanitize=$(1) --scratch-path $(2) --skip ReliabilitySuite \
+	    2>&1 | tee $(2)/test-logs/parallel.log \
+	  && $(3)=$(4) swift test --skip-build --sanitize=$(1) --scratch-path $(2) --filter ReliabilitySuite \
+	    2>&1 | tee $(2)/test-logs/reliability.log; \
+	  status=$$?; scripts/sanitizer-reports.sh $(2)/sanitizer-reports || status=1; \
+	  python3 scripts/test-summary.py $(2)/test-logs/parallel.log $(2)/test-logs/reliability.log || status=1; exit $$status
 endef
 
 test-asan: deps matrix-test-clients

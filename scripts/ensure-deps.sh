@@ -7,9 +7,10 @@
 #   scripts/ensure-deps.sh xctest   make build (every target, the XCTest glue included): on macOS, Xcode's XCTest
 #   scripts/ensure-deps.sh browser  the browser check alone
 #   scripts/ensure-deps.sh bench    make bench (Linux): nginx, wrk, taskset, openssl, curl, python3
-#   scripts/ensure-deps.sh matrix-test  make test's reduced client matrix: gnutls-cli, and pyca/cryptography's verifier
-#                                   (from PyPI into a venv by scripts/matrix-python.sh when python3 lacks it)
-#   scripts/ensure-deps.sh matrix   make matrix (Linux): every client stack (Java, Go, Node, GnuTLS, NSS tools, unshare)
+#   scripts/ensure-deps.sh matrix-test  make test's live client matrix: on Linux every client stack (GnuTLS, NSS tools,
+#                                   Chromium, Java, Go, Node, unshare, pyca/cryptography's verifier from PyPI into a
+#                                   venv by scripts/matrix-python.sh when python3 lacks it); on macOS GnuTLS and pyca
+#   scripts/ensure-deps.sh matrix   make matrix (Linux): the same stacks
 #
 # Each requirement is "required" (the target cannot work without it: a missing one fails it) or "optional" (only
 # some tests use it: they are skipped, each saying what is missing, and the target goes on). On Debian/Ubuntu as
@@ -128,26 +129,34 @@ group_bench() {
   need required python3               python3     -
 }
 
-# The reduced matrix judges the built-in CA with two stacks OpenSSL does not share (BoringSSL is built from the
-# Matrix/ package): a missing one fails `make test` rather than skipping the check that catches a CA regression.
+# make test's live client matrix (ClientMatrixTests) judges the fixtures with other TLS stacks: every one it runs is
+# required, so a missing stack fails `make test` rather than skipping the check that catches a CA or server regression.
+# On Linux that is all twelve stacks of scripts/matrix.py, each from Debian's packages (pyca/cryptography from PyPI,
+# the Swift clients built from Matrix/); on macOS, GnuTLS and pyca (the committed verdicts are Linux's).
 group_matrix_test() {
   need required gnutls-cli            gnutls-bin  gnutls
   # pyca/cryptography's verifier: python3 has it, or a venv can be made to install it from PyPI.
   need required py-pyca-or-venv       python3-venv python3
+  [ "$os" = Darwin ] && return 0
+  need required openssl               openssl     -
+  need required curl                  curl        -
+  need required tstclnt               libnss3-tools -
+  need required certutil              libnss3-tools -
+  need required chromium              chromium    -
+  need required javac                 default-jdk-headless -   # `java File.java` compiles in memory: the JDK, not a JRE
+  need required go                    golang-go   -
+  need required node                  nodejs      -
+  need required unshare               util-linux  -            # URLSession's private mount namespace (matrix.py)
+  need required ca-bundle             ca-certificates -
 }
 
+# make matrix: every scenario on the same stacks.
 group_matrix() {
   if [ "$os" = Darwin ]; then
     echo "make matrix is Linux only (URLSession's column needs a private mount namespace); run it on a Linux machine" >&2
     exit 1
   fi
   group_matrix_test
-  need required tstclnt               libnss3-tools -
-  need required javac                 default-jdk-headless -   # `java File.java` compiles in memory: the JDK, not a JRE
-  need required go                    golang-go   -
-  need required node                  nodejs      -
-  need required unshare               util-linux  -            # URLSession's private mount namespace (scripts/matrix.py)
-  need required ca-bundle             ca-certificates -
 }
 
 group=${group//-/_}
@@ -196,10 +205,16 @@ if [ "$os" = Darwin ]; then
   exit $status
 fi
 
-if [[ " $optional_list " == *" chromium "* ]] && grep -qs '^ID=ubuntu' /etc/os-release; then
+if [[ " $optional_list $required_list " == *" chromium "* ]] && grep -qs '^ID=ubuntu' /etc/os-release; then
   # Ubuntu ships Chromium only as a snap; its chromium-browser package is a stub that installs the snap.
-  echo "on Ubuntu, Chromium is a snap (the browser check is skipped without it): sudo snap install chromium" >&2
+  echo "on Ubuntu, Chromium is a snap (the browser check and the matrix's chromium column need it):" \
+    "sudo snap install chromium" >&2
   optional_list=$(echo " $optional_list " | sed 's/ chromium / /; s/^ //; s/ $//')
+  if [[ " $required_list " == *" chromium "* ]]; then
+    # Required here (make test's matrix): install the rest, then fail, since apt-get cannot install it.
+    required_list=$(echo " $required_list " | sed 's/ chromium / /; s/^ //; s/ $//')
+    trap 'exit 1' EXIT
+  fi
 fi
 
 if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then

@@ -1,9 +1,10 @@
 #!/usr/bin/env python3
 """The client matrix: every served scenario x every TLS client stack, with the built-in CA trusted.
 
-`make matrix` runs it in full and writes docs/CLIENTS.md and docs/clients.json; `make test` runs a reduced set
-through Tests/TLSFixturesTests/Matrix/ClientMatrixTests.swift, which holds the scenario files' `expect.clients` to
-what the clients really do.
+`make matrix` runs it in full and writes docs/CLIENTS.md and docs/clients.json; `make test` runs every stack through
+Tests/TLSFixturesTests/Matrix/ClientMatrixTests.swift with a --plan (each stack on the controls, the refusals and the
+scenarios where it differs from OpenSSL), which holds the scenario files' `expect.clients` to what the clients really
+do.
 
 How it works: a fresh store and CA (`tls-fixtures ca init`), then `tls-fixtures serve --json` with the built-in
 catalog plus Matrix/Scenarios (the `impersonation` leaf for www.apple.com). Each client is started once with the
@@ -560,6 +561,8 @@ def main():
     parser.add_argument("--python", default=None, help="a Python with cryptography >= 43 (default: this one, else .build-matrix/venv)")
     parser.add_argument("--clients", default=",".join(CLIENT_SPECS), help="comma-separated subset of: " + ", ".join(CLIENT_SPECS))
     parser.add_argument("--scenarios", default="", help="comma-separated subset (default: every scenario)")
+    parser.add_argument("--plan", metavar="FILE", help="JSON {client: [scenario, ...]}: each client runs only its own "
+                        "scenarios (make test's matrix); --clients and --scenarios default to what the plan names")
     parser.add_argument("--port-base", type=int, default=29800)
     parser.add_argument("--json", help="write the report here")
     parser.add_argument("--markdown", help="write docs/CLIENTS.md-style text here")
@@ -575,6 +578,10 @@ def main():
         write(options, report)
         return
 
+    plan = json.loads(Path(options.plan).read_text()) if options.plan else None
+    if plan is not None:
+        options.clients = options.clients if "--clients" in sys.argv else ",".join(plan)
+        options.scenarios = options.scenarios or ",".join(sorted({s for names in plan.values() for s in names}))
     chosen = [c.strip() for c in options.clients.split(",") if c.strip()]
     unknown = [c for c in chosen if c not in CLIENT_SPECS]
     if unknown:
@@ -593,7 +600,7 @@ def main():
     with open(work / "serve.log", "w") as log:
         server, document = serve(options.cli, store, options.port_base, names, log)
     try:
-        report = measure(options, chosen, document, Context(work, ca_file, options.swift_clients, python))
+        report = measure(options, chosen, document, Context(work, ca_file, options.swift_clients, python), plan)
     finally:
         server.terminate()
         try:
@@ -645,7 +652,7 @@ def pick_python():
     return sys.executable
 
 
-def measure(options, chosen, document, ctx):
+def measure(options, chosen, document, ctx, plan=None):
     ctx.request_file.write_text(REQUEST.format(host="localhost"))
     entries = {entry["name"]: entry for entry in document["scenarios"]}
     rows, not_served = [], []
@@ -679,17 +686,28 @@ def measure(options, chosen, document, ctx):
         if differences:
             row["differences"] = differences
 
+    def targets_of(client):
+        """Every target, or with a plan only the rows of the scenarios the plan gives this client."""
+        if plan is None:
+            return targets
+        return [t for t in targets if t["scenario"] in plan.get(client["id"], [])]
+
     def run_client(client):
         started = time.time()
-        answers = CLIENT_SPECS[client["id"]][1](ctx, targets)
+        mine = targets_of(client)
+        answers = CLIENT_SPECS[client["id"]][1](ctx, mine) if mine else {}
+        if plan is not None:
+            client["targets"] = len(mine)   # make test's summary says how many each stack judged
         # On standard error, not in the report: the committed report changes only when a verdict does.
-        print(f"{client['id']}: {len(targets)} targets in {time.time() - started:.1f} s", file=sys.stderr)
+        print(f"{client['id']}: {len(mine)} targets in {time.time() - started:.1f} s", file=sys.stderr)
         return client, answers
 
     runnable = [c for c in clients if c["status"] == "ok"]
     with concurrent.futures.ThreadPoolExecutor(max_workers=3) as pool:
         for client, answers in pool.map(run_client, runnable):
             for target, row in zip(targets, rows):
+                if target["id"] not in answers:
+                    continue   # not in this client's plan
                 accepted, detail = answers[target["id"]]
                 result = {"accepted": accepted, "detail": detail, "short": short_text(client["id"], accepted, detail)}
                 if row["primary"]:

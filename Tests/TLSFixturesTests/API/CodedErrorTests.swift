@@ -36,11 +36,30 @@ struct CodedErrorTests {
         (LegacyHelperError(helper: "/bin/false", why: "it exited"), "didNotStart"),
     ]
 
-    @Test("code, reason and fix: the description is the reason then the fix, on one line, naming no flag")
+    /// A CodedError of the test's own, with words written here: what the protocol's description makes of them.
+    struct Sample: CodedError {
+        var code: ErrorCode<Sample> { ErrorCode("sample") }
+        var reason: String
+        var fix: String?
+    }
+
+    @Test("the description is the reason, then `; ` and the fix when there is one: as localizedDescription too")
+    func descriptionRule() {
+        let both = Sample(reason: "the port is taken", fix: "choose another port")
+        #expect(both.description == "the port is taken; choose another port")
+        #expect(both.localizedDescription == "the port is taken; choose another port")
+        #expect("\(both)" == "the port is taken; choose another port")
+        #expect(Sample(reason: "nothing to add", fix: nil).description == "nothing to add")
+    }
+
+    @Test("code, reason and fix: every public error type keeps that description, on one line, naming no flag")
     func shape() {
         for (error, code) in Self.samples {
             #expect("\(error.code)" == code, "\(type(of: error))")
-            #expect(error.description == error.reason + (error.fix.map { "; \($0)" } ?? ""), "\(error)")
+            // No type replaces the rule above: its reason comes first, its fix (if any) after "; ", and nothing else.
+            #expect(error.description.hasPrefix(error.reason), "\(error)")
+            #expect(error.description.count == error.reason.count + (error.fix.map { $0.count + 2 } ?? 0), "\(error)")
+            if let fix = error.fix { #expect(error.description.hasSuffix("; " + fix), "\(error)") }
             #expect(!error.description.contains("\n") && !error.description.contains("--"), "\(error)")
             #expect(error.localizedDescription == error.description, "\(type(of: error)): \(error.localizedDescription)")
         }

@@ -347,16 +347,46 @@ final class ATSValueTests: XCTestCase {
         XCTAssertTrue(M.matches(name: "example.com", pattern: "example.com."))
     }
 
+    // Apple's lists, written here from their sources rather than read from ATSCipherSuites (shared/ats-reference.md
+    // quotes them): TLS 1.3's three suites and the TLS 1.2 ECDHE suites of the ATS group in Apple's open-source
+    // Security code (SecProtocolTypes: AES-GCM, ChaCha20 and the AES-CBC-SHA pair; the CBC SHA256/SHA384 suites gone);
+    // the RSA key-exchange suites that NSExceptionRequiresForwardSecrecy = NO adds, as Apple's documentation of that
+    // key lists them.
+    static let appleTLS13 = ["TLS_AES_128_GCM_SHA256", "TLS_AES_256_GCM_SHA384", "TLS_CHACHA20_POLY1305_SHA256"]
+    static let appleATSGroupTLS12 = [
+        "TLS_ECDHE_ECDSA_WITH_AES_256_GCM_SHA384", "TLS_ECDHE_ECDSA_WITH_AES_128_GCM_SHA256",
+        "TLS_ECDHE_ECDSA_WITH_CHACHA20_POLY1305_SHA256", "TLS_ECDHE_ECDSA_WITH_AES_256_CBC_SHA",
+        "TLS_ECDHE_ECDSA_WITH_AES_128_CBC_SHA", "TLS_ECDHE_RSA_WITH_AES_256_GCM_SHA384",
+        "TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256", "TLS_ECDHE_RSA_WITH_CHACHA20_POLY1305_SHA256",
+        "TLS_ECDHE_RSA_WITH_AES_256_CBC_SHA", "TLS_ECDHE_RSA_WITH_AES_128_CBC_SHA",
+    ]
+    static let appleWithoutForwardSecrecy = [
+        "TLS_RSA_WITH_AES_256_GCM_SHA384", "TLS_RSA_WITH_AES_128_GCM_SHA256", "TLS_RSA_WITH_AES_256_CBC_SHA256",
+        "TLS_RSA_WITH_AES_256_CBC_SHA", "TLS_RSA_WITH_AES_128_CBC_SHA256", "TLS_RSA_WITH_AES_128_CBC_SHA",
+    ]
+    /// Apple's documented list (2015 on, "Requirements for Connecting Using ATS"): eleven suites, ECDHE_RSA without
+    /// AES_256_CBC_SHA.
+    static let appleDocumented2015 = [
+        "TLS_ECDHE_ECDSA_WITH_AES_256_GCM_SHA384", "TLS_ECDHE_ECDSA_WITH_AES_128_GCM_SHA256",
+        "TLS_ECDHE_ECDSA_WITH_AES_256_CBC_SHA384", "TLS_ECDHE_ECDSA_WITH_AES_256_CBC_SHA",
+        "TLS_ECDHE_ECDSA_WITH_AES_128_CBC_SHA256", "TLS_ECDHE_ECDSA_WITH_AES_128_CBC_SHA",
+        "TLS_ECDHE_RSA_WITH_AES_256_GCM_SHA384", "TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256",
+        "TLS_ECDHE_RSA_WITH_AES_256_CBC_SHA384", "TLS_ECDHE_RSA_WITH_AES_128_CBC_SHA256",
+        "TLS_ECDHE_RSA_WITH_AES_128_CBC_SHA",
+    ]
+
     func testOffers() {
         let applied = ATSEvaluator().offer(for: URL(string: "https://a.example.com/")!)
         XCTAssertEqual(applied.minVersion, .tls1_2)
         XCTAssertEqual(applied.maxVersion, .tls1_3)
-        XCTAssertEqual(applied.tls12Suites, ATSCipherSuites.forwardSecretCurrentSource)
-        XCTAssertEqual(applied.tls13Suites, ATSCipherSuites.tls13)
+        XCTAssertEqual(Set(applied.tls12Suites), Set(Self.appleATSGroupTLS12))
+        XCTAssertEqual(applied.tls12Suites.count, Self.appleATSGroupTLS12.count)
+        XCTAssertEqual(Set(applied.tls13Suites), Set(Self.appleTLS13))
 
         let noPFS = ATSEvaluator(policy: ATSPolicy(["NSExceptionDomains": ["a.example.com": ["NSExceptionRequiresForwardSecrecy": false]]]))
             .offer(for: URL(string: "https://a.example.com/")!)
-        XCTAssertEqual(noPFS.tls12Suites, ATSCipherSuites.forwardSecretCurrentSource + ATSCipherSuites.nonForwardSecret)
+        XCTAssertEqual(Set(noPFS.tls12Suites), Set(Self.appleATSGroupTLS12 + Self.appleWithoutForwardSecrecy))
+        XCTAssertEqual(noPFS.tls12Suites.count, Self.appleATSGroupTLS12.count + Self.appleWithoutForwardSecrecy.count)
 
         let off = ATSEvaluator(policy: ATSPolicy(["NSAllowsArbitraryLoads": true])).offer(for: URL(string: "https://a.example.com/")!)
         XCTAssertEqual(off.minVersion, .tls1_0)
@@ -369,6 +399,7 @@ final class ATSValueTests: XCTestCase {
 
         let documented = ATSEvaluator(options: ATSEvaluationOptions(readings: ATSReadings(cipherSuites: .documented2015)))
             .offer(for: URL(string: "https://a.example.com/")!)
+        XCTAssertEqual(Set(documented.tls12Suites), Set(Self.appleDocumented2015))
         XCTAssertEqual(documented.tls12Suites.count, 11)
     }
 

@@ -2,6 +2,9 @@ import Foundation
 import Testing
 @testable import TLSFixtures
 
+/// This suite's store (TestEnvironment.suiteStore): its own CA, keys and leaves for this run.
+private var cliInputStore: CertificateStore { TestEnvironment.suiteStore("CLIInput") }
+
 /// Bad input: one line on standard error, a non-zero exit, never a crash or a stack trace.
 @Suite("CLI bad input")
 struct CLIInputTests {
@@ -53,13 +56,13 @@ struct CLIInputTests {
     func nothingToServe() async throws {
         let sslv3Served: Bool
         do {
-            await (try await FixtureServer.start("ssl-v3", store: TestEnvironment.sharedStore)).stop()
+            await (try await FixtureServer.start("ssl-v3", store: cliInputStore)).stop()
             sslv3Served = true
         } catch is ScenarioUnsupported {
             sslv3Served = false
         }
-        let base = Int.random(in: 40_000...49_000)
-        let result = try TestEnvironment.tlsFixtures(["serve", "--dir", TestEnvironment.sharedStoreDirectory.path,
+        let base = try ServeEndToEndTests.freePortBase()
+        let result = try TestEnvironment.tlsFixtures(["serve", "--dir", cliInputStore.directory.path,
                                                       "--port-base", "\(base)", "ssl-v3"], timeout: sslv3Served ? 5 : 60)
         if sslv3Served {
             #expect(result.timedOut, "an OpenSSL with SSLv3 serves it until stopped: \(result.stderr)")

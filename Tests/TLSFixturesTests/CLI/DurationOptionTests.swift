@@ -3,6 +3,9 @@ import NIOCore
 import Testing
 @testable import TLSFixtures
 
+/// This suite's store (TestEnvironment.suiteStore): its own CA, keys and leaves for this run.
+private var durationStore: CertificateStore { TestEnvironment.suiteStore("DurationOption") }
+
 /// Issue 16, item 2: `--timeout inf|nan|1e20|-inf` trapped ("Double value cannot be converted", SIGILL), `0` meant no
 /// limit and `-1` was accepted; `serve --handshake-timeout inf|1e12` and `--idle-timeout 1e300` trapped the same way.
 /// Every seconds option now takes 0.001–86400 and says so in one line; the library refuses the same values.
@@ -55,7 +58,8 @@ struct DurationOptionTests {
             ("headerTimeout", FixtureConfiguration(headerTimeout: .nanoseconds(1))),
         ] {
             do {
-                let fixture = try await FixtureServer.start("ats-compliant", store: TestEnvironment.sharedStore, configuration: configuration)
+                let fixture = try await FixtureServer.start("ats-compliant", store: durationStore,
+                                                            configuration: configuration)
                 await fixture.stop()
                 Issue.record("\(field) out of range was accepted")
             } catch let error as InvalidTimeout {

@@ -3,6 +3,9 @@ import Testing
 @testable import TLSFixtures
 @testable import TLSFixturesRunner
 
+/// This suite's store (TestEnvironment.suiteStore): its own CA, keys and leaves for this run.
+private var clientExpectationStore: CertificateStore { TestEnvironment.suiteStore("ClientExpectation") }
+
 /// `expect.clients` in a scenario file: decoded strictly, resolved the same way everywhere, and shown by a running
 /// `serve` on the dashboard and in `/scenarios.json`.
 @Suite("Client expectations")
@@ -86,7 +89,7 @@ struct ClientExpectationTests {
     @Test("serve shows where clients differ: the dashboard's column and /scenarios.json's clientOutcomes", .timeLimit(.minutes(2)))
     func served() async throws {
         let base = try MatrixEnvironment.freePortBase()
-        let serve = try Subprocess.launch([TestEnvironment.cli, "serve", "--dir", TestEnvironment.sharedStoreDirectory.path,
+        let serve = try Subprocess.launch([TestEnvironment.cli, "serve", "--dir", clientExpectationStore.directory.path,
                                            "--port-base", "\(base)", "ip-san", "expired"])
         defer { serve.process.terminate(); _ = serve.wait(timeout: 10) }
         var waited = 0

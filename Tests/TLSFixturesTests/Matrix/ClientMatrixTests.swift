@@ -2,61 +2,111 @@ import Foundation
 import Testing
 @testable import TLSFixtures
 
-/// The client matrix (scripts/matrix.py, docs/CLIENTS.md) judged against the scenario files' `expect.clients`.
+/// The client matrix run live (scripts/matrix.py): real client stacks against real fixtures, judged against the
+/// scenario files' `expect.clients`.
 ///
-/// `make test` runs the reduced set: BoringSSL (the swift-nio-ssl client from Matrix/, built into .build-matrix),
-/// GnuTLS and pyca/cryptography's strict RFC 5280 verifier, on the controls and on scenarios that must fail, through the
-/// same driver `make matrix` uses. A CA that BoringSSL or a strict verifier refuses fails the controls here; a client
-/// whose behaviour changes fails the comparison with its scenario file.
-@Suite("ClientMatrix")
+/// `make test` runs every stack that installs from Debian's packages, PyPI or the package mirror — on Linux all
+/// twelve (scripts/ensure-deps.sh matrix-test installs them; the three Swift clients are built from Matrix/ into
+/// .build-matrix) — each on the controls, on failures every stack must refuse, and on every scenario where that stack
+/// differs from OpenSSL: where its file lists the stack in `expect.clients`, or where the `openssl` client's verdict
+/// is another. So a CA that one stack refuses fails the controls here, and a stack whose behaviour changes (or a
+/// server change one stack notices) fails the comparison with the scenario file. `make matrix` runs every scenario on
+/// every stack.
+@Suite("ClientMatrix: every client stack, live")
 struct ClientMatrixTests {
-    static let reducedClients: [MatrixClient] = [.swiftNIOSSL, .gnutls, .pyca]
-    /// The Must-show controls, the scenarios whose CA design the matrix exists to protect (ip-san, no-san), and failures
-    /// every stack that checks the property must refuse, with `impersonation` (a www.apple.com leaf) among them.
-    static let reducedScenarios = ["ats-compliant", "pinned", "ecc256", "tls-v1-3", "intermediate", "ip-san", "no-san",
-                                   "expired", "self-signed", "wrong-host", "untrusted-root", "name-constraint-violation",
-                                   "sha1-leaf", "impersonation"]
+    /// The Must-show controls: every stack verifies them.
     static let controls = ["ats-compliant", "pinned", "ecc256", "tls-v1-3", "intermediate"]
+    /// Failures every stack that checks the property must refuse, with `impersonation` (a www.apple.com leaf) among
+    /// them.
+    static let mustReject = ["expired", "self-signed", "wrong-host", "untrusted-root", "name-constraint-violation",
+                             "impersonation"]
 
-    @Test("BoringSSL, GnuTLS and the strict RFC 5280 verifier do what the scenario files say, controls included",
-          .enabled(if: MatrixEnvironment.runnable, MatrixEnvironment.skipReason), .timeLimit(.minutes(5)))
-    func reducedMatrix() async throws {
-        try #require(MatrixEnvironment.nioClientBuilt, "\(MatrixEnvironment.swiftClients.path)/matrix-nio-ssl is missing: `make test` builds it (swift build --package-path Matrix --scratch-path .build-matrix --product matrix-nio-ssl)")
-        let report = try await MatrixEnvironment.run(clients: Self.reducedClients, scenarios: Self.reducedScenarios)
-        for client in Self.reducedClients {
-            let entry = try #require(report.clients.first { $0.id == client.rawValue })
-            // Missing is never a pass: make test installs gnutls-bin and pyca/cryptography (scripts/matrix-python.sh).
-            #expect(entry.status == "ok", "\(client.rawValue) is missing: \(entry.reason ?? "?")")
+    /// Each live client's scenarios: the controls, the must-refuse failures, and every scenario the matrix can serve
+    /// where the client's expected verdict differs from OpenSSL's verify result or from the `openssl` client's; less
+    /// those docs/clients.json shows the client cannot judge (pyca where Python's `ssl` cannot fetch the chain).
+    static func plan(catalog: ScenarioCatalog, clients: [MatrixClient],
+                     unjudged: Set<String> = MatrixEnvironment.unjudgedInCommittedReport())
+        -> [MatrixClient: [String]] {
+        let judged = catalog.scenarios.filter { scenario in
+            scenario.expect.defaultClientOutcome != nil && scenario.expect.handshake?.requires == nil
+                && !MatrixEnvironment.outOfScope.contains(scenario.name)
+        }
+        var plan: [MatrixClient: [String]] = [:]
+        for client in clients {
+            var names = controls + mustReject
+            for scenario in judged where !names.contains(scenario.name) {
+                guard !unjudged.contains("\(scenario.name) × \(client.rawValue)") else { continue }
+                let expect = scenario.expect
+                let listed = expect.clients?.contains { $0.clients.contains(client) } ?? false
+                if listed || expect.outcome(for: client)?.outcome != expect.outcome(for: .openssl)?.outcome {
+                    names.append(scenario.name)
+                }
+            }
+            plan[client] = names
+        }
+        return plan
+    }
+
+    @Test("every client stack does what the scenario files say: controls, refusals, where each differs from OpenSSL",
+          .enabled(if: MatrixEnvironment.runnable, MatrixEnvironment.skipReason), .timeLimit(.minutes(10)))
+    func liveMatrix() async throws {
+        for product in MatrixEnvironment.swiftProducts {
+            try #require(MatrixEnvironment.built(product), Comment(rawValue:
+                "\(MatrixEnvironment.swiftClients.path)/\(product) is missing: `make test` builds it "
+                + "(swift build --package-path Matrix --scratch-path .build-matrix --product \(product))"))
         }
         let catalog = try MatrixEnvironment.catalog()
-        #expect(Set(report.rows.filter(\.primary).map(\.scenario)) == Set(Self.reducedScenarios))
-        for row in report.rows where row.primary {
-            let scenario = try catalog.scenario(named: row.scenario)
-            for client in Self.reducedClients {
-                let observed = try #require(row.results[client.rawValue], "\(row.scenario): no \(client.rawValue) result")
+        let clients = MatrixEnvironment.liveClients
+        let plan = Self.plan(catalog: catalog, clients: clients)
+        let report = try await MatrixEnvironment.run(plan: plan)
+        for client in clients {
+            let entry = try #require(report.clients.first { $0.id == client.rawValue },
+                                     "\(client.rawValue) did not run")
+            // Missing is never a pass: make test installs every one (scripts/ensure-deps.sh matrix-test).
+            #expect(entry.status == "ok", "\(client.rawValue) is missing: \(entry.reason ?? "?")")
+            // For make test's summary: which stacks judged, on how many scenarios.
+            let count = plan[client]?.count ?? 0
+            print("client matrix ran: \(client.rawValue) on \(count) scenarios: \(entry.version ?? "?")")
+        }
+        var compared = 0
+        for (client, names) in plan.sorted(by: { $0.key < $1.key }) {
+            for name in names {
+                let scenario = try catalog.scenario(named: name)
+                let row = try #require(report.rows.first { $0.primary && $0.scenario == name },
+                                       "\(name) was not served")
+                let observed = try #require(row.results[client.rawValue], "\(name): no \(client.rawValue) result")
                 guard let accepted = observed.accepted else {
-                    Issue.record("\(row.scenario) × \(client.rawValue) was not judged: \(observed.detail)")
+                    Issue.record("\(name) × \(client.rawValue) was not judged: \(observed.detail)")
                     continue
                 }
                 let expected = try #require(scenario.expect.outcome(for: client))
-                #expect((accepted ? ClientOutcome.accept : .reject) == expected.outcome,
-                        "\(row.scenario) × \(client.rawValue): expected \(expected.outcome.rawValue)\(expected.because.map { " (\($0))" } ?? ""), got \(observed.detail)")
+                compared += 1
+                let because = expected.because.map { " (\($0))" } ?? ""
+                let outcome = "\(name) × \(client.rawValue): expected \(expected.outcome.rawValue)\(because)"
+                #expect((accepted ? ClientOutcome.accept : .reject) == expected.outcome, "\(outcome), got \(observed.detail)")
             }
         }
+        #expect(compared == plan.values.map(\.count).reduce(0, +))
         // The controls verify in every stack; so a "must reject" row cannot pass because everything is rejected.
         for name in Self.controls {
             let row = try #require(report.rows.first { $0.scenario == name && $0.primary })
-            for client in Self.reducedClients { #expect(row.results[client.rawValue]?.accepted == true, "\(name) × \(client.rawValue): \(row.results[client.rawValue]?.detail ?? "?")") }
+            for client in clients {
+                let result = row.results[client.rawValue]
+                #expect(result?.accepted == true, "\(name) × \(client.rawValue): \(result?.detail ?? "?")")
+            }
         }
-        // A leaf for www.apple.com from the built-in CA: all three enforce name constraints, so all three refuse it.
+        // `impersonation` (in every stack's plan, held to its file above) connects by the name it impersonates.
         let impersonation = try #require(report.rows.first { $0.scenario == "impersonation" })
         #expect(impersonation.host == "www.apple.com")
-        for client in Self.reducedClients {
-            #expect(impersonation.results[client.rawValue]?.accepted == false, "\(client.rawValue) accepted a www.apple.com leaf")
-        }
     }
+}
 
-    @Test("the committed docs/clients.json agrees with the scenario files, so neither can drift")
+/// docs/clients.json (written by `make matrix`) against the scenario files. A documentation consistency check: no
+/// client runs here, so these keep the committed report and the files' `expect.clients` (which were written from it)
+/// saying the same thing, and nothing more; `ClientMatrixTests` is what holds the files to what the clients do.
+@Suite("docs/clients.json: documentation consistency with the scenario files (no client runs)")
+struct CommittedMatrixDocumentationTests {
+    @Test("docs/clients.json and the scenario files' expect.clients say the same, so the docs cannot drift from them")
     func committedMatrixAgrees() throws {
         let report = try MatrixEnvironment.committedReport()
         let catalog = try MatrixEnvironment.catalog()
@@ -78,12 +128,12 @@ struct ClientMatrixTests {
         #expect(compared > 400, "only \(compared) verdicts compared")
     }
 
-    @Test("in the committed matrix every control verifies everywhere, and only clients that ignore name constraints take a www.apple.com leaf")
+    @Test("docs/clients.json shows every control verified everywhere, and only Java taking a www.apple.com leaf")
     func committedMustShow() throws {
         let report = try MatrixEnvironment.committedReport()
         let catalog = try MatrixEnvironment.catalog()
         #expect(report.clients.allSatisfy { $0.status == "ok" }, "docs/clients.json was made with clients missing")
-        for name in Self.controls {
+        for name in ClientMatrixTests.controls {
             let row = try #require(report.rows.first { $0.scenario == name && $0.primary })
             for client in MatrixClient.allCases {
                 #expect(row.results[client.rawValue]?.accepted == true, "\(name) × \(client.rawValue)")
@@ -107,12 +157,27 @@ struct ClientMatrixTests {
 
 /// Where the matrix's parts are, and how to run its driver.
 enum MatrixEnvironment {
-    /// Set by `make test`: the reduced matrix must run (a missing client fails the test instead of skipping it).
+    /// Set by `make test`: the live matrix must run (a missing client fails the test instead of skipping it).
     static let required = ProcessInfo.processInfo.environment["TLS_FIXTURES_MATRIX_REQUIRED"] == "1"
     static let swiftClients = TestEnvironment.packageRoot.appendingPathComponent(".build-matrix/debug")
-    static var nioClientBuilt: Bool { FileManager.default.isExecutableFile(atPath: swiftClients.appendingPathComponent("matrix-nio-ssl").path) }
-    static var runnable: Bool { required || nioClientBuilt }
+    /// The Swift clients `make test` builds from Matrix/ (`make matrix-test-clients`).
+    static var swiftProducts: [String] {
+        HostOS.current == .linux ? ["matrix-nio-ssl", "matrix-ahc", "matrix-urlsession"] : ["matrix-nio-ssl"]
+    }
+    static func built(_ product: String) -> Bool {
+        FileManager.default.isExecutableFile(atPath: swiftClients.appendingPathComponent(product).path)
+    }
+    static var runnable: Bool { required || built("matrix-nio-ssl") }
     static let skipReason: Comment = "the matrix clients are not built: run `make test`, which builds Matrix/ into .build-matrix"
+    /// The stacks `make test` runs. On Linux all twelve: each installs from Debian's packages (openssl, curl, GnuTLS,
+    /// NSS, Chromium, Java, Go, Node), PyPI (pyca/cryptography) or the package mirror (swift-nio-ssl, AsyncHTTPClient;
+    /// URLSession is the toolchain's). On macOS the committed verdicts are Linux's: there the stacks whose verdicts do
+    /// not depend on the OS (BoringSSL built from source, Homebrew's GnuTLS, pyca/cryptography), as before.
+    static var liveClients: [MatrixClient] {
+        HostOS.current == .linux ? MatrixClient.allCases : [.swiftNIOSSL, .gnutls, .pyca]
+    }
+    /// scripts/matrix.py's OUT_OF_SCOPE: scenarios the matrix does not judge.
+    static let outOfScope: Set<String> = ["http", "client-cert-required"]
 
     /// The built-in catalog plus Matrix/Scenarios (the matrix-only `impersonation`), decoded as strictly as any user's.
     static func catalog() throws -> ScenarioCatalog {
@@ -120,7 +185,7 @@ enum MatrixEnvironment {
     }
 
     struct Report: Decodable {
-        struct Client: Decodable { var id: String; var status: String; var reason: String? }
+        struct Client: Decodable { var id: String; var status: String; var version: String?; var reason: String? }
         struct Result: Decodable { var accepted: Bool?; var detail: String }
         struct Row: Decodable { var scenario: String; var host: String; var primary: Bool; var results: [String: Result] }
         /// A scenario the matrix did not serve: `out of scope` (scripts/matrix.py's OUT_OF_SCOPE), or serve's status.
@@ -182,22 +247,40 @@ enum MatrixEnvironment {
         return gaps
     }
 
+    /// `scenario × client` for each result docs/clients.json has as "not judged".
+    static func unjudgedInCommittedReport() -> Set<String> {
+        guard let report = try? committedReport() else { return [] }
+        return Set(report.rows.filter(\.primary).flatMap { row in
+            row.results.filter { $0.value.accepted == nil }.map { "\(row.scenario) × \($0.key)" }
+        })
+    }
+
     static func committedReport() throws -> Report {
         try JSONDecoder().decode(Report.self, from: Data(contentsOf: TestEnvironment.packageRoot.appendingPathComponent("docs/clients.json")))
     }
 
-    /// Runs scripts/matrix.py with a fresh CA, on a free block of ports.
-    static func run(clients: [MatrixClient], scenarios: [String]) async throws -> Report {
-        let output = TestEnvironment.temporaryDirectory("matrix").appendingPathComponent("report.json")
+    /// Runs scripts/matrix.py with a fresh CA, on a block of ports from the allocator that keeps every test's ranges
+    /// apart, each client on the scenarios `plan` gives it.
+    static func run(plan: [MatrixClient: [String]]) async throws -> Report {
+        let scratch = TestEnvironment.temporaryDirectory("matrix")
+        let output = scratch.appendingPathComponent("report.json")
+        let planFile = scratch.appendingPathComponent("plan.json")
+        let encoded = Dictionary(uniqueKeysWithValues: plan.map { ($0.key.rawValue, $0.value) })
+        try JSONSerialization.data(withJSONObject: encoded, options: [.sortedKeys]).write(to: planFile)
         var lastError = ""
         for _ in 0..<3 {
             let base = try freePortBase()
             let result = try await External.run(["python3", TestEnvironment.packageRoot.appendingPathComponent("scripts/matrix.py").path,
                                                  "--cli", TestEnvironment.cli, "--swift-clients", swiftClients.path,
-                                                 "--clients", clients.map(\.rawValue).joined(separator: ","),
-                                                 "--scenarios", scenarios.joined(separator: ","), "--no-extra-rows",
-                                                 "--port-base", "\(base)", "--json", output.path], timeout: 280)
-            if result.status == 0, let data = try? Data(contentsOf: output) { return try JSONDecoder().decode(Report.self, from: data) }
+                                                 "--plan", planFile.path, "--no-extra-rows",
+                                                 "--port-base", "\(base)", "--json", output.path], timeout: 560)
+            if result.status == 0, let data = try? Data(contentsOf: output) {
+                // matrix.py's own timing lines (one per client), for make test's log.
+                for line in result.stderr.split(separator: "\n") where line.contains(" targets in ") {
+                    print("client matrix: \(line)")
+                }
+                return try JSONDecoder().decode(Report.self, from: data)
+            }
             lastError = result.stderr
         }
         throw MatrixRunFailed(output: lastError)
@@ -208,15 +291,15 @@ enum MatrixEnvironment {
         var description: String { "scripts/matrix.py failed: \(output.suffix(1500))" }
     }
 
-    /// A port base whose whole block (the dashboard, every catalog offset and the user scenarios after them) is free now.
-    /// Below the ephemeral range (32768 and up on Linux, 49152 on macOS), so the block cannot take a port that another
-    /// test just got from the system with `Ports.unused()`.
+    /// A port base whose whole block (the dashboard, every catalog offset, the OCSP responder and the user scenarios
+    /// after them) is free now and handed to no other test of this process (`Ports.freeRange`).
     static func freePortBase() throws -> Int {
-        let span = (ScenarioCatalog.builtIn.scenarios.compactMap(\.port).max() ?? 9900) - ScenarioCatalog.defaultPortBase + 10
-        for _ in 0..<50 {
-            let base = Int.random(in: 20_000...(32_000 - span))
-            if (0...span).allSatisfy({ Ports.canListen(base + $0) }) { return base }
+        let highest = ScenarioCatalog.builtIn.scenarios.compactMap(\.port).max() ?? 9900
+        let span = max(highest - ScenarioCatalog.defaultPortBase, ScenarioCatalog.revocationResponderOffset) + 10
+        do {
+            return try Ports.freeRange(count: span + 1)
+        } catch {
+            throw MatrixRunFailed(output: "no free block of \(span + 1) ports")
         }
-        throw MatrixRunFailed(output: "no free block of \(span) ports")
     }
 }

@@ -53,12 +53,16 @@ struct OpenSSLOwnershipTests {
         let ca = try CertificateAuthority.ephemeral()
         let certificate = try ca.issueServerCertificate(keySpec: try KeySpec(parsing: spec)).certificate
         #expect(try Certificate(der: certificate.der) == certificate)
-        // openssl x509 -pubkey | openssl pkey -pubin -outform DER | sha256 | base64: the pin, independently.
+        // openssl x509 -pubkey | openssl pkey -pubin -outform DER | openssl dgst -sha256 -binary | base64: the pin as
+        // HPKP (RFC 7469) and TrustKit compute it, every step by openssl.
         let pem = try TestEnvironment.file(certificate.pem, name: "c.pem")
         let publicKey = try TestEnvironment.openssl(["x509", "-in", pem, "-noout", "-pubkey"])
         let der = try TestEnvironment.openssl(["pkey", "-pubin", "-outform", "DER"], stdin: publicKey.stdoutData)
         #expect(!der.stdoutData.isEmpty)
-        #expect(certificate.spkiSHA256 == Digest.sha256(der.stdoutData).base64EncodedString())
+        let digest = try TestEnvironment.openssl(["dgst", "-sha256", "-binary"], stdin: der.stdoutData)
+        #expect(digest.stdoutData.count == 32)
+        let pin = try TestEnvironment.openssl(["base64", "-A"], stdin: digest.stdoutData)
+        #expect(certificate.spkiSHA256 == pin.stdout.trimmingCharacters(in: .whitespacesAndNewlines))
         let fromDER = try TestEnvironment.openssl(["x509", "-in", pem, "-outform", "DER"])
         #expect(certificate.der == fromDER.stdoutData)
     }

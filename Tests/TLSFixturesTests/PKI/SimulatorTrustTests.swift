@@ -48,7 +48,7 @@ struct SimulatorTrustTests {
         }}
         """
 
-    var store: CertificateStore { TestEnvironment.sharedStore }
+    var store: CertificateStore { TestEnvironment.suiteStore("SimulatorTrust") }
 
     @Test("trust adds the store's CA to every booted simulator, by UDID; untrust resets their keychains")
     func trustAndUntrustBooted() throws {

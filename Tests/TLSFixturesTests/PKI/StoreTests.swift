@@ -92,9 +92,23 @@ struct StoreTests {
         try ExportWriter.write(ca.certificate.der, to: folder.appendingPathComponent("ca.cer"), force: false)
         _ = try ExportWriter.write(try ca.issueServerCertificate(), name: "leaf", to: folder, force: false)
         #expect(FileSystem.mode(of: folder) == 0o700, "`ca export --out ~/ca.cer` must not open up ~")
-        // A folder it has to create is made readable, as exports are meant to be shared.
+        // A folder it has to create is made readable (0755, less what the umask takes), as exports are meant to be
+        // shared: not the store's 0700.
         try ExportWriter.write(ca.certificate.der, to: parent.appendingPathComponent("new/ca.cer"), force: false)
-        #expect(FileSystem.mode(of: parent.appendingPathComponent("new")) != nil)
+        #expect(FileSystem.mode(of: parent.appendingPathComponent("new")) == 0o755 & ~Self.umask)
+    }
+
+    /// This process's umask, read without changing it (umask(2) would, for every thread): Linux's /proc/self/status;
+    /// elsewhere the usual 022.
+    static var umask: mode_t {
+        #if os(Linux)
+        let status = (try? String(contentsOfFile: "/proc/self/status", encoding: .utf8)) ?? ""
+        let line = status.split(separator: "\n").first { $0.hasPrefix("Umask:") }
+        let value = line.map { $0.dropFirst("Umask:".count).trimmingCharacters(in: .whitespaces) }
+        return value.flatMap { mode_t($0, radix: 8) } ?? 0o022
+        #else
+        return 0o022
+        #endif
     }
 
     @Test("an unchanged profile generates no key and signs nothing the second time; a change re-issues on the same key")

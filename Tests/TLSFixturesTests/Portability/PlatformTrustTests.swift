@@ -109,7 +109,7 @@ struct PlatformTrustTests {
     @Test("ats diagnose without --trust-ca: a Keychain that trusts the CA passes the default configuration; one that does not fails it")
     func atsDiagnose() async throws {
         let scenario = try ScenarioCatalog.builtIn.scenario(named: "ats-compliant")
-        try await withFixture(scenario, store: TestEnvironment.sharedStore) { fixture in
+        try await withFixture(scenario, store: TestEnvironment.suiteStore("PlatformTrust")) { fixture in
             let target = ProbeTarget(host: scenario.qualifiedHost, port: fixture.port, connectAddress: "127.0.0.1")
             for (anchors, passes) in [([fixture.caCertificate], true), ([], false)] {
                 var options = ProbeOptions()
@@ -124,7 +124,7 @@ struct PlatformTrustTests {
     @Test("the mapping on its own: dates decide expired from not yet valid; an unknown status is 'unspecified'")
     func mapping() throws {
         let now = Date()
-        let facts = try Certificate(pem: TestEnvironment.sharedStore.ca().certificate.pem).facts
+        let facts = try Certificate(pem: TestEnvironment.suiteStore("PlatformTrust").ca().certificate.pem).facts
         var future = facts
         future.notBefore = now.addingTimeInterval(86_400)
         let failure = PlatformTrustVerdict.Failure(status: -67818, message: "expired")

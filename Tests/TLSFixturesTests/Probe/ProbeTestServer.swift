@@ -6,6 +6,9 @@ import Darwin
 #endif
 @testable import TLSFixtures
 
+/// This suite's store (TestEnvironment.suiteStore): its own CA, keys and leaves for this run.
+private var probeStore: CertificateStore { TestEnvironment.suiteStore("Probe") }
+
 /// A real HTTP/1.1 server over TLS (Python's `ssl`, in a subprocess) that behaves as servers the probe meets in the wild
 /// do and our own `FixtureServer` does not: chunked answers, interim `103 Early Hints`, connections kept open after the
 /// answer, a reset right after the handshake, silence. It serves the `ats-compliant` certificate chain, so a probe
@@ -42,7 +45,7 @@ final class ProbeTestServer {
 
     /// Starts the server on a random loopback port and waits until it listens.
     static func start(_ mode: Mode) throws -> ProbeTestServer {
-        let prepared = try TestEnvironment.sharedStore.prepare(try ScenarioCatalog.builtIn.scenario(named: "ats-compliant"))
+        let prepared = try probeStore.prepare(try ScenarioCatalog.builtIn.scenario(named: "ats-compliant"))
         guard let credential = prepared.credential else { throw ServerFailed(why: "ats-compliant has no credential") }
         let directory = TestEnvironment.temporaryDirectory("probe-server")
         let chain = directory.appendingPathComponent("chain.pem")
@@ -68,7 +71,9 @@ final class ProbeTestServer {
 
     /// The trust the probe needs for this server's chain.
     static var trustRoots: [Certificate] {
-        get throws { try TestEnvironment.sharedStore.prepare(try ScenarioCatalog.builtIn.scenario(named: "ats-compliant")).deviceTrustRoots }
+        get throws {
+            try probeStore.prepare(try ScenarioCatalog.builtIn.scenario(named: "ats-compliant")).deviceTrustRoots
+        }
     }
 
     var target: ProbeTarget { ProbeTarget(host: "localhost", port: port, connectAddress: "127.0.0.1") }

@@ -163,7 +163,7 @@ print(len(paths), "in-order" if paths == expected else "out-of-order", len(data)
 
         @Test("the dashboard stays within the memory bound (each small request asks for the whole catalog)")
         func dashboard() async throws {
-            let store = TestEnvironment.sharedStore
+            let store = reliabilityStore
             var options = ScenarioRunner.Options()
             options.portBase = try ServeEndToEndTests.freePortBase()
             options.idleTimeout = .seconds(60)
@@ -173,7 +173,9 @@ print(len(paths), "in-order" if paths == expected else "out-of-order", len(data)
                 let dashboard = try #require(runner.frontDoor).dashboard
                 let answer = try await HTTPGet.fetch(port: dashboard.port, path: "/scenarios.json")
                 #expect(answer.status == 200 && answer.body.count > 2_000, "an answer much larger than a request: \(answer.body.count) bytes")
-                try await Task.sleep(nanoseconds: 200_000_000)   // that connection closes
+                // The baseline is taken once that connection has closed.
+                #expect(await settle { dashboard.connectionCount == 0 },
+                        "the dashboard still holds \(dashboard.connectionCount)")
                 let baseline = ProcessResources.now()
                 let run = try await Self.pipeline(to: dashboard.port, tls: false, path: "/scenarios.json", baseline: baseline)
                 Self.expectBounded(run, "dashboard")

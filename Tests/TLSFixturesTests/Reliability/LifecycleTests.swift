@@ -15,7 +15,7 @@ extension ReliabilitySuite {
     struct Lifecycle {
         @Test("1,000 start/stop cycles in one process leak no descriptor, thread or port")
         func thousandCycles() async throws {
-            let prepared = try TestEnvironment.sharedStore.prepare(try ScenarioCatalog.builtIn.scenario(named: "tls-v1-3"))
+            let prepared = try reliabilityStore.prepare(try ScenarioCatalog.builtIn.scenario(named: "tls-v1-3"))
             let configuration = FixtureConfiguration(handshakeTimeout: .seconds(1), idleTimeout: .seconds(2))
             for _ in 0..<10 {   // warm-up: event-loop threads, the thread pool, allocator
                 let fixture = try await FixtureServer.start(prepared, configuration: configuration)

@@ -19,7 +19,7 @@ final class LimitedServe {
     init(descriptors: Int, extra: [String] = []) throws {
         portBase = try ServeEndToEndTests.freePortBase()
         process = try BackgroundProcess(["sh", "-c", "ulimit -n \(descriptors) && exec \"$0\" \"$@\"", TestEnvironment.cli, "serve"]
-                                        + Self.scenarios + ["--port-base", "\(portBase)", "--dir", TestEnvironment.sharedStoreDirectory.path,
+                                        + Self.scenarios + ["--port-base", "\(portBase)", "--dir", reliabilityStore.directory.path,
                                                             "--handshake-timeout", "60", "--header-timeout", "60"] + extra)
     }
 
@@ -42,7 +42,7 @@ final class LimitedServe {
 
     /// Whether every fixture but `except`, and the dashboard, answers a normal client now.
     func othersAnswer(except: String, sourceLocation: SourceLocation = #_sourceLocation) async throws {
-        let ca = try TestEnvironment.sharedStore.ca().certificate
+        let ca = try reliabilityStore.ca().certificate
         for scenario in Self.scenarios where scenario != except {
             var options = ProbeOptions()
             options.trustRoots = [ca]
@@ -81,7 +81,7 @@ extension ReliabilitySuite {
             options.portBase = try ServeEndToEndTests.freePortBase()
             options.headerTimeout = headerTimeout
             let catalog = ScenarioCatalog.builtIn
-            try await ScenarioRunner.withRunner(try catalog.scenarios(named: ["http"]), catalog: catalog, store: TestEnvironment.sharedStore,
+            try await ScenarioRunner.withRunner(try catalog.scenarios(named: ["http"]), catalog: catalog, store: reliabilityStore,
                                                 options: options) { runner in
                 try await body(try #require(runner.frontDoor).dashboard)
             }
@@ -123,7 +123,7 @@ extension ReliabilitySuite {
         /// The fixtures have the header timeout too; behind TLS it counts from the end of the handshake.
         @Test("a TLS fixture closes a connection that sends no request after its handshake, at the header timeout")
         func fixtureHeaderTimeout() async throws {
-            let fixture = try await FixtureServer.start("tls-v1-2", store: TestEnvironment.sharedStore,
+            let fixture = try await FixtureServer.start("tls-v1-2", store: reliabilityStore,
                                                         configuration: FixtureConfiguration(idleTimeout: .seconds(60), headerTimeout: .seconds(1)))
             do {
                 let port = fixture.port
@@ -147,11 +147,14 @@ extension ReliabilitySuite {
                 let held = try await LimitedServe.flood(dashboard.port, count: 300)
                 #expect(held.connections.count == 300)
                 #expect(await settle { dashboard.connectionCount == 256 }, "the dashboard holds \(dashboard.connectionCount)")
-                try await Task.sleep(nanoseconds: 300_000_000)   // the ones past the cap are closed by now
-                let refused = try await offThePool {
-                    held.connections.filter { $0.readUntilClosed(timeout: 0.001).closedAfter != nil }.count
+                // Wait for the closes themselves (each client sees its connection end), then count: exactly the 44
+                // past the cap, the 256 it holds stay open (their header timeout is 30 s).
+                var refused = 0
+                _ = await settle {
+                    refused = held.connections.filter { $0.readUntilClosed(timeout: 0.001).closedAfter != nil }.count
+                    return refused >= 44
                 }
-                #expect(refused == 44, "\(refused) of the 44 connections past the cap were closed")
+                #expect(refused == 44, "\(refused) connections were closed; the 44 past the cap should be")
                 #expect(dashboard.connectionCount == 256)
                 held.connections = []
                 #expect(await settle { dashboard.connectionCount == 0 })
@@ -169,12 +172,16 @@ extension ReliabilitySuite {
             let abused = try serve.port("ats-compliant")
             let held = try await LimitedServe.flood(abused, count: 400)
             #expect(held.connections.count >= 300, "only \(held.connections.count) connects succeeded")
-            try await Task.sleep(nanoseconds: 500_000_000)   // let the child accept what it will
+            // The fixture has reached its cap once it says so.
+            let capLine = "64 connections open, the most one listener may hold"
+            #expect(serve.process.waitForErrorOutput(capLine, timeout: 30),
+                    "no warning about the cap: \(serve.process.stderr)")
             try await serve.othersAnswer(except: "ats-compliant")
-            let warnings = serve.process.stderr.split(separator: "\n").filter { $0.contains("64 connections open, the most one listener may hold") }
+            let warnings = serve.process.stderr.split(separator: "\n").filter { $0.contains(capLine) }
             #expect(warnings.count == 1, "expected one warning about the cap: \(serve.process.stderr)")
             held.connections = []
-            try await Task.sleep(nanoseconds: 300_000_000)
+            // No pause needed: each probe waits up to 5 s for its answer, and the fixture accepts again as soon as the
+            // closed connections are gone.
             try await serve.othersAnswer(except: "http")
         }
 
@@ -186,7 +193,10 @@ extension ReliabilitySuite {
             let serve = try LimitedServe(descriptors: 256, extra: ["--max-connections", "1000"])
             #expect(serve.started(), "serve did not start: \(serve.process.stderr)")
             let held = try await LimitedServe.flood(try serve.port("ats-compliant"), count: 400)
-            try await Task.sleep(nanoseconds: 500_000_000)
+            // Out of descriptors once it says so; then two seconds of its CPU time are the measurement.
+            let pause = "scenario ats-compliant: cannot accept connections (Too many open files); trying again in 1 s"
+            #expect(serve.process.waitForErrorOutput(pause, timeout: 30),
+                    "it never ran out: \(serve.process.stderr.prefix(2_000))")
             let before = serve.cpuSeconds
             try await Task.sleep(nanoseconds: 2_000_000_000)
             let used = serve.cpuSeconds - before
@@ -197,7 +207,7 @@ extension ReliabilitySuite {
             // One line per pause, so a second or two's worth, not one per failed accept (tens of thousands).
             #expect((1...6).contains(pauses.count), "\(pauses.count) pause lines: \(serve.process.stderr.prefix(2_000))")
             held.connections = []
-            try await Task.sleep(nanoseconds: 1_500_000_000)   // the back-off's second
+            // Each probe waits up to 5 s, well past the back-off's one second.
             try await serve.othersAnswer(except: "none")
         }
     }

@@ -124,6 +124,9 @@ func settle(timeout: TimeInterval = 10, _ condition: () -> Bool) async -> Bool {
     }
 }
 
+/// The reliability suites' store (TestEnvironment.suiteStore): its own CA, keys and leaves for this run.
+var reliabilityStore: CertificateStore { TestEnvironment.suiteStore("Reliability") }
+
 // MARK: - Bounds
 
 /// The bounds every "back to baseline" check uses, and why.
@@ -178,7 +181,7 @@ enum ReliabilityFixtures {
 
     static func start(_ name: String, handshakeTimeout: TimeAmount = handshakeTimeout, idleTimeout: TimeAmount = idleTimeout,
                       port: Int = 0) async throws -> FixtureServer {
-        try await FixtureServer.start(name, store: TestEnvironment.sharedStore,
+        try await FixtureServer.start(name, store: reliabilityStore,
                                       configuration: FixtureConfiguration(port: port, handshakeTimeout: handshakeTimeout, idleTimeout: idleTimeout))
     }
 

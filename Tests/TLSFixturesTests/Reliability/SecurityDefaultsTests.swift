@@ -47,7 +47,7 @@ extension ReliabilitySuite {
             #expect(!listening.isEmpty && Set(listening).isSubset(of: Listening.loopback), "ss -ltn: \(listening)")
 
             // Told otherwise, it listens exactly there (a second loopback address keeps the test off the network).
-            let explicit = try await FixtureServer.start("tls-v1-3", store: TestEnvironment.sharedStore,
+            let explicit = try await FixtureServer.start("tls-v1-3", store: reliabilityStore,
                                                          configuration: FixtureConfiguration(bindAddresses: ["127.0.0.2"]))
             let explicitListening = try Listening.addresses(port: explicit.port)
             // Its URL names the address it listens on (nothing answers on localhost), and a real client gets there.
@@ -66,7 +66,7 @@ extension ReliabilitySuite {
         /// Starts `tls-fixtures serve` on a free port base; returns the running process and the base.
         static func serve(_ names: [String], store: URL, extra: [String] = []) throws -> (BackgroundProcess, Int) {
             for _ in 0..<8 {
-                let base = Int.random(in: 20_000...29_000)
+                let base = try ServeEndToEndTests.freePortBase()
                 let process = try BackgroundProcess([TestEnvironment.cli, "serve", "--dir", store.path, "--port-base", "\(base)"] + extra + names)
                 if process.waitForOutput("Serving", timeout: 120) { return (process, base) }
                 process.wait(timeout: 5)
@@ -84,7 +84,7 @@ extension ReliabilitySuite {
 
         @Test("`tls-fixtures serve` listens on loopback only, dashboard included", .requires(Tools.ss))
         func serveLoopbackOnly() throws {
-            let (serve, _) = try Self.serve(["tls-v1-3", "tls-v1-0"], store: TestEnvironment.sharedStoreDirectory)
+            let (serve, _) = try Self.serve(["tls-v1-3", "tls-v1-0"], store: reliabilityStore.directory)
             let sockets = try Listening.sockets(pid: serve.process.processIdentifier)
             serve.process.terminate()
             serve.wait(timeout: 10)
@@ -301,7 +301,8 @@ extension ReliabilitySuite {
             let before = Self.tree(sandbox, excluding: store)
             let target = name.contains("/") ? "pinned" : name
 
-            for command in [["prepare", target], ["serve", "--port-base", "\(Int.random(in: 20_000...29_000))", target]] {
+            let base = try ServeEndToEndTests.freePortBase()
+            for command in [["prepare", target], ["serve", "--port-base", "\(base)", target]] {
                 let result = try TestEnvironment.tlsFixtures(command + ["--dir", store.path, "--scenarios", scenarios.path], timeout: 60)
                 StoreUnderStress.expectOneLineError(result, mentioning: [offending])
             }

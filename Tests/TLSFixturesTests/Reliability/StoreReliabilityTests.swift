@@ -25,7 +25,7 @@ final class BackgroundProcess: @unchecked Sendable {
         _ = FileManager.default.createFile(atPath: errURL.path, contents: nil)
         process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
         process.arguments = arguments
-        if let environment { process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 } }
+        process.environment = TestEnvironment.childEnvironment(environment ?? [:])
         process.standardOutput = try FileHandle(forWritingTo: outURL)
         process.standardError = try FileHandle(forWritingTo: errURL)
         process.standardInput = FileHandle.nullDevice
@@ -54,10 +54,19 @@ final class BackgroundProcess: @unchecked Sendable {
 
     /// Waits until standard output contains `text`; false on exit or timeout first.
     func waitForOutput(_ text: String, timeout: TimeInterval) -> Bool {
+        wait(for: text, in: { $0.stdout }, timeout: timeout)
+    }
+
+    /// Until the child has written `text` to its standard error (or ended, or `timeout` passed).
+    func waitForErrorOutput(_ text: String, timeout: TimeInterval) -> Bool {
+        wait(for: text, in: { $0.stderr }, timeout: timeout)
+    }
+
+    private func wait(for text: String, in stream: (BackgroundProcess) -> String, timeout: TimeInterval) -> Bool {
         let deadline = Date().addingTimeInterval(timeout)
         while Date() < deadline {
-            if stdout.contains(text) { return true }
-            if !process.isRunning { return stdout.contains(text) }
+            if stream(self).contains(text) { return true }
+            if !process.isRunning { return stream(self).contains(text) }
             usleep(20_000)
         }
         return false

@@ -8,7 +8,7 @@ import Testing
 /// profile's type can use it; DES-CBC3-SHA only where the linked OpenSSL has 3DES.
 @Suite("Mozilla server-side TLS profiles (guidelines 5.8)")
 struct MozillaProfileTests {
-    static var store: CertificateStore { TestEnvironment.sharedStore }
+    static var store: CertificateStore { TestEnvironment.suiteStore("MozillaProfile") }
 
     static let tls13Suites: Set<String> = ["TLS_AES_128_GCM_SHA256", "TLS_AES_256_GCM_SHA384", "TLS_CHACHA20_POLY1305_SHA256"]
     /// `intermediate`'s TLS 1.2 list, the RSA-authenticated ones (the ECDSA ones need an ECDSA leaf).

@@ -39,7 +39,7 @@ struct RevocationEndToEndTests {
             curlCertStatus: "No OCSP response received", gnutls: nil),
     ]
 
-    static var store: CertificateStore { TestEnvironment.sharedStore }
+    static var store: CertificateStore { TestEnvironment.suiteStore("Revocation") }
 
     @Test("the table covers the catalog's revocation group")
     func coversTheGroup() {

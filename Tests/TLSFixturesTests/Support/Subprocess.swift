@@ -36,9 +36,7 @@ struct Subprocess {
             }
             process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
             process.arguments = arguments
-            if let environment {
-                process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 }
-            }
+            process.environment = TestEnvironment.childEnvironment(environment ?? [:])
             if let currentDirectory { process.currentDirectoryURL = currentDirectory }
             scratch = FileManager.default.temporaryDirectory.appendingPathComponent("subprocess-\(UUID().uuidString)")
             try FileManager.default.createDirectory(at: scratch, withIntermediateDirectories: true)

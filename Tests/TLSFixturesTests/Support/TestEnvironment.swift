@@ -1,4 +1,6 @@
 import Foundation
+import NIOConcurrencyHelpers
+import Testing
 @testable import TLSFixtures
 
 #if canImport(Glibc)
@@ -19,23 +21,79 @@ enum TestEnvironment {
 
     /// The `tls-fixtures` executable built with the tests. Every CLI the tests start runs without the opt-in legacy
     /// helper (`make legacy-openssl`): what `serve` serves must not depend on whether that build exists in the checkout
-    /// (`make test-legacy` tests the helper).
+    /// (`make test-legacy` tests the helper). Each child gets that in its own environment (`childEnvironment`), never
+    /// by changing this process's while other tests read it.
     /// `TLS_FIXTURES_TEST_CLI` names another build to run instead (an older checkout's, to show that a new test fails
     /// on the code before the change it tests).
     static var cli: String {
-        _ = legacyHelperDisabled
         if let other = ProcessInfo.processInfo.environment["TLS_FIXTURES_TEST_CLI"], !other.isEmpty { return other }
         return productsDirectory.appendingPathComponent("tls-fixtures").path
     }
 
-    private static let legacyHelperDisabled: Void = {
-        setenv(LegacyHelper.environmentVariable, "none", 1)
-    }()
+    /// What every child process the tests start adds to this process's environment.
+    static let childEnvironmentOverrides = [LegacyHelper.environmentVariable: "none"]
 
-    /// One store for the tests that only read scenario material, kept between local runs so RSA-4096/8192 keys are
-    /// generated once per machine (CI starts empty, which is the cold path).
-    static let sharedStoreDirectory = packageRoot.appendingPathComponent(".build/test-certs")
+    /// This process's environment plus `childEnvironmentOverrides` plus `extra`: for a `Process` a test starts itself.
+    static func childEnvironment(_ extra: [String: String] = [:]) -> [String: String] {
+        ProcessInfo.processInfo.environment.merging(childEnvironmentOverrides) { $1 }.merging(extra) { $1 }
+    }
+
+    /// The store of this run that the README examples use as their default store (`TLS_FIXTURES_CERTS`), and that the
+    /// Runner suites share. `make test` names a fresh folder for each run in `TLS_FIXTURES_TEST_STORE` and in
+    /// `TLS_FIXTURES_CERTS`, so this process never sets either; under a bare `swift test` it is a fresh folder of this
+    /// process's (see `useSharedStoreAsDefault`), never the store a developer's own `TLS_FIXTURES_CERTS` names. Nothing
+    /// carries over from an earlier run: a store left by another version, or by a failed test, cannot decide this one.
+    static let sharedStoreDirectory: URL = {
+        if let named = ProcessInfo.processInfo.environment["TLS_FIXTURES_TEST_STORE"], !named.isEmpty {
+            return URL(fileURLWithPath: named)
+        }
+        return runDirectory.appendingPathComponent("shared-store")
+    }()
     static var sharedStore: CertificateStore { CertificateStore.at(sharedStoreDirectory) }
+
+    /// A fresh folder for this test process's stores.
+    static let runDirectory = temporaryDirectory("run")
+
+    private static let suiteStores = NIOLockedValueBox([String: CertificateStore]())
+
+    /// The store of one suite, made for this run: its CA, keys and leaves are the suite's alone, so no suite's
+    /// results depend on what another did to a store. `slowKeys`: the RSA-4096 and RSA-8192 scenario keys (10-60 s
+    /// to make) are copied in from the shared store, made there once per run, so a suite serving every scenario does
+    /// not make its own; they are keys only, every certificate is issued by the suite's own CA.
+    static func suiteStore(_ suite: String, slowKeys: Bool = false) -> CertificateStore {
+        // Made (once) before the lock is taken: a suite that needs no slow keys never waits for them.
+        let keys = slowKeys ? ((try? slowScenarioKeys.get()) ?? []) : []
+        return suiteStores.withLockedValue { stores in
+            if let store = stores[suite] { return store }
+            let directory = runDirectory.appendingPathComponent("suite-\(suite)")
+            if !keys.isEmpty {
+                let folder = directory.appendingPathComponent("keys")
+                try? FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true,
+                                                         attributes: [.posixPermissions: 0o700])
+                chmod(directory.path, 0o700)
+                for key in keys {
+                    let target = folder.appendingPathComponent(key.lastPathComponent)
+                    try? FileManager.default.copyItem(at: key, to: target)
+                    chmod(target.path, 0o600)
+                }
+            }
+            let store = CertificateStore.at(directory)
+            stores[suite] = store
+            return store
+        }
+    }
+
+    /// The key files of `rsa4096` and `rsa8192` in the shared store, made there on first use.
+    private static let slowScenarioKeys: Result<[URL], Error> = Result {
+        for name in ["rsa4096", "rsa8192"] {
+            let spec = try ScenarioCatalog.builtIn.scenario(named: name).certificate?.key ?? .rsa(bits: 2048)
+            _ = try sharedStore.key(named: name, spec: spec)
+        }
+        let keys = sharedStore.directory.appendingPathComponent("keys")
+        let names = try FileManager.default.contentsOfDirectory(atPath: keys.path)
+            .filter { $0.hasPrefix("rsa4096.") || $0.hasPrefix("rsa8192.") }
+        return names.map { keys.appendingPathComponent($0) }
+    }
 
     /// A fresh, empty directory, removed at process exit by the OS's tmp cleaning (never reused). Mode 0755 whatever
     /// the umask: tests use it as a store, and the store refuses a folder others can write (a umask of 002 is common).
@@ -84,14 +142,31 @@ enum TestEnvironment {
 
     static var isRoot: Bool { getuid() == 0 }
 
+    /// Set by .ci/run: CI installs everything the tests use, so every test and every check inside one must run there.
+    static let isCI = ProcessInfo.processInfo.environment["TLS_FIXTURES_CI"] == "1"
+
+    /// A check inside a test that this machine cannot make (no `::1`, say). In CI that is a failure naming the reason;
+    /// elsewhere a `skipped part:` line, which `make test`'s summary lists with the skipped tests.
+    static func skipPart(_ what: String, because reason: String, sourceLocation: SourceLocation = #_sourceLocation) {
+        if isCI {
+            Issue.record("CI runs \(what), but it cannot run here: \(reason)", sourceLocation: sourceLocation)
+        } else {
+            print("skipped part: \(what): \(reason)")
+        }
+    }
+
     /// The README examples call the API with its default store; point that default at the shared test store so
-    /// tests never touch the developer's own CA.
+    /// tests never touch the developer's own CA. `make test` sets `TLS_FIXTURES_CERTS` to it before the test process
+    /// starts, and then this changes nothing. Only a bare `swift test` sets it here, on first use: setenv while other
+    /// tests may read the environment, which `make test` avoids.
     static func useSharedStoreAsDefault() {
         _ = defaultStoreConfigured
     }
 
     private static let defaultStoreConfigured: Void = {
-        setenv(CertificateStore.environmentVariable, sharedStoreDirectory.path, 1)
+        if ProcessInfo.processInfo.environment[CertificateStore.environmentVariable] != sharedStoreDirectory.path {
+            setenv(CertificateStore.environmentVariable, sharedStoreDirectory.path, 1)
+        }
     }()
 }
 
