@@ -351,6 +351,7 @@ package final class ScenarioRunner: Sendable {
                 entry.domainURLs = fixture.domainURLs.map(\.absoluteString)
                 entry.revocationSources = fixture.prepared.credential.flatMap { RevocationSources(leaf: $0.certificate) }
                 entry.unavailableCiphers = fixture.prepared.unavailableCiphers.isEmpty ? nil : fixture.prepared.unavailableCiphers
+                entry.unavailableGroups = fixture.prepared.unavailableGroups.isEmpty ? nil : fixture.prepared.unavailableGroups
                 return entry
             }
             if let served = legacyByName[scenario.name] { return served }
