@@ -231,11 +231,13 @@ struct ATSCertificateTransparencyCheck {
                     + "validation required for this use\", errSecVerifyActionFailed -67825)",
                 likelyError: Self.likelyError))
         } else {
-            let sources = counts.map { counts in
+            // Without counts (or with an SCT extension OpenSSL could not parse) only the extension's presence is known.
+            let counted = counts.map { counts in
                 [(counts.embedded, "embedded"), (counts.tlsExtension, "in the TLS extension"),
                  (counts.stapledOCSP, "in the stapled OCSP response")]
                     .filter { $0.0 > 0 }.map { "\($0.0) \($0.1)" }.joined(separator: ", ")
-            } ?? "embedded"
+            } ?? ""
+            let sources = counted.isEmpty ? "embedded" : counted
             verdict.notes.append("certificate transparency: the leaf carries SCTs (\(sources)); Apple also requires them "
                                  + "from logs it approves, two or three by the certificate's lifetime (support note "
                                  + "103214), which the model cannot check")
