@@ -26,6 +26,9 @@
 #include <openssl/core_names.h>
 #include <openssl/params.h>
 #include <openssl/param_build.h>
+#ifndef OPENSSL_NO_CT
+#include <openssl/ct.h>
+#endif
 
 // MARK: - SSL_CTX / SSL controls (macros over SSL_CTX_ctrl / SSL_ctrl)
 
@@ -53,6 +56,28 @@ static inline long shim_SSL_CTX_set_tlsext_status_arg(SSL_CTX *ctx, void *arg) {
 static inline long shim_SSL_set_tlsext_status_ocsp_resp(SSL *s, unsigned char *resp, int len) { return SSL_set_tlsext_status_ocsp_resp(s, resp, len); }
 static inline long shim_SSL_set_tlsext_status_type(SSL *s, int type) { return SSL_set_tlsext_status_type(s, type); }
 static inline long shim_SSL_get_tlsext_status_ocsp_resp(SSL *s, const unsigned char **resp) { return SSL_get_tlsext_status_ocsp_resp(s, resp); }
+
+// MARK: - Certificate Transparency (RFC 6962): the SCTs a server delivers, counted by where they came from
+// The probe asks for SCTs (the signed_certificate_timestamp extension) with permissive validation: nothing is refused,
+// the handshake only collects them. A build without CT (no-ct) asks for none and counts none.
+#ifndef OPENSSL_NO_CT
+static inline int shim_SSL_enable_ct_permissive(SSL *s) { return SSL_enable_ct(s, SSL_CT_VALIDATION_PERMISSIVE); }
+static inline int shim_SSL_peer_sct_count(SSL *s) { const STACK_OF(SCT) *l = SSL_get0_peer_scts(s); return l ? sk_SCT_num(l) : 0; }
+/// Where the SCT at `i` came from: one of the shim_SCT_SOURCE_* values.
+static inline int shim_SSL_peer_sct_source(SSL *s, int i) { return (int)SCT_get_source(sk_SCT_value(SSL_get0_peer_scts(s), i)); }
+static const int shim_SCT_SOURCE_TLS_EXTENSION = SCT_SOURCE_TLS_EXTENSION;
+static const int shim_SCT_SOURCE_X509V3_EXTENSION = SCT_SOURCE_X509V3_EXTENSION;
+static const int shim_SCT_SOURCE_OCSP_STAPLED_RESPONSE = SCT_SOURCE_OCSP_STAPLED_RESPONSE;
+static inline int shim_has_ct(void) { return 1; }
+#else
+static inline int shim_SSL_enable_ct_permissive(SSL *s) { (void)s; return 0; }
+static inline int shim_SSL_peer_sct_count(SSL *s) { (void)s; return 0; }
+static inline int shim_SSL_peer_sct_source(SSL *s, int i) { (void)s; (void)i; return 0; }
+static const int shim_SCT_SOURCE_TLS_EXTENSION = 1;
+static const int shim_SCT_SOURCE_X509V3_EXTENSION = 2;
+static const int shim_SCT_SOURCE_OCSP_STAPLED_RESPONSE = 3;
+static inline int shim_has_ct(void) { return 0; }
+#endif
 
 // MARK: - The negotiated key-exchange group, by name
 // OpenSSL 3.5+ negotiates the hybrid X25519MLKEM768 by default in TLS 1.3; a KEM group leaves no peer temporary key,

@@ -17,13 +17,17 @@ public struct ATSHandshakeSuccess: Sendable, Codable, Equatable {
     public var presentedChain: [CertificateFacts]
     /// Chain building and verification against the trusted roots; nil when it was not judged.
     public var trust: TrustFacts?
+    /// The Signed Certificate Timestamps received for the leaf; nil when not recorded.
+    public var scts: ServerFacts.SCTCounts?
 
     /// Memberwise: each argument sets the property of the same name, unchecked.
-    public init(version: TLSVersion, suite: String, presentedChain: [CertificateFacts], trust: TrustFacts?) {
+    public init(version: TLSVersion, suite: String, presentedChain: [CertificateFacts], trust: TrustFacts?,
+                scts: ServerFacts.SCTCounts? = nil) {
         self.version = version
         self.suite = suite
         self.presentedChain = presentedChain
         self.trust = trust
+        self.scts = scts
     }
 }
 
@@ -103,7 +107,7 @@ public enum ATSHandshakeOutcome: Sendable, Equatable {
 /// rather than Swift's synthesized enum encoding (`{"success": {"_0": …}}`).
 extension ATSHandshakeOutcome: Codable {
     private enum CodingKeys: String, CodingKey {
-        case completed, version, cipherSuite, presentedChain, trust, failure, failureKind
+        case completed, version, cipherSuite, presentedChain, trust, scts, failure, failureKind
     }
 
     public init(from decoder: Decoder) throws {
@@ -113,7 +117,8 @@ extension ATSHandshakeOutcome: Codable {
                 version: try container.decode(TLSVersion.self, forKey: .version),
                 suite: try container.decode(String.self, forKey: .cipherSuite),
                 presentedChain: try container.decodeIfPresent([CertificateFacts].self, forKey: .presentedChain) ?? [],
-                trust: try container.decodeIfPresent(TrustFacts.self, forKey: .trust)))
+                trust: try container.decodeIfPresent(TrustFacts.self, forKey: .trust),
+                scts: try container.decodeIfPresent(ServerFacts.SCTCounts.self, forKey: .scts)))
         } else {
             self = .failure(reason: try container.decode(String.self, forKey: .failure),
                             kind: try container.decodeIfPresent(ATSHandshakeFailureKind.self, forKey: .failureKind) ?? .unclassified)
@@ -129,6 +134,7 @@ extension ATSHandshakeOutcome: Codable {
             try container.encode(success.suite, forKey: .cipherSuite)
             try container.encode(success.presentedChain, forKey: .presentedChain)
             try container.encodeIfPresent(success.trust, forKey: .trust)
+            try container.encodeIfPresent(success.scts, forKey: .scts)
         case .failure(let reason, let kind):
             try container.encode(false, forKey: .completed)
             try container.encode(reason, forKey: .failure)
@@ -162,7 +168,8 @@ public struct ATSReplayHandshaker: ATSHandshaker {
         for version in common {
             if let suite = spoken[version]!.first(where: { offer.admits(version: version, suite: $0) }) {
                 return .success(ATSHandshakeSuccess(version: version, suite: suite,
-                                                    presentedChain: facts.presentedChain, trust: facts.trust))
+                                                    presentedChain: facts.presentedChain, trust: facts.trust,
+                                                    scts: facts.scts))
             }
         }
         return .failure(reason: "handshake failure alert: no cipher suite in common at "
@@ -383,7 +390,7 @@ public struct ATSDiagnostics: Sendable {
                                        handshake: outcome, verdict: nil)
         case .success(let success)?:
             facts = ServerFacts(scheme: "https", accepted: [success.version: [success.suite]],
-                                presentedChain: success.presentedChain, trust: success.trust)
+                                presentedChain: success.presentedChain, trust: success.trust, scts: success.scts)
         case nil:
             facts = ServerFacts(scheme: url.scheme ?? "http", accepted: [:], presentedChain: [], trust: nil)
         }

@@ -95,21 +95,14 @@ public struct ATSEvaluator: Sendable {
         if requirements.atsApplies {
             certificate += ATSCertificateRules().violations(presentedChain: facts.presentedChain, trust: facts.trust,
                                                             requiresForwardSecrecy: requirements.requiresForwardSecrecy)
-            if requirements.requiresCertificateTransparency,
-               let leaf = facts.presentedChain.first ?? facts.trust?.verifiedChain.first, leaf.hasEmbeddedSCTs != true {
-                certificate.append(ATSViolation(
-                    rule: .certificateTransparency,
-                    message: "certificate transparency (\(options.profile)): the entry \"\(requirements.matchedExceptionDomain ?? "")\" sets "
-                        + "NSRequiresCertificateTransparency, and the leaf carries no embedded SCTs (SCTs sent in the "
-                        + "handshake or an OCSP response are not recorded)",
-                    likelyError: .untrusted()))
-            }
         } else {
             verdict.notes.append("ATS does not apply, but default trust (chain, dates, host name) still does "
                                  + "unless the app's delegate overrides it")
         }
         certificate += ATSDefaultTrust(profile: options.profile)
             .violations(host: host, presentedChain: facts.presentedChain, trust: facts.trust)
+        certificate += ATSCertificateTransparencyCheck(requirements: requirements, profile: options.profile)
+            .violations(facts: facts, verdict: &verdict)
         certificate += ATSRevocationCheck().violations(facts: facts, verdict: &verdict)
         certificate = trustFirst(certificate)
 
@@ -129,17 +122,33 @@ public struct ATSEvaluator: Sendable {
                                      + "NSExceptionAllowsInsecureHTTPLoads (or ATS does not apply)")
             }
         }
-        if facts.trust?.anchor == .system {
-            verdict.notes.append("publicly trusted certificates also need Certificate Transparency, "
-                                 + "which these facts do not record")
-        }
-
         let pinned = requirements.matchedPinnedDomains.compactMap { policy.pinnedDomains[$0] }
         if !pinned.isEmpty {
-            verdict.violations += ATSPinnedDomainCheck(entries: pinned)
+            let mismatches = ATSPinnedDomainCheck(entries: pinned)
                 .violations(presentedChain: facts.presentedChain, trust: facts.trust)
+            verdict.violations += webViewPins(mismatches, verdict: &verdict)
         }
         return finish(verdict)
+    }
+
+    /// Pins a web view applies: all of them under the stricter reading, none under the default one, which the verdict
+    /// says at the rule's confidence, naming what the pins would have refused.
+    private func webViewPins(_ mismatches: [ATSViolation], verdict: inout ATSVerdict) -> [ATSViolation] {
+        guard options.loadKind == .web else { return mismatches }
+        let reading = options.readings.webViewPins
+        verdict.rules.append(ATSAppliedRule(.webViewPins, reading: reading.rawValue))
+        if reading == .enforced {
+            verdict.notes.append("web view: NSPinnedDomains applied as for URLSession (the stricter reading; medium "
+                                 + "confidence: the default reading is that WebKit's networking process does not apply them)")
+            return mismatches
+        }
+        let outcome = mismatches.first.map { "they would refuse this server (\($0.message))" } ?? "they match this server"
+        verdict.notes.append("web view (medium confidence): a WKWebView does not apply NSPinnedDomains; the pins are read "
+                             + "from the main bundle of the process that evaluates trust, which is WebKit's networking "
+                             + "process, and on iOS 14 to 15.4 WKWebView loaded despite a pin mismatch. Here "
+                             + "\(outcome); the stricter reading (ATSReadings.webViewPins = .enforced, --web-view-pins "
+                             + "enforced) applies them")
+        return []
     }
 
     /// Trust-chain and host-name problems first: they are what a client hits first, and what decides the
@@ -158,6 +167,82 @@ public struct ATSEvaluator: Sendable {
         if !verdict.allowed { log.add(.likelyErrorCodes) }
         verdict.rules = log.rules
         return verdict
+    }
+}
+
+/// Certificate Transparency, from the SCTs the client received (embedded, in the TLS extension, in a stapled OCSP
+/// response). Apple requires SCTs for a publicly trusted leaf — one whose chain ends in a preinstalled root — issued on
+/// or after 2018-10-16 (Security/trust/trustd/SecPolicyServer.c, `SecPolicyCheckSystemTrustedCTRequired`), whatever
+/// the dictionary says; iOS 10–12 also honoured `NSRequiresCertificateTransparency = YES` for an exception domain.
+/// Which logs signed the SCTs, and whether there are enough (support note 103214), is beyond what the facts show.
+struct ATSCertificateTransparencyCheck {
+    let requirements: ATSRequirements
+    let profile: ATSOSProfile
+
+    /// 2018-10-16T00:00:00Z: SecPolicyServer.c compares the leaf's notBefore with CFAbsoluteTime 561340800.
+    static let publicCertificatesCutoff = Date(timeIntervalSince1970: 1_539_648_000)
+
+    /// The likely error: the only published transcript of a CT refusal (Apple developer forums thread 685561,
+    /// NSRequiresCertificateTransparency on iOS 9–11) reads -1200 with stream error -9802, as ATS's strict trust
+    /// failures do.
+    static let likelyError = ATSLikelyError.secure(-9802, "errSSLFatalAlert")
+
+    func violations(facts: ServerFacts, verdict: inout ATSVerdict) -> [ATSViolation] {
+        guard let leaf = facts.presentedChain.first ?? facts.trust?.verifiedChain.first else { return [] }
+        let counts = facts.scts
+        let embedded = max(counts?.embedded ?? 0, leaf.hasEmbeddedSCTs == true ? 1 : 0)
+        let delivered = (counts?.tlsExtension ?? 0) + (counts?.stapledOCSP ?? 0)
+        let none: String
+        switch (leaf.hasEmbeddedSCTs, counts) {
+        case (nil, nil):
+            none = "the facts record no Signed Certificate Timestamps for the leaf"
+        case (_, nil):
+            none = "the leaf carries no Signed Certificate Timestamps (none embedded; SCTs sent in the handshake were "
+                + "not recorded)"
+        default:
+            none = "the leaf carries no Signed Certificate Timestamps (none embedded, none in the TLS extension or a "
+                + "stapled OCSP response)"
+        }
+        var found: [ATSViolation] = []
+        if requirements.atsApplies, requirements.requiresCertificateTransparency, embedded + delivered == 0 {
+            found.append(ATSViolation(
+                rule: .certificateTransparency,
+                message: "certificate transparency (\(profile)): the entry \"\(requirements.matchedExceptionDomain ?? "")\" sets "
+                    + "NSRequiresCertificateTransparency, and \(none)", likelyError: Self.likelyError))
+        }
+        guard facts.trust?.anchor == .system else { return found }
+        let covered = leaf.notBefore >= Self.publicCertificatesCutoff
+        guard profile.requiresCertificateTransparencyForPublicCertificates else {
+            if profile == .ios10, covered, embedded + delivered == 0 {
+                verdict.notes.append("certificate transparency: iOS 12.1.1 and later refuse this publicly trusted leaf, "
+                                     + "since \(none); earlier releases of \(profile) accept it")
+            }
+            return found
+        }
+        verdict.rules.append(ATSAppliedRule(.certificateTransparencyRequired))
+        if !covered {
+            verdict.notes.append("certificate transparency: the leaf was issued before 2018-10-16, so Apple's CT requirement "
+                                 + "does not cover it")
+        } else if embedded + delivered == 0 {
+            found.append(ATSViolation(
+                rule: .certificateTransparency,
+                message: "certificate transparency: the chain ends in a preinstalled (system) root and \(none); Apple's "
+                    + "trust evaluation refuses it whatever the Info.plist says (SecTrust: \"Certificate Transparency "
+                    + "validation required for this use\", errSecVerifyActionFailed -67825)",
+                likelyError: Self.likelyError))
+        } else {
+            // Without counts (or with an SCT extension OpenSSL could not parse) only the extension's presence is known.
+            let counted = counts.map { counts in
+                [(counts.embedded, "embedded"), (counts.tlsExtension, "in the TLS extension"),
+                 (counts.stapledOCSP, "in the stapled OCSP response")]
+                    .filter { $0.0 > 0 }.map { "\($0.0) \($0.1)" }.joined(separator: ", ")
+            } ?? ""
+            let sources = counted.isEmpty ? "embedded" : counted
+            verdict.notes.append("certificate transparency: the leaf carries SCTs (\(sources)); Apple also requires them "
+                                 + "from logs it approves, two or three by the certificate's lifetime (support note "
+                                 + "103214), which the model cannot check")
+        }
+        return found
     }
 }
 

@@ -39,9 +39,11 @@ public enum ATSModelRule: String, Sendable, Codable, CaseIterable {
     case forwardSecrecyKey = "forward-secrecy-key"
     case insecureHTTPLoadsKey = "insecure-http-loads-key"
     case certificateTransparencyKey = "certificate-transparency-key"
+    case certificateTransparencyRequired = "certificate-transparency-required"
     case pinnedDomains = "pinned-domains"
     case pinnedDomainsOneLabel = "pinned-domains-one-label"
     case pinnedDomainsCaseInsensitive = "pinned-domains-case-insensitive"
+    case webViewPins = "web-view-pins"
     case defaultTrust = "default-trust"
     case ios13CertificateRules = "ios13-certificate-rules"
     case publicValidity398Days = "public-validity-398-days"
@@ -107,7 +109,10 @@ public enum ATSModelRule: String, Sendable, Codable, CaseIterable {
             return "NSExceptionAllowsInsecureHTTPLoads allows http:// and lets the app's trust override accept an untrusted certificate"
         case .certificateTransparencyKey:
             return "Earlier systems (modelled: iOS 10–12) required Certificate Transparency for a domain whose entry sets "
-                + "NSRequiresCertificateTransparency; later ones ignore the key"
+                + "NSRequiresCertificateTransparency; later ones ignore the key, and NO never lifts the requirement for public certificates"
+        case .certificateTransparencyRequired:
+            return "iOS 12.1.1+: a leaf issued from 2018-10-16 whose chain ends in a preinstalled root needs Signed Certificate "
+                + "Timestamps, whatever the Info.plist says; user-installed and app-supplied anchors are exempt"
         case .pinnedDomains:
             return "NSPinnedDomains (iOS 14+): the leaf's SPKI must be in NSPinnedLeafIdentities, a CA's in NSPinnedCAIdentities, "
                 + "both when both are given; pins from every matching entry count"
@@ -115,6 +120,9 @@ public enum ATSModelRule: String, Sendable, Codable, CaseIterable {
             return "NSIncludesSubdomains in a pinned-domain entry reaches exactly one extra label (the host's direct parent)"
         case .pinnedDomainsCaseInsensitive:
             return "Pinned-domain keys are compared with the host case-insensitively, after the host's trailing dot is dropped"
+        case .webViewPins:
+            return "WKWebView loads do not apply the app's NSPinnedDomains: trust is evaluated in WebKit's networking process, "
+                + "and the pins are read from the evaluating process's main bundle"
         case .defaultTrust:
             return "Default trust applies to every HTTPS load, ATS or not: the chain, its dates, the host name in the SAN"
         case .ios13CertificateRules:
@@ -208,7 +216,14 @@ public enum ATSModelRule: String, Sendable, Codable, CaseIterable {
             return "\(d)/nsexceptiondomains (\"loosen the server trust evaluation requirements\"); "
                 + "\(c), sec_protocol_configuration_copy_transformed_options_for_host_or_address_internal (ats_required off)"
         case .certificateTransparencyKey:
-            return "\(d)/nsexceptiondomains (NSRequiresCertificateTransparency: \"earlier versions of the system used this key\")"
+            return "\(d)/nsexceptiondomains and https://developer.apple.com/documentation/bundleresources/information-property-list/"
+                + "nsrequirescertificatetransparency (\"Earlier versions of the system used this key\"; \"The system now requires this "
+                + "behavior in all cases, making the key irrelevant.\")"
+        case .certificateTransparencyRequired:
+            return "Apple support note 103214 (https://support.apple.com/103214: \"Publicly trusted … certificates must meet Apple's "
+                + "Certificate Transparency (CT) policy to be evaluated as trusted\"); Security/OSX/sec/Security/SecPolicy.c, "
+                + "SecPolicyCreateSSL_internal (kSecPolicyCheckSystemTrustedCTRequired); Security/trust/trustd/SecPolicyServer.c, "
+                + "SecPolicyCheckSystemTrustedCTRequired (leaf issued on or after 2018-10-16, root in the system anchor source)"
         case .pinnedDomains:
             return "\(d)/nspinneddomains; Security/OSX/sec/Security/SecPolicy.c, SecPolicyAddATSpinningIfInfoSpecified and parseNSPinnedDomains"
         case .pinnedDomainsOneLabel:
@@ -216,6 +231,11 @@ public enum ATSModelRule: String, Sendable, Codable, CaseIterable {
                 + "\(d)/nspinneddomains (\"one additional path component\")"
         case .pinnedDomainsCaseInsensitive:
             return "Security/OSX/sec/Security/SecPolicy.c, parseNSPinnedDomains (kCFCompareCaseInsensitive, trailing dot stripped)"
+        case .webViewPins:
+            return "Security/OSX/sec/Security/SecPolicy.c, getNSPinnedIdentitiesForHostName (CFBundleGetMainBundle); M. Eidinger, "
+                + "\"Info.plist based Certificate Pinning on iOS\" (https://blog.eidinger.info/infoplist-based-certificate-pinning-on-ios, "
+                + "iOS 14 to 15.4: \"WKWebView will still connect\" despite a pin mismatch); SecPolicyCreateSSLWithATSPinning (iOS 16) "
+                + "and SecPolicySetATSPinning (iOS 18) in trust/headers/SecPolicyPriv.h would let WebKit apply them; WebKit is closed here"
         case .defaultTrust:
             return "\(d)/nsallowsarbitraryloads (\"still subject to default server trust evaluation\")"
         case .ios13CertificateRules:
@@ -253,7 +273,8 @@ public enum ATSModelRule: String, Sendable, Codable, CaseIterable {
     public var confidence: ATSConfidence {
         switch self {
         case .exceptionIncludesSubdomains, .ios17ExternalIPs, .localNetworkingEnablesIPs, .numbersComparedWithYes,
-             .thirdPartyKeys, .certificateTransparencyKey, .cipherSuites, .likelyErrorCodes, .stapledOCSPHonoured, .tlsFeatureIgnored:
+             .thirdPartyKeys, .certificateTransparencyKey, .cipherSuites, .likelyErrorCodes, .stapledOCSPHonoured, .tlsFeatureIgnored,
+             .webViewPins:
             return .medium
         case .privateIPsAreLocal, .dheWithoutATS, .ios26TLS12Floor:
             return .low
@@ -271,6 +292,7 @@ public enum ATSModelRule: String, Sendable, Codable, CaseIterable {
         case .thirdPartyKeys: return "ATSReadings.thirdPartyKeys = .asPlainKeys"
         case .cipherSuites: return "ATSReadings.cipherSuites = .documented2015"
         case .dheWithoutATS: return "ATSReadings.dhe = .neverOffered"
+        case .webViewPins: return "ATSReadings.webViewPins = .enforced"
         case .ios26TLS12Floor: return "ATSOSProfile.ios17, which has no such floor"
         default: return nil
         }

@@ -69,6 +69,9 @@ public enum ATSOSProfile: String, Sendable, Codable, CaseIterable, Comparable, C
     /// `NSRequiresCertificateTransparency` was read by "earlier versions of the system": modelled as iOS 10–12
     /// (the key arrived with iOS 10; Apple enforces CT for every public certificate since iOS 12.1.1).
     var honoursCertificateTransparencyKey: Bool { self == .ios10 }
+    /// Publicly trusted leaves need SCTs whatever the dictionary says: from iOS 12.1.1 (support note 103214), so from
+    /// the ios13 profile on; the ios10 profile (10–12) mostly predates it and only says so.
+    var requiresCertificateTransparencyForPublicCertificates: Bool { self >= .ios13 }
     /// The newest protocol Apple's client offers: TLS 1.3 arrived in iOS 12.2 but was off by default until 13.
     var maxTLSVersion: TLSVersion { self >= .ios13 ? .tls1_3 : .tls1_2 }
     /// The oldest protocol a URLSession load offers at all, whatever the ATS dictionary says.
@@ -145,6 +148,17 @@ public struct ATSReadings: Sendable, Codable, Equatable {
         case neverOffered
     }
 
+    /// Whether a WKWebView's loads apply the app's `NSPinnedDomains`.
+    public enum WebViewPins: String, Sendable, Codable, CaseIterable {
+        /// Not applied (the default, medium confidence): Security/OSX/sec/Security/SecPolicy.c reads the pins from the
+        /// main bundle of the process that evaluates trust, a web view loads in WebKit's networking process, and a
+        /// published test series (iOS 14 to 15.4) saw WKWebView load despite a pin mismatch.
+        case notEnforced
+        /// Applied as for URLSession: the stricter reading (Apple's SecPolicyCreateSSLWithATSPinning, iOS 16, and
+        /// SecPolicySetATSPinning, iOS 18, let another process apply an app's dictionary).
+        case enforced
+    }
+
     /// How `NSIncludesSubdomains` matches names.
     public var subdomains: Subdomains
     /// Which suites Apple's client offers with ATS on.
@@ -155,16 +169,19 @@ public struct ATSReadings: Sendable, Codable, Equatable {
     public var thirdPartyKeys: ThirdPartyKeys
     /// Whether DHE suites are ever offered.
     public var dhe: DHE
+    /// Whether web-view loads apply `NSPinnedDomains`.
+    public var webViewPins: WebViewPins
 
     /// Memberwise: each argument sets the property of the same name, unchecked.
     public init(subdomains: Subdomains = .everySubdomain, cipherSuites: CipherSuites = .currentSource,
                 ipAddresses: IPAddresses = .externalOnly, thirdPartyKeys: ThirdPartyKeys = .ignored,
-                dhe: DHE = .offeredWithoutATS) {
+                dhe: DHE = .offeredWithoutATS, webViewPins: WebViewPins = .notEnforced) {
         self.subdomains = subdomains
         self.cipherSuites = cipherSuites
         self.ipAddresses = ipAddresses
         self.thirdPartyKeys = thirdPartyKeys
         self.dhe = dhe
+        self.webViewPins = webViewPins
     }
 
     /// The readings the model uses unless told otherwise (docs/ATS-MODEL.md names each default).

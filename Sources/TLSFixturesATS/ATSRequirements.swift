@@ -247,6 +247,12 @@ public struct ATSRequirementsResolver: Sendable {
                 notes.append("NSRequiresCertificateTransparency has no effect on \(options.profile): only earlier systems "
                              + "(iOS 10–12) read it")
             }
+        } else if entry.requiresCertificateTransparency == false {
+            log.add(.certificateTransparencyKey)
+            if options.profile.requiresCertificateTransparencyForPublicCertificates {
+                notes.append("NSRequiresCertificateTransparency = NO does not lift Certificate Transparency: \(options.profile) "
+                             + "requires it for publicly trusted certificates in all cases, making the key irrelevant")
+            }
         }
 
         let allowsInsecure = insecure ?? false

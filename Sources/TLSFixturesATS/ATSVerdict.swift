@@ -37,7 +37,8 @@ public enum ATSRule: String, Sendable, Codable, CaseIterable {
     case validityPeriod = "validity-period"
     /// `NSPinnedDomains`: no listed identity matches.
     case pinning
-    /// iOS 10–12 with `NSRequiresCertificateTransparency`: the leaf carries no SCTs.
+    /// The leaf carries no Signed Certificate Timestamps where they are required: its chain ends in a preinstalled root
+    /// (iOS 12.1.1+), or the matched entry sets `NSRequiresCertificateTransparency` (iOS 10–12).
     case certificateTransparency = "certificate-transparency"
     /// Default trust: the server stapled an OCSP response, signed by the issuer, that says the leaf is revoked.
     case revocation

@@ -131,11 +131,34 @@ public struct ServerFacts: Codable, Sendable, Equatable {
     public var trust: TrustFacts?
     /// The OCSP response the server stapled when asked (status_request); `nil` when it sent none.
     public var stapledOCSP: OCSPResponseFacts?
+    /// The Signed Certificate Timestamps the client received for the leaf, by where they came from; `nil` when not
+    /// recorded (then only `CertificateFacts.hasEmbeddedSCTs` speaks for the leaf).
+    public var scts: SCTCounts?
 
     /// Memberwise: each argument sets the property of the same name, unchecked.
     public init(scheme: String, accepted: AcceptedSuites, presentedChain: [CertificateFacts], trust: TrustFacts?,
-                stapledOCSP: OCSPResponseFacts? = nil) {
+                stapledOCSP: OCSPResponseFacts? = nil, scts: SCTCounts? = nil) {
         self.scheme = scheme; self.accepted = accepted; self.presentedChain = presentedChain; self.trust = trust
-        self.stapledOCSP = stapledOCSP
+        self.stapledOCSP = stapledOCSP; self.scts = scts
+    }
+
+    /// Signed Certificate Timestamps by the three ways RFC 6962 (§3.3) lets a server deliver them. Apple's CT policy
+    /// (support note 103214) counts them differently by source: embedded ones by the certificate's lifetime, and two
+    /// suffice when one arrives in the TLS extension or a stapled OCSP response.
+    public struct SCTCounts: Codable, Sendable, Equatable {
+        /// In the certificate's SCT list extension (1.3.6.1.4.1.11129.2.4.2).
+        public var embedded: Int
+        /// In the handshake's signed_certificate_timestamp extension (which the client must ask for).
+        public var tlsExtension: Int
+        /// In the stapled OCSP response's SCT list extension (1.3.6.1.4.1.11129.2.4.5).
+        public var stapledOCSP: Int
+
+        /// Memberwise: each argument sets the property of the same name, unchecked.
+        public init(embedded: Int = 0, tlsExtension: Int = 0, stapledOCSP: Int = 0) {
+            self.embedded = embedded; self.tlsExtension = tlsExtension; self.stapledOCSP = stapledOCSP
+        }
+
+        /// All of them.
+        public var total: Int { embedded + tlsExtension + stapledOCSP }
     }
 }

@@ -40,6 +40,9 @@ package struct CatalogEntry: Codable, Sendable, Equatable {
     /// Suites the scenario names that the linked OpenSSL does not have, so they are not served (e.g. mozilla-old's
     /// DES-CBC3-SHA on Debian's and Homebrew's OpenSSL 3); nil when none.
     public var unavailableCiphers: [String]?
+    /// Key-exchange groups the scenario names that the linked OpenSSL does not know, so they are not offered (the
+    /// Mozilla profiles' X25519MLKEM768 before OpenSSL 3.5); nil when none.
+    public var unavailableGroups: [String]?
     /// What each client of the client matrix is expected to make of it for host `localhost` (for `long-subdomain`, its
     /// long name): `expect.clients` where it names the client, else `expect.verify`'s verdict. Nil without TLS.
     public var clientOutcomes: [String: ClientOutcome]?

@@ -440,6 +440,8 @@ extension FixtureFleet: FleetQueries, FixtureLookup {
                 }
                 entry.unavailableCiphers =
                     fixture.prepared.unavailableCiphers.isEmpty ? nil : fixture.prepared.unavailableCiphers
+                entry.unavailableGroups =
+                    fixture.prepared.unavailableGroups.isEmpty ? nil : fixture.prepared.unavailableGroups
                 return entry
             case .servedByHelper(let entry):
                 return entry

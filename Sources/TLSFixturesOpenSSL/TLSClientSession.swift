@@ -36,7 +36,8 @@ package final class TLSClientSession {
     private let networkIn: OpaquePointer
     private let networkOut: OpaquePointer
 
-    /// `serverName` is sent as SNI (nil: none). The session always asks for a stapled OCSP response.
+    /// `serverName` is sent as SNI (nil: none). The session always asks for a stapled OCSP response and for Signed
+    /// Certificate Timestamps (RFC 6962), which it collects without judging them.
     package init(context: TLSContext, serverName: String?) throws {
         OpenSSLError.clearQueue()
         let ssl = try checkNotNull(SSL_new(context.pointer), "create a client connection")
@@ -55,6 +56,7 @@ package final class TLSClientSession {
         SSL_set_connect_state(ssl)
         if let serverName { _ = shim_SSL_set_tlsext_host_name(ssl, serverName) }
         StapleRequest.ask(ssl)
+        _ = shim_SSL_enable_ct_permissive(ssl)
         self.ssl = ssl
         networkIn = input
         networkOut = output
@@ -143,6 +145,22 @@ package final class TLSClientSession {
 
     /// The OCSP response the server stapled; nil when it sent none.
     package var stapledOCSP: Data? { StapleRequest.received(ssl) }
+
+    /// The Signed Certificate Timestamps received for the leaf, by where they came from (only well-formed ones count:
+    /// OpenSSL parses each list, signatures unchecked); nil when the linked OpenSSL has no CT and asked for none.
+    package var peerSCTs: (embedded: Int, tlsExtension: Int, stapledOCSP: Int)? {
+        guard shim_has_ct() == 1 else { return nil }
+        var counts = (embedded: 0, tlsExtension: 0, stapledOCSP: 0)
+        for index in 0..<shim_SSL_peer_sct_count(ssl) {
+            switch shim_SSL_peer_sct_source(ssl, index) {
+            case shim_SCT_SOURCE_X509V3_EXTENSION: counts.embedded += 1
+            case shim_SCT_SOURCE_TLS_EXTENSION: counts.tlsExtension += 1
+            case shim_SCT_SOURCE_OCSP_STAPLED_RESPONSE: counts.stapledOCSP += 1
+            default: break
+            }
+        }
+        return counts
+    }
 
     package var negotiated: Negotiated {
         var result = Negotiated(protocolName: String(cString: SSL_get_version(ssl)), version: TLSVersion(openSSLValue: SSL_version(ssl)))

@@ -69,6 +69,9 @@ public final class TLSContext: @unchecked Sendable {
     /// Suites the cipher string names one by one that the linked OpenSSL does not have (Mozilla's `old` list names
     /// DES-CBC3-SHA, which builds without weak ciphers leave out): said, never silently dropped.
     public private(set) var unavailableCipherNames: [String] = []
+    /// Key-exchange groups the group list names that the linked OpenSSL does not know (Mozilla's 6.0 lists put
+    /// X25519MLKEM768, which arrived with OpenSSL 3.5, first): left out of the list and said, as unavailable suites are.
+    public private(set) var unavailableGroupNames: [String] = []
 
     deinit { SSL_CTX_free(pointer) }
 
@@ -95,9 +98,7 @@ public final class TLSContext: @unchecked Sendable {
         }
         try applyVersions(settings)
         try applyCiphers(settings)
-        if let groups = settings.groups {
-            try checkOne(shim_SSL_CTX_set1_groups_list(pointer, groups), "set the key-exchange groups \"\(groups)\"")
-        }
+        if let groups = settings.groups { try applyGroups(groups) }
         switch settings.dhParameters {
         case .none: break
         case .automatic:
@@ -144,6 +145,30 @@ public final class TLSContext: @unchecked Sendable {
                 token.contains("-") && token.allSatisfy { $0.isUppercase || $0.isNumber || $0 == "-" } && !available.contains(token)
             }
         }
+    }
+
+    /// Sets the key-exchange groups. When OpenSSL refuses the list, each name is tried alone: those it does not know are
+    /// left out and listed in `unavailableGroupNames`, the rest set in their order; a list with none it knows is
+    /// unsupported, and a list that fails although every name is known is an error in OpenSSL's words.
+    private func applyGroups(_ groups: String) throws {
+        if shim_SSL_CTX_set1_groups_list(pointer, groups) == 1 { return }
+        let refusal = OpenSSLError.drainReasons()
+        let names = groups.split(separator: ":").map(String.init)
+        let unknown = names.filter { name in
+            let known = shim_SSL_CTX_set1_groups_list(pointer, name) == 1
+            OpenSSLError.clearQueue()
+            return !known
+        }
+        let known = names.filter { !unknown.contains($0) }
+        guard !unknown.isEmpty else {
+            throw OpenSSLError(operation: "set the key-exchange groups \"\(groups)\"", reasons: refusal)
+        }
+        guard !known.isEmpty else {
+            throw UnsupportedByOpenSSL("no key-exchange group in \"\(groups)\" is available")
+        }
+        try checkOne(shim_SSL_CTX_set1_groups_list(pointer, known.joined(separator: ":")),
+                     "set the key-exchange groups \"\(known.joined(separator: ":"))\"")
+        unavailableGroupNames = unknown
     }
 
     /// The OpenSSL names of every suite this context may negotiate, TLS 1.3 ones included, in preference order.

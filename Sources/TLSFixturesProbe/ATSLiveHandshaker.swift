@@ -40,7 +40,8 @@ package struct ATSLiveHandshaker: ATSHandshaker {
                 let afterCertificate = result.version == nil && !result.presentedChain.isEmpty
                 return .failure(reason: reason, kind: ATSHandshakeFailureKind(classifying: reason, afterServerCertificate: afterCertificate))
             }
-            return .success(ATSHandshakeSuccess(version: version, suite: cipher.iana, presentedChain: result.presentedChain, trust: result.trust))
+            return .success(ATSHandshakeSuccess(version: version, suite: cipher.iana, presentedChain: result.presentedChain,
+                                                trust: result.trust, scts: result.scts))
         } catch {
             return .failure(reason: "\(error)", kind: .cannotConnect)
         }

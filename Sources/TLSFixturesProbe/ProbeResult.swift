@@ -31,6 +31,9 @@ public struct ProbeResult: Codable, Sendable, Equatable {
     public var trust: TrustFacts?
     /// The OCSP response the server stapled (the probe always asks for one); nil when it sent none.
     public var stapledOCSP: OCSPResponseFacts?
+    /// The Signed Certificate Timestamps received for the leaf (the probe always asks for them), by where they came
+    /// from; nil when no certificate arrived or the linked OpenSSL has no CT support.
+    public var scts: ServerFacts.SCTCounts?
     /// The answer to `GET /`; nil when no request was sent or no answer came.
     public var http: ProbeHTTPResponse?
     /// The probe gave up at its deadline (`failure` says where: handshake or HTTP answer).

@@ -34,6 +34,7 @@ package struct ServerFactsCollector: Sendable {
         var chain: [CertificateFacts] = []
         var trust: TrustFacts? = nil
         var stapled: OCSPResponseFacts? = nil
+        var scts: ServerFacts.SCTCounts? = nil
         var sawAnything = false
         for version in TLSVersion.allCases where version >= .tls1_0 {
             var excluded: [String] = []
@@ -59,6 +60,7 @@ package struct ServerFactsCollector: Sendable {
                 if !result.presentedChain.isEmpty && chain.isEmpty {
                     chain = result.presentedChain
                     trust = result.trust
+                    scts = result.scts
                 }
                 if stapled == nil { stapled = result.stapledOCSP }
             }
@@ -68,8 +70,10 @@ package struct ServerFactsCollector: Sendable {
             let last = try run(probe.options)
             chain = last.presentedChain
             trust = last.trust
+            scts = last.scts
         }
-        return ServerFacts(scheme: "https", accepted: accepted, presentedChain: chain, trust: trust, stapledOCSP: stapled)
+        return ServerFacts(scheme: "https", accepted: accepted, presentedChain: chain, trust: trust, stapledOCSP: stapled,
+                           scts: scts)
     }
 
     package func collect(_ target: ProbeTarget) async throws -> ServerFacts {

@@ -64,6 +64,10 @@ public struct TLSProbe: Sendable {
         let chain = session.peerChain
         result.presentedChain = chain.map(\.facts)
         if !chain.isEmpty { judge(chain, stapled: session.stapledOCSP, target: target, into: &result) }
+        if !chain.isEmpty, let scts = session.peerSCTs {
+            result.scts = ServerFacts.SCTCounts(embedded: scts.embedded, tlsExtension: scts.tlsExtension,
+                                                stapledOCSP: scts.stapledOCSP)
+        }
 
         if handshook && options.sendHTTPRequest {
             if let stop = options.beforeHTTPRequest?(result) {

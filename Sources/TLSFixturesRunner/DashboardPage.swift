@@ -104,6 +104,9 @@ package enum DashboardPage {
         if let missing = entry.unavailableCiphers {
             parts.append("Not served: \(missing.joined(separator: ", ")) (not in the linked OpenSSL)")
         }
+        if let missing = entry.unavailableGroups {
+            parts.append("Groups not offered: \(missing.joined(separator: ", ")) (not in the linked OpenSSL)")
+        }
         if let revocation = entry.expect.revocation {
             parts.append("OCSP says \(revocation.ocsp); CRL check: \(revocation.crl); stapled: \(revocation.staple)")
             parts.append("Apple by default: \(revocation.apple)")

@@ -2074,12 +2074,12 @@ package enum BuiltinScenarioFiles {
   "name": "mozilla-modern",
   "group": "profile",
   "port": 9857,
-  "summary": "Mozilla's \"modern\" configuration, guidelines 5.8: TLS 1.3 only, ECDSA P-256 leaf, OCSP stapled",
+  "summary": "Mozilla's \"modern\" configuration, guidelines 6.0 (https://ssl-config.mozilla.org/guidelines/6.0.json): TLS 1.3 only, groups X25519MLKEM768 (where OpenSSL has it), X25519, P-256, P-384, ECDSA P-256 leaf, OCSP stapled",
   "tls": {
     "minVersion": "TLSv1.3",
     "maxVersion": "TLSv1.3",
     "tls13Suites": "TLS_AES_128_GCM_SHA256:TLS_AES_256_GCM_SHA384:TLS_CHACHA20_POLY1305_SHA256",
-    "groups": "X25519:P-256:P-384",
+    "groups": "X25519MLKEM768:X25519:P-256:P-384",
     "serverPreference": false,
     "stapleOCSP": true
   },
@@ -2105,7 +2105,7 @@ package enum BuiltinScenarioFiles {
     "atsFix": {
       "kind": "not-needed"
     },
-    "note": "Mozilla server-side TLS guidelines 5.8 (https://ssl-config.mozilla.org/guidelines/5.8.json): TLS 1.3 with its three suites, curves X25519/P-256/P-384, client's order, ECDSA certificate signed with ecdsa-with-SHA256 (so straight from the built-in root, which is EC: every built-in intermediate is RSA), 90-day lifetime, OCSP stapling. Not reproduced: the HSTS header (the fixture answers every request alike). Guidelines 6.0 add the X25519MLKEM768 group, which needs OpenSSL 3.5; the linked OpenSSL 3.0 has none.",
+    "note": "Mozilla server-side TLS guidelines 6.0 (https://ssl-config.mozilla.org/guidelines/6.0.json), \"modern\": TLS 1.3 with its three suites, groups X25519MLKEM768, X25519, P-256, P-384 in that order, client's order (server_preferred_order false), ECDSA P-256 certificate signed with ecdsa-with-SHA256 (so straight from the built-in root, which is EC: every built-in intermediate is RSA), 90 days (maximum_certificate_lifespan 90), OCSP stapling. X25519MLKEM768 is named first, as the guidelines do; an OpenSSL before 3.5 (Debian 12's 3.0) has no such group, so the fixture offers the other three and says so (the dashboard's \"Groups not offered\", /scenarios.json's unavailableGroups) rather than failing. Not reproduced: the HSTS header (the fixture answers every request alike).",
     "clients": []
   }
 }
@@ -2115,14 +2115,13 @@ package enum BuiltinScenarioFiles {
   "name": "mozilla-intermediate",
   "group": "profile",
   "port": 9858,
-  "summary": "Mozilla's \"intermediate\" configuration, guidelines 5.8: TLS 1.2\u20131.3, ECDHE and DHE (ffdhe2048) AEAD suites, OCSP stapled",
+  "summary": "Mozilla's \"intermediate\" configuration, guidelines 6.0 (https://ssl-config.mozilla.org/guidelines/6.0.json): TLS 1.2\u20131.3, ECDHE AEAD suites only, X25519MLKEM768 first among the groups where OpenSSL has it, OCSP stapled",
   "tls": {
     "minVersion": "TLSv1.2",
     "maxVersion": "TLSv1.3",
-    "ciphers": "ECDHE-ECDSA-AES128-GCM-SHA256:ECDHE-RSA-AES128-GCM-SHA256:ECDHE-ECDSA-AES256-GCM-SHA384:ECDHE-RSA-AES256-GCM-SHA384:ECDHE-ECDSA-CHACHA20-POLY1305:ECDHE-RSA-CHACHA20-POLY1305:DHE-RSA-AES128-GCM-SHA256:DHE-RSA-AES256-GCM-SHA384:DHE-RSA-CHACHA20-POLY1305",
+    "ciphers": "ECDHE-ECDSA-AES128-GCM-SHA256:ECDHE-RSA-AES128-GCM-SHA256:ECDHE-ECDSA-AES256-GCM-SHA384:ECDHE-RSA-AES256-GCM-SHA384:ECDHE-ECDSA-CHACHA20-POLY1305:ECDHE-RSA-CHACHA20-POLY1305",
     "tls13Suites": "TLS_AES_128_GCM_SHA256:TLS_AES_256_GCM_SHA384:TLS_CHACHA20_POLY1305_SHA256",
-    "groups": "X25519:P-256:P-384",
-    "dh": 2048,
+    "groups": "X25519MLKEM768:X25519:P-256:P-384",
     "serverPreference": false,
     "stapleOCSP": true
   },
@@ -2149,7 +2148,7 @@ package enum BuiltinScenarioFiles {
     "atsFix": {
       "kind": "not-needed"
     },
-    "note": "Mozilla server-side TLS guidelines 5.8 (https://ssl-config.mozilla.org/guidelines/5.8.json): its nine TLS 1.2 suites and three TLS 1.3 suites, curves X25519/P-256/P-384, the ffdhe2048 DH group, client's order, RSA-2048 certificate signed with sha256WithRSAEncryption (by the RSA intermediate, sent), 90-day lifetime, OCSP stapling. Not reproduced: the HSTS header. Guidelines 6.0 drop the DHE suites and add X25519MLKEM768 (OpenSSL 3.5).",
+    "note": "Mozilla server-side TLS guidelines 6.0 (https://ssl-config.mozilla.org/guidelines/6.0.json), \"intermediate\": TLS 1.2 and 1.3, its six ECDHE TLS 1.2 suites (the RSA-authenticated three apply to this leaf) and three TLS 1.3 suites, groups X25519MLKEM768, X25519, P-256, P-384, client's order, RSA-2048 certificate signed with sha256WithRSAEncryption (by the RSA intermediate, sent), 90 days (recommended_certificate_lifespan), OCSP stapling. No DHE suite: 6.0 dropped them, so its dh_param_size (2048) has nothing to apply to. X25519MLKEM768 is named first, as the guidelines do; an OpenSSL before 3.5 (Debian 12's 3.0) has no such group, so the fixture offers the other three and says so (the dashboard's \"Groups not offered\", /scenarios.json's unavailableGroups) rather than failing. Not reproduced: the HSTS header.",
     "clients": []
   }
 }
@@ -2159,14 +2158,13 @@ package enum BuiltinScenarioFiles {
   "name": "mozilla-old",
   "group": "profile",
   "port": 9859,
-  "summary": "Mozilla's \"old\" configuration, guidelines 5.8: TLS 1.0\u20131.3, 1024-bit DHE, static RSA, server's order, OCSP stapled",
+  "summary": "Mozilla's \"old\" configuration, guidelines 5.8 (https://ssl-config.mozilla.org/guidelines/5.8.json), the last to define one (6.0 has none): TLS 1.0\u20131.3, ECDHE and static RSA, server's order, OCSP stapled",
   "tls": {
     "minVersion": "TLSv1.0",
     "maxVersion": "TLSv1.3",
-    "ciphers": "ECDHE-ECDSA-AES128-GCM-SHA256:ECDHE-RSA-AES128-GCM-SHA256:ECDHE-ECDSA-AES256-GCM-SHA384:ECDHE-RSA-AES256-GCM-SHA384:ECDHE-ECDSA-CHACHA20-POLY1305:ECDHE-RSA-CHACHA20-POLY1305:DHE-RSA-AES128-GCM-SHA256:DHE-RSA-AES256-GCM-SHA384:DHE-RSA-CHACHA20-POLY1305:ECDHE-ECDSA-AES128-SHA256:ECDHE-RSA-AES128-SHA256:ECDHE-ECDSA-AES128-SHA:ECDHE-RSA-AES128-SHA:ECDHE-ECDSA-AES256-SHA384:ECDHE-RSA-AES256-SHA384:ECDHE-ECDSA-AES256-SHA:ECDHE-RSA-AES256-SHA:DHE-RSA-AES128-SHA256:DHE-RSA-AES256-SHA256:AES128-GCM-SHA256:AES256-GCM-SHA384:AES128-SHA256:AES256-SHA256:AES128-SHA:AES256-SHA:DES-CBC3-SHA",
+    "ciphers": "ECDHE-ECDSA-AES128-GCM-SHA256:ECDHE-RSA-AES128-GCM-SHA256:ECDHE-ECDSA-AES256-GCM-SHA384:ECDHE-RSA-AES256-GCM-SHA384:ECDHE-ECDSA-CHACHA20-POLY1305:ECDHE-RSA-CHACHA20-POLY1305:ECDHE-ECDSA-AES128-SHA256:ECDHE-RSA-AES128-SHA256:ECDHE-ECDSA-AES128-SHA:ECDHE-RSA-AES128-SHA:ECDHE-ECDSA-AES256-SHA384:ECDHE-RSA-AES256-SHA384:ECDHE-ECDSA-AES256-SHA:ECDHE-RSA-AES256-SHA:AES128-GCM-SHA256:AES256-GCM-SHA384:AES128-SHA256:AES256-SHA256:AES128-SHA:AES256-SHA:DES-CBC3-SHA",
     "tls13Suites": "TLS_AES_128_GCM_SHA256:TLS_AES_256_GCM_SHA384:TLS_CHACHA20_POLY1305_SHA256",
-    "groups": "X25519:P-256:P-384",
-    "dh": 1024,
+    "groups": "X25519MLKEM768:X25519:P-256:P-384",
     "securityLevel": 0,
     "stapleOCSP": true
   },
@@ -2193,7 +2191,7 @@ package enum BuiltinScenarioFiles {
     "atsFix": {
       "kind": "not-needed"
     },
-    "note": "Mozilla server-side TLS guidelines 5.8 (https://ssl-config.mozilla.org/guidelines/5.8.json): TLS 1.0 to 1.3, its 26 TLS 1.2 suites in its order (server's preference), the 1024-bit DH group, RSA-2048 certificate signed with sha256WithRSAEncryption (by the RSA intermediate, sent), 90-day lifetime, OCSP stapling. ATS connects with TLS 1.3. Not reproduced: DES-CBC3-SHA, which OpenSSL 3 builds without weak ciphers drop (Debian's, Homebrew's; the served list says so), and the HSTS header. Guidelines 6.0 no longer define \"old\".",
+    "note": "Mozilla server-side TLS guidelines 5.8 (https://ssl-config.mozilla.org/guidelines/5.8.json), \"old\": guidelines 6.0 (https://ssl-config.mozilla.org/guidelines/6.0.json) define no \"old\" configuration, so this is the last one published. TLS 1.0 to 1.3, its 21 TLS 1.2 suites in its order (server's preference), groups X25519MLKEM768, X25519, P-256, P-384, RSA-2048 certificate signed with sha256WithRSAEncryption (by the RSA intermediate, sent), 90 days (recommended_certificate_lifespan), OCSP stapling. ATS connects with TLS 1.3. No DHE suite: 5.8 dropped them (5.7's old had five, with a 1024-bit group), so its dh_param_size (2048) has nothing to apply to. X25519MLKEM768 is named first, as the guidelines do; an OpenSSL before 3.5 (Debian 12's 3.0) has no such group, so the fixture offers the other three and says so (the dashboard's \"Groups not offered\", /scenarios.json's unavailableGroups) rather than failing. Not reproduced: DES-CBC3-SHA, which OpenSSL 3 builds without weak ciphers drop (Debian's, Homebrew's; the served list says so), and the HSTS header.",
     "clients": []
   }
 }

@@ -28,6 +28,8 @@ public final class PreparedScenario: Sendable {
     public let revocationEndpoints: RevocationEndpoints?
     /// Suites the scenario's cipher string names that the linked OpenSSL lacks, so they are not offered.
     public var unavailableCiphers: [String] { context?.unavailableCipherNames ?? [] }
+    /// Key-exchange groups the scenario names that the linked OpenSSL lacks (X25519MLKEM768 before OpenSSL 3.5).
+    public var unavailableGroups: [String] { context?.unavailableGroupNames ?? [] }
     /// Domains besides `fixtures.test` the leaf also names as `NAME.DOMAIN` (`serve --domain`).
     public let domains: [String]
 

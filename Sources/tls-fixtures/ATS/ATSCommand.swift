@@ -10,9 +10,10 @@ struct ATSCommand: AsyncParsableCommand {
             The model follows Apple's documentation and Apple's open-source Security code; every verdict lists the \
             model rules it used with their confidence (high, medium, low) and source. Where Apple's sources disagree \
             or fall silent, the default reading is stated and the other is an option (--subdomains, --ip-addresses, \
-            --third-party-keys, --dhe, --cipher-suites); docs/ATS-MODEL.md lists every rule. The model cannot see CT \
-            logs or revocation, and Apple does not document which error code every violation yields: the violated \
-            rule comes first, a likely code second.
+            --third-party-keys, --dhe, --cipher-suites, --web-view-pins); docs/ATS-MODEL.md lists every rule. The \
+            model counts the SCTs a publicly trusted leaf (--anchor system) arrives with but cannot see CT logs or \
+            revocation, and Apple does not document which error code every violation yields: the violated rule comes \
+            first, a likely code second.
             """,
         subcommands: [ATSCheck.self, ATSDiagnose.self, ATSException.self]
     )
@@ -29,7 +30,7 @@ struct ATSClientOptions: ParsableArguments {
     @Option(help: ArgumentHelp("A root the device trusts (PEM or DER, repeatable). Default: the system's roots (on macOS the Security framework's, Keychain included, as nscurl).", valueName: "file"))
     var trustCA: [String] = []
 
-    @Option(help: ArgumentHelp("Which kind of anchor --trust-ca stands for: user (installed by the user), app (SecTrustSetAnchorCertificates), system.", valueName: "kind"))
+    @Option(help: ArgumentHelp("Which kind of anchor --trust-ca stands for: user (installed by the user), app (SecTrustSetAnchorCertificates), system (a root the OS ships: the leaf then needs Certificate Transparency).", valueName: "kind"))
     var anchor: TrustAnchorKind = .userInstalled
 
     @Option(help: ArgumentHelp("Connect HOST:PORT to ADDRESS instead of resolving it (repeatable).", valueName: "host:port:address"))
@@ -50,6 +51,9 @@ struct ATSClientOptions: ParsableArguments {
     @Option(help: ArgumentHelp("TLS 1.2 suites under ATS: current (the default, Apple's current source) or 2015 (the list documented from 2015).", valueName: "reading"))
     var cipherSuites = Spelled<ATSReadings.CipherSuites>(.currentSource)
 
+    @Option(help: ArgumentHelp("NSPinnedDomains for --load-kind web: ignored (the default, medium confidence: WKWebView loads in WebKit's networking process, which does not read the app's pins; tested on iOS 14 to 15.4) or enforced (the stricter reading).", valueName: "reading"))
+    var webViewPins = Spelled<ATSReadings.WebViewPins>(.notEnforced)
+
     @Option(help: ArgumentHelp("Seconds all the command's handshakes may take together, however slowly the server answers.", valueName: "seconds"))
     var timeout: Double = 30
 
@@ -60,7 +64,7 @@ struct ATSClientOptions: ParsableArguments {
 
     func evaluationOptions(trustOverride: Bool = false) throws -> ATSEvaluationOptions {
         let readings = ATSReadings(subdomains: subdomains.value, cipherSuites: cipherSuites.value, ipAddresses: ipAddresses.value,
-                                   thirdPartyKeys: thirdPartyKeys.value, dhe: dhe.value)
+                                   thirdPartyKeys: thirdPartyKeys.value, dhe: dhe.value, webViewPins: webViewPins.value)
         return ATSEvaluationOptions(loadKind: loadKind, profile: os, readings: readings, trustOverride: trustOverride)
     }
 

@@ -134,6 +134,15 @@ extension ATSReadings.ThirdPartyKeys: CommandLineSpelled {
     }
 }
 
+extension ATSReadings.WebViewPins: CommandLineSpelled {
+    var word: String {
+        switch self {
+        case .notEnforced: return "ignored"
+        case .enforced: return "enforced"
+        }
+    }
+}
+
 extension ATSReadings.DHE: CommandLineSpelled {
     var word: String {
         switch self {

@@ -23,6 +23,9 @@ struct ATSReferenceCase: Sendable {
     var warningContains: String? = nil
     /// No warning names one of these keys.
     var noWarningOn: [String] = []
+    /// The verdict lists this model rule, with this reading when one is given.
+    var appliedRule: ATSModelRule? = nil
+    var appliedReading: String? = nil
 }
 
 /// Table-driven cases taken from ats-reference.md. Each case's comment names the section of the
@@ -331,13 +334,14 @@ final class ATSReferenceTableTests: XCTestCase {
         ATSReferenceCase(name: "826 days, app anchor, iOS 10: allowed", url: https,
                       facts: withLeaf(anchor: .appSupplied) { $0.notAfter = $0.notBefore + 826 * F.day },
                       options: ios(.ios10), allowed: true),
-        // §Certificate rules beyond ATS: "issued from 2020-09-01 by preinstalled roots: ≤ 398 days".
+        // §Certificate rules beyond ATS: "issued from 2020-09-01 by preinstalled roots: ≤ 398 days". (A publicly
+        // trusted leaf carries SCTs: Certificate Transparency is required of it, support note 103214.)
         ATSReferenceCase(name: "399 days, system root: blocked", url: https,
-                      facts: withLeaf(anchor: .system) { $0.notAfter = $0.notBefore + 399 * F.day },
-                      allowed: false, rule: .validityPeriod, noteContains: "Certificate Transparency"),
+                      facts: withLeaf(anchor: .system) { $0.notAfter = $0.notBefore + 399 * F.day; $0.hasEmbeddedSCTs = true },
+                      allowed: false, rule: .validityPeriod, noteContains: "Apple also requires them from logs it approves"),
         // §Certificate rules beyond ATS: the 398-day rule is iOS 14+ (support note 102028); iOS 13 allows up to 825.
         ATSReferenceCase(name: "399 days, system root, iOS 13: allowed", url: https,
-                      facts: withLeaf(anchor: .system) { $0.notAfter = $0.notBefore + 399 * F.day },
+                      facts: withLeaf(anchor: .system) { $0.notAfter = $0.notBefore + 399 * F.day; $0.hasEmbeddedSCTs = true },
                       options: ios(.ios13), allowed: true),
         // §Certificate rules beyond ATS: the 398-day rule is for preinstalled roots only.
         ATSReferenceCase(name: "399 days, user root: allowed", url: https,
@@ -556,6 +560,11 @@ final class ATSAppleSourceRuleTests: XCTestCase {
     }
 
     func check(_ sourced: ATSSourcedRule, file: StaticString = #filePath, line: UInt = #line) {
+        Self.verify(sourced, file: file, line: line)
+    }
+
+    /// Evaluates every case of `sourced` and checks what it states (the rule and source are in every failure's text).
+    static func verify(_ sourced: ATSSourcedRule, file: StaticString = #filePath, line: UInt = #line) {
         XCTAssertFalse(sourced.source.isEmpty, sourced.rule)
         for item in sourced.cases {
             let policy = ATSPolicy(item.policy)
@@ -575,6 +584,11 @@ final class ATSAppleSourceRuleTests: XCTestCase {
             }
             for key in item.noWarningOn {
                 XCTAssertFalse(policy.warnings.contains { $0.keyPath.contains(key) }, label, file: file, line: line)
+            }
+            if let id = item.appliedRule {
+                let applied = verdict.rules.first { $0.id == id }
+                XCTAssertNotNil(applied, label, file: file, line: line)
+                if let reading = item.appliedReading { XCTAssertEqual(applied?.reading, reading, label, file: file, line: line) }
             }
         }
     }
@@ -798,5 +812,124 @@ final class ATSAppleSourceRuleTests: XCTestCase {
             XCTAssertTrue(["high", "medium", "low"].contains(rule["confidence"] as? String ?? ""), "\(rule)")
             XCTAssertFalse((rule["source"] as? String ?? "").isEmpty, "\(rule)")
         }
+    }
+}
+
+/// Three rules an independent set of ATS cases, written from Apple's documentation and Security sources, found missing
+/// (issue 28). Each failed against the model before the change that added it; that commit says which assertions.
+final class ATSTransparencyAndWebViewRuleTests: XCTestCase {
+    typealias F = ATSFactsKit
+    typealias T = ATSReferenceTableTests
+    typealias S = ATSAppleSourceRuleTests
+
+    static let https = T.https
+
+    /// A compliant server whose chain the facts say ends in `anchor`, its leaf issued one day before `F.now` unless
+    /// `issued` says otherwise; `embedded` is the leaf's SCT extension as the probe records it.
+    static func facts(anchor: TrustAnchorKind, embedded: Bool? = false, scts: ServerFacts.SCTCounts? = .init(),
+                      issued: Date = F.now - F.day) -> ServerFacts {
+        var leaf = F.leaf(T.host)
+        leaf.hasEmbeddedSCTs = embedded
+        leaf.notBefore = issued
+        leaf.notAfter = issued + 90 * F.day
+        var facts = F.facts(leaf: leaf, anchor: anchor)
+        facts.scts = scts
+        return facts
+    }
+
+    /// Rule 1: a publicly trusted leaf needs SCTs, whatever the Info.plist says; user and app anchors are exempt.
+    func testRule11PublicCertificatesNeedCertificateTransparency() {
+        check(ATSSourcedRule(
+            rule: "a leaf issued from 2018-10-16 whose chain ends in a root the OS ships needs Signed Certificate Timestamps",
+            source: "https://support.apple.com/103214 (\"Publicly trusted Transport Layer Security (TLS) server authentication "
+                + "certificates must meet Apple's Certificate Transparency (CT) policy to be evaluated as trusted\"); "
+                + "\(S.security) OSX/sec/Security/SecPolicy.c, SecPolicyCreateSSL_internal (kSecPolicyCheckSystemTrustedCTRequired); "
+                + "trust/trustd/SecPolicyServer.c, SecPolicyCheckSystemTrustedCTRequired (notBefore ≥ 561340800, system anchor "
+                + "source); the error: developer forums thread 685561 (-1200, _kCFStreamErrorCodeKey=-9802)",
+            cases: [
+                ATSReferenceCase(name: "system root, no SCTs: blocked", url: Self.https, facts: Self.facts(anchor: .system),
+                                 allowed: false, rule: .certificateTransparency, urlError: -1200,
+                                 appliedRule: .certificateTransparencyRequired),
+                ATSReferenceCase(name: "whatever the Info.plist says: arbitrary loads", url: Self.https,
+                                 policy: [ATSKey.allowsArbitraryLoads: true], facts: Self.facts(anchor: .system),
+                                 allowed: false, rule: .certificateTransparency, atsApplies: false),
+                ATSReferenceCase(name: "iOS 13: blocked too", url: Self.https, facts: Self.facts(anchor: .system),
+                                 options: T.ios(.ios13), allowed: false, rule: .certificateTransparency),
+                ATSReferenceCase(name: "control: SCTs embedded", url: Self.https,
+                                 facts: Self.facts(anchor: .system, embedded: true, scts: .init(embedded: 2)), allowed: true,
+                                 noteContains: "2 embedded", appliedRule: .certificateTransparencyRequired),
+                ATSReferenceCase(name: "control: SCTs in the TLS extension only", url: Self.https,
+                                 facts: Self.facts(anchor: .system, scts: .init(tlsExtension: 2)), allowed: true,
+                                 noteContains: "2 in the TLS extension"),
+                ATSReferenceCase(name: "control: SCTs in the stapled OCSP response only", url: Self.https,
+                                 facts: Self.facts(anchor: .system, scts: .init(stapledOCSP: 1)), allowed: true),
+                ATSReferenceCase(name: "control: user-installed root, no SCTs", url: Self.https,
+                                 facts: Self.facts(anchor: .userInstalled), allowed: true),
+                ATSReferenceCase(name: "control: app-supplied anchor, no SCTs", url: Self.https,
+                                 facts: Self.facts(anchor: .appSupplied), allowed: true),
+                ATSReferenceCase(name: "control: issued 2018-10-15, before the requirement", url: Self.https,
+                                 facts: Self.facts(anchor: .system, issued: Date(timeIntervalSince1970: 1_539_561_600)),
+                                 allowed: true, noteContains: "issued before 2018-10-16"),
+                ATSReferenceCase(name: "issued 2018-10-16 at midnight: covered", url: Self.https,
+                                 facts: Self.facts(anchor: .system, issued: Date(timeIntervalSince1970: 1_539_648_000)),
+                                 allowed: false, rule: .certificateTransparency),
+                ATSReferenceCase(name: "iOS 10–12: only said (iOS 12.1.1 enforces it)", url: Self.https,
+                                 facts: Self.facts(anchor: .system), options: T.ios(.ios10), allowed: true,
+                                 noteContains: "iOS 12.1.1 and later refuse"),
+            ]))
+    }
+
+    /// Rule 2: `NSRequiresCertificateTransparency = NO` cannot switch the requirement off.
+    func testRule12RequiresCertificateTransparencyNoCannotSwitchItOff() {
+        check(ATSSourcedRule(
+            rule: "NSRequiresCertificateTransparency = NO leaves Certificate Transparency required for a publicly trusted leaf",
+            source: "https://developer.apple.com/documentation/bundleresources/information-property-list/"
+                + "nsrequirescertificatetransparency (\"The system now requires this behavior in all cases, making the key "
+                + "irrelevant.\")",
+            cases: [
+                ATSReferenceCase(name: "system root, no SCTs, the key NO: blocked", url: Self.https,
+                                 policy: T.domainEntry([ATSKey.requiresCertificateTransparency: false]),
+                                 facts: Self.facts(anchor: .system), allowed: false, rule: .certificateTransparency,
+                                 matched: .some(T.host), noteContains: "= NO does not lift Certificate Transparency"),
+                ATSReferenceCase(name: "the key NO with every other exception too", url: Self.https,
+                                 policy: T.domainEntry([ATSKey.requiresCertificateTransparency: false,
+                                                        ATSKey.exceptionAllowsInsecureHTTPLoads: true,
+                                                        ATSKey.exceptionMinimumTLSVersion: "TLSv1.0",
+                                                        ATSKey.exceptionRequiresForwardSecrecy: false]),
+                                 facts: Self.facts(anchor: .system), allowed: false, rule: .certificateTransparency),
+                ATSReferenceCase(name: "control: the key NO, user-installed root", url: Self.https,
+                                 policy: T.domainEntry([ATSKey.requiresCertificateTransparency: false]),
+                                 facts: Self.facts(anchor: .userInstalled), allowed: true),
+            ]))
+    }
+
+    /// Rule 3: a web view does not apply the app's pins (medium confidence); the stricter reading applies them.
+    func testRule13WebViewsDoNotApplyPinnedDomains() {
+        let mismatch = S.pinEntry(T.host)
+        let enforced = T.ios(.ios17) { $0.loadKind = .web; $0.readings.webViewPins = .enforced }
+        check(ATSSourcedRule(
+            rule: "NSPinnedDomains is read from the evaluating process's main bundle; WKWebView loads in WebKit's process and "
+                + "connects despite a pin mismatch",
+            source: "\(S.security) OSX/sec/Security/SecPolicy.c, getNSPinnedIdentitiesForHostName (CFBundleGetMainBundle); "
+                + "https://blog.eidinger.info/infoplist-based-certificate-pinning-on-ios (iOS 14 to 15.4: \"WKWebView will still "
+                + "connect and load content from the domain if the SSL public key deviates from the one specified in Info.plist\")",
+            cases: [
+                ATSReferenceCase(name: "web load, pin mismatch: allowed, said at medium confidence", url: Self.https,
+                                 policy: mismatch, facts: T.modern, options: T.ios(.ios17) { $0.loadKind = .web },
+                                 allowed: true, pinned: .some(T.host), noteContains: "web view (medium confidence)",
+                                 appliedRule: .webViewPins, appliedReading: "notEnforced"),
+                ATSReferenceCase(name: "web load, pin mismatch, the stricter reading: blocked", url: Self.https,
+                                 policy: mismatch, facts: T.modern, options: enforced, allowed: false, rule: .pinning,
+                                 urlError: -1200, appliedRule: .webViewPins, appliedReading: "enforced"),
+                ATSReferenceCase(name: "control: a URLSession load with the same pins is blocked", url: Self.https,
+                                 policy: mismatch, facts: T.modern, allowed: false, rule: .pinning),
+                ATSReferenceCase(name: "web load: pins do not waive other rules", url: Self.https,
+                                 policy: mismatch, facts: T.tls10, options: T.ios(.ios17) { $0.loadKind = .web },
+                                 allowed: false, rule: .tlsVersion),
+            ]))
+    }
+
+    func check(_ sourced: ATSSourcedRule, file: StaticString = #filePath, line: UInt = #line) {
+        ATSAppleSourceRuleTests.verify(sourced, file: file, line: line)
     }
 }

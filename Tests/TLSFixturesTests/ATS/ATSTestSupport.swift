@@ -294,7 +294,8 @@ enum ATSCatalog {
             $0.dnsNames = ["localhost", "10000-sans.fixtures.test"] + (1...9998).map { "n\($0).10000-sans.fixtures.test" }
         })))
         rows.append(ATSCatalogRow(name: "dh2048", facts: F.speaking(h("dh2048"), F.dheOnly)))
-        // Mozilla's configurations (guidelines 5.8): each speaks TLS 1.3 with forward-secret suites, so ATS allows all three.
+        // Mozilla's configurations (guidelines 6.0's modern and intermediate, 5.8's old): each speaks TLS 1.3 with
+        // forward-secret suites, so ATS allows all three. None has a DHE suite any more.
         do {
             let tls13: [String] = ["TLS_AES_128_GCM_SHA256", "TLS_AES_256_GCM_SHA384", "TLS_CHACHA20_POLY1305_SHA256"]
             // Every built-in intermediate is RSA; modern's ECDSA signature comes straight from the (EC) root.
@@ -311,20 +312,19 @@ enum ATSCatalog {
             rows.append(ATSCatalogRow(name: "mozilla-intermediate", facts: F.facts(
                 leaf: intermediateLeaf,
                 accepted: [.tls1_2: ["TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256", "TLS_ECDHE_RSA_WITH_AES_256_GCM_SHA384",
-                                     "TLS_ECDHE_RSA_WITH_CHACHA20_POLY1305_SHA256", "TLS_DHE_RSA_WITH_AES_128_GCM_SHA256",
-                                     "TLS_DHE_RSA_WITH_AES_256_GCM_SHA384", "TLS_DHE_RSA_WITH_CHACHA20_POLY1305_SHA256"],
+                                     "TLS_ECDHE_RSA_WITH_CHACHA20_POLY1305_SHA256"],
                            .tls1_3: tls13],
                 presented: [intermediateLeaf, intermediate], verified: [intermediateLeaf, intermediate, F.builtInCA])))
             let rsaIntermediate = F.cert("RSA Intermediate", issuer: F.builtInIssuer, notBefore: F.now - 100 * F.day,
                                          days: 1000, isCA: true, eku: nil)
             var oldLeaf = F.leaf(h("mozilla-old"), issuer: rsaIntermediate.subject)
             oldLeaf.notAfter = oldLeaf.notBefore + 90 * F.day
-            let cbc = ["TLS_ECDHE_RSA_WITH_AES_128_CBC_SHA", "TLS_ECDHE_RSA_WITH_AES_256_CBC_SHA", "TLS_DHE_RSA_WITH_AES_128_CBC_SHA256",
+            let cbc = ["TLS_ECDHE_RSA_WITH_AES_128_CBC_SHA", "TLS_ECDHE_RSA_WITH_AES_256_CBC_SHA",
                        "TLS_RSA_WITH_AES_128_CBC_SHA", "TLS_RSA_WITH_AES_256_CBC_SHA"]
             rows.append(ATSCatalogRow(name: "mozilla-old", facts: F.facts(
                 leaf: oldLeaf,
                 accepted: [.tls1_0: cbc, .tls1_1: cbc,
-                           .tls1_2: ["TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256", "TLS_DHE_RSA_WITH_AES_128_GCM_SHA256",
+                           .tls1_2: ["TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256", "TLS_ECDHE_RSA_WITH_AES_128_CBC_SHA256",
                                      "TLS_RSA_WITH_AES_128_GCM_SHA256"] + cbc,
                            .tls1_3: tls13],
                 presented: [oldLeaf, rsaIntermediate], verified: [oldLeaf, rsaIntermediate, F.builtInCA])))

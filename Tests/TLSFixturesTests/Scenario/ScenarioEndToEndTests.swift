@@ -269,7 +269,7 @@ struct ScenarioEndToEndTests {
             #expect(abs(lifetime - 826 * day) < 3_600, "\(name): \(lifetime / day) days")
             #expect(leaf.notBefore < now && now < leaf.notAfter)
         case "mozilla-old", "mozilla-intermediate", "mozilla-modern":
-            // Mozilla's recommended_certificate_lifespan (guidelines 5.8): 90 days.
+            // Mozilla's recommended_certificate_lifespan (guidelines 6.0, and 5.8 for old): 90 days.
             #expect(abs(lifetime - 90 * day) < 3_600, "\(name): \(lifetime / day) days")
             #expect(leaf.notBefore < now && now < leaf.notAfter)
         default:
