@@ -120,6 +120,7 @@ struct ConnectionLogTests {
         log.update(id) { $0.endedAt = Date() }
         let records = await woken
         #expect(records.map(\.id) == [id])
+        #expect(NIODeadline.now() < far, "woken by the change, not by its 60 s deadline")
 
         // Nothing settles: the wait ends at its deadline with what there is.
         let unsettled = await log.records(after: 0, until: .now() + .milliseconds(50)) { _ in false }
@@ -129,8 +130,10 @@ struct ConnectionLogTests {
     @Test("a cancelled waiter returns")
     func cancelled() async {
         let log = ConnectionLog(capacity: 8)
-        let task = Task { await log.records(after: 0, until: .now() + .seconds(60)) { !$0.isEmpty } }
+        let far = NIODeadline.now() + .seconds(60)
+        let task = Task { await log.records(after: 0, until: far) { !$0.isEmpty } }
         task.cancel()
         #expect(await task.value.isEmpty)
+        #expect(NIODeadline.now() < far, "returned on cancellation, not at its 60 s deadline")
     }
 }
