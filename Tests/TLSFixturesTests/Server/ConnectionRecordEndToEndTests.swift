@@ -199,8 +199,7 @@ struct ConnectionRecordEndToEndTests {
 
     // MARK: - The proxy seam
 
-    @Test("the connection annotator fills in the CONNECT authority for the peers it knows, and only those",
-          .requires(Tools.openssl))
+    @Test("the connection annotator fills in the CONNECT authority for the peers it knows, and only those")
     func annotator() async throws {
         let proxied = NIOLockedValueBox<Set<Int>>([])
         var configuration = FixtureConfiguration()
@@ -210,24 +209,32 @@ struct ConnectionRecordEndToEndTests {
         }
         let fixture = try await Self.start("expired", configuration: configuration)
         defer { Task { await fixture.stop() } }
-        // A raw client whose local port is known before it sends anything, as the proxy's own socket is.
-        let cursor = fixture.latestConnectionID
-        let tunnelled = try RawConnection(port: fixture.port)
-        let tunnelledPort = tunnelled.localPort
-        _ = proxied.withLockedValue { $0.insert(tunnelledPort) }
-        tunnelled.send(try HandshakeBytes.clientHello())
-        tunnelled.close()
-        let direct = try RawConnection(port: fixture.port)
-        direct.send(try HandshakeBytes.clientHello())
-        direct.close()
-        let records = await fixture.log.records(after: cursor, until: FixtureServer.deadline(after: .seconds(10))) {
-            $0.count == 2 && $0.allSatisfy { $0.endedAt != nil }
+        let hello = try HandshakeBytes.clientHello()
+
+        /// Connects (a raw client, whose port is known before it sends anything, as the proxy's own socket is), sends a
+        /// ClientHello and waits until the fixture has read it; `registered` runs around that, then it closes.
+        func connection(before: (Int) -> Void = { _ in }, after: (Int) -> Void = { _ in }) async throws -> ConnectionRecord {
+            let cursor = fixture.latestConnectionID
+            let client = try RawConnection(port: fixture.port)
+            let port = client.localPort
+            before(port)
+            client.send(hello)
+            _ = await fixture.log.records(after: cursor, until: FixtureServer.deadline(after: .seconds(10))) {
+                $0.first?.clientHello != nil
+            }
+            after(port)
+            client.close()
+            return try await Self.onlyRecord(fixture, after: cursor)
         }
-        #expect(records.count == 2)
-        // Connections are numbered as their channels are set up, on several event loops: find them by peer.
-        let viaProxy = records.first { $0.peer == "127.0.0.1:\(tunnelledPort)" }
-        #expect(viaProxy?.proxy == ConnectionRecord.Proxy(authority: "expired.fixtures.test:443"), "\(records)")
-        #expect(records.filter { $0.proxy != nil }.count == 1, "\(records)")
+        // The proxy knows its socket before the first byte, and forgets it when the tunnel closes.
+        let tunnelled = try await connection(before: { port in _ = proxied.withLockedValue { $0.insert(port) } },
+                                             after: { port in _ = proxied.withLockedValue { $0.remove(port) } })
+        #expect(tunnelled.proxy == ConnectionRecord.Proxy(authority: "expired.fixtures.test:443"), "\(tunnelled)")
+        // Known only after the first bytes: asked again at the close.
+        let late = try await connection(after: { port in _ = proxied.withLockedValue { $0.insert(port) } })
+        #expect(late.proxy == ConnectionRecord.Proxy(authority: "expired.fixtures.test:443"), "\(late)")
+        let direct = try await connection()
+        #expect(direct.proxy == nil)
     }
 }
 
@@ -265,5 +272,39 @@ struct RefusalExpectationEndToEndTests {
         let alert = try #require(record.outcome?.alert, "\(name): \(record.summary)")
         #expect(expected.contains(alert) || alert.isUnspecificObjection,
                 "\(name): \(record.summary); Scenarios/\(name).json lists \(expected.map(\.description))")
+    }
+}
+
+/// A pinning client on another TLS stack: swift-nio-ssl (BoringSSL) from Matrix/, told to pin the `pinned` leaf's key
+/// (`MATRIX_PIN_CERTIFICATE`). `make test` builds it (`make matrix-test-clients`); elsewhere the test says how.
+@Suite("A pinning client's refusal, recorded")
+struct PinningClientRecordTests {
+    @Test("swift-nio-ssl pinning the published leaf accepts `pinned` and refuses `pin-rotated-key`; the fixture records its alert, and expectRefused passes", .enabled(if: MatrixEnvironment.runnable, MatrixEnvironment.skipReason))
+    func nioSSLPinning() async throws {
+        let client = MatrixEnvironment.swiftClients.appendingPathComponent("matrix-nio-ssl").path
+        try #require(MatrixEnvironment.nioClientBuilt, "\(client) is missing: `make matrix-test-clients` builds it")
+        let pinned = try await ConnectionRecordEndToEndTests.start("pinned")
+        let rotated = try await ConnectionRecordEndToEndTests.start("pin-rotated-key")
+        defer { Task { await pinned.stop(); await rotated.stop() } }
+        let ca = try External.pemFile([pinned.caCertificate], name: "ca.pem")
+        let pin = try External.pemFile([try #require(pinned.chain.first)], name: "pinned-leaf.pem")
+
+        /// Runs the client against `fixture`; returns its one result line.
+        func run(_ fixture: FixtureServer) async throws -> String {
+            let targets = try External.file(Data("t\tlocalhost\t\(fixture.port)\n".utf8), name: "targets.txt")
+            let result = try await External.run(["env", "MATRIX_PIN_CERTIFICATE=\(pin)", client, ca, targets], timeout: 60)
+            return result.stdout
+        }
+        let control = try await run(pinned)
+        #expect(control.contains("\"accepted\":true"), "the pinning client must accept the leaf it pins: \(control)")
+
+        let cursor = rotated.latestConnectionID
+        try await rotated.expectRefused {
+            let line = try await run(rotated)
+            if line.contains("\"accepted\":false") { throw ConnectionRecordEndToEndTests.ClientFailed(output: line) }
+        }
+        let record = try await ConnectionRecordEndToEndTests.onlyRecord(rotated, after: cursor)
+        // BoringSSL ends a handshake its verification callback failed with certificate_unknown: no finer reason.
+        #expect(record.outcome == .alertReceived(.certificateUnknown, phase: .afterServerFlight), "\(record.summary)")
     }
 }
