@@ -38,6 +38,9 @@ package final class ConnectionLog: Sendable {
     /// Every record kept, oldest first.
     package var records: [ConnectionRecord] { records(after: 0) }
 
+    /// Readers waiting for a change right now (for tests: a change made once this is 1 must wake that reader).
+    package var waiterCount: Int { state.withLockedValue { $0.waiters.count } }
+
     /// The id the next connection gets, less one: a cursor for "everything from now on".
     package var latestID: Int { state.withLockedValue { $0.nextID - 1 } }
 

@@ -26,78 +26,78 @@ public struct LoadJudge: Sendable {
     /// nil when the load was refused as the scenario's refusing clients refuse it; otherwise why not.
     /// `records` are the fixture's records of the connections since the load started.
     public func refused(thrown: Error?, records: [ConnectionRecord]) -> LoadExpectationFailure? {
-        let where_ = "\(scenario) at \(target)"
+        let place = "\(scenario) at \(target)"
         let served = records.filter { $0.requestCount > 0 }
         if let accepted = served.first {
             if let thrown {
-                return .accepted("the load threw \(ThrownError(thrown)), but the client accepted \(where_): "
+                return .accepted("the load threw \(ThrownError(thrown)), but the client accepted \(place): "
                     + "\(accepted.summary); the failure came after the TLS handshake, so it is no refusal of the server")
             }
-            return .loadSucceeded("the load succeeded: \(accepted.summary), so the client accepted \(where_)")
+            return .loadSucceeded("the load succeeded: \(accepted.summary), so the client accepted \(place)")
         }
         guard let thrown else {
             if let record = records.last {
-                return .loadSucceeded("the load succeeded, yet \(where_) answered no request (\(record.summary)): "
+                return .loadSucceeded("the load succeeded, yet \(place) answered no request (\(record.summary)): "
                     + "the response came from somewhere else (a cache, a mock, another server)")
             }
-            return .loadSucceeded("the load succeeded without reaching \(where_): the response came from somewhere else "
+            return .loadSucceeded("the load succeeded without reaching \(place): the response came from somewhere else "
                 + "(a cache, a mock, another server on another port)")
         }
         let error = ThrownError(thrown)
-        guard !records.isEmpty else { return .neverReached(where_: where_, error: error) }
+        guard !records.isEmpty else { return .neverReached(place: place, error: error) }
         let ended = records.filter { $0.endedAt != nil }
         guard let evidence = ended.last(where: { $0.outcome?.alert != nil }) ?? ended.last else {
-            return .stillOpen("the client reached \(where_) and threw \(error), but the connection is still open: "
+            return .stillOpen("the client reached \(place) and threw \(error), but the connection is still open: "
                 + "\(records.last!.summary)")
         }
-        return reasonMismatch(evidence, error: error, where_: where_)
+        return reasonMismatch(evidence, error: error, place: place)
     }
 
     /// nil when the load returned and the fixture answered a request of it; otherwise why not.
     public func accepted(thrown: Error?, records: [ConnectionRecord]) -> LoadExpectationFailure? {
-        let where_ = "\(scenario) at \(target)"
+        let place = "\(scenario) at \(target)"
         if let served = records.first(where: { $0.requestCount > 0 }) {
             guard let thrown else { return nil }
-            return .refused("\(where_) answered (\(served.summary)), but the load then threw \(ThrownError(thrown)): "
+            return .refused("\(place) answered (\(served.summary)), but the load then threw \(ThrownError(thrown)): "
                 + "the client accepted the server and failed after the TLS layer")
         }
         if let thrown {
             let error = ThrownError(thrown)
             guard let record = records.last(where: { $0.outcome?.alert != nil }) ?? records.last else {
-                return .neverReached(where_: where_, error: error)
+                return .neverReached(place: place, error: error)
             }
-            return .refused("the client refused \(where_): \(record.summary) (the load threw \(error))")
+            return .refused("the client refused \(place): \(record.summary) (the load threw \(error))")
         }
         if let record = records.last {
-            return .noRequestServed("the load returned, but \(where_) answered no request: \(record.summary)")
+            return .noRequestServed("the load returned, but \(place) answered no request: \(record.summary)")
         }
-        return .loadSucceeded("the load returned without reaching \(where_): the response came from somewhere else "
+        return .loadSucceeded("the load returned without reaching \(place): the response came from somewhere else "
             + "(a cache, a mock, another server on another port)")
     }
 
     /// Whether a refusal that reached the fixture was for the scenario's reason.
-    private func reasonMismatch(_ evidence: ConnectionRecord, error: ThrownError, where_: String) -> LoadExpectationFailure? {
+    private func reasonMismatch(_ evidence: ConnectionRecord, error: ThrownError, place: String) -> LoadExpectationFailure? {
         let gaveUpEarly: Bool
         switch evidence.outcome {
         case .closedWithoutAlert(let phase)?, .timedOut(let phase)?: gaveUpEarly = phase != .afterServerFlight
         default: gaveUpEarly = false
         }
         if gaveUpEarly {
-            return .refusedForAnotherReason("the client reached \(where_) but \(evidence.summary), so it never saw the "
+            return .refusedForAnotherReason("the client reached \(place) but \(evidence.summary), so it never saw the "
                 + "server's certificate: it gave up for a reason of its own (it threw \(error))")
         }
         guard let expectation else { return nil }
         let alert = evidence.outcome?.alert ?? evidence.alertAfterHandshake
         if let alert, !expectation.alerts.isEmpty, !expectation.alerts.contains(alert), !alert.isUnspecificObjection {
             let expected = expectation.alerts.map(\.description).joined(separator: " or ")
-            return .refusedForAnotherReason("the client refused \(where_), but not for \(scenario)'s reason: "
+            return .refusedForAnotherReason("the client refused \(place), but not for \(scenario)'s reason: "
                 + "\(evidence.summary); a client refusing \(scenario) for its reason ends with \(expected)")
         }
         #if !canImport(FoundationNetworking)
         // Apple's codes; FoundationNetworking reports libcurl's errors, which the scenario files do not state.
         if let apple = expectation.apple, error.domain == "NSURLErrorDomain", (-1206 ... -1200).contains(error.code),
            error.code != apple.urlErrorCode {
-            return .refusedForAnotherReason("the client refused \(where_) with \(error), but \(scenario)'s refusal is "
+            return .refusedForAnotherReason("the client refused \(place) with \(error), but \(scenario)'s refusal is "
                 + "\(apple): it objected to something else (\(evidence.summary))")
         }
         #endif

@@ -194,6 +194,9 @@ struct ConnectionRecordWireTests {
     func accepted() throws {
         let served = [Self.record(Self.completed, requests: [.init(method: "GET", path: "/", status: 200)])]
         #expect(Self.judge.accepted(thrown: nil, records: served) == nil)
+        let failedLater = try #require(Self.judge.accepted(thrown: Self.dnsFailure, records: served))
+        #expect(failedLater.code == .refused)
+        #expect(failedLater.description.contains("failed after the TLS layer"), "\(failedLater)")
         let refused = try #require(Self.judge.accepted(thrown: Self.dnsFailure,
                                                        records: [Self.record(.alertReceived(.unknownCA, phase: .afterServerFlight))]))
         #expect(refused.code == .refused)

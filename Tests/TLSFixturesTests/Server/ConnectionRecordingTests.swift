@@ -94,8 +94,13 @@ struct ConnectionRecordingTests {
     }
 }
 
-@Suite("ConnectionLog: a bounded ring, and waiting without polling")
+@Suite("ConnectionLog: a bounded ring, and waiting without polling", .timeLimit(.minutes(1)))
 struct ConnectionLogTests {
+    /// Until a reader is registered as waiting, so that what the test does next happens while it waits.
+    static func untilWaiting(_ log: ConnectionLog) async {
+        while log.waiterCount == 0 { await Task.yield() }
+    }
+
     @Test("keeps the most recent `capacity` records; an update to one it dropped changes nothing")
     func ring() {
         let log = ConnectionLog(capacity: 3)
@@ -114,13 +119,15 @@ struct ConnectionLogTests {
     @Test("a waiter wakes on the change it waits for, and at its deadline when none comes")
     func waiting() async {
         let log = ConnectionLog(capacity: 8)
-        let far = NIODeadline.now() + .seconds(60)
-        async let woken = log.records(after: 0, until: far) { $0.contains { $0.endedAt != nil } }
-        let id = log.open(peer: "a")
+        let far = NIODeadline.now() + .seconds(20)
+        let woken = Task { await log.records(after: 0, until: far) { $0.contains { $0.endedAt != nil } } }
+        await Self.untilWaiting(log)
+        let id = log.open(peer: "a")   // a change, but not the awaited one: the reader waits on
+        await Self.untilWaiting(log)
         log.update(id) { $0.endedAt = Date() }
-        let records = await woken
+        let records = await woken.value
         #expect(records.map(\.id) == [id])
-        #expect(NIODeadline.now() < far, "woken by the change, not by its 60 s deadline")
+        #expect(NIODeadline.now() < far, "woken by the change, not by its 20 s deadline")
 
         // Nothing settles: the wait ends at its deadline with what there is.
         let unsettled = await log.records(after: 0, until: .now() + .milliseconds(50)) { _ in false }
@@ -130,10 +137,11 @@ struct ConnectionLogTests {
     @Test("a cancelled waiter returns")
     func cancelled() async {
         let log = ConnectionLog(capacity: 8)
-        let far = NIODeadline.now() + .seconds(60)
+        let far = NIODeadline.now() + .seconds(20)
         let task = Task { await log.records(after: 0, until: far) { !$0.isEmpty } }
+        await Self.untilWaiting(log)
         task.cancel()
         #expect(await task.value.isEmpty)
-        #expect(NIODeadline.now() < far, "returned on cancellation, not at its 60 s deadline")
+        #expect(NIODeadline.now() < far, "returned on cancellation, not at its 20 s deadline")
     }
 }
