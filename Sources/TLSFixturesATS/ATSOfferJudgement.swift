@@ -3,8 +3,8 @@ import TLSFixturesWire
 
 /// A client's offer — a ClientHello a fixture recorded — measured against what ATS requires of a connection: TLS 1.2 or
 /// newer, a suite from ATS's list, forward secrecy (the model's own lists, `ATSCipherSuites`). For an app's own TLS
-/// client (NWConnection with its own parameters, a third-party stack), whose offer ATS does not shape: does it offer what
-/// an ATS-compliant server accepts, and does it offer anything ATS forbids?
+/// client (NWConnection with its own parameters, a third-party stack), whose offer ATS does not shape: does it offer
+/// what an ATS-compliant server accepts, and does it offer anything ATS forbids?
 ///
 /// ```swift
 /// let hello = try #require(fixture.connections.last?.clientHello)
@@ -31,7 +31,8 @@ public struct ATSOfferJudgement: Sendable, Codable, Equatable, CustomStringConve
     public var otherSuites: [String]
 
     /// Judges `hello` with the forward-secret list of `cipherSuites` (Apple's current source by default).
-    public init(_ hello: ConnectionRecord.ClientHello, cipherSuites reading: ATSReadings.CipherSuites = .currentSource) {
+    public init(_ hello: ConnectionRecord.ClientHello,
+                cipherSuites reading: ATSReadings.CipherSuites = .currentSource) {
         let highest = hello.highestVersion
         highestVersion = highest
         versionsBelowMinimum = (hello.offeredVersions ?? []).filter { $0 < .tls1_2 }
@@ -50,17 +51,21 @@ public struct ATSOfferJudgement: Sendable, Codable, Equatable, CustomStringConve
 
         var findings: [String] = []
         if let highest, highest < .tls1_2 {
-            findings.append("it offers at most \(highest): ATS requires TLS 1.2 or newer, so it reaches no ATS-compliant server")
+            findings.append("it offers at most \(highest): ATS requires TLS 1.2 or newer, so it reaches no "
+                + "ATS-compliant server")
         }
         if !versionsBelowMinimum.isEmpty {
-            findings.append("it also offers \(versionsBelowMinimum.map(\.rawValue).joined(separator: ", ")), below ATS's TLS 1.2 minimum")
+            let below = versionsBelowMinimum.map(\.rawValue).joined(separator: ", ")
+            findings.append("it also offers \(below), below ATS's TLS 1.2 minimum")
         }
         if !usable {
-            let list = reading == .currentSource ? "ECDHE with AES-GCM, ChaCha20 or AES-CBC-SHA" : "the 2015 list of ECDHE suites"
+            let list = reading == .currentSource
+                ? "ECDHE with AES-GCM, ChaCha20 or AES-CBC-SHA" : "the 2015 list of ECDHE suites"
             findings.append("it offers no ATS suite at a version it offers (ATS: \(list), or TLS 1.3's)")
         }
         if !nonForwardSecretSuites.isEmpty {
-            findings.append("it offers suites without forward secrecy (\(nonForwardSecretSuites.joined(separator: ", "))), "
+            let named = nonForwardSecretSuites.joined(separator: ", ")
+            findings.append("it offers suites without forward secrecy (\(named)), "
                 + "which ATS admits only with NSExceptionRequiresForwardSecrecy = NO")
         }
         if !otherSuites.isEmpty {

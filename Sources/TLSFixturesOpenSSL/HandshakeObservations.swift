@@ -24,7 +24,8 @@ package final class HandshakeObservations {
     func attach(to ssl: OpaquePointer) {
         SSL_set_ex_data(ssl, Self.exDataIndex, Unmanaged.passUnretained(self).toOpaque())
         SSL_set_info_callback(ssl) { ssl, kind, value in
-            guard kind & SSL_CB_ALERT != 0, let ssl, let observations = HandshakeObservations.attached(to: ssl) else { return }
+            guard kind & SSL_CB_ALERT != 0, let ssl,
+                  let observations = HandshakeObservations.attached(to: ssl) else { return }
             // For alerts `value` is the level in the high byte and the description in the low one.
             let alert = TLSAlert(code: UInt8(truncatingIfNeeded: value & 0xFF))
             observations.noteAlert(alert, read: kind & SSL_CB_READ != 0, duringHandshake: SSL_in_init(ssl) == 1)
@@ -74,8 +75,10 @@ struct ClientHelloReader {
         let extensions: [UInt16] = extensionTypes(limit: limit)
         return ConnectionRecord.ClientHello(
             serverName: serverName(), legacyVersion: TLSRegistry.versionName(legacy),
-            supportedVersions: versions.map(TLSRegistry.versionName), cipherSuites: suites.map(TLSRegistry.cipherSuiteName),
-            groups: groups.map(TLSRegistry.groupName), signatureAlgorithms: signatures.map(TLSRegistry.signatureSchemeName),
+            supportedVersions: versions.map(TLSRegistry.versionName),
+            cipherSuites: suites.map(TLSRegistry.cipherSuiteName),
+            groups: groups.map(TLSRegistry.groupName),
+            signatureAlgorithms: signatures.map(TLSRegistry.signatureSchemeName),
             alpn: alpn(limit: limit), extensions: extensions.map(TLSRegistry.extensionName))
     }
 
@@ -107,7 +110,8 @@ struct ClientHelloReader {
 
     /// Big-endian 16-bit values, as many as the bytes hold (a trailing odd byte is malformed and ignored).
     private func pairs(_ bytes: [UInt8], limit: Int) -> [UInt16] {
-        stride(from: 0, to: bytes.count - 1, by: 2).prefix(limit).map { (UInt16(bytes[$0]) << 8) | UInt16(bytes[$0 + 1]) }
+        stride(from: 0, to: bytes.count - 1, by: 2).prefix(limit)
+            .map { (UInt16(bytes[$0]) << 8) | UInt16(bytes[$0 + 1]) }
     }
 
     /// The first host_name entry of server_name: list length (2), then entries of type (1), length (2), name.

@@ -40,7 +40,9 @@ package final class ConnectionRecorder {
 
     /// `127.0.0.1:52114`, `[::1]:52114`.
     static func describe(_ address: SocketAddress?) -> String {
-        guard let address, let ip = address.ipAddress, let port = address.port else { return address?.description ?? "?" }
+        guard let address, let ip = address.ipAddress, let port = address.port else {
+            return address?.description ?? "?"
+        }
         return ip.contains(":") ? "[\(ip)]:\(port)" : "\(ip):\(port)"
     }
 
@@ -52,7 +54,8 @@ package final class ConnectionRecorder {
     }
 
     private func annotate() {
-        guard let annotator, let ip = peer?.ipAddress, let port = peer?.port, let proxy = annotator.proxy(ip, port) else { return }
+        guard let annotator, let ip = peer?.ipAddress, let port = peer?.port,
+              let proxy = annotator.proxy(ip, port) else { return }
         proxyKnown = true
         log.update(id) { $0.proxy = proxy }
     }
@@ -78,7 +81,8 @@ package final class ConnectionRecorder {
         log.update(id) { record in
             if record.requests.count < ConnectionRecord.maximumRecordedRequests {
                 // A client chooses the path; keep a record's size bounded whatever it sends.
-                record.requests.append(.init(method: String(method.prefix(32)), path: String(path.prefix(512)), status: status))
+                record.requests.append(.init(method: String(method.prefix(32)), path: String(path.prefix(512)),
+                                             status: status))
             }
             record.requestCount += 1
         }

@@ -41,7 +41,8 @@ public struct FixtureConfiguration: Sendable {
     /// asked for); `serve` sets it, nil elsewhere.
     package var connectionAnnotator: ConnectionAnnotator?
 
-    /// The most records a fixture may be asked to keep: each is a few KiB at most, so 100,000 stay under a few hundred MiB.
+    /// The most records a fixture may be asked to keep: each is a few KiB at most, so 100,000 stay under a few hundred
+    /// MiB.
     public static let maximumConnectionRecordLimit = 100_000
 
     /// Every limit has its default here; a zero or negative `TimeAmount` is taken as given (the channel closes at once).
@@ -199,10 +200,11 @@ public final class FixtureServer: Sendable {
     /// SPKI pins (base64 SHA-256) of this leaf, the CA, a backup key no server uses, and the published `pinned` leaf.
     public var pins: FixturePins { prepared.pins }
 
-    private init(prepared: PreparedScenario, port: Int, boundAddresses: [String], serverChannels: [Channel], tracker: ConnectionTracker,
-                 log: ConnectionLog, revocationServices: RevocationServices?) {
+    private init(prepared: PreparedScenario, port: Int, boundAddresses: [String], serverChannels: [Channel],
+                 tracker: ConnectionTracker, log: ConnectionLog, revocationServices: RevocationServices?) {
         self.prepared = prepared; self.port = port; self.boundAddresses = boundAddresses
-        self.serverChannels = serverChannels; self.tracker = tracker; self.log = log; self.revocationServices = revocationServices
+        self.serverChannels = serverChannels; self.tracker = tracker; self.log = log
+        self.revocationServices = revocationServices
     }
 
     // MARK: Starting
@@ -256,7 +258,8 @@ public final class FixtureServer: Sendable {
         let connections = ConnectionTracker(limit: configuration.maximumConnections ?? ListenerLimits.automaticConnectionCap(),
                                             label: "scenario \(prepared.scenario.name)", logger: configuration.logger)
         let log = ConnectionLog(capacity: configuration.connectionRecordLimit)
-        let bootstrap = makeBootstrap(prepared: prepared, configuration: configuration, connections: connections, log: log)
+        let bootstrap = makeBootstrap(prepared: prepared, configuration: configuration, connections: connections,
+                                      log: log)
         var channels: [Channel] = []
         var addresses: [String] = []
         do {
@@ -280,8 +283,8 @@ public final class FixtureServer: Sendable {
         }
         let port = channels.first?.localAddress?.port ?? configuration.port
         configuration.logger.debug("serving \(prepared.scenario.name) on port \(port)")
-        return FixtureServer(prepared: prepared, port: port, boundAddresses: addresses, serverChannels: channels, tracker: connections,
-                             log: log, revocationServices: revocationServices)
+        return FixtureServer(prepared: prepared, port: port, boundAddresses: addresses, serverChannels: channels,
+                             tracker: connections, log: log, revocationServices: revocationServices)
     }
 
     /// Binds every address of `addresses` on one port (port 0: the one the kernel picks for the first), or none.
@@ -346,8 +349,8 @@ public final class FixtureServer: Sendable {
             let recorder = ConnectionRecorder(log: log, peer: channel.remoteAddress, annotator: annotator)
             try pipeline.addHandler(IdleStateHandler(allTimeout: idleTimeout))
             if let context = prepared.context {
-                try pipeline.addHandler(TLSServerHandler(context: context, handshakeTimeout: handshakeTimeout, logger: connectionLogger,
-                                                         recorder: recorder))
+                try pipeline.addHandler(TLSServerHandler(context: context, handshakeTimeout: handshakeTimeout,
+                                                         logger: connectionLogger, recorder: recorder))
             } else {
                 recorder.conclude(.cleartext)
                 channel.closeFuture.assumeIsolated().whenComplete { _ in recorder.close(outcomeIfNone: .cleartext) }

@@ -51,7 +51,8 @@ package final class TLSServerHandler: ChannelDuplexHandler {
     /// The server has answered the ClientHello (its flight, or a HelloRetryRequest): the client is deciding.
     private var serverFlightSent = false
 
-    package init(context: TLSContext, handshakeTimeout: TimeAmount, logger: Logger, recorder: ConnectionRecorder? = nil) throws {
+    package init(context: TLSContext, handshakeTimeout: TimeAmount, logger: Logger,
+                 recorder: ConnectionRecorder? = nil) throws {
         connection = try OpenSSLConnection(context: context)
         self.handshakeTimeout = handshakeTimeout
         self.logger = logger
@@ -130,7 +131,8 @@ package final class TLSServerHandler: ChannelDuplexHandler {
             sendOutput(context: context, flush: true)
             let details = connection.details
             recorder?.conclude(.handshakeCompleted(.init(protocol: details.protocol, cipher: details.cipher.iana,
-                                                         group: details.group, clientCertificate: details.clientCertificate != nil)))
+                                                         group: details.group,
+                                                         clientCertificate: details.clientCertificate != nil)))
             context.fireUserInboundEventTriggered(TLSHandshakeCompleted(details: details))
             replayPendingWrites(context: context)
             // Application data may have arrived in the same read as the client's Finished.
@@ -171,7 +173,9 @@ package final class TLSServerHandler: ChannelDuplexHandler {
                 return
             case .failed(let error):
                 logger.info("TLS record error: \(error.reasons.joined(separator: "; "))", metadata: peer(context))
-                if let alert = connection.observations.alertReceivedAfterHandshake { recorder?.alertAfterHandshake(alert) }
+                if let alert = connection.observations.alertReceivedAfterHandshake {
+                    recorder?.alertAfterHandshake(alert)
+                }
                 abort(context: context)
                 return
             }

@@ -4,8 +4,8 @@ import Foundation
 /// and which HTTP requests it answered. The evidence a refusal test rests on: a client that refused a scenario reached
 /// the fixture and ended the handshake (an alert, or a close without a request), which no thrown error alone can show.
 ///
-/// A fixture keeps the most recent ones in a ring (`FixtureConfiguration.connectionRecordLimit`, 64 by default). A record
-/// appears when the connection is accepted and fills in as it goes: `clientHello` when the ClientHello arrives,
+/// A fixture keeps the most recent ones in a ring (`FixtureConfiguration.connectionRecordLimit`, 64 by default). A
+/// record appears when the connection is accepted and fills in as it goes: `clientHello` when the ClientHello arrives,
 /// `outcome` when the handshake ends, `requests` as they are answered, `endedAt` when the connection closes.
 ///
 /// JSON (the control API's encoding, `FixtureAPI.encoder()`: ISO 8601 dates, keys left out when nil):
@@ -21,8 +21,8 @@ import Foundation
 ///  "requests": [], "requestCount": 0}
 /// ```
 public struct ConnectionRecord: Sendable, Hashable, Codable, Identifiable {
-    /// Numbers the fixture's connections from 1 as it sets them up (connections accepted at the same moment may be numbered
-    /// in either order); a cursor for `connections(after:)`.
+    /// Numbers the fixture's connections from 1 as it sets them up (connections accepted at the same moment may be
+    /// numbered in either order); a cursor for `connections(after:)`.
     public var id: Int
     /// When the fixture accepted the connection.
     public var acceptedAt: Date
@@ -75,7 +75,9 @@ public struct ConnectionRecord: Sendable, Hashable, Codable, Identifiable {
         public var status: Int
 
         /// Memberwise: each argument sets the property of the same name, unchecked.
-        public init(method: String, path: String, status: Int) { self.method = method; self.path = path; self.status = status }
+        public init(method: String, path: String, status: Int) {
+            self.method = method; self.path = path; self.status = status
+        }
     }
 
     /// Where the handshake was, from the server's side, when it ended without completing.
@@ -97,8 +99,8 @@ public struct ConnectionRecord: Sendable, Hashable, Codable, Identifiable {
         }
     }
 
-    /// Whether the record says how the connection went for the load that caused it: it closed, or it answered a request.
-    /// (A connection that completed the handshake and is still open may yet send a request or hang up.)
+    /// Whether the record says how the connection went for the load that caused it: it closed, or it answered a
+    /// request. (A connection that completed the handshake and is still open may yet send a request or hang up.)
     public var isSettled: Bool { endedAt != nil || requestCount > 0 }
 
     /// One line in a test author's terms: `the handshake completed (TLSv1.3, TLS_AES_128_GCM_SHA256) and GET / was
@@ -107,7 +109,8 @@ public struct ConnectionRecord: Sendable, Hashable, Codable, Identifiable {
         var text: String
         switch outcome {
         case nil:
-            text = endedAt == nil ? "the handshake is still in progress" : "it closed before any TLS outcome was recorded"
+            text = endedAt == nil
+                ? "the handshake is still in progress" : "it closed before any TLS outcome was recorded"
         case .cleartext?:
             text = "a plain HTTP connection (no TLS)"
         case .handshakeCompleted(let handshake)?:

@@ -4,8 +4,8 @@ extension ConnectionRecord {
     /// A client's ClientHello as the server parsed it, every number named by `TLSRegistry` (IANA's names; unknown
     /// numbers as `0x1234`, GREASE as `GREASE(0x0A0A)`), in the client's order.
     ///
-    /// Each list keeps at most `maximumListLength` entries (a hostile hello can name thousands of suites): a record's size
-    /// stays bounded whatever a client sends.
+    /// Each list keeps at most `maximumListLength` entries (a hostile hello can name thousands of suites): a record's
+    /// size stays bounded whatever a client sends.
     public struct ClientHello: Sendable, Hashable, Codable {
         /// The `server_name` the client asked for (SNI); nil when it sent none.
         public var serverName: String?

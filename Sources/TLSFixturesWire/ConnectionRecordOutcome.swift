@@ -19,7 +19,8 @@ extension ConnectionRecord {
         case alertSent(TLSAlert, reason: String?, phase: Phase)
         /// The client closed (or reset) the connection mid-handshake without an alert.
         case closedWithoutAlert(phase: Phase)
-        /// The client did not finish the handshake within `FixtureConfiguration.handshakeTimeout`; the fixture closed it.
+        /// The client did not finish the handshake within `FixtureConfiguration.handshakeTimeout`; the fixture closed
+        /// it.
         case timedOut(phase: Phase)
         /// The plain-HTTP scenario: no TLS at all.
         case cleartext
@@ -54,13 +55,16 @@ extension ConnectionRecord {
             switch kind {
             case "handshakeCompleted":
                 self = .handshakeCompleted(Handshake(
-                    protocol: try c.decode(String.self, forKey: .protocol), cipher: try c.decode(String.self, forKey: .cipher),
+                    protocol: try c.decode(String.self, forKey: .protocol),
+                    cipher: try c.decode(String.self, forKey: .cipher),
                     group: try c.decodeIfPresent(String.self, forKey: .group),
                     clientCertificate: try c.decode(Bool.self, forKey: .clientCertificate)))
             case "alertReceived":
-                self = .alertReceived(try c.decode(TLSAlert.self, forKey: .alert), phase: try c.decode(Phase.self, forKey: .phase))
+                self = .alertReceived(try c.decode(TLSAlert.self, forKey: .alert),
+                                      phase: try c.decode(Phase.self, forKey: .phase))
             case "alertSent":
-                self = .alertSent(try c.decode(TLSAlert.self, forKey: .alert), reason: try c.decodeIfPresent(String.self, forKey: .reason),
+                self = .alertSent(try c.decode(TLSAlert.self, forKey: .alert),
+                                  reason: try c.decodeIfPresent(String.self, forKey: .reason),
                                   phase: try c.decode(Phase.self, forKey: .phase))
             case "closedWithoutAlert":
                 self = .closedWithoutAlert(phase: try c.decode(Phase.self, forKey: .phase))
@@ -69,7 +73,8 @@ extension ConnectionRecord {
             case "cleartext":
                 self = .cleartext
             default:
-                throw DecodingError.dataCorruptedError(forKey: .kind, in: c, debugDescription: "unknown outcome kind \"\(kind)\"")
+                throw DecodingError.dataCorruptedError(forKey: .kind, in: c,
+                                                       debugDescription: "unknown outcome kind \"\(kind)\"")
             }
         }
 
@@ -110,7 +115,8 @@ extension ConnectionRecord {
 
         /// Memberwise: each argument sets the property of the same name, unchecked.
         public init(protocol: String, cipher: String, group: String?, clientCertificate: Bool) {
-            self.protocol = `protocol`; self.cipher = cipher; self.group = group; self.clientCertificate = clientCertificate
+            self.protocol = `protocol`; self.cipher = cipher; self.group = group
+            self.clientCertificate = clientCertificate
         }
     }
 }

@@ -23,7 +23,8 @@ public struct LoadExpectationFailure: CodedError {
 
     /// No connection from the load reached the fixture; `error` is what the load threw.
     static func neverReached(place: String, error: ThrownError) -> LoadExpectationFailure {
-        LoadExpectationFailure(code: .neverReached, reason: "the client never reached \(place) (the load threw \(error))",
+        LoadExpectationFailure(code: .neverReached,
+                               reason: "the client never reached \(place) (the load threw \(error))",
                                fix: error.neverReachedHint)
     }
 

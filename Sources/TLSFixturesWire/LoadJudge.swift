@@ -1,8 +1,8 @@
 import Foundation
 
-/// Decides whether a load was refused (or accepted) by looking at both ends: what the client threw, and what the fixture
-/// recorded of the connections the load made. Foundation only, so an in-process fixture and TLSFixturesClient judge
-/// alike.
+/// Decides whether a load was refused (or accepted) by looking at both ends: what the client threw, and what the
+/// fixture recorded of the connections the load made. Foundation only, so an in-process fixture and TLSFixturesClient
+/// judge alike.
 ///
 /// A load counts as **refused** only when it threw, a connection from it reached the fixture, and every connection that
 /// ended did so without a request being answered; and, when the scenario says what its refusing clients object to
@@ -31,7 +31,8 @@ public struct LoadJudge: Sendable {
         if let accepted = served.first {
             if let thrown {
                 return .accepted("the load threw \(ThrownError(thrown)), but the client accepted \(place): "
-                    + "\(accepted.summary); the failure came after the TLS handshake, so it is no refusal of the server")
+                    + "\(accepted.summary); the failure came after the TLS handshake, so it is no refusal of the "
+                    + "server")
             }
             return .loadSucceeded("the load succeeded: \(accepted.summary), so the client accepted \(place)")
         }
@@ -76,7 +77,8 @@ public struct LoadJudge: Sendable {
     }
 
     /// Whether a refusal that reached the fixture was for the scenario's reason.
-    private func reasonMismatch(_ evidence: ConnectionRecord, error: ThrownError, place: String) -> LoadExpectationFailure? {
+    private func reasonMismatch(_ evidence: ConnectionRecord, error: ThrownError,
+                                place: String) -> LoadExpectationFailure? {
         let gaveUpEarly: Bool
         switch evidence.outcome {
         case .closedWithoutAlert(let phase)?, .timedOut(let phase)?: gaveUpEarly = phase != .afterServerFlight
@@ -116,7 +118,8 @@ struct ThrownError: CustomStringConvertible {
         let bridged = error as NSError
         domain = bridged.domain
         code = bridged.code
-        text = domain.hasPrefix("NS") || domain.hasPrefix("kCF") ? bridged.localizedDescription : String(describing: error)
+        text = domain.hasPrefix("NS") || domain.hasPrefix("kCF")
+            ? bridged.localizedDescription : String(describing: error)
     }
 
     var description: String {
@@ -127,11 +130,13 @@ struct ThrownError: CustomStringConvertible {
     var neverReachedHint: String {
         switch (domain, code) {
         case ("NSURLErrorDomain", -1003):
-            return "the host name did not resolve: map it to 127.0.0.1 (/etc/hosts, a simulator's host), or send the load "
+            return "the host name did not resolve: map it to 127.0.0.1 (/etc/hosts, a simulator's host), or send the "
+                + "load "
                 + "through the runner's proxy (FoundationNetworking on Linux ignores connectionProxyDictionary: set "
                 + "FixtureProxy.environment)"
         case ("NSURLErrorDomain", -1004), ("NSPOSIXErrorDomain", 61), ("NSPOSIXErrorDomain", 111):
-            return "nothing accepted the connection there: check the port (fixture.port) and that the fixture is still running"
+            return "nothing accepted the connection there: check the port (fixture.port) and that the fixture is "
+                + "still running"
         case ("NSURLErrorDomain", -1001):
             return "the load timed out before any connection reached the fixture"
         case ("NSURLErrorDomain", -1022):

@@ -10,8 +10,8 @@ import Foundation
 ///                       "streamErrorCode": -9814, "streamErrorName": "errSSLCertExpired"}}
 /// ```
 public struct RefusalExpectation: Codable, Sendable, Hashable {
-    /// The alerts that end a refused handshake for this reason, either way: the one an OpenSSL-family client sends for the
-    /// scenario's verify error (OpenSSL's `ssl_x509err2alert` table: `certificate_expired` for an expired leaf,
+    /// The alerts that end a refused handshake for this reason, either way: the one an OpenSSL-family client sends for
+    /// the scenario's verify error (OpenSSL's `ssl_x509err2alert` table: `certificate_expired` for an expired leaf,
     /// `unknown_ca` for an unknown issuer), or the one the server sends when it cannot agree (`protocol_version`,
     /// `handshake_failure`). An alert that names no reason (`TLSAlert.isUnspecificObjection`: `bad_certificate`,
     /// `certificate_unknown`, `user_canceled`) is consistent with any.

@@ -1,8 +1,8 @@
 import Foundation
 
 /// A TLS alert: its number on the wire and the name the IANA "TLS Alerts" registry gives it (RFC 8446 §6,
-/// https://www.iana.org/assignments/tls-parameters/#tls-parameters-6). Printed as TLS libraries' logs and the RFCs print
-/// it, `certificate_expired(45)`.
+/// https://www.iana.org/assignments/tls-parameters/#tls-parameters-6). Printed as TLS libraries' logs and the RFCs
+/// print it, `certificate_expired(45)`.
 ///
 /// JSON: `{"code": 45, "name": "certificate_expired"}`. A name alone (`"certificate_expired"`), as scenario files write
 /// it, or a bare number also decodes.
@@ -34,9 +34,11 @@ public struct TLSAlert: Sendable, Hashable, Codable, CustomStringConvertible {
         case 43: return "the certificate's key type or usage is not one it accepts (extended key usage, key type)"
         case 44: return "it found the certificate revoked"
         case 45: return "it found the certificate expired"
-        case 46: return "it rejected the certificate for a reason it does not name (what trust and pinning callbacks often send)"
+        case 46:
+            return "it rejected the certificate for a reason it does not name (trust and pinning callbacks send this)"
         case 47, 50, 10: return "it found the server's message malformed"
-        case 48: return "it does not trust the certificate's issuer (is the built-in CA among the client's trusted roots?)"
+        case 48:
+            return "it does not trust the certificate's issuer (is the built-in CA among the client's trusted roots?)"
         case 49: return "it denied access"
         case 51: return "a signature or key check failed"
         case 70: return "the two sides share no protocol version"

@@ -37,8 +37,9 @@ extension XCTestCase {
 /// }
 /// ```
 public func XCTAssertRefused<T>(_ fixture: FixtureServer, checkingReason: Bool = true, wait: Duration = .seconds(5),
-                                _ message: @autoclosure () -> String = "", file: StaticString = #filePath, line: UInt = #line,
-                                isolation: isolated (any Actor)? = #isolation, _ load: () async throws -> T) async {
+                                _ message: @autoclosure () -> String = "", file: StaticString = #filePath,
+                                line: UInt = #line, isolation: isolated (any Actor)? = #isolation,
+                                _ load: () async throws -> T) async {
     do {
         try await fixture.expectRefused(checkingReason: checkingReason, wait: wait, load)
     } catch {
@@ -47,12 +48,13 @@ public func XCTAssertRefused<T>(_ fixture: FixtureServer, checkingReason: Bool =
     }
 }
 
-/// Fails the test, at the call, unless the client accepted `fixture`: `load` returned and the fixture answered a request
-/// of it (`FixtureServer.expectAccepted`). Returns what `load` returned, or nil when the check failed.
+/// Fails the test, at the call, unless the client accepted `fixture`: `load` returned and the fixture answered a
+/// request of it (`FixtureServer.expectAccepted`). Returns what `load` returned, or nil when the check failed.
 @discardableResult
-public func XCTAssertAccepted<T>(_ fixture: FixtureServer, wait: Duration = .seconds(5), _ message: @autoclosure () -> String = "",
-                                 file: StaticString = #filePath, line: UInt = #line,
-                                 isolation: isolated (any Actor)? = #isolation, _ load: () async throws -> T) async -> T? {
+public func XCTAssertAccepted<T>(_ fixture: FixtureServer, wait: Duration = .seconds(5),
+                                 _ message: @autoclosure () -> String = "", file: StaticString = #filePath,
+                                 line: UInt = #line, isolation: isolated (any Actor)? = #isolation,
+                                 _ load: () async throws -> T) async -> T? {
     do {
         return try await fixture.expectAccepted(wait: wait, load)
     } catch {
