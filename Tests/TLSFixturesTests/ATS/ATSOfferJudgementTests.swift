@@ -52,20 +52,20 @@ struct ATSOfferJudgementTests {
     @Test("real offers, recorded: OpenSSL told to offer ATS's suites at TLS 1.2+ meets ATS; one offering TLS 1.0 does not",
           .requires(Tools.openssl))
     func recordedOffers() async throws {
-        let fixture = try await FixtureServer.start("tls-v1-0", store: TestEnvironment.sharedStore)
-        defer { Task { await fixture.stop() } }
-        func offer(_ arguments: [String]) async throws -> ConnectionRecord.ClientHello {
-            let cursor = fixture.latestConnectionID
-            _ = try await External.openssl(["s_client", "-connect", "127.0.0.1:\(fixture.port)", "-servername", "localhost"] + arguments,
-                                           stdin: Data())
-            let records = await fixture.connections(after: cursor, wait: .seconds(10))
-            return try #require(records.first?.clientHello)
+        try await withFixture("tls-v1-0", store: TestEnvironment.sharedStore) { fixture in
+            func offer(_ arguments: [String]) async throws -> ConnectionRecord.ClientHello {
+                let cursor = fixture.latestConnectionID
+                _ = try await External.openssl(["s_client", "-connect", "127.0.0.1:\(fixture.port)", "-servername", "localhost"] + arguments,
+                                               stdin: Data())
+                let records = await fixture.connections(after: cursor, wait: .seconds(10))
+                return try #require(records.first?.clientHello)
+            }
+            let modern = ATSOfferJudgement(try await offer(["-min_protocol", "TLSv1.2", "-cipher", "ECDHE+AESGCM:ECDHE+CHACHA20"]))
+            #expect(modern.meetsATS, "\(modern)")
+            let legacy = ATSOfferJudgement(try await offer(["-tls1", "-cipher", "ALL:@SECLEVEL=0"]))
+            #expect(!legacy.meetsATS)
+            #expect(legacy.highestVersion == .tls1_0, "\(legacy)")
+            #expect(!legacy.nonForwardSecretSuites.isEmpty, "\(legacy)")
         }
-        let modern = ATSOfferJudgement(try await offer(["-min_protocol", "TLSv1.2", "-cipher", "ECDHE+AESGCM:ECDHE+CHACHA20"]))
-        #expect(modern.meetsATS, "\(modern)")
-        let legacy = ATSOfferJudgement(try await offer(["-tls1", "-cipher", "ALL:@SECLEVEL=0"]))
-        #expect(!legacy.meetsATS)
-        #expect(legacy.highestVersion == .tls1_0, "\(legacy)")
-        #expect(!legacy.nonForwardSecretSuites.isEmpty, "\(legacy)")
     }
 }

@@ -15,8 +15,10 @@ import FoundationNetworking
 struct ConnectionRecordEndToEndTests {
     static var store: CertificateStore { TestEnvironment.sharedStore }
 
-    static func start(_ name: String, configuration: FixtureConfiguration = FixtureConfiguration()) async throws -> FixtureServer {
-        try await FixtureServer.start(name, store: store, configuration: configuration)
+    /// `name` started from the tests' store for `body`, and stopped after it.
+    static func with(_ name: String, configuration: FixtureConfiguration = FixtureConfiguration(),
+                     _ body: (FixtureServer) async throws -> Void) async throws {
+        try await withFixture(name, store: store, configuration: configuration, body)
     }
 
     /// The one record the load since `cursor` made, once it has ended.
@@ -51,150 +53,149 @@ struct ConnectionRecordEndToEndTests {
     @Test("openssl s_client refusing `expired` is recorded as certificate_expired(45) received after the server's flight",
           .requires(Tools.openssl))
     func sClientRefusesExpired() async throws {
-        let fixture = try await Self.start("expired")
-        defer { Task { await fixture.stop() } }
-        let cursor = fixture.latestConnectionID
-        try await fixture.expectRefused {
-            let result = try await Self.sClient(fixture)
-            if result.status != 0 { throw ClientFailed(output: result.combined) }
+        try await Self.with("expired") { fixture in
+            let cursor = fixture.latestConnectionID
+            try await fixture.expectRefused {
+                let result = try await Self.sClient(fixture)
+                if result.status != 0 { throw ClientFailed(output: result.combined) }
+            }
+            let record = try await Self.onlyRecord(fixture, after: cursor)
+            #expect(record.outcome == .alertReceived(.certificateExpired, phase: .afterServerFlight), "\(record.summary)")
+            #expect(record.requests.isEmpty)
+            #expect(record.peer.hasPrefix("127.0.0.1:"))
+            let hello = try #require(record.clientHello)
+            #expect(hello.serverName == "localhost")
+            #expect(hello.legacyVersion == "TLSv1.2")   // RFC 8446 §4.1.2: a TLS 1.3 client sends 0x0303
+            #expect(hello.supportedVersions.contains("TLSv1.3"))
+            #expect(hello.cipherSuites.contains("TLS_AES_256_GCM_SHA384"))   // RFC 8446 §B.4, 0x1302
+            #expect(hello.extensions.contains("server_name") && hello.extensions.contains("supported_versions"))
+            #expect(!hello.groups.isEmpty && !hello.signatureAlgorithms.isEmpty)
         }
-        let record = try await Self.onlyRecord(fixture, after: cursor)
-        #expect(record.outcome == .alertReceived(.certificateExpired, phase: .afterServerFlight), "\(record.summary)")
-        #expect(record.requests.isEmpty)
-        #expect(record.peer.hasPrefix("127.0.0.1:"))
-        let hello = try #require(record.clientHello)
-        #expect(hello.serverName == "localhost")
-        #expect(hello.legacyVersion == "TLSv1.2")   // RFC 8446 §4.1.2: a TLS 1.3 client sends 0x0303
-        #expect(hello.supportedVersions.contains("TLSv1.3"))
-        #expect(hello.cipherSuites.contains("TLS_AES_256_GCM_SHA384"))   // RFC 8446 §B.4, 0x1302
-        #expect(hello.extensions.contains("server_name") && hello.extensions.contains("supported_versions"))
-        #expect(!hello.groups.isEmpty && !hello.signatureAlgorithms.isEmpty)
     }
 
     @Test("curl refusing `expired` sends certificate_expired(45); curl not trusting the CA sends unknown_ca(48), and expectRefused says the client refused for another reason", .requires(Tools.curl))
     func curlRefuses() async throws {
-        let fixture = try await Self.start("expired")
-        defer { Task { await fixture.stop() } }
-        let ca = try External.pemFile([fixture.caCertificate], name: "ca.pem")
-        try await fixture.expectRefused {
-            let result = try await External.run(["curl", "-sS", "--max-time", "20", "--cacert", ca, fixture.url.absoluteString])
-            if result.status != 0 { throw ClientFailed(output: result.combined) }
-        }
-        #expect(fixture.connections.last?.outcome?.alert == .certificateExpired)
-
-        // No CA given: curl's default roots do not include the built-in CA, so it refuses for the issuer, not the date.
-        let failure = await #expect(throws: LoadExpectationFailure.self) {
+        try await Self.with("expired") { fixture in
+            let ca = try External.pemFile([fixture.caCertificate], name: "ca.pem")
             try await fixture.expectRefused {
-                let result = try await External.run(["curl", "-sS", "--max-time", "20", fixture.url.absoluteString])
+                let result = try await External.run(["curl", "-sS", "--max-time", "20", "--cacert", ca, fixture.url.absoluteString])
                 if result.status != 0 { throw ClientFailed(output: result.combined) }
             }
+            #expect(fixture.connections.last?.outcome?.alert == .certificateExpired)
+
+            // No CA given: curl's default roots do not include the built-in CA, so it refuses for the issuer, not the date.
+            let failure = await #expect(throws: LoadExpectationFailure.self) {
+                try await fixture.expectRefused {
+                    let result = try await External.run(["curl", "-sS", "--max-time", "20", fixture.url.absoluteString])
+                    if result.status != 0 { throw ClientFailed(output: result.combined) }
+                }
+            }
+            #expect(failure?.code == .refusedForAnotherReason)
+            #expect(failure?.description.contains("unknown_ca(48)") == true, "\(failure?.description ?? "")")
+            #expect(failure?.description.contains("certificate_expired(45)") == true, "\(failure?.description ?? "")")
         }
-        print("DEBUG", fixture.connections.map(\.summary))
-        #expect(failure?.code == .refusedForAnotherReason)
-        #expect(failure?.description.contains("unknown_ca(48)") == true, "\(failure?.description ?? "")")
-        #expect(failure?.description.contains("certificate_expired(45)") == true, "\(failure?.description ?? "")")
     }
 
     @Test("a server that cannot agree sends the alert, and the record says which and why: protocol_version(70) for a TLS 1.2-only client of tls-v1-0", .requires(Tools.openssl))
     func serverSendsProtocolVersion() async throws {
-        let fixture = try await Self.start("tls-v1-0")
-        defer { Task { await fixture.stop() } }
-        let cursor = fixture.latestConnectionID
-        let result = try await Self.sClient(fixture, extra: ["-min_protocol", "TLSv1.2"])
-        #expect(result.status != 0)
-        let record = try await Self.onlyRecord(fixture, after: cursor)
-        guard case .alertSent(let alert, let reason, let phase)? = record.outcome else {
-            Issue.record("expected an alert sent: \(record.summary)")
-            return
+        try await Self.with("tls-v1-0") { fixture in
+            let cursor = fixture.latestConnectionID
+            let result = try await Self.sClient(fixture, extra: ["-min_protocol", "TLSv1.2"])
+            #expect(result.status != 0)
+            let record = try await Self.onlyRecord(fixture, after: cursor)
+            guard case .alertSent(let alert, let reason, let phase)? = record.outcome else {
+                Issue.record("expected an alert sent: \(record.summary)")
+                return
+            }
+            #expect(alert == .protocolVersion)
+            #expect(phase == .afterClientHello)
+            #expect(reason == "unsupported protocol", "OpenSSL's reason: \(reason ?? "none")")
+            #expect(record.clientHello?.offeredVersions == [.tls1_2, .tls1_3])
         }
-        #expect(alert == .protocolVersion)
-        #expect(phase == .afterClientHello)
-        #expect(reason == "unsupported protocol", "OpenSSL's reason: \(reason ?? "none")")
-        #expect(record.clientHello?.offeredVersions == [.tls1_2, .tls1_3])
     }
 
     @Test("a client that completes the handshake and hangs up without a request is recorded so, and counts as refused",
           .requires(Tools.openssl))
     func handshakeThenHangUp() async throws {
-        let fixture = try await Self.start("pinned")
-        defer { Task { await fixture.stop() } }
-        let cursor = fixture.latestConnectionID
-        try await fixture.expectRefused {
-            // What a client that rejects the pin after the handshake does: s_client with nothing to send closes at once.
-            let result = try await External.openssl(["s_client", "-connect", "127.0.0.1:\(fixture.port)", "-servername", "localhost"],
-                                                    stdin: Data())
-            throw ClientFailed(output: "pin rejected after the handshake (s_client exited \(result.status))")
+        try await Self.with("pinned") { fixture in
+            let cursor = fixture.latestConnectionID
+            try await fixture.expectRefused {
+                // What a client that rejects the pin after the handshake does: s_client with nothing to send closes at once.
+                let result = try await External.openssl(["s_client", "-connect", "127.0.0.1:\(fixture.port)", "-servername", "localhost"],
+                                                        stdin: Data())
+                throw ClientFailed(output: "pin rejected after the handshake (s_client exited \(result.status))")
+            }
+            let record = try await Self.onlyRecord(fixture, after: cursor)
+            guard case .handshakeCompleted(let handshake)? = record.outcome else {
+                Issue.record("expected a completed handshake: \(record.summary)")
+                return
+            }
+            #expect(handshake.protocol == "TLSv1.3")
+            #expect(!handshake.clientCertificate)
+            #expect(record.requestCount == 0 && record.endedAt != nil)
+            #expect(record.summary.contains("closed the connection without sending a request"), "\(record.summary)")
         }
-        let record = try await Self.onlyRecord(fixture, after: cursor)
-        guard case .handshakeCompleted(let handshake)? = record.outcome else {
-            Issue.record("expected a completed handshake: \(record.summary)")
-            return
-        }
-        #expect(handshake.protocol == "TLSv1.3")
-        #expect(!handshake.clientCertificate)
-        #expect(record.requestCount == 0 && record.endedAt != nil)
-        #expect(record.summary.contains("closed the connection without sending a request"), "\(record.summary)")
     }
 
     @Test("a request answered is recorded (method, path, status); expectAccepted passes and expectRefused fails saying the client accepted the certificate", .requires(Tools.curl))
     func requestServed() async throws {
-        let fixture = try await Self.start("ats-compliant")
-        defer { Task { await fixture.stop() } }
-        let ca = try External.pemFile([fixture.caCertificate], name: "ca.pem")
-        let fetch = {
-            let result = try await External.run(["curl", "-sS", "--max-time", "20", "--cacert", ca,
-                                                 fixture.url.appendingPathComponent("hello").absoluteString + "?x=1"])
-            if result.status != 0 { throw ClientFailed(output: result.combined) }
-            return result.stdout
-        }
-        let body = try await fixture.expectAccepted { try await fetch() }
-        #expect(body.contains("\"scenario\":\"ats-compliant\""))
-        let record = try #require(fixture.connections.last)
-        #expect(record.requests == [ConnectionRecord.Request(method: "GET", path: "/hello?x=1", status: 200)])
-        #expect(record.outcome?.kind == "handshakeCompleted")
+        try await Self.with("ats-compliant") { fixture in
+            let ca = try External.pemFile([fixture.caCertificate], name: "ca.pem")
+            let fetch = {
+                let result = try await External.run(["curl", "-sS", "--max-time", "20", "--cacert", ca,
+                                                     fixture.url.appendingPathComponent("hello").absoluteString + "?x=1"])
+                if result.status != 0 { throw ClientFailed(output: result.combined) }
+                return result.stdout
+            }
+            let body = try await fixture.expectAccepted { try await fetch() }
+            #expect(body.contains("\"scenario\":\"ats-compliant\""))
+            let record = try #require(fixture.connections.last)
+            #expect(record.requests == [ConnectionRecord.Request(method: "GET", path: "/hello?x=1", status: 200)])
+            #expect(record.outcome?.kind == "handshakeCompleted")
 
-        let failure = await #expect(throws: LoadExpectationFailure.self) {
-            try await fixture.expectRefused { _ = try await fetch() }
+            let failure = await #expect(throws: LoadExpectationFailure.self) {
+                try await fixture.expectRefused { _ = try await fetch() }
+            }
+            #expect(failure?.code == .loadSucceeded)
+            #expect(failure?.description.contains("GET /hello?x=1 was answered 200") == true, "\(failure?.description ?? "")")
+            #expect(failure?.description.contains("the client accepted ats-compliant") == true, "\(failure?.description ?? "")")
         }
-        #expect(failure?.code == .loadSucceeded)
-        #expect(failure?.description.contains("GET /hello?x=1 was answered 200") == true, "\(failure?.description ?? "")")
-        #expect(failure?.description.contains("the client accepted ats-compliant") == true, "\(failure?.description ?? "")")
     }
 
     @Test("a client that connects and says nothing is recorded as timed out before its ClientHello; one that connects and closes, as closed without an alert")
     func timeoutAndSilentClose() async throws {
-        let fixture = try await Self.start("ats-compliant", configuration: FixtureConfiguration(handshakeTimeout: .milliseconds(300)))
-        defer { Task { await fixture.stop() } }
-        var cursor = fixture.latestConnectionID
-        let silent = try RawConnection(port: fixture.port)
-        let timedOut = try await Self.onlyRecord(fixture, after: cursor)
-        #expect(timedOut.outcome == .timedOut(phase: .beforeClientHello), "\(timedOut.summary)")
-        silent.close()
+        try await Self.with("ats-compliant", configuration: FixtureConfiguration(handshakeTimeout: .milliseconds(300))) { fixture in
+            var cursor = fixture.latestConnectionID
+            let silent = try RawConnection(port: fixture.port)
+            let timedOut = try await Self.onlyRecord(fixture, after: cursor)
+            #expect(timedOut.outcome == .timedOut(phase: .beforeClientHello), "\(timedOut.summary)")
+            silent.close()
 
-        cursor = fixture.latestConnectionID
-        try RawConnection(port: fixture.port).close()
-        let closed = try await Self.onlyRecord(fixture, after: cursor)
-        #expect(closed.outcome == .closedWithoutAlert(phase: .beforeClientHello), "\(closed.summary)")
+            cursor = fixture.latestConnectionID
+            try RawConnection(port: fixture.port).close()
+            let closed = try await Self.onlyRecord(fixture, after: cursor)
+            #expect(closed.outcome == .closedWithoutAlert(phase: .beforeClientHello), "\(closed.summary)")
+        }
     }
 
     /// The false green of issue 25: URLSession to `NAME.fixtures.test` without the proxy never reaches the fixture (the
     /// name does not resolve), and a DNS failure is not a refusal.
     @Test("expectRefused fails when the load never reached the fixture, naming the error and the proxy")
     func neverReached() async throws {
-        let fixture = try await Self.start("expired")
-        defer { Task { await fixture.stop() } }
-        let session = URLSession(configuration: .ephemeral)
-        defer { session.invalidateAndCancel() }
-        let failure = await #expect(throws: LoadExpectationFailure.self) {
-            try await fixture.expectRefused(wait: .milliseconds(500)) {
-                _ = try await session.data(from: fixture.qualifiedURL)
+        try await Self.with("expired") { fixture in
+            let session = URLSession(configuration: .ephemeral)
+            defer { session.invalidateAndCancel() }
+            let failure = await #expect(throws: LoadExpectationFailure.self) {
+                try await fixture.expectRefused(wait: .milliseconds(500)) {
+                    _ = try await session.data(from: fixture.qualifiedURL)
+                }
             }
+            #expect(failure?.code == .neverReached)
+            let message = failure?.description ?? ""
+            #expect(message.contains("never reached expired at localhost:\(fixture.port)"), "\(message)")
+            #expect(message.contains("NSURLErrorDomain -1003"), "\(message)")
+            #expect(message.contains("FixtureProxy.environment"), "\(message)")
         }
-        #expect(failure?.code == .neverReached)
-        let message = failure?.description ?? ""
-        #expect(message.contains("never reached expired at localhost:\(fixture.port)"), "\(message)")
-        #expect(message.contains("NSURLErrorDomain -1003"), "\(message)")
-        #expect(message.contains("FixtureProxy.environment"), "\(message)")
     }
 
     // MARK: - The proxy seam
@@ -207,34 +208,34 @@ struct ConnectionRecordEndToEndTests {
             proxied.withLockedValue { $0.contains(port) } && address == "127.0.0.1"
                 ? ConnectionRecord.Proxy(authority: "expired.fixtures.test:443") : nil
         }
-        let fixture = try await Self.start("expired", configuration: configuration)
-        defer { Task { await fixture.stop() } }
-        let hello = try HandshakeBytes.clientHello()
+        try await Self.with("expired", configuration: configuration) { fixture in
+            let hello = try HandshakeBytes.clientHello()
 
-        /// Connects (a raw client, whose port is known before it sends anything, as the proxy's own socket is), sends a
-        /// ClientHello and waits until the fixture has read it; `registered` runs around that, then it closes.
-        func connection(before: (Int) -> Void = { _ in }, after: (Int) -> Void = { _ in }) async throws -> ConnectionRecord {
-            let cursor = fixture.latestConnectionID
-            let client = try RawConnection(port: fixture.port)
-            let port = client.localPort
-            before(port)
-            client.send(hello)
-            _ = await fixture.log.records(after: cursor, until: FixtureServer.deadline(after: .seconds(10))) {
-                $0.first?.clientHello != nil
+            /// Connects (a raw client, whose port is known before it sends anything, as the proxy's own socket is), sends a
+            /// ClientHello and waits until the fixture has read it; `registered` runs around that, then it closes.
+            func connection(before: (Int) -> Void = { _ in }, after: (Int) -> Void = { _ in }) async throws -> ConnectionRecord {
+                let cursor = fixture.latestConnectionID
+                let client = try RawConnection(port: fixture.port)
+                let port = client.localPort
+                before(port)
+                client.send(hello)
+                _ = await fixture.log.records(after: cursor, until: FixtureServer.deadline(after: .seconds(10))) {
+                    $0.first?.clientHello != nil
+                }
+                after(port)
+                client.close()
+                return try await Self.onlyRecord(fixture, after: cursor)
             }
-            after(port)
-            client.close()
-            return try await Self.onlyRecord(fixture, after: cursor)
+            // The proxy knows its socket before the first byte, and forgets it when the tunnel closes.
+            let tunnelled = try await connection(before: { port in _ = proxied.withLockedValue { $0.insert(port) } },
+                                                 after: { port in _ = proxied.withLockedValue { $0.remove(port) } })
+            #expect(tunnelled.proxy == ConnectionRecord.Proxy(authority: "expired.fixtures.test:443"), "\(tunnelled)")
+            // Known only after the first bytes: asked again at the close.
+            let late = try await connection(after: { port in _ = proxied.withLockedValue { $0.insert(port) } })
+            #expect(late.proxy == ConnectionRecord.Proxy(authority: "expired.fixtures.test:443"), "\(late)")
+            let direct = try await connection()
+            #expect(direct.proxy == nil)
         }
-        // The proxy knows its socket before the first byte, and forgets it when the tunnel closes.
-        let tunnelled = try await connection(before: { port in _ = proxied.withLockedValue { $0.insert(port) } },
-                                             after: { port in _ = proxied.withLockedValue { $0.remove(port) } })
-        #expect(tunnelled.proxy == ConnectionRecord.Proxy(authority: "expired.fixtures.test:443"), "\(tunnelled)")
-        // Known only after the first bytes: asked again at the close.
-        let late = try await connection(after: { port in _ = proxied.withLockedValue { $0.insert(port) } })
-        #expect(late.proxy == ConnectionRecord.Proxy(authority: "expired.fixtures.test:443"), "\(late)")
-        let direct = try await connection()
-        #expect(direct.proxy == nil)
     }
 }
 
@@ -250,28 +251,26 @@ struct RefusalExpectationEndToEndTests {
           arguments: names)
     func alertsMatch(name: String) async throws {
         let scenario = try ScenarioCatalog.builtIn.scenario(named: name)
-        let fixture: FixtureServer
         do {
-            fixture = try await ConnectionRecordEndToEndTests.start(name)
+            try await ConnectionRecordEndToEndTests.with(name) { fixture in
+                let cursor = fixture.latestConnectionID
+                let result = try await ConnectionRecordEndToEndTests.sClient(fixture)
+                let record = try await ConnectionRecordEndToEndTests.onlyRecord(fixture, after: cursor)
+                let refused = record.requestCount == 0
+                if scenario.expect.verify != "ok" {
+                    #expect(refused, "\(name): verify says \(scenario.expect.verify ?? ""), yet s_client was answered: \(record.summary)")
+                }
+                guard refused else { return }
+                #expect(result.status != 0)
+                let expected = try #require(scenario.expect.refusal?.alerts)
+                let alert = try #require(record.outcome?.alert, "\(name): \(record.summary)")
+                #expect(expected.contains(alert) || alert.isUnspecificObjection,
+                        "\(name): \(record.summary); Scenarios/\(name).json lists \(expected.map(\.description))")
+            }
         } catch let unsupported as ScenarioUnsupported {
             // ssl-v3, rc4, 3des on an OpenSSL without them: nothing to connect to.
             #expect(scenario.expect.handshake?.requires != nil, "\(name): \(unsupported)")
-            return
         }
-        defer { Task { await fixture.stop() } }
-        let cursor = fixture.latestConnectionID
-        let result = try await ConnectionRecordEndToEndTests.sClient(fixture)
-        let record = try await ConnectionRecordEndToEndTests.onlyRecord(fixture, after: cursor)
-        let refused = record.requestCount == 0
-        if scenario.expect.verify != "ok" {
-            #expect(refused, "\(name): verify says \(scenario.expect.verify ?? ""), yet s_client was answered: \(record.summary)")
-        }
-        guard refused else { return }
-        #expect(result.status != 0)
-        let expected = try #require(scenario.expect.refusal?.alerts)
-        let alert = try #require(record.outcome?.alert, "\(name): \(record.summary)")
-        #expect(expected.contains(alert) || alert.isUnspecificObjection,
-                "\(name): \(record.summary); Scenarios/\(name).json lists \(expected.map(\.description))")
     }
 }
 
@@ -279,32 +278,34 @@ struct RefusalExpectationEndToEndTests {
 /// (`MATRIX_PIN_CERTIFICATE`). `make test` builds it (`make matrix-test-clients`); elsewhere the test says how.
 @Suite("A pinning client's refusal, recorded")
 struct PinningClientRecordTests {
-    @Test("swift-nio-ssl pinning the published leaf accepts `pinned` and refuses `pin-rotated-key`; the fixture records its alert, and expectRefused passes", .enabled(if: MatrixEnvironment.runnable, MatrixEnvironment.skipReason))
+    @Test("swift-nio-ssl pinning the published leaf accepts `pinned`, refuses `pin-rotated-key`, and the fixture records it",
+          .enabled(if: MatrixEnvironment.runnable, MatrixEnvironment.skipReason))
     func nioSSLPinning() async throws {
         let client = MatrixEnvironment.swiftClients.appendingPathComponent("matrix-nio-ssl").path
         try #require(MatrixEnvironment.nioClientBuilt, "\(client) is missing: `make matrix-test-clients` builds it")
-        let pinned = try await ConnectionRecordEndToEndTests.start("pinned")
-        let rotated = try await ConnectionRecordEndToEndTests.start("pin-rotated-key")
-        defer { Task { await pinned.stop(); await rotated.stop() } }
-        let ca = try External.pemFile([pinned.caCertificate], name: "ca.pem")
-        let pin = try External.pemFile([try #require(pinned.chain.first)], name: "pinned-leaf.pem")
+        try await ConnectionRecordEndToEndTests.with("pinned") { pinned in
+            try await ConnectionRecordEndToEndTests.with("pin-rotated-key") { rotated in
+                let ca = try External.pemFile([pinned.caCertificate], name: "ca.pem")
+                let pin = try External.pemFile([try #require(pinned.chain.first)], name: "pinned-leaf.pem")
 
-        /// Runs the client against `fixture`; returns its one result line.
-        func run(_ fixture: FixtureServer) async throws -> String {
-            let targets = try External.file(Data("t\tlocalhost\t\(fixture.port)\n".utf8), name: "targets.txt")
-            let result = try await External.run(["env", "MATRIX_PIN_CERTIFICATE=\(pin)", client, ca, targets], timeout: 60)
-            return result.stdout
-        }
-        let control = try await run(pinned)
-        #expect(control.contains("\"accepted\":true"), "the pinning client must accept the leaf it pins: \(control)")
+                /// Runs the client against `fixture`; returns its one result line.
+                func run(_ fixture: FixtureServer) async throws -> String {
+                    let targets = try External.file(Data("t\tlocalhost\t\(fixture.port)\n".utf8), name: "targets.txt")
+                    let result = try await External.run(["env", "MATRIX_PIN_CERTIFICATE=\(pin)", client, ca, targets], timeout: 60)
+                    return result.stdout
+                }
+                let control = try await run(pinned)
+                #expect(control.contains("\"accepted\":true"), "the pinning client must accept the leaf it pins: \(control)")
 
-        let cursor = rotated.latestConnectionID
-        try await rotated.expectRefused {
-            let line = try await run(rotated)
-            if line.contains("\"accepted\":false") { throw ConnectionRecordEndToEndTests.ClientFailed(output: line) }
+                let cursor = rotated.latestConnectionID
+                try await rotated.expectRefused {
+                    let line = try await run(rotated)
+                    if line.contains("\"accepted\":false") { throw ConnectionRecordEndToEndTests.ClientFailed(output: line) }
+                }
+                let record = try await ConnectionRecordEndToEndTests.onlyRecord(rotated, after: cursor)
+                // BoringSSL ends a handshake its verification callback failed with certificate_unknown: no finer reason.
+                #expect(record.outcome == .alertReceived(.certificateUnknown, phase: .afterServerFlight), "\(record.summary)")
+            }
         }
-        let record = try await ConnectionRecordEndToEndTests.onlyRecord(rotated, after: cursor)
-        // BoringSSL ends a handshake its verification callback failed with certificate_unknown: no finer reason.
-        #expect(record.outcome == .alertReceived(.certificateUnknown, phase: .afterServerFlight), "\(record.summary)")
     }
 }
