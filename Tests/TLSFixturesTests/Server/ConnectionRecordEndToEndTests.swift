@@ -73,7 +73,7 @@ struct ConnectionRecordEndToEndTests {
         }
     }
 
-    @Test("curl refusing `expired` sends certificate_expired(45); curl not trusting the CA sends unknown_ca(48), and expectRefused says the client refused for another reason", .requires(Tools.curl))
+    @Test("curl refusing `expired` sends certificate_expired(45); curl trusting another CA sends unknown_ca(48), and expectRefused says the client refused for another reason", .requires(Tools.curl))
     func curlRefuses() async throws {
         try await Self.with("expired") { fixture in
             let ca = try External.pemFile([fixture.caCertificate], name: "ca.pem")
@@ -83,10 +83,12 @@ struct ConnectionRecordEndToEndTests {
             }
             #expect(fixture.connections.last?.outcome?.alert == .certificateExpired)
 
-            // No CA given: curl's default roots do not include the built-in CA, so it refuses for the issuer, not the date.
+            // Another CA trusted instead: curl refuses for the issuer, not the date.
+            let stranger = try External.pemFile([try CertificateAuthority.ephemeral().certificate], name: "stranger.pem")
             let failure = await #expect(throws: LoadExpectationFailure.self) {
                 try await fixture.expectRefused {
-                    let result = try await External.run(["curl", "-sS", "--max-time", "20", fixture.url.absoluteString])
+                    let result = try await External.run(["curl", "-sS", "--max-time", "20", "--cacert", stranger,
+                                                         fixture.url.absoluteString])
                     if result.status != 0 { throw ClientFailed(output: result.combined) }
                 }
             }
