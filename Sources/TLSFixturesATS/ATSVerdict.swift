@@ -44,32 +44,9 @@ public enum ATSRule: String, Sendable, Codable, CaseIterable {
     case revocation
 }
 
-/// The error a blocked load most likely ends with. Apple does not document which code every violation
-/// yields, so this is a best estimate, always reported after the rule itself.
-public struct ATSLikelyError: Sendable, Codable, Equatable, CustomStringConvertible {
-    /// `NSURLErrorDomain` code, e.g. -1200, -1022, -1202.
-    public var urlErrorCode: Int
-    /// The code's name, e.g. `NSURLErrorSecureConnectionFailed`.
-    public var urlErrorName: String
-    /// `_kCFStreamErrorCodeKey` (Secure Transport / ATS code), e.g. -9836, when one is expected.
-    public var streamErrorCode: Int?
-    /// The stream error's name, e.g. `errSSLProtocol`; nil when none is expected.
-    public var streamErrorName: String?
-
-    /// Memberwise: each argument sets the property of the same name, unchecked.
-    public init(urlErrorCode: Int, urlErrorName: String, streamErrorCode: Int? = nil, streamErrorName: String? = nil) {
-        self.urlErrorCode = urlErrorCode
-        self.urlErrorName = urlErrorName
-        self.streamErrorCode = streamErrorCode
-        self.streamErrorName = streamErrorName
-    }
-
-    public var description: String {
-        var text = "NSURLErrorDomain \(urlErrorCode) (\(urlErrorName))"
-        if let code = streamErrorCode, let name = streamErrorName { text += ", stream error \(code) (\(name))" }
-        return text
-    }
-
+/// The codes of `ATSLikelyError` (declared with the wire values, so a scenario's refusal expectation and
+/// TLSFixturesClient share it): the model's table of which violation yields which error.
+extension ATSLikelyError {
     static func secure(_ stream: Int, _ name: String) -> ATSLikelyError {
         ATSLikelyError(urlErrorCode: -1200, urlErrorName: "NSURLErrorSecureConnectionFailed",
                        streamErrorCode: stream, streamErrorName: name)

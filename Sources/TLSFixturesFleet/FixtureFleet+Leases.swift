@@ -211,7 +211,7 @@ extension FixtureFleet: FleetCommands {
                 clientIdentity: identity,
                 expect: FixtureExpectations(
                     verify: expect.verify, ats: expect.ats, atsFix: expect.atsFix,
-                    trustedRoots: expect.trustedRoots, pins: expect.pins, note: expect.note),
+                    trustedRoots: expect.trustedRoots, pins: expect.pins, note: expect.note, refusal: expect.refusal),
                 proxy: nil, session: session, ttl: ttl,
                 expiresAt: options.leaseClock.now().addingTimeInterval(TimeInterval(ttl)))
         } catch {

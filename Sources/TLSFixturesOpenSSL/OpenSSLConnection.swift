@@ -29,6 +29,8 @@ package final class OpenSSLConnection {
 
     /// The size of explicitly configured DH parameters, for reporting.
     private let dhBits: Int?
+    /// The peer's ClientHello and the alerts either side sent, as OpenSSL's callbacks report them.
+    package let observations = HandshakeObservations()
 
     /// Which end of the handshake this connection plays. Fixtures are servers; the client end lets tests drive
     /// `TLSServerHandler` from an `EmbeddedChannel` with a real OpenSSL peer and no sockets.
@@ -66,6 +68,7 @@ package final class OpenSSLConnection {
         self.ssl = ssl
         self.networkIn = input
         self.networkOut = output
+        observations.attach(to: ssl)
     }
 
     deinit { SSL_free(ssl) }

@@ -234,6 +234,8 @@ public final class TLSContext: @unchecked Sendable {
         if let roots = clientCARoots {
             try context.requireClientCertificates(issuedBy: roots)
         }
+        // Every connection's ClientHello goes into its record (HandshakeObservations); the callback never refuses one.
+        SSL_CTX_set_client_hello_cb(ctx, HandshakeObservations.clientHelloCallback, nil)
         try context.checkServable(settings)
         return context
     }

@@ -285,7 +285,18 @@ package enum BuiltinScenarioFiles {
         "outcome": "reject",
         "because": "Go's client minimum is TLS 1.2 unless tls.Config.MinVersion lowers it (since Go 1.18)"
       }
-    ]
+    ],
+    "refusal": {
+      "alerts": [
+        "protocol_version"
+      ],
+      "apple": {
+        "urlErrorCode": -1200,
+        "urlErrorName": "NSURLErrorSecureConnectionFailed",
+        "streamErrorCode": -9836,
+        "streamErrorName": "errSSLPeerProtocolVersion"
+      }
+    }
   }
 }
 """#),
@@ -355,7 +366,18 @@ package enum BuiltinScenarioFiles {
         "outcome": "reject",
         "because": "Go's client minimum is TLS 1.2 unless tls.Config.MinVersion lowers it (since Go 1.18)"
       }
-    ]
+    ],
+    "refusal": {
+      "alerts": [
+        "protocol_version"
+      ],
+      "apple": {
+        "urlErrorCode": -1200,
+        "urlErrorName": "NSURLErrorSecureConnectionFailed",
+        "streamErrorCode": -9836,
+        "streamErrorName": "errSSLPeerProtocolVersion"
+      }
+    }
   }
 }
 """#),
@@ -388,7 +410,18 @@ package enum BuiltinScenarioFiles {
       "kind": "impossible",
       "reason": "Apple's TLS stack no longer speaks SSLv3"
     },
-    "note": "Most OpenSSL builds (Debian's, Homebrew's) are compiled without SSLv3; the fixture is then reported as unsupported, never served as something else."
+    "note": "Most OpenSSL builds (Debian's, Homebrew's) are compiled without SSLv3; the fixture is then reported as unsupported, never served as something else.",
+    "refusal": {
+      "alerts": [
+        "protocol_version"
+      ],
+      "apple": {
+        "urlErrorCode": -1200,
+        "urlErrorName": "NSURLErrorSecureConnectionFailed",
+        "streamErrorCode": -9836,
+        "streamErrorName": "errSSLPeerProtocolVersion"
+      }
+    }
   }
 }
 """#),
@@ -425,7 +458,18 @@ package enum BuiltinScenarioFiles {
         "NSExceptionRequiresForwardSecrecy": false
       }
     },
-    "clients": []
+    "clients": [],
+    "refusal": {
+      "alerts": [
+        "handshake_failure"
+      ],
+      "apple": {
+        "urlErrorCode": -1200,
+        "urlErrorName": "NSURLErrorSecureConnectionFailed",
+        "streamErrorCode": -9824,
+        "streamErrorName": "errSSLPeerHandshakeFail"
+      }
+    }
   }
 }
 """#),
@@ -473,7 +517,18 @@ package enum BuiltinScenarioFiles {
         "outcome": "reject",
         "because": "Go's crypto/tls implements no finite-field DHE cipher suite"
       }
-    ]
+    ],
+    "refusal": {
+      "alerts": [
+        "handshake_failure"
+      ],
+      "apple": {
+        "urlErrorCode": -1200,
+        "urlErrorName": "NSURLErrorSecureConnectionFailed",
+        "streamErrorCode": -9824,
+        "streamErrorName": "errSSLPeerHandshakeFail"
+      }
+    }
   }
 }
 """#),
@@ -531,7 +586,19 @@ package enum BuiltinScenarioFiles {
         "outcome": "reject",
         "because": "Go's crypto/tls implements no finite-field DHE cipher suite"
       }
-    ]
+    ],
+    "refusal": {
+      "alerts": [
+        "handshake_failure",
+        "insufficient_security"
+      ],
+      "apple": {
+        "urlErrorCode": -1200,
+        "urlErrorName": "NSURLErrorSecureConnectionFailed",
+        "streamErrorCode": -9824,
+        "streamErrorName": "errSSLPeerHandshakeFail"
+      }
+    }
   }
 }
 """#),
@@ -611,7 +678,19 @@ package enum BuiltinScenarioFiles {
         "outcome": "reject",
         "because": "JSSE refuses DH groups under 1024 bits"
       }
-    ]
+    ],
+    "refusal": {
+      "alerts": [
+        "handshake_failure",
+        "insufficient_security"
+      ],
+      "apple": {
+        "urlErrorCode": -1200,
+        "urlErrorName": "NSURLErrorSecureConnectionFailed",
+        "streamErrorCode": -9824,
+        "streamErrorName": "errSSLPeerHandshakeFail"
+      }
+    }
   }
 }
 """#),
@@ -670,7 +749,18 @@ package enum BuiltinScenarioFiles {
       "kind": "impossible",
       "reason": "Apple's TLS client offers no RC4 cipher suite"
     },
-    "note": "Debian's and Homebrew's OpenSSL 3 are built without RC4; the fixture is then reported as unsupported."
+    "note": "Debian's and Homebrew's OpenSSL 3 are built without RC4; the fixture is then reported as unsupported.",
+    "refusal": {
+      "alerts": [
+        "handshake_failure"
+      ],
+      "apple": {
+        "urlErrorCode": -1200,
+        "urlErrorName": "NSURLErrorSecureConnectionFailed",
+        "streamErrorCode": -9824,
+        "streamErrorName": "errSSLPeerHandshakeFail"
+      }
+    }
   }
 }
 """#),
@@ -701,7 +791,18 @@ package enum BuiltinScenarioFiles {
       "kind": "impossible",
       "reason": "Apple's TLS client offers no 3DES cipher suite"
     },
-    "note": "Debian's and Homebrew's OpenSSL 3 are built without 3DES; the fixture is then reported as unsupported."
+    "note": "Debian's and Homebrew's OpenSSL 3 are built without 3DES; the fixture is then reported as unsupported.",
+    "refusal": {
+      "alerts": [
+        "handshake_failure"
+      ],
+      "apple": {
+        "urlErrorCode": -1200,
+        "urlErrorName": "NSURLErrorSecureConnectionFailed",
+        "streamErrorCode": -9824,
+        "streamErrorName": "errSSLPeerHandshakeFail"
+      }
+    }
   }
 }
 """#),
@@ -749,7 +850,18 @@ package enum BuiltinScenarioFiles {
         "outcome": "reject",
         "because": "no client offers a NULL (unencrypted) suite unless told to; pyca judges only the certificate, which is fine"
       }
-    ]
+    ],
+    "refusal": {
+      "alerts": [
+        "handshake_failure"
+      ],
+      "apple": {
+        "urlErrorCode": -1200,
+        "urlErrorName": "NSURLErrorSecureConnectionFailed",
+        "streamErrorCode": -9824,
+        "streamErrorName": "errSSLPeerHandshakeFail"
+      }
+    }
   }
 }
 """#),
@@ -803,7 +915,18 @@ package enum BuiltinScenarioFiles {
         "outcome": "accept",
         "because": "JDK 17 refuses SHA-1 only in chains that end in a root of its own cacerts (jdk.certpath.disabledAlgorithms: SHA1 jdkCA & usage TLSServer)"
       }
-    ]
+    ],
+    "refusal": {
+      "alerts": [
+        "bad_certificate"
+      ],
+      "apple": {
+        "urlErrorCode": -1200,
+        "urlErrorName": "NSURLErrorSecureConnectionFailed",
+        "streamErrorCode": -9884,
+        "streamErrorName": "errSSLATSLeafCertificateHashAlgorithmViolation"
+      }
+    }
   }
 }
 """#),
@@ -859,7 +982,18 @@ package enum BuiltinScenarioFiles {
         "outcome": "accept",
         "because": "JDK 17 refuses SHA-1 only in chains that end in a root of its own cacerts (jdk.certpath.disabledAlgorithms: SHA1 jdkCA & usage TLSServer)"
       }
-    ]
+    ],
+    "refusal": {
+      "alerts": [
+        "bad_certificate"
+      ],
+      "apple": {
+        "urlErrorCode": -1200,
+        "urlErrorName": "NSURLErrorSecureConnectionFailed",
+        "streamErrorCode": -9885,
+        "streamErrorName": "errSSLATSCertificateHashAlgorithmViolation"
+      }
+    }
   }
 }
 """#),
@@ -892,7 +1026,18 @@ package enum BuiltinScenarioFiles {
       },
       "alsoRequires": "trust-override"
     },
-    "clients": []
+    "clients": [],
+    "refusal": {
+      "alerts": [
+        "bad_certificate"
+      ],
+      "apple": {
+        "urlErrorCode": -1200,
+        "urlErrorName": "NSURLErrorSecureConnectionFailed",
+        "streamErrorCode": -9884,
+        "streamErrorName": "errSSLATSLeafCertificateHashAlgorithmViolation"
+      }
+    }
   }
 }
 """#),
@@ -973,7 +1118,18 @@ package enum BuiltinScenarioFiles {
         "outcome": "accept",
         "because": "pyca/cryptography's verifier does not check key sizes"
       }
-    ]
+    ],
+    "refusal": {
+      "alerts": [
+        "bad_certificate"
+      ],
+      "apple": {
+        "urlErrorCode": -1200,
+        "urlErrorName": "NSURLErrorSecureConnectionFailed",
+        "streamErrorCode": -9883,
+        "streamErrorName": "errSSLATSMinimumKeySizeViolation"
+      }
+    }
   }
 }
 """#),
@@ -1032,7 +1188,18 @@ package enum BuiltinScenarioFiles {
         "outcome": "accept",
         "because": "pyca/cryptography's verifier does not check key sizes"
       }
-    ]
+    ],
+    "refusal": {
+      "alerts": [
+        "bad_certificate"
+      ],
+      "apple": {
+        "urlErrorCode": -1200,
+        "urlErrorName": "NSURLErrorSecureConnectionFailed",
+        "streamErrorCode": -9883,
+        "streamErrorName": "errSSLATSMinimumKeySizeViolation"
+      }
+    }
   }
 }
 """#),
@@ -1061,7 +1228,18 @@ package enum BuiltinScenarioFiles {
       },
       "alsoRequires": "trust-override"
     },
-    "clients": []
+    "clients": [],
+    "refusal": {
+      "alerts": [
+        "unknown_ca"
+      ],
+      "apple": {
+        "urlErrorCode": -1202,
+        "urlErrorName": "NSURLErrorServerCertificateUntrusted",
+        "streamErrorCode": -9813,
+        "streamErrorName": "errSSLNoRootCert"
+      }
+    }
   }
 }
 """#),
@@ -1094,7 +1272,18 @@ package enum BuiltinScenarioFiles {
       },
       "alsoRequires": "trust-override"
     },
-    "clients": []
+    "clients": [],
+    "refusal": {
+      "alerts": [
+        "unknown_ca"
+      ],
+      "apple": {
+        "urlErrorCode": -1203,
+        "urlErrorName": "NSURLErrorServerCertificateHasUnknownRoot",
+        "streamErrorCode": -9812,
+        "streamErrorName": "errSSLUnknownRootCert"
+      }
+    }
   }
 }
 """#),
@@ -1120,7 +1309,18 @@ package enum BuiltinScenarioFiles {
       },
       "alsoRequires": "trust-override"
     },
-    "clients": []
+    "clients": [],
+    "refusal": {
+      "alerts": [
+        "bad_certificate"
+      ],
+      "apple": {
+        "urlErrorCode": -1202,
+        "urlErrorName": "NSURLErrorServerCertificateUntrusted",
+        "streamErrorCode": -9843,
+        "streamErrorName": "errSSLHostNameMismatch"
+      }
+    }
   }
 }
 """#),
@@ -1176,7 +1376,18 @@ package enum BuiltinScenarioFiles {
         "outcome": "reject",
         "because": "the web PKI profile requires a subjectAltName extension"
       }
-    ]
+    ],
+    "refusal": {
+      "alerts": [
+        "bad_certificate"
+      ],
+      "apple": {
+        "urlErrorCode": -1202,
+        "urlErrorName": "NSURLErrorServerCertificateUntrusted",
+        "streamErrorCode": -9843,
+        "streamErrorName": "errSSLHostNameMismatch"
+      }
+    }
   }
 }
 """#),
@@ -1223,7 +1434,18 @@ package enum BuiltinScenarioFiles {
       },
       "alsoRequires": "trust-override"
     },
-    "clients": []
+    "clients": [],
+    "refusal": {
+      "alerts": [
+        "certificate_expired"
+      ],
+      "apple": {
+        "urlErrorCode": -1201,
+        "urlErrorName": "NSURLErrorServerCertificateHasBadDate",
+        "streamErrorCode": -9814,
+        "streamErrorName": "errSSLCertExpired"
+      }
+    }
   }
 }
 """#),
@@ -1250,7 +1472,18 @@ package enum BuiltinScenarioFiles {
       },
       "alsoRequires": "trust-override"
     },
-    "clients": []
+    "clients": [],
+    "refusal": {
+      "alerts": [
+        "bad_certificate"
+      ],
+      "apple": {
+        "urlErrorCode": -1204,
+        "urlErrorName": "NSURLErrorServerCertificateNotYetValid",
+        "streamErrorCode": -9815,
+        "streamErrorName": "errSSLCertNotYetValid"
+      }
+    }
   }
 }
 """#),
@@ -1300,7 +1533,16 @@ package enum BuiltinScenarioFiles {
       },
       "alsoRequires": "trust-override"
     },
-    "clients": []
+    "clients": [],
+    "refusal": {
+      "alerts": [
+        "unsupported_certificate"
+      ],
+      "apple": {
+        "urlErrorCode": -1202,
+        "urlErrorName": "NSURLErrorServerCertificateUntrusted"
+      }
+    }
   }
 }
 """#),
@@ -1333,7 +1575,18 @@ package enum BuiltinScenarioFiles {
       "alsoRequires": "trust-override"
     },
     "note": "Browsers that fetch missing intermediates (AIA) may still connect; the fixture has no AIA URL on purpose.",
-    "clients": []
+    "clients": [],
+    "refusal": {
+      "alerts": [
+        "unknown_ca"
+      ],
+      "apple": {
+        "urlErrorCode": -1202,
+        "urlErrorName": "NSURLErrorServerCertificateUntrusted",
+        "streamErrorCode": -9813,
+        "streamErrorName": "errSSLNoRootCert"
+      }
+    }
   }
 }
 """#),
@@ -1369,7 +1622,18 @@ package enum BuiltinScenarioFiles {
         "outcome": "accept",
         "because": "JSSE's PKIX validation takes the trusted root as an input, not as part of the path, and ignores the name constraints in it (RFC 5280 6.1.1 makes trust-anchor constraints optional): trusting the CA in Java trusts it for every name"
       }
-    ]
+    ],
+    "refusal": {
+      "alerts": [
+        "certificate_unknown"
+      ],
+      "apple": {
+        "urlErrorCode": -1202,
+        "urlErrorName": "NSURLErrorServerCertificateUntrusted",
+        "streamErrorCode": -9807,
+        "streamErrorName": "errSSLXCertChainInvalid"
+      }
+    }
   }
 }
 """#),
@@ -1439,7 +1703,12 @@ package enum BuiltinScenarioFiles {
       "caSPKI": true,
       "certificate": false
     },
-    "clients": []
+    "clients": [],
+    "refusal": {
+      "alerts": [
+        "certificate_unknown"
+      ]
+    }
   }
 }
 """#),
@@ -1462,7 +1731,18 @@ package enum BuiltinScenarioFiles {
       "caSPKI": true,
       "certificate": false
     },
-    "clients": []
+    "clients": [],
+    "refusal": {
+      "alerts": [
+        "certificate_unknown"
+      ],
+      "apple": {
+        "urlErrorCode": -1200,
+        "urlErrorName": "NSURLErrorSecureConnectionFailed",
+        "streamErrorCode": -9802,
+        "streamErrorName": "errSSLFatalAlert"
+      }
+    }
   }
 }
 """#),
@@ -1498,7 +1778,18 @@ package enum BuiltinScenarioFiles {
       "certificate": false
     },
     "note": "Trusted because the device is assumed to trust the interception root (as with a debugging proxy's CA); every pin must still fail.",
-    "clients": []
+    "clients": [],
+    "refusal": {
+      "alerts": [
+        "certificate_unknown"
+      ],
+      "apple": {
+        "urlErrorCode": -1200,
+        "urlErrorName": "NSURLErrorSecureConnectionFailed",
+        "streamErrorCode": -9802,
+        "streamErrorName": "errSSLFatalAlert"
+      }
+    }
   }
 }
 """#),
@@ -1518,7 +1809,17 @@ package enum BuiltinScenarioFiles {
     "atsFix": {
       "kind": "not-needed"
     },
-    "note": "Connect with the client certificate the store issues (certs/client.pem, keys/client.*.key; `tls-fixtures pins client-cert-required` shows the paths)."
+    "note": "Connect with the client certificate the store issues (certs/client.pem, keys/client.*.key; `tls-fixtures pins client-cert-required` shows the paths).",
+    "refusal": {
+      "alerts": [
+        "certificate_required",
+        "handshake_failure"
+      ],
+      "apple": {
+        "urlErrorCode": -1206,
+        "urlErrorName": "NSURLErrorClientCertificateRequired"
+      }
+    }
   }
 }
 """#),
@@ -1534,6 +1835,12 @@ package enum BuiltinScenarioFiles {
       "kind": "exception",
       "domainKeys": {
         "NSExceptionAllowsInsecureHTTPLoads": true
+      }
+    },
+    "refusal": {
+      "apple": {
+        "urlErrorCode": -1022,
+        "urlErrorName": "NSURLErrorAppTransportSecurityRequiresSecureConnection"
       }
     }
   }
@@ -1578,7 +1885,18 @@ package enum BuiltinScenarioFiles {
       "kind": "arbitrary-loads",
       "alsoRequires": "trust-override"
     },
-    "clients": []
+    "clients": [],
+    "refusal": {
+      "alerts": [
+        "protocol_version"
+      ],
+      "apple": {
+        "urlErrorCode": -1200,
+        "urlErrorName": "NSURLErrorSecureConnectionFailed",
+        "streamErrorCode": -9836,
+        "streamErrorName": "errSSLPeerProtocolVersion"
+      }
+    }
   }
 }
 """#),
@@ -1734,7 +2052,16 @@ package enum BuiltinScenarioFiles {
         "outcome": "reject",
         "because": "Chrome's verifier checks a stapled OCSP response for the leaf (net/cert/internal/revocation_checker.cc) though it fetches no OCSP or CRL itself: ERR_CERT_REVOKED (it loads revoked)"
       }
-    ]
+    ],
+    "refusal": {
+      "alerts": [
+        "certificate_revoked"
+      ],
+      "apple": {
+        "urlErrorCode": -1202,
+        "urlErrorName": "NSURLErrorServerCertificateUntrusted"
+      }
+    }
   }
 }
 """#),
@@ -2065,7 +2392,18 @@ package enum BuiltinScenarioFiles {
         "outcome": "reject",
         "because": "Go's crypto/tls implements no finite-field DHE cipher suite, whatever the group size"
       }
-    ]
+    ],
+    "refusal": {
+      "alerts": [
+        "handshake_failure"
+      ],
+      "apple": {
+        "urlErrorCode": -1200,
+        "urlErrorName": "NSURLErrorSecureConnectionFailed",
+        "streamErrorCode": -9824,
+        "streamErrorName": "errSSLPeerHandshakeFail"
+      }
+    }
   }
 }
 """#),

@@ -253,17 +253,22 @@ public struct Expectations: Codable, Sendable, Hashable {
     /// What a client sees in the handshake (protocol, suite, key exchange, the leaf and the chain), where it differs
     /// from the baseline; nil for a TLS scenario is the baseline. The test suite holds the server to it.
     public var handshake: Handshake?
+    /// What a client refusing the scenario for its own reason shows: the alert that ends the handshake and Apple's
+    /// error code. `FixtureServer.expectRefused` checks a refusal against it; nil where clients accept the scenario.
+    public var refusal: RefusalExpectation?
 
     /// Memberwise: each argument sets the property of the same name, unchecked.
     public init(verify: String?, ats: ATSExpectation, atsFix: ATSFix? = nil, trustedRoots: [String]? = nil,
                 pins: PinExpectation? = nil, note: String? = nil, revocation: RevocationExpectation? = nil,
-                clients: [ClientDifference]? = nil, handshake: Handshake? = nil) {
+                clients: [ClientDifference]? = nil, handshake: Handshake? = nil, refusal: RefusalExpectation? = nil) {
         self.verify = verify; self.ats = ats; self.atsFix = atsFix; self.trustedRoots = trustedRoots
         self.pins = pins; self.note = note; self.revocation = revocation; self.clients = clients
-        self.handshake = handshake
+        self.handshake = handshake; self.refusal = refusal
     }
 
-    enum CodingKeys: String, CodingKey, CaseIterable { case verify, ats, atsFix, trustedRoots, pins, note, revocation, clients, handshake }
+    enum CodingKeys: String, CodingKey, CaseIterable {
+        case verify, ats, atsFix, trustedRoots, pins, note, revocation, clients, handshake, refusal
+    }
 
     public init(from decoder: Decoder) throws {
         try decoder.rejectUnknownKeys(CodingKeys.self)
@@ -280,6 +285,7 @@ public struct Expectations: Codable, Sendable, Hashable {
         revocation = try c.decodeIfPresent(RevocationExpectation.self, forKey: .revocation)
         clients = try c.decodeIfPresent([ClientDifference].self, forKey: .clients)
         handshake = try c.decodeIfPresent(Handshake.self, forKey: .handshake)
+        refusal = try c.decodeIfPresent(RefusalExpectation.self, forKey: .refusal)
         try validateClients(codingPath: decoder.codingPath)
     }
 }

@@ -81,9 +81,13 @@ final class FixtureResponder: ChannelInboundHandler {
     private var last: FixtureAnswerCache.Answer?
     private var lastRequest: (method: HTTPMethod, uri: String, version: HTTPVersion)?
 
-    init(scenarioName: String, cache: FixtureAnswerCache = FixtureAnswerCache()) {
+    /// Where each answered request is recorded (the fixture's connection record).
+    private let recorder: ConnectionRecorder?
+
+    init(scenarioName: String, cache: FixtureAnswerCache = FixtureAnswerCache(), recorder: ConnectionRecorder? = nil) {
         self.scenarioName = scenarioName
         self.cache = cache
+        self.recorder = recorder
     }
 
     private static func json<T: Encodable>(_ value: T) -> [UInt8] {
@@ -108,6 +112,7 @@ final class FixtureResponder: ChannelInboundHandler {
         switch unwrapInboundIn(data) {
         case .head(let requestHead):
             head = requestHead
+            recorder?.receivedBytes()
         case .body:
             break   // The body is read and ignored: every request gets the same answer.
         case .end:
@@ -157,6 +162,7 @@ final class FixtureResponder: ChannelInboundHandler {
             last = answer
             lastRequest = (request.method, request.uri, request.version)
         }
+        recorder?.served(method: request.method.rawValue, path: request.uri, status: 200)
         let isHTTP10 = request.version.major == 1 && request.version.minor == 0
         var response = context.channel.allocator.buffer(capacity: answer.head.readableBytes + answer.body.readableBytes + 26)
         response.writeImmutableBuffer(answer.head)

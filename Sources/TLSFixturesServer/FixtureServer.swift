@@ -34,17 +34,28 @@ public struct FixtureConfiguration: Sendable {
     public var maximumConnections: Int?
     /// Where connection and handshake events go (one line each at debug level); default a logger labelled `tls-fixtures`.
     public var logger: Logger
+    /// How many connection records the fixture keeps (`FixtureServer.connections`): the most recent ones, the oldest
+    /// dropped first, so memory stays bounded however many clients come. Default 64; 1 to 100,000.
+    public var connectionRecordLimit: Int
+    /// Fills in the records of connections that came through the runner's CONNECT proxy (which authority the client
+    /// asked for); `serve` sets it, nil elsewhere.
+    package var connectionAnnotator: ConnectionAnnotator?
+
+    /// The most records a fixture may be asked to keep: each is a few KiB at most, so 100,000 stay under a few hundred
+    /// MiB.
+    public static let maximumConnectionRecordLimit = 100_000
 
     /// Every limit has its default here; a zero or negative `TimeAmount` is taken as given (the channel closes at once).
     public init(bindAddresses: [String]? = nil, port: Int = 0, handshakeTimeout: TimeAmount = .seconds(10),
                 idleTimeout: TimeAmount = .seconds(60), headerTimeout: TimeAmount = .seconds(20),
-                maximumConnections: Int? = nil, logger: Logger? = nil) {
+                maximumConnections: Int? = nil, logger: Logger? = nil, connectionRecordLimit: Int = 64) {
         self.bindAddresses = bindAddresses
         self.port = port
         self.handshakeTimeout = handshakeTimeout
         self.idleTimeout = idleTimeout
         self.headerTimeout = headerTimeout
         self.maximumConnections = maximumConnections
+        self.connectionRecordLimit = connectionRecordLimit
         self.logger = logger ?? {
             var logger = Logger(label: "tls-fixtures.server")
             // Per-connection failures are expected in a fixture (that is what they are for): quiet unless asked.
@@ -63,6 +74,9 @@ extension FixtureConfiguration {
         _ = try Timeout(headerTimeout, name: "headerTimeout")
         if let maximumConnections, maximumConnections < 1 {
             throw FixtureError.invalidConnectionLimit(maximumConnections)
+        }
+        if !(1 ... Self.maximumConnectionRecordLimit).contains(connectionRecordLimit) {
+            throw FixtureError.invalidRecordLimit(connectionRecordLimit)
         }
     }
 }
@@ -109,6 +123,13 @@ public struct FixtureError: CodedError {
         FixtureError(code: .invalidConnectionLimit, reason: "maximumConnections must be at least 1, not \(limit)",
                      fix: "nil chooses a quarter of the descriptor limit")
     }
+
+    /// A record limit outside 1…`FixtureConfiguration.maximumConnectionRecordLimit`.
+    public static func invalidRecordLimit(_ limit: Int) -> FixtureError {
+        FixtureError(code: .invalidRecordLimit, reason: "connectionRecordLimit must be 1 to "
+                        + "\(FixtureConfiguration.maximumConnectionRecordLimit), not \(limit)",
+                     fix: "the default, 64, keeps the last 64 connections")
+    }
 }
 
 /// A running fixture: a real TLS (or plain HTTP) server for one scenario, on loopback.
@@ -129,7 +150,9 @@ public final class FixtureServer: Sendable {
     /// The addresses actually listening.
     public let boundAddresses: [String]
     private let serverChannels: [Channel]
-    private let connections: ConnectionTracker
+    private let tracker: ConnectionTracker
+    /// What the fixture saw of each connection (the most recent `FixtureConfiguration.connectionRecordLimit`).
+    package let log: ConnectionLog
     private let lifecycle = NIOLockedValueBox(Lifecycle.running)
     /// The OCSP responder and CRL endpoint this fixture started for its own leaf (in-process revocation scenarios).
     package let revocationServices: RevocationServices?
@@ -177,10 +200,11 @@ public final class FixtureServer: Sendable {
     /// SPKI pins (base64 SHA-256) of this leaf, the CA, a backup key no server uses, and the published `pinned` leaf.
     public var pins: FixturePins { prepared.pins }
 
-    private init(prepared: PreparedScenario, port: Int, boundAddresses: [String], serverChannels: [Channel], connections: ConnectionTracker,
-                 revocationServices: RevocationServices?) {
+    private init(prepared: PreparedScenario, port: Int, boundAddresses: [String], serverChannels: [Channel],
+                 tracker: ConnectionTracker, log: ConnectionLog, revocationServices: RevocationServices?) {
         self.prepared = prepared; self.port = port; self.boundAddresses = boundAddresses
-        self.serverChannels = serverChannels; self.connections = connections; self.revocationServices = revocationServices
+        self.serverChannels = serverChannels; self.tracker = tracker; self.log = log
+        self.revocationServices = revocationServices
     }
 
     // MARK: Starting
@@ -233,7 +257,9 @@ public final class FixtureServer: Sendable {
         FileDescriptorLimit.raiseOnce()
         let connections = ConnectionTracker(limit: configuration.maximumConnections ?? ListenerLimits.automaticConnectionCap(),
                                             label: "scenario \(prepared.scenario.name)", logger: configuration.logger)
-        let bootstrap = makeBootstrap(prepared: prepared, configuration: configuration, connections: connections)
+        let log = ConnectionLog(capacity: configuration.connectionRecordLimit)
+        let bootstrap = makeBootstrap(prepared: prepared, configuration: configuration, connections: connections,
+                                      log: log)
         var channels: [Channel] = []
         var addresses: [String] = []
         do {
@@ -257,8 +283,8 @@ public final class FixtureServer: Sendable {
         }
         let port = channels.first?.localAddress?.port ?? configuration.port
         configuration.logger.debug("serving \(prepared.scenario.name) on port \(port)")
-        return FixtureServer(prepared: prepared, port: port, boundAddresses: addresses, serverChannels: channels, connections: connections,
-                             revocationServices: revocationServices)
+        return FixtureServer(prepared: prepared, port: port, boundAddresses: addresses, serverChannels: channels,
+                             tracker: connections, log: log, revocationServices: revocationServices)
     }
 
     /// Binds every address of `addresses` on one port (port 0: the one the kernel picks for the first), or none.
@@ -303,7 +329,8 @@ public final class FixtureServer: Sendable {
     }
 
     private static func makeBootstrap(prepared: PreparedScenario, configuration: FixtureConfiguration,
-                                      connections: ConnectionTracker) -> ServerBootstrap {
+                                      connections: ConnectionTracker, log: ConnectionLog) -> ServerBootstrap {
+        let annotator = configuration.connectionAnnotator
         let logger = configuration.logger
         let handshakeTimeout = configuration.handshakeTimeout
         let idleTimeout = configuration.idleTimeout
@@ -319,9 +346,14 @@ public final class FixtureServer: Sendable {
         let acceptLabel = "scenario \(name)"
         return ListenerLimits.bootstrap(label: acceptLabel, logger: logger, backlog: 1024, connections: connections) { channel in
             let pipeline = channel.pipeline.syncOperations
+            let recorder = ConnectionRecorder(log: log, peer: channel.remoteAddress, annotator: annotator)
             try pipeline.addHandler(IdleStateHandler(allTimeout: idleTimeout))
             if let context = prepared.context {
-                try pipeline.addHandler(TLSServerHandler(context: context, handshakeTimeout: handshakeTimeout, logger: connectionLogger))
+                try pipeline.addHandler(TLSServerHandler(context: context, handshakeTimeout: handshakeTimeout,
+                                                         logger: connectionLogger, recorder: recorder))
+            } else {
+                recorder.conclude(.cleartext)
+                channel.closeFuture.assumeIsolated().whenComplete { _ in recorder.close(outcomeIfNone: .cleartext) }
             }
             // NIOHTTP1 parses requests; FixtureResponder writes whole, pre-serialised responses. It answers each
             // request at once, in order, and closes after a `Connection: close` answer itself, so neither the
@@ -332,7 +364,7 @@ public final class FixtureServer: Sendable {
                                                                logger: connectionLogger))
             // Requests wait here, and reading stops, while the client does not read its answers.
             try pipeline.addHandler(HTTPBackPressureHandler())
-            try pipeline.addHandler(FixtureResponder(scenarioName: name, cache: answers))
+            try pipeline.addHandler(FixtureResponder(scenarioName: name, cache: answers, recorder: recorder))
         }
     }
 
@@ -366,7 +398,7 @@ public final class FixtureServer: Sendable {
             try? await future.get()
         case .stop:
             for channel in serverChannels { try? await channel.close() }
-            await connections.closeAll(within: .seconds(1))
+            await tracker.closeAll(within: .seconds(1))
             await revocationServices?.stop()
             lifecycle.withLockedValue { $0 = .stopped }
             promise.succeed(())
@@ -374,7 +406,7 @@ public final class FixtureServer: Sendable {
     }
 
     /// Open connections right now.
-    public var connectionCount: Int { connections.count }
+    public var connectionCount: Int { tracker.count }
 }
 
 /// The codes of `FixtureError`.
@@ -385,4 +417,6 @@ extension ErrorCode where Owner == FixtureError {
     public static var cannotBind: Self { Self("cannotBind") }
     /// `FixtureConfiguration.maximumConnections` below 1.
     public static var invalidConnectionLimit: Self { Self("invalidConnectionLimit") }
+    /// `FixtureConfiguration.connectionRecordLimit` outside 1…100,000.
+    public static var invalidRecordLimit: Self { Self("invalidRecordLimit") }
 }

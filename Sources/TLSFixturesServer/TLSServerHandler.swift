@@ -1,6 +1,7 @@
 import Logging
 import NIOCore
 import TLSFixturesOpenSSL
+import TLSFixturesWire
 
 /// Fired inbound once the handshake completes, carrying what was negotiated.
 package struct TLSHandshakeCompleted: Sendable {
@@ -11,6 +12,9 @@ package struct TLSHandshakeCompleted: Sendable {
 ///
 /// Reads: `ByteBuffer` ciphertext from the network. Fires: `ByteBuffer` plaintext, and `TLSHandshakeCompleted` once.
 /// Writes: `ByteBuffer` plaintext from the application. Sends: `ByteBuffer` ciphertext.
+///
+/// Given a `ConnectionRecorder`, it records the client's ClientHello and how the handshake ended (completed, an alert
+/// either way, a close, a timeout), and where in the handshake that happened.
 ///
 /// States: `idle` → `handshaking` → `active` → `closing` → `closed`. A handshake that does not finish within
 /// `handshakeTimeout` (a silent client, one byte a second) is abandoned. A handshake or record error is logged with
@@ -42,11 +46,17 @@ package final class TLSServerHandler: ChannelDuplexHandler {
     private var unflushedPromises: [EventLoopPromise<Void>] = []
     private var plaintext: ByteBuffer?
     private var deliveredPlaintext = false
+    private let recorder: ConnectionRecorder?
+    private var recordedClientHello = false
+    /// The server has answered the ClientHello (its flight, or a HelloRetryRequest): the client is deciding.
+    private var serverFlightSent = false
 
-    package init(context: TLSContext, handshakeTimeout: TimeAmount, logger: Logger) throws {
+    package init(context: TLSContext, handshakeTimeout: TimeAmount, logger: Logger,
+                 recorder: ConnectionRecorder? = nil) throws {
         connection = try OpenSSLConnection(context: context)
         self.handshakeTimeout = handshakeTimeout
         self.logger = logger
+        self.recorder = recorder
     }
 
     // MARK: Lifecycle
@@ -67,6 +77,7 @@ package final class TLSServerHandler: ChannelDuplexHandler {
         let deadline = context.eventLoop.assumeIsolated().scheduleTask(in: timeout) { [self] in
             guard case .handshaking = state else { return }
             logger.info("handshake timed out after \(timeout.nanoseconds / 1_000_000) ms; closing", metadata: peer(context))
+            recorder?.conclude(.timedOut(phase: phase))
             state = .closed
             context.close(promise: nil)
         }
@@ -75,6 +86,7 @@ package final class TLSServerHandler: ChannelDuplexHandler {
 
     package func channelInactive(context: ChannelHandlerContext) {
         if case .handshaking(let deadline) = state { deadline.cancel() }
+        recorder?.close(outcomeIfNone: handshakeEndedOutcome(reason: nil))
         state = .closed
         failPendingWrites(ChannelError.ioOnClosedChannel)
         failUnflushed(ChannelError.ioOnClosedChannel)
@@ -85,6 +97,7 @@ package final class TLSServerHandler: ChannelDuplexHandler {
 
     package func channelRead(context: ChannelHandlerContext, data: NIOAny) {
         let bytes = unwrapInboundIn(data)
+        recorder?.receivedBytes()
         switch state {
         case .idle, .closed:
             return
@@ -107,24 +120,32 @@ package final class TLSServerHandler: ChannelDuplexHandler {
 
     private func handshakeStep(context: ChannelHandlerContext) {
         guard case .handshaking(let deadline) = state else { return }
-        switch connection.handshake() {
+        let step = connection.handshake()
+        recordClientHello()
+        switch step {
         case .needsInput:
-            sendOutput(context: context, flush: true)
+            if sendOutput(context: context, flush: true), recordedClientHello { serverFlightSent = true }
         case .complete:
             deadline.cancel()
             state = .active
             sendOutput(context: context, flush: true)
-            context.fireUserInboundEventTriggered(TLSHandshakeCompleted(details: connection.details))
+            let details = connection.details
+            recorder?.conclude(.handshakeCompleted(.init(protocol: details.protocol, cipher: details.cipher.iana,
+                                                         group: details.group,
+                                                         clientCertificate: details.clientCertificate != nil)))
+            context.fireUserInboundEventTriggered(TLSHandshakeCompleted(details: details))
             replayPendingWrites(context: context)
             // Application data may have arrived in the same read as the client's Finished.
             decode(context: context)
         case .closed:
             deadline.cancel()
             logger.debug("client went away during the handshake", metadata: peer(context))
+            recorder?.conclude(handshakeEndedOutcome(reason: nil))
             abort(context: context)
         case .failed(let error):
             deadline.cancel()
             logger.info("handshake failed: \(error.reasons.joined(separator: "; "))", metadata: peer(context))
+            recorder?.conclude(handshakeEndedOutcome(reason: error.reasons.first.map(Self.reasonWithoutLibrary)))
             // Send the alert OpenSSL queued, so the client learns why, then close.
             abort(context: context)
         }
@@ -152,6 +173,9 @@ package final class TLSServerHandler: ChannelDuplexHandler {
                 return
             case .failed(let error):
                 logger.info("TLS record error: \(error.reasons.joined(separator: "; "))", metadata: peer(context))
+                if let alert = connection.observations.alertReceivedAfterHandshake {
+                    recorder?.alertAfterHandshake(alert)
+                }
                 abort(context: context)
                 return
             }
@@ -310,11 +334,42 @@ package final class TLSServerHandler: ChannelDuplexHandler {
         }
     }
 
-    private func sendOutput(context: ChannelHandlerContext, flush: Bool) {
-        if let output = connection.takeOutput(allocator: context.channel.allocator) {
-            context.write(wrapOutboundOut(output), promise: nil)
-            if flush { context.flush() }
-        }
+    /// Passes on whatever OpenSSL produced; true when there was something.
+    @discardableResult
+    private func sendOutput(context: ChannelHandlerContext, flush: Bool) -> Bool {
+        guard let output = connection.takeOutput(allocator: context.channel.allocator) else { return false }
+        context.write(wrapOutboundOut(output), promise: nil)
+        if flush { context.flush() }
+        return true
+    }
+
+    // MARK: Recording
+
+    private func recordClientHello() {
+        guard !recordedClientHello, let hello = connection.observations.clientHello else { return }
+        recordedClientHello = true
+        recorder?.clientHello(hello)
+    }
+
+    /// `SSL routines: no shared cipher` → `no shared cipher`: OpenSSL's own words, without the library's name.
+    static func reasonWithoutLibrary(_ reason: String) -> String {
+        guard let range = reason.range(of: " routines: ") else { return reason }
+        return String(reason[range.upperBound...])
+    }
+
+    /// Where the handshake had got to, from the server's side.
+    private var phase: ConnectionRecord.Phase {
+        if serverFlightSent { return .afterServerFlight }
+        return connection.observations.clientHello != nil ? .afterClientHello : .beforeClientHello
+    }
+
+    /// How a handshake that did not complete ended: the client's alert, else ours (with OpenSSL's `reason`), else a
+    /// close without one.
+    private func handshakeEndedOutcome(reason: String?) -> ConnectionRecord.Outcome {
+        recordClientHello()
+        if let alert = connection.observations.alertReceived { return .alertReceived(alert, phase: phase) }
+        if let alert = connection.observations.alertSent { return .alertSent(alert, reason: reason, phase: phase) }
+        return .closedWithoutAlert(phase: phase)
     }
 
     package func errorCaught(context: ChannelHandlerContext, error: Error) {

@@ -103,11 +103,14 @@ public struct FixtureExpectations: Codable, Sendable, Hashable {
     public var pins: PinExpectation?
     /// Anything a reader must know to read the verdicts right.
     public var note: String?
+    /// What a client refusing it for its own reason shows (the scenario file's `expect.refusal`): what a client's
+    /// `expectRefused` checks the fixture's records and the thrown error against.
+    public var refusal: RefusalExpectation?
 
     /// Memberwise: each argument sets the property of the same name, unchecked.
     public init(verify: String?, ats: ATSExpectation, atsFix: ATSFix? = nil, trustedRoots: [String]? = nil,
-                pins: PinExpectation? = nil, note: String? = nil) {
+                pins: PinExpectation? = nil, note: String? = nil, refusal: RefusalExpectation? = nil) {
         self.verify = verify; self.ats = ats; self.atsFix = atsFix; self.trustedRoots = trustedRoots
-        self.pins = pins; self.note = note
+        self.pins = pins; self.note = note; self.refusal = refusal
     }
 }

@@ -1,3 +1,4 @@
+import Foundation
 import MatrixTargets
 import NIOCore
 import NIOPosix
@@ -7,7 +8,20 @@ import NIOSSL
 // trust root, and nothing else changed. Connects to 127.0.0.1, sends SNI and checks the name `host` (the address
 // itself when `host` is an IP literal), then asks for `/` and accepts only an HTTP 200.
 
+// MATRIX_PIN_CERTIFICATE=FILE makes it a pinning client instead, as an app's is: a custom verification callback accepts
+// the server only when its leaf carries the public key of the PEM certificate in FILE. swift-nio-ssl's callback replaces
+// BoringSSL's own checks, so in this mode the pin is the only check. The kit's own tests use it (a pinning client's
+// refusal, as the fixture records it); `make matrix` does not.
+
 let (caFile, targets) = MatrixCommandLine.parse()
+let pinnedKey: [UInt8]? = ProcessInfo.processInfo.environment["MATRIX_PIN_CERTIFICATE"].map { path in
+    do {
+        guard let certificate = try NIOSSLCertificate.fromPEMFile(path).first else { MatrixCommandLine.fail("no certificate in \(path)") }
+        return try certificate.extractPublicKey().toSPKIBytes()
+    } catch {
+        MatrixCommandLine.fail("cannot read the pinned certificate \(path): \(error)")
+    }
+}
 let context: NIOSSLContext
 do {
     var configuration = TLSConfiguration.makeClientConfiguration()
@@ -27,7 +41,13 @@ func fetch(_ target: MatrixTarget) async throws -> String {
         .connectTimeout(.seconds(10))
         .connect(host: address, port: target.port) { channel in
             channel.eventLoop.makeCompletedFuture {
-                let handler = try NIOSSLClientHandler(context: context, serverHostname: target.hostIsIPAddress ? nil : target.host)
+                let serverHostname = target.hostIsIPAddress ? nil : target.host
+                let handler = try pinnedKey.map { pinned in
+                    try NIOSSLClientHandler(context: context, serverHostname: serverHostname) { certificates, promise in
+                        let leafKey = try? certificates.first?.extractPublicKey().toSPKIBytes()
+                        promise.succeed(leafKey == pinned ? .certificateVerified : .failed)
+                    }
+                } ?? NIOSSLClientHandler(context: context, serverHostname: serverHostname)
                 try channel.pipeline.syncOperations.addHandler(handler)
                 return try NIOAsyncChannel<ByteBuffer, ByteBuffer>(wrappingChannelSynchronously: channel)
             }

@@ -1,4 +1,7 @@
 import Foundation
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
 import Testing
 import TLSFixtures
 import TLSFixturesCLISupport
@@ -8,6 +11,16 @@ struct WithFixtureTests {
     init() { TestEnvironment.useSharedStoreAsDefault() }
 
     // README: swift-testing-example begin
+    @Test func aSelfSignedCertificateIsRefused() async throws {
+        try await withFixture("self-signed") { fixture in
+            // Passes only if URLSession reached this fixture and refused it for the scenario's reason (an unknown
+            // issuer); a DNS failure, a wrong port, or a certificate it accepted fails the test, saying which.
+            try await fixture.expectRefused {
+                try await URLSession.shared.data(from: fixture.url)
+            }
+        }
+    }
+
     @Test func tls10IsRefusedByAModernClient() async throws {
         try await withFixture("tls-v1-0") { fixture in
             var options = ProbeOptions()
@@ -18,6 +31,7 @@ struct WithFixtureTests {
 
             #expect(!result.succeeded)
             #expect(result.failure?.contains("protocol version") == true)
+            #expect(fixture.connections.last?.outcome?.alert == .protocolVersion)   // what the server saw
         }
     }
     // README: swift-testing-example end

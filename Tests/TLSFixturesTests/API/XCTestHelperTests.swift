@@ -1,4 +1,7 @@
 import Foundation
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
 import NIOConcurrencyHelpers
 @testable import TLSFixtures
 import TLSFixturesXCTest
@@ -22,6 +25,13 @@ final class XCTestHelperTests: XCTestCase {
         XCTAssertEqual(result.presentedChain.first?.spkiSHA256, fixture.pins.leaf)
     }
     // README: xctest-example end
+
+    /// The XCTest form of the assertion, with a real client (URLSession refuses a self-signed certificate as unknown_ca).
+    func testAssertRefusedWithURLSession() async throws {
+        let fixture = try await startFixture("self-signed")
+        await XCTAssertRefused(fixture) { try await URLSession.shared.data(from: fixture.url) }
+        XCTAssertEqual(fixture.connections.last?.outcome?.alert, .unknownCA)
+    }
 
     func testTeardownStopsTheFixture() async throws {
         // Teardown blocks run last-registered first, so this one runs after the fixture's own stop.

@@ -72,8 +72,10 @@ final class ATSPinTests: XCTestCase {
             let blocked = ATSEvaluator(policy: ATSPolicy(leafOnly)).evaluate(url: url, facts: facts)
             if !leafOK {
                 XCTAssertEqual(blocked.violations.map(\.rule), [.pinning], name)
+                // The reference: a pin mismatch fails with -1200 / -9802, as the scenario file states it.
                 XCTAssertEqual(blocked.likelyError?.urlErrorCode, -1200)
                 XCTAssertEqual(blocked.likelyError?.streamErrorCode, -9802)
+                XCTAssertEqual(blocked.likelyError, try ScenarioCatalog.builtIn.scenario(named: name).expect.refusal?.apple, name)
             }
         }
     }

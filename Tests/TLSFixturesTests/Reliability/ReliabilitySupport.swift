@@ -282,6 +282,16 @@ final class RawConnection {
 
     deinit { close() }
 
+    /// The port this end of the connection got (what a server sees as the peer's port).
+    var localPort: Int {
+        var address = sockaddr_in()
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        let rc = withUnsafeMutablePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &length) }
+        }
+        return rc == 0 ? Int(UInt16(bigEndian: address.sin_port)) : -1
+    }
+
     /// Sends all of `bytes`; false when the peer has already closed (EPIPE, ECONNRESET).
     @discardableResult
     func send(_ bytes: [UInt8]) -> Bool {

@@ -59,16 +59,25 @@ struct TLSServerHandlerTests {
         let recorder = Recorder()
         let client: OpenSSLConnection
 
-        init(extra: [ChannelHandler] = [], maxVersion: TLSVersion = .tls1_3, alpn: [String] = []) throws {
+        /// The fixture's connection log, when the handler records (`records: true`).
+        let log = ConnectionLog(capacity: 4)
+
+        init(extra: [ChannelHandler] = [], maxVersion: TLSVersion = .tls1_3, alpn: [String] = [],
+             clientSettings: TLSSettings? = nil, records: Bool = false) throws {
             let ca = try CertificateAuthority.ephemeral()
             let leaf = try ca.issueServerCertificate()
             let server = try TLSContext.server(settings: TLSSettings(), certificate: leaf.certificate, key: leaf.privateKey, chain: [])
-            let handler = try TLSServerHandler(context: server, handshakeTimeout: TLSServerHandlerTests.handshakeTimeout,
-                                               logger: Logger(label: "test"))
             channel = EmbeddedChannel()
+            let recording = records ? ConnectionRecorder(log: log, peer: nil, annotator: nil) : nil
+            let handler = try TLSServerHandler(context: server, handshakeTimeout: TLSServerHandlerTests.handshakeTimeout,
+                                               logger: Logger(label: "test"), recorder: recording)
             try channel.pipeline.syncOperations.addHandlers([handler, recorder] + extra)
-            client = try OpenSSLConnection(context: try TLSContext.client(settings: TLSSettings(maxVersion: maxVersion), alpn: alpn), role: .client)
+            let settings = clientSettings ?? TLSSettings(maxVersion: maxVersion)
+            client = try OpenSSLConnection(context: try TLSContext.client(settings: settings, alpn: alpn), role: .client)
         }
+
+        /// The one record the handler wrote.
+        var record: ConnectionRecord? { log.records.first }
 
         func activate() throws {
             try channel.connect(to: try SocketAddress(ipAddress: "127.0.0.1", port: 443)).wait()

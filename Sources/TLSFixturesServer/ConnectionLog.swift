@@ -1,0 +1,150 @@
+import Foundation
+import NIOConcurrencyHelpers
+import NIOCore
+import NIOPosix
+import TLSFixturesWire
+
+/// One fixture's connection records: the most recent `capacity` of them in a ring (the oldest is dropped when a new
+/// connection arrives at a full ring), so memory stays bounded however many clients come. Shared by the fixture's
+/// connections, each of which updates its own record as it goes (`ConnectionRecorder`); readers get copies.
+///
+/// Readers can wait for a change without polling: every update wakes the waiters, and a waiter's deadline is a task
+/// scheduled on an event loop.
+package final class ConnectionLog: Sendable {
+    private struct State {
+        /// Records by `(id - 1) % capacity`; grows to `capacity`, then wraps.
+        var ring: [ConnectionRecord] = []
+        var nextID = 1
+        /// Bumped by every change; a waiter registers against the version it last read.
+        var version = 0
+        var waiters: [Int: Waiter] = [:]
+        var nextWaiter = 0
+    }
+
+    private struct Waiter {
+        var continuation: CheckedContinuation<Void, Never>?
+        var timeout: Scheduled<Void>?
+    }
+
+    private let state = NIOLockedValueBox(State())
+    /// The most records kept.
+    package let capacity: Int
+
+    package init(capacity: Int) {
+        precondition(capacity > 0, "FixtureConfiguration.validate() refuses a capacity below 1")
+        self.capacity = capacity
+    }
+
+    /// Every record kept, oldest first.
+    package var records: [ConnectionRecord] { records(after: 0) }
+
+    /// Readers waiting for a change right now (for tests: a change made once this is 1 must wake that reader).
+    package var waiterCount: Int { state.withLockedValue { $0.waiters.count } }
+
+    /// The id the next connection gets, less one: a cursor for "everything from now on".
+    package var latestID: Int { state.withLockedValue { $0.nextID - 1 } }
+
+    /// The records kept whose id is above `cursor`, oldest first.
+    package func records(after cursor: Int) -> [ConnectionRecord] {
+        state.withLockedValue { state in Self.records(in: state, after: cursor, capacity: capacity) }
+    }
+
+    private static func records(in state: State, after cursor: Int, capacity: Int) -> [ConnectionRecord] {
+        let first = max(cursor + 1, state.nextID - state.ring.count)
+        guard first < state.nextID else { return [] }
+        return (first ..< state.nextID).map { state.ring[($0 - 1) % capacity] }
+    }
+
+    // MARK: Writing
+
+    /// Starts the record of a connection accepted now from `peer`; returns its id.
+    package func open(peer: String, at date: Date = Date()) -> Int {
+        change { state in
+            let id = state.nextID
+            state.nextID += 1
+            let record = ConnectionRecord(id: id, acceptedAt: date, peer: peer)
+            if state.ring.count < capacity {
+                state.ring.append(record)
+            } else {
+                state.ring[(id - 1) % capacity] = record
+            }
+            return id
+        }
+    }
+
+    /// Changes the record `id`, if the ring still holds it.
+    package func update(_ id: Int, _ body: (inout ConnectionRecord) -> Void) {
+        change { state in
+            let slot = (id - 1) % capacity
+            guard slot < state.ring.count, state.ring[slot].id == id else { return }
+            body(&state.ring[slot])
+        }
+    }
+
+    private func change<T>(_ body: (inout State) -> T) -> T {
+        let (result, woken) = state.withLockedValue { state -> (T, [Waiter]) in
+            let result = body(&state)
+            state.version += 1
+            let woken = Array(state.waiters.values)
+            state.waiters.removeAll(keepingCapacity: true)
+            return (result, woken)
+        }
+        for waiter in woken {
+            waiter.timeout?.cancel()
+            waiter.continuation?.resume()
+        }
+        return result
+    }
+
+    // MARK: Waiting
+
+    /// Records above `cursor` once `ready` holds for them, or once `deadline` passes (then whatever is there).
+    package func records(after cursor: Int, until deadline: NIODeadline,
+                         where ready: @Sendable ([ConnectionRecord]) -> Bool) async -> [ConnectionRecord] {
+        while true {
+            let (records, version) = state.withLockedValue { state in
+                (Self.records(in: state, after: cursor, capacity: capacity), state.version)
+            }
+            if ready(records) || NIODeadline.now() >= deadline || Task.isCancelled { return records }
+            await waitForChange(since: version, until: deadline)
+        }
+    }
+
+    /// Returns at the next change after `version` (at once if there was one), at `deadline`, or when cancelled.
+    private func waitForChange(since version: Int, until deadline: NIODeadline) async {
+        let token = state.withLockedValue { state -> Int in
+            state.nextWaiter += 1
+            return state.nextWaiter
+        }
+        await withTaskCancellationHandler {
+            await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+                let registered = state.withLockedValue { state -> Bool in
+                    guard state.version == version, !Task.isCancelled else { return false }
+                    state.waiters[token] = Waiter(continuation: continuation)
+                    return true
+                }
+                guard registered else {
+                    continuation.resume()
+                    return
+                }
+                let timeout = MultiThreadedEventLoopGroup.singleton.any().scheduleTask(deadline: deadline) { [self] in
+                    wake(token)
+                }
+                let fired = state.withLockedValue { state -> Bool in
+                    guard state.waiters[token] != nil else { return true }
+                    state.waiters[token]?.timeout = timeout
+                    return false
+                }
+                if fired { timeout.cancel() }
+            }
+        } onCancel: {
+            wake(token)
+        }
+    }
+
+    private func wake(_ token: Int) {
+        let waiter = state.withLockedValue { $0.waiters.removeValue(forKey: token) }
+        waiter?.timeout?.cancel()
+        waiter?.continuation?.resume()
+    }
+}

@@ -1,0 +1,74 @@
+import Foundation
+
+/// Why a load was not refused (or not accepted) as a test expected, in the test author's terms: what the client threw,
+/// and what the fixture saw. Thrown by `expectRefused` and `expectAccepted`; a Swift Testing test fails with its
+/// `description`, and the XCTest helpers report it at the call.
+public struct LoadExpectationFailure: CodedError {
+    /// Its kinds of failure, the static members of `ErrorCode<LoadExpectationFailure>`: new ones may be added.
+    public typealias Code = ErrorCode<LoadExpectationFailure>
+
+    /// What kind of failure this is.
+    public let code: Code
+    /// What happened instead, one line.
+    public let reason: String
+    /// What to do about it; nil when the reason says it all.
+    public let fix: String?
+
+    /// Memberwise: each argument sets the property of the same name, unchecked.
+    public init(code: Code, reason: String, fix: String? = nil) {
+        self.code = code
+        self.reason = reason
+        self.fix = fix
+    }
+
+    /// No connection from the load reached the fixture; `error` is what the load threw.
+    static func neverReached(place: String, error: ThrownError) -> LoadExpectationFailure {
+        LoadExpectationFailure(code: .neverReached,
+                               reason: "the client never reached \(place) (the load threw \(error))",
+                               fix: error.neverReachedHint)
+    }
+
+    static func accepted(_ reason: String) -> LoadExpectationFailure {
+        LoadExpectationFailure(code: .accepted, reason: reason)
+    }
+
+    static func loadSucceeded(_ reason: String) -> LoadExpectationFailure {
+        LoadExpectationFailure(code: .loadSucceeded, reason: reason)
+    }
+
+    static func refusedForAnotherReason(_ reason: String) -> LoadExpectationFailure {
+        LoadExpectationFailure(code: .refusedForAnotherReason, reason: reason)
+    }
+
+    static func stillOpen(_ reason: String) -> LoadExpectationFailure {
+        LoadExpectationFailure(code: .stillOpen, reason: reason,
+                               fix: "close the client's connections (invalidate the URLSession) before the check ends")
+    }
+
+    static func refused(_ reason: String) -> LoadExpectationFailure {
+        LoadExpectationFailure(code: .refused, reason: reason)
+    }
+
+    static func noRequestServed(_ reason: String) -> LoadExpectationFailure {
+        LoadExpectationFailure(code: .noRequestServed, reason: reason)
+    }
+}
+
+/// The codes of `LoadExpectationFailure`.
+extension ErrorCode where Owner == LoadExpectationFailure {
+    /// No connection from the load reached the fixture (a DNS failure, a wrong port, a proxy that refused).
+    public static var neverReached: Self { Self("neverReached") }
+    /// Expected refused: the fixture answered a request, so the client accepted it, and the load failed later.
+    public static var accepted: Self { Self("accepted") }
+    /// Expected refused: the load did not throw.
+    public static var loadSucceeded: Self { Self("loadSucceeded") }
+    /// Expected refused: refused, but not as the scenario's refusing clients refuse it (another alert, another Apple
+    /// code, or a close before the server's certificate).
+    public static var refusedForAnotherReason: Self { Self("refusedForAnotherReason") }
+    /// Expected refused: the connection from the load is still open, so how it ends is not known yet.
+    public static var stillOpen: Self { Self("stillOpen") }
+    /// Expected accepted: the client refused the fixture (or failed after it answered).
+    public static var refused: Self { Self("refused") }
+    /// Expected accepted: the load returned, but the fixture answered no request of it.
+    public static var noRequestServed: Self { Self("noRequestServed") }
+}
