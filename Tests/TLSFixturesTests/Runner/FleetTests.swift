@@ -135,6 +135,8 @@ struct FleetTests {
             #expect(states.map(\.scenario.name) == ["ats-compliant", "ssl-v3"], "in catalog order")
             let port = try #require(states.first?.state.fixture?.port)
             #expect(runner.fleet.servedFixture(onPort: port)?.scenario == "ats-compliant")
+            // The names the proxy lets through to it: its own (Scenario.fixtureHosts), no other fixture's.
+            #expect(runner.fleet.servedFixture(onPort: port)?.names == ["ats-compliant.fixtures.test"])
             #expect(runner.fleet.servedFixture(onPort: port + 1) == nil)
             guard case .unsupported(let reason) = states[1].state else {
                 Issue.record("ssl-v3 is \(states[1].state), not unsupported")

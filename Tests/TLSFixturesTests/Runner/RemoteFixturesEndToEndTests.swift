@@ -396,9 +396,10 @@ struct ProxyEndToEndTests {
         let loaded = try Self.isolated(["curl", "-sS", "--cacert", ca, "-w", "\n%{ssl_verify_result}"] + proxy + [name])
         #expect(loaded.status == 0 && loaded.stdout.contains("\"scenario\":\"ats-compliant\""), "\(loaded.combined)")
         #expect(loaded.stdout.hasSuffix("\n0"))
-        // The control: the same path refuses an expired chain, and a name the leaf does not carry.
+        // The control: the same path refuses an expired chain, and a name the leaf does not carry (wrong-host's).
         #expect(try Self.isolated(["curl", "-sS", "--cacert", ca] + proxy + [expired.qualifiedURL.absoluteString]).status == 60)
-        #expect(try Self.isolated(["curl", "-sS", "--cacert", ca] + proxy + ["https://somewhere-else.fixtures.test:\(compliant.port)/"]).status == 60)
+        let wrongHost = try runner.start(#"{"scenario": "wrong-host"}"#)
+        #expect(try Self.isolated(["curl", "-sS", "--cacert", ca] + proxy + [wrongHost.qualifiedURL.absoluteString]).status == 60)
         // The chain a client sees through the tunnel is the fixture's own.
         let tunnelled = try presentedLeafPEM(port: compliant.port, host: "ats-compliant.fixtures.test", proxy: runner.base)
         #expect(firstCertificatePEM(compliant.chainPEM) == tunnelled)
@@ -408,9 +409,52 @@ struct ProxyEndToEndTests {
         let plain = try Self.isolated(["curl", "-sS"] + proxy + [http.qualifiedURL.absoluteString])
         #expect(http.qualifiedURL.scheme == "http" && plain.stdout.contains("\"scenario\":\"http\""), "\(plain.combined)")
 
-        // Not an open proxy: one refusal as curl sees it; the whole allow/deny table is ProxyPolicyTests'.
+        // Not an open proxy: one refusal as curl sees it; the whole allow/deny table is ProxyPolicyTests' (the README's).
         let refused = try Self.isolated(["curl", "-sS", "-o", "/dev/null", "-w", "%{http_connect}"] + proxy + ["https://example.com:443/"])
         #expect(refused.stdout == "403", "\(refused.combined)")
+    }
+
+    /// Issue 27: a CONNECT reached whatever listened on the port, by any name (another fixture's, none, 600 letters),
+    /// and localhost, 127.0.0.1, [::1] and even `::1:PORT` got through. A user who typed the wrong port silently tested
+    /// another scenario, and one who used localhost tested without ATS.
+    @Test("a name reaches its own fixture's port only, never by localhost or an address; each refusal says which fixture is there",
+          .requires(Tools.curl, Tools.python), .enabled(if: namespace == nil, Comment(rawValue: namespace ?? "")))
+    func namesAreChecked() async throws {
+        let runner = try ControlAPIRunner.start(["ats-compliant"])
+        defer { runner.stop() }
+        let compliant = try runner.start(#"{"scenario": "ats-compliant"}"#)
+        let port = compliant.port
+        let ca = try TestEnvironment.file(Data(compliant.caPEM.utf8), name: "ca.pem")
+        func connectStatus(_ url: String) throws -> String {
+            try Self.isolated(["curl", "-sS", "-o", "/dev/null", "-w", "%{http_connect}", "--cacert", ca, "--proxy", runner.url, url]).stdout
+        }
+        #expect(try connectStatus("https://ats-compliant.fixtures.test:\(port)/") == "200")
+        #expect(try connectStatus("https://ATS-Compliant.Fixtures.Test.:\(port)/") == "200")
+        for host in ["pinned.fixtures.test", "no-such-fixture.fixtures.test", String(repeating: "a", count: 600) + ".fixtures.test",
+                     "localhost", "127.0.0.1", "[::1]"] {
+            #expect(try connectStatus("https://\(host):\(port)/") == "403", "\(host.prefix(40))")
+        }
+        // Raw CONNECTs, for what curl will not send (`::1:PORT`) and for the refusal's words.
+        let script = """
+        import socket, sys
+        base = int(sys.argv[1])
+        for authority in sys.argv[2:]:
+            with socket.create_connection(("127.0.0.1", base)) as s:
+                s.sendall(b"CONNECT %s HTTP/1.1\\r\\nHost: %s\\r\\n\\r\\n" % (authority.encode(), authority.encode()))
+                answer = b""
+                while chunk := s.recv(4096):
+                    answer += chunk
+                print(answer.split(b"\\r\\n\\r\\n", 1)[-1].decode().strip())
+        """
+        let answers = try Subprocess.run([try #require(Tools.python.path), "-c", script, "\(runner.base)",
+                                          "pinned.fixtures.test:\(port)", "localhost:\(port)", "::1:\(port)"], timeout: 60)
+        let lines = answers.stdout.split(separator: "\n").map(String.init)
+        #expect(lines.count == 3, "\(answers.combined)")
+        let name = "ats-compliant.fixtures.test:\(port)"
+        #expect(lines.first?.hasPrefix("403 port \(port) is the ats-compliant fixture") == true && lines.first?.contains(name) == true,
+                "\(lines)")
+        #expect(lines.dropFirst().first?.hasPrefix("403 the proxy reaches fixtures by name only, such as \(name)") == true, "\(lines)")
+        #expect(lines.last?.hasPrefix("400 \"::1:\(port)\" is not HOST:PORT") == true, "\(lines)")
     }
 
     @Test("--domain: leaves also name NAME.DOMAIN, the proxy resolves it, and a CA that does not permit it is refused",
