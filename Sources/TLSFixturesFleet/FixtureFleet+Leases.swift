@@ -94,6 +94,13 @@ extension FixtureFleet: FleetCommands {
     private func resolve(_ reference: ScenarioReference) throws(FleetError) -> (Scenario, PreparationStorage) {
         switch reference {
         case .name(let name):
+            // Before any look-up: a name of a megabyte is not compared with the catalog's, nor sent back.
+            guard name.utf8.count <= FixtureAPI.maximumScenarioNameBytes else {
+                throw FleetError(
+                    .unknownScenario,
+                    "the scenario name is \(name.utf8.count) bytes; no scenario's is over "
+                        + "\(FixtureAPI.maximumScenarioNameBytes)", fix: ScenarioError.listHint, field: "scenario")
+            }
             do { return (try catalog.scenario(named: name), .store) } catch {
                 throw FleetError(.unknownScenario, "\(error)", field: "scenario")
             }

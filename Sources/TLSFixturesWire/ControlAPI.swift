@@ -29,6 +29,9 @@ public enum FixtureAPI {
     public static let maximumLiveFixtures = 256
     /// The largest request body (a scenario with 10,000 names is about 300 KB).
     public static let maximumBodyBytes = 1 << 20
+    /// The longest scenario name a request may give, in bytes: a name is the first label of a DNS name
+    /// (`NAME.fixtures.test`), and no DNS name is longer (RFC 1035 §2.3.4). A longer one is refused unread.
+    public static let maximumScenarioNameBytes = 253
     /// Session tags: 1–64 of `A–Z a–z 0–9 . _ -`.
     public static let maximumSessionLength = 64
 

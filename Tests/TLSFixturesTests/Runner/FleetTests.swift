@@ -87,6 +87,14 @@ struct FleetTests {
         #expect(
             unknown?.code == .unknownScenario && unknown?.reason.contains("did you mean \"expired\"") == true,
             "\(String(describing: unknown))")
+        // A name longer than any DNS name (253 bytes, RFC 1035 §2.3.4) names nothing: refused before any look-up, and
+        // not sent back (issue 27: a megabyte's "did you mean" held the API for seconds).
+        for length in [254, 100_000] {
+            let long = await refusal(StartFixtureRequest(scenario: .name("expired" + String(repeating: "d", count: length))))
+            #expect(long?.code == .unknownScenario && long?.field == "scenario", "\(String(describing: long))")
+            #expect(long?.reason.contains("is \(length + 7) bytes; no scenario's is over 253") == true)
+            #expect((long?.description.utf8.count ?? .max) < 400, "\(String(describing: long).prefix(300))")
+        }
         let taken = await refusal(
             StartFixtureRequest(
                 scenario: .inline([

@@ -172,6 +172,9 @@ struct ControlAPIEndToEndTests {
         let bad = try runner.api("POST", "/api/fixtures", json: #"{"scenario": {"name": "x", "group": "custom", "summary": "s", "certificate": {}, "tls": {"minVersion": "TLSv9"}}}"#)
         #expect(bad.status == 400)
         #expect(bad.error?.field?.hasPrefix("scenario") == true, "\(bad.text)")
+        // The files' strict reading too (issue 27: this started "a"): a key twice is refused, not one of them kept.
+        let twice = try runner.api("POST", "/api/fixtures", json: #"{"scenario": {"name": "a", "name": "b", "group": "custom", "summary": "s", "certificate": {}, "tls": {}}}"#)
+        #expect(twice.status == 400 && twice.error?.field == "scenario.name", "\(twice.text)")
     }
 
     // Bad requests (400 naming the field, 404, 405, 415, 403 for a web page) and lease expiry are the front door's and
