@@ -72,6 +72,8 @@ extension FixtureFleet: FleetCommands {
         let prepared: PreparedScenario
         do {
             prepared = try await prepare(scenario, storage: storage)
+        } catch let refusal as FleetError {
+            throw refusal
         } catch let unsupported as ScenarioUnsupported {
             throw FleetError(.cannotPrepare, unsupported.reason, fix: unsupported.fix, field: "scenario")
         } catch {
@@ -166,7 +168,11 @@ extension FixtureFleet: FleetCommands {
         }
         let domains = options.domains
         let store = store
-        let made = try await NIOThreadPool.singleton.runIfActive {
+        let table = table
+        let made = try await lanes.run(
+            slow: Self.slowWork(of: scenario, store: store, storage: storage) != nil, scenario: scenario.name,
+            stopping: { table.withLockedValue(\.stopping) }
+        ) {
             try store.prepare(scenario, domains: domains, storage: storage)
         }
         if storage == .memory {

@@ -13,7 +13,8 @@ import Foundation
 /// | `DELETE /api/sessions/TAG` | `200` and a `SessionStopped`: everything that session started |
 ///
 /// Errors are `APIError` bodies: `400` naming the field, `404`, `405` (with `Allow`), `413` (a body over
-/// `maximumBodyBytes`), `415` (a body that is not `application/json`), `429` (`maximumLiveFixtures` are running).
+/// `maximumBodyBytes`), `415` (a body that is not `application/json`), `429` (`maximumLiveFixtures` are running), `503`
+/// with `Retry-After` (as many starts as may be are making slow keys, or the runner is stopping).
 /// Both sides encode and decode with `FixtureAPI.encoder()` and `decoder()`, so dates and data read the same.
 public enum FixtureAPI {
     /// `POST` starts a fixture here, `GET` lists them; `/api/fixtures/ID` and `/api/fixtures/ID/renew` act on one.

@@ -73,8 +73,8 @@ struct FrontDoorTests {
     static let fleetStatuses: [(code: FleetError.Code, status: Int)] = [
         (.invalidTTL, 400), (.invalidSession, 400), (.unknownScenario, 400), (.invalidScenario, 400),
         (.catalogName, 400),
-        (.invalidKeyName, 400), (.cannotPrepare, 422), (.full, 429), (.stopping, 503), (.cannotListen, 503),
-        (.cannotDescribe, 500), (.noSuchFixture, 404),
+        (.invalidKeyName, 400), (.cannotPrepare, 422), (.full, 429), (.stopping, 503), (.busy, 503),
+        (.cannotListen, 503), (.cannotDescribe, 500), (.noSuchFixture, 404),
     ]
 
     @Test("each fleet error gets its status from one table, with the field and one line of JSON")
@@ -98,6 +98,14 @@ struct FrontDoorTests {
         let full = try await door.send("POST", "/api/fixtures", body: #"{"scenario": "expired"}"#)
         #expect(full.header("Retry-After") == "1")
         #expect(full.error?.error.contains("DELETE /api/fixtures/ID") == true, "\(full.text)")
+        // Too many slow keys in the making: 503 with when to come back (RFC 9110 §15.6.4, §10.2.3), and what to start
+        // instead. Nothing else that is refused says to retry.
+        fleet.startOutcome.withLockedValue { $0 = .failure(.busy(4)) }
+        let busy = try await door.send("POST", "/api/fixtures", body: #"{"scenario": "expired"}"#)
+        #expect(busy.status == 503 && busy.header("Retry-After") == "10", "\(busy.headers) \(busy.text)")
+        #expect(busy.error?.error.contains("whose key exists") == true, "\(busy.text)")
+        fleet.startOutcome.withLockedValue { $0 = .failure(.stopping) }
+        #expect(try await door.send("POST", "/api/fixtures", body: #"{"scenario": "expired"}"#).header("Retry-After") == nil)
         let missing = try await door.send("GET", "/api/fixtures/nope")
         #expect(
             missing.status == 404 && missing.error?.error.contains("GET /api/fixtures lists") == true, "\(missing.text)"
@@ -112,7 +120,7 @@ struct FrontDoorTests {
             contentsOf: TestEnvironment.packageRoot.appendingPathComponent("Sources/TLSFixturesFleet/FleetError.swift"),
             encoding: .utf8)
         let declared = source.matches(of: /static var (\w+): Self \{ Self\("(\w+)"\) \}/).map { String($0.output.1) }
-        #expect(declared.count >= 12, "the scan found \(declared)")
+        #expect(declared.count >= 13, "the scan found \(declared)")
         #expect(Set(declared) == Set(FleetError.Code.all.map(\.description)))
         for code in FleetError.Code.all { #expect(FleetErrorStatus.table[code] != nil, "\(code) has no status") }
     }
