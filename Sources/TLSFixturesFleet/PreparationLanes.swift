@@ -47,7 +47,8 @@ package final class PreparationLanes: Sendable {
 
     /// Runs `body` in the slow lane when `slow`, else in the quick one. A slow start past the limit throws
     /// `FleetError.busy` at once; one still queued when `stopping` turns true is dropped with `FleetError.stopping`,
-    /// never made for nobody. (One already making its key is abandoned, not waited for: OpenSSL cannot be interrupted.)
+    /// never made for nobody. One already making its key is abandoned, not waited for (OpenSSL cannot be interrupted),
+    /// and refused when it is made.
     func run<T: Sendable>(
         slow: Bool, scenario: String, stopping: @escaping @Sendable () -> Bool,
         _ body: @escaping @Sendable () throws -> T
@@ -69,7 +70,10 @@ package final class PreparationLanes: Sendable {
         return try await Self.slowPool.runIfActive {
             if stopping() { throw FleetError.stopping }
             observer?(.started(scenario: scenario))
-            return try body()
+            let made = try body()
+            // Made after the fleet stopped (abandoned): nothing may start listening for it now.
+            if stopping() { throw FleetError.stopping }
+            return made
         }
     }
 }
