@@ -171,7 +171,8 @@ package struct ScenarioJSONPrecheck {
                 let text = String(scalars)
                 if !isKey, let control = text.unicodeScalars.first(where: { $0.value < 0x20 || (0x7F...0x9F).contains($0.value) }) {
                     let hex = String(control.value, radix: 16, uppercase: true)
-                    throw Self.found(path, "control character U+\(String(repeating: "0", count: max(0, 4 - hex.count)) + hex) "
+                    let code = String(repeating: "0", count: max(0, 4 - hex.count)) + hex
+                    throw Self.found(path, "control character U+\(code) "
                                   + "in a string; scenario text is printed to terminals, so write it without escape sequences")
                 }
                 return text

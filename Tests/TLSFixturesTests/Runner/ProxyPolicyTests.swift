@@ -78,7 +78,8 @@ struct ProxyPolicyTests {
             let cells = line.split(separator: "|").map { $0.trimmingCharacters(in: .whitespaces) }
             var request = String(cells[0].split(separator: "`")[0])
             for match in request.matches(of: /(.)×(\d+)/).reversed() {
-                request.replaceSubrange(match.range, with: String(repeating: String(match.output.1), count: Int(match.output.2)!))
+                let expanded = String(repeating: String(match.output.1), count: Int(match.output.2)!)
+                request.replaceSubrange(match.range, with: expanded)
             }
             return Row(request: request, answer: cells[1])
         }
@@ -104,7 +105,7 @@ struct ProxyPolicyTests {
             case .failure(let refusal):
                 #expect(!refusal.reason.contains("\n"), "\(row): \(refusal.reason)")
                 if let named = row.answer.firstMatch(of: /naming `([^`]+)`/)?.output.1 {
-                    #expect(refusal.reason.contains(named), "\(row): the refusal does not name \(named): \(refusal.reason)")
+                    #expect(refusal.reason.contains(named), "\(row): does not name \(named): \(refusal.reason)")
                 }
             }
         }
@@ -173,7 +174,9 @@ struct ProxyPolicyTests {
         }
         #expect(port.reason.contains("no fixture of this runner listens on port 22"), "\(port.reason)")
         // Control characters in what the client sent are shown escaped, never raw; a megabyte is not sent back.
-        guard case .failure(let raw) = Self.policy.target(authority: "a\r\nb:9801") else { Issue.record("allowed"); return }
+        guard case .failure(let raw) = Self.policy.target(authority: "a\r\nb:9801") else {
+            Issue.record("allowed"); return
+        }
         #expect(raw.reason.contains("a\\r\\nb"), "\(raw.reason)")
         let huge = String(repeating: "a", count: 1_000_000) + ".fixtures.test:9801"
         guard case .failure(let long) = Self.policy.target(authority: huge) else { Issue.record("allowed"); return }
