@@ -43,7 +43,8 @@ package enum RunnerReport {
         }
         if let proxy = document.proxy {
             let names = ([Scenario.fixturesDomain] + (document.domains ?? [])).map { "NAME.\($0)" }.joined(separator: ", ")
-            lines.append("Proxy: http://localhost:\(proxy.port) reaches \(names) on fixture ports, with no /etc/hosts entry "
+            lines.append("Proxy: http://localhost:\(proxy.port) reaches \(names) on that fixture's port, "
+                         + "with no /etc/hosts entry "
                          + "(curl --proxy http://localhost:\(proxy.port) https://ats-compliant.fixtures.test:PORT/)")
         }
         lines.append("")

@@ -72,6 +72,8 @@ extension FixtureFleet: FleetCommands {
         let prepared: PreparedScenario
         do {
             prepared = try await prepare(scenario, storage: storage)
+        } catch let refusal as FleetError {
+            throw refusal
         } catch let unsupported as ScenarioUnsupported {
             throw FleetError(.cannotPrepare, unsupported.reason, fix: unsupported.fix, field: "scenario")
         } catch {
@@ -94,6 +96,13 @@ extension FixtureFleet: FleetCommands {
     private func resolve(_ reference: ScenarioReference) throws(FleetError) -> (Scenario, PreparationStorage) {
         switch reference {
         case .name(let name):
+            // Before any look-up: a name of a megabyte is not compared with the catalog's, nor sent back.
+            guard name.utf8.count <= FixtureAPI.maximumScenarioNameBytes else {
+                throw FleetError(
+                    .unknownScenario,
+                    "the scenario name is \(name.utf8.count) bytes; no scenario's is over "
+                        + "\(FixtureAPI.maximumScenarioNameBytes)", fix: ScenarioError.listHint, field: "scenario")
+            }
             do { return (try catalog.scenario(named: name), .store) } catch {
                 throw FleetError(.unknownScenario, "\(error)", field: "scenario")
             }
@@ -159,7 +168,11 @@ extension FixtureFleet: FleetCommands {
         }
         let domains = options.domains
         let store = store
-        let made = try await NIOThreadPool.singleton.runIfActive {
+        let table = table
+        let made = try await lanes.run(
+            slow: Self.slowWork(of: scenario, store: store, storage: storage) != nil, scenario: scenario.name,
+            stopping: { table.withLockedValue(\.stopping) }
+        ) {
             try store.prepare(scenario, domains: domains, storage: storage)
         }
         if storage == .memory {

@@ -39,6 +39,11 @@ package final class FixtureFleet: Sendable {
         public var backgroundPreparation = true
         /// Where lease timers run and what time a lease ends: the real clock, or a test's manual one.
         package var leaseClock = LeaseClock.system
+        /// Control API starts that make slow keys, running or queued, at most (`PreparationLanes`); one more is
+        /// `FleetError.busy`.
+        package var maximumSlowStarts = 4
+        /// Told what the slow lane does with each start, in order (a test's window on it).
+        package var slowLaneObserver: (@Sendable (PreparationLanes.Event) -> Void)? = nil
         package init() {}
     }
 
@@ -72,6 +77,8 @@ package final class FixtureFleet: Sendable {
     let closing = NIOLockedValueBox<[String: EventLoopFuture<Void>]>([:])
     /// Inline scenarios prepared lately, so the same scenario started again gets the same leaf (and pins) quickly.
     let inlineCache = NIOLockedValueBox<[(Scenario, PreparedScenario)]>([])
+    /// Where the control API's starts are prepared: slow keys apart from everything else.
+    let lanes: PreparationLanes
 
     /// Which fixture; the catalog's are named, leased ones get a random id.
     enum Key: Hashable, Sendable {
@@ -115,6 +122,7 @@ package final class FixtureFleet: Sendable {
         self.revocationServices = revocationServices; self.legacyHelper = legacyHelper
         self.table = NIOLockedValueBox(table)
         self.descriptorWarning = descriptorWarning
+        lanes = PreparationLanes(maximumSlowStarts: options.maximumSlowStarts, observer: options.slowLaneObserver)
     }
 
     /// Prepares the scenarios that are quick to make (in parallel), starts each on its port, and returns; the slow ones
@@ -240,9 +248,13 @@ package final class FixtureFleet: Sendable {
 
     /// What makes `scenario` slow to prepare on this store, if anything: an RSA key of 4096 bits or more, or a DH group
     /// of 2048 bits or more that has to be generated (not a named group, not made yet): seconds to a minute each.
-    static func slowWork(of scenario: Scenario, store: CertificateStore) -> String? {
+    /// Prepared in memory (an inline scenario), a key of its own is made every time: only a `keyName` is looked up.
+    static func slowWork(
+        of scenario: Scenario, store: CertificateStore, storage: PreparationStorage = .store
+    ) -> String? {
         if let plan = scenario.certificate, case .rsa(let bits) = plan.key, bits >= 4096,
-            !store.hasKey(named: plan.keyName ?? scenario.name, spec: plan.key)
+            (storage == .memory && plan.keyName == nil)
+                || !store.hasKey(named: plan.keyName ?? scenario.name, spec: plan.key)
         {
             return "the \(plan.key) key"
         }

@@ -43,15 +43,21 @@ package struct ServedFixture: Sendable, Equatable {
     package var isCleartext: Bool
     /// Where the proxy connects: loopback, or the fixture's own address when it listens elsewhere.
     package var address: String
+    /// The names a client may reach it by through the proxy, lowercased: `Scenario.fixtureHosts` (`NAME.fixtures.test`
+    /// and any other name under it the leaf carries) and `NAME.DOMAIN` for each `serve --domain`.
+    package var names: [String]
 
-    package init(scenario: String, port: Int, isCleartext: Bool, address: String) {
+    /// `names` nil: `NAME.fixtures.test` alone.
+    package init(scenario: String, port: Int, isCleartext: Bool, address: String, names: [String]? = nil) {
         self.scenario = scenario; self.port = port; self.isCleartext = isCleartext; self.address = address
+        self.names = (names ?? ["\(scenario).\(Scenario.fixturesDomain)"]).map { $0.lowercased() }
     }
 
     init(_ fixture: FixtureServer) {
         self.init(
             scenario: fixture.scenario.name, port: fixture.port, isCleartext: fixture.scenario.isCleartext,
-            address: Self.connectAddress(fixture.boundAddresses))
+            address: Self.connectAddress(fixture.boundAddresses),
+            names: fixture.scenario.fixtureHosts + fixture.prepared.domains.map { "\(fixture.scenario.name).\($0)" })
     }
 
     /// A fixture on every address (`--bind 0.0.0.0`) is reached on loopback; one bound to a single address, there.

@@ -34,6 +34,14 @@ package struct FleetError: CodedError {
 
     package static let stopping = FleetError(.stopping, "the runner is stopping")
 
+    /// `limit` starts that make slow keys are admitted already (`PreparationLanes`).
+    package static func busy(_ limit: Int) -> FleetError {
+        FleetError(
+            .busy,
+            "\(limit) starts are making slow keys already (RSA-4096 and up, or a DH group: seconds to a minute each), "
+                + "the most at once", fix: "try again shortly, or start a scenario whose key exists")
+    }
+
     package static let full = FleetError(
         .full, "\(FixtureAPI.maximumLiveFixtures) fixtures started through the API are running, the most at once",
         fix: "stop some, by id or by session, or let their leases end")
@@ -65,6 +73,8 @@ extension ErrorCode where Owner == FleetError {
     package static var full: Self { Self("full") }
     /// The runner is stopping: nothing new starts.
     package static var stopping: Self { Self("stopping") }
+    /// `Options.maximumSlowStarts` starts are making slow keys already; this one would need another.
+    package static var busy: Self { Self("busy") }
     /// The fixture could not listen (no port, no descriptor).
     package static var cannotListen: Self { Self("cannotListen") }
     /// The fixture started but its description (pins, PEMs, client identity) could not be made.
@@ -77,7 +87,7 @@ extension ErrorCode where Owner == FleetError {
         [
             .invalidTTL, .invalidSession, .unknownScenario, .invalidScenario, .catalogName, .invalidKeyName,
             .cannotPrepare,
-            .full, .stopping, .cannotListen, .cannotDescribe, .noSuchFixture,
+            .full, .stopping, .busy, .cannotListen, .cannotDescribe, .noSuchFixture,
         ]
     }
 }

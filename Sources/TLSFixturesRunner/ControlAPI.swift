@@ -146,7 +146,9 @@ struct ControlAPI: Sendable {
     // MARK: Reading requests
 
     /// Strict: a JSON object, of `application/json`, with no key the request type does not know (a misspelt `"tll"`
-    /// would otherwise be a silent 300-second lease).
+    /// would otherwise be a silent 300-second lease), read first as scenario files are (`ScenarioJSONPrecheck`: no key
+    /// twice anywhere, in an inline scenario or around it; whole numbers that fit; no control characters), so an inline
+    /// scenario is refused exactly where its file would be, and `"ttl": 1.5` is a 400 naming `ttl`.
     static func decode<T: Decodable>(_ type: T.Type, _ request: Request, known: Set<String>) throws -> T {
         guard
             request.contentType?.lowercased().split(separator: ";").first?.trimmingCharacters(in: .whitespaces)
@@ -156,6 +158,10 @@ struct ControlAPI: Sendable {
         }
         guard !request.body.allSatisfy(\.isWhitespaceByte) else {
             throw ControlAPIFailure(400, "the body is empty; send a JSON object such as {\"scenario\": \"expired\"}")
+        }
+        if let finding = ScenarioJSONPrecheck.finding(in: Array(request.body), document: "the body") {
+            let place = finding.path.isEmpty ? "" : finding.path.joined(separator: ".") + ": "
+            throw ControlAPIFailure(400, place + finding.problem, field: finding.field)
         }
         let object: [String: JSONValue]
         do {

@@ -23,7 +23,7 @@ struct HTTPAnswer: Sendable {
         var answer = HTTPAnswer(
             status: HTTPResponseStatus(statusCode: failure.status), contentType: "application/json",
             body: body + Data("\n".utf8))
-        if failure.status == 429 { answer.extraHeaders.append(("Retry-After", "1")) }
+        if let seconds = failure.retryAfter { answer.extraHeaders.append(("Retry-After", "\(seconds)")) }
         if let allow = failure.allow { answer.extraHeaders.append(("Allow", allow)) }
         return answer
     }
@@ -46,6 +46,8 @@ struct ControlAPIFailure: Error, Sendable, Equatable, CustomStringConvertible {
     var body: APIError
     /// For `405`: the methods the resource takes (the `Allow` header).
     var allow: String?
+    /// For `429` and `503`: seconds after which to try again (the `Retry-After` header, RFC 9110 §10.2.3).
+    var retryAfter: Int?
 
     init(_ status: Int, _ message: String, field: String? = nil) {
         self.status = status
@@ -58,24 +60,35 @@ struct ControlAPIFailure: Error, Sendable, Equatable, CustomStringConvertible {
 /// The one table from the fleet's errors to the control API's statuses. Every `FleetError` code has a row (a test holds
 /// that), and where the fleet's fix would not help a client of the API, the row words it in the API's routes.
 enum FleetErrorStatus {
-    static let table: [FleetError.Code: (status: HTTPResponseStatus, fix: String?)] = [
-        .invalidTTL: (.badRequest, nil),
-        .invalidSession: (.badRequest, nil),
-        .unknownScenario: (.badRequest, nil),
-        .invalidScenario: (.badRequest, nil),
-        .catalogName: (.badRequest, nil),
-        .invalidKeyName: (.badRequest, nil),
-        .cannotPrepare: (.unprocessableEntity, nil),
-        .full: (.tooManyRequests, "stop some (DELETE /api/fixtures/ID or /api/sessions/TAG) or let their leases end"),
-        .stopping: (.serviceUnavailable, nil),
-        .cannotListen: (.serviceUnavailable, nil),
-        .cannotDescribe: (.internalServerError, nil),
-        .noSuchFixture: (.notFound, "GET /api/fixtures lists the running ones"),
+    typealias Row = (status: HTTPResponseStatus, fix: String?, retryAfter: Int?)
+
+    static let table: [FleetError.Code: Row] = [
+        .invalidTTL: (.badRequest, nil, nil),
+        .invalidSession: (.badRequest, nil, nil),
+        .unknownScenario: (.badRequest, nil, nil),
+        .invalidScenario: (.badRequest, nil, nil),
+        .catalogName: (.badRequest, nil, nil),
+        .invalidKeyName: (.badRequest, nil, nil),
+        .cannotPrepare: (.unprocessableEntity, nil, nil),
+        .full: (
+            .tooManyRequests, "stop some (DELETE /api/fixtures/ID or /api/sessions/TAG) or let their leases end", 1
+        ),
+        .stopping: (.serviceUnavailable, nil, nil),
+        // A place frees when a slow key is made: seconds to a minute.
+        .busy: (
+            .serviceUnavailable, "try again after Retry-After, or start a scenario whose key exists (catalog "
+                + "scenarios started once, or an inline one with a keyName)", 10
+        ),
+        .cannotListen: (.serviceUnavailable, nil, nil),
+        .cannotDescribe: (.internalServerError, nil, nil),
+        .noSuchFixture: (.notFound, "GET /api/fixtures lists the running ones", nil),
     ]
 
     static func failure(_ error: FleetError) -> ControlAPIFailure {
-        let row = table[error.code] ?? (.internalServerError, nil)
+        let row = table[error.code] ?? (.internalServerError, nil, nil)
         let message = row.fix.map { "\(error.reason); \($0)" } ?? error.description
-        return ControlAPIFailure(Int(row.status.code), message, field: error.field)
+        var failure = ControlAPIFailure(Int(row.status.code), message, field: error.field)
+        failure.retryAfter = row.retryAfter
+        return failure
     }
 }

@@ -101,6 +101,10 @@ final class RunnerRequestRouter: ChannelInboundHandler, RemovableChannelHandler 
             }
         case .idle:
             guard case .head(let head) = part else { return }
+            if let problem = Self.hostProblem(head) {
+                refuse(context, head, .badRequest, problem, closing: true)
+                return
+            }
             guard let kind = classify(head) else {
                 if layer.responder == nil {
                     state = .collecting(head, ByteBuffer(), .api)   // answered below with the proxy port's 404
@@ -151,6 +155,27 @@ final class RunnerRequestRouter: ChannelInboundHandler, RemovableChannelHandler 
         let request = ControlAPI.Request(method: head.method, uri: head.uri, contentType: head.headers.first(name: "Content-Type"),
                                          body: Data(body.readableBytesView))
         wait(context, for: context.eventLoop.makeFutureWithTask { await controlAPI.answer(request) }, head: head)
+    }
+
+    /// RFC 9112 §3.2: "A server MUST respond with a 400 (Bad Request) status code to any HTTP/1.1 request message that
+    /// lacks a Host header field and to any request message that contains more than one Host header field line or a
+    /// Host header field with an invalid field value." Which of two would count is what request smuggling plays on.
+    static func hostProblem(_ head: HTTPRequestHead) -> String? {
+        let hosts = head.headers["Host"]
+        if hosts.count > 1 {
+            return "the request has \(hosts.count) Host headers; send one (RFC 9112 §3.2)"
+        }
+        guard let host = hosts.first else {
+            guard head.version.major > 1 || (head.version.major == 1 && head.version.minor >= 1) else { return nil }
+            return "an HTTP/1.1 request needs a Host header, such as Host: localhost:PORT (RFC 9112 §3.2)"
+        }
+        // uri-host [":" port] (RFC 3986 §3.2.2): unreserved, percent-encoded, sub-delims, ":" and an IPv6 literal's
+        // brackets. Empty is allowed, for a target without an authority.
+        let allowed = Set("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-._~%!$&'()*+,;=:[]".utf8)
+        guard host.utf8.allSatisfy(allowed.contains) else {
+            return "Host \"\(ProxyPolicy.shown(host))\" is not HOST[:PORT] (RFC 9112 §3.2)"
+        }
+        return nil
     }
 
     /// A request a web page in the user's browser could make: refused, so no site can start or stop fixtures.
@@ -344,6 +369,13 @@ final class RunnerRequestRouter: ChannelInboundHandler, RemovableChannelHandler 
     private func setReading(_ context: ChannelHandlerContext, _ on: Bool) {
         context.channel.setOption(ChannelOptions.autoRead, value: on).whenComplete { _ in }
         if on { context.read() }
+    }
+
+    /// The idle timeout is for clients that leave a connection silent; one waiting for its answer (a start that makes
+    /// an RSA-8192 key can take a minute) is not idle, so the event stops here until the answer is written.
+    func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
+        if event is IdleStateHandler.IdleStateEvent, case .answering = state { return }
+        context.fireUserInboundEventTriggered(event)
     }
 
     func errorCaught(context: ChannelHandlerContext, error: Error) {

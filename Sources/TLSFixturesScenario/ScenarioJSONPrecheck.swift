@@ -3,6 +3,9 @@
 /// (`"port": 9900.5` came out as "The given data was not valid JSON."), a control character in a string (an escape
 /// sequence in a summary reached the terminal raw), and a top level that is not an object.
 ///
+/// The one strict reading of JSON a person sends: scenario files, and the control API's request bodies, which carry
+/// scenario files inline (so `{"scenario": {"name": "a", "name": "b"}}` is refused as the same file would be).
+///
 /// A small recursive-descent reader over the bytes: it builds nothing, stops at the first finding, nests at most
 /// `maximumDepth` deep, and reports nothing for text that is not JSON at all, which the decoder then reports with
 /// its line and column. Every byte sequence is safe to give it (the scenario fuzzer feeds it).
@@ -10,27 +13,58 @@ package struct ScenarioJSONPrecheck {
     /// A scenario file nests four levels at most (scenario → certificate → validity → …).
     static let maximumDepth = 32
 
+    /// One problem, where it is.
+    package struct Finding: Sendable, Equatable {
+        /// The keys down to it (`["tls"]`, `["certificate", "hosts", "[2]"]`); empty for the whole document.
+        package var path: [String]
+        /// What is wrong there, without the place.
+        package var problem: String
+        /// For a repeated key, that key: the field at fault is `path` plus it.
+        package var key: String?
+
+        /// `at KEY.PATH: problem`, as scenario files' errors read.
+        package var text: String { ScenarioJSONPrecheck.location(path) + problem }
+
+        /// The field at fault, dotted as the control API names fields (`scenario.name`, `ttl`); nil for the whole
+        /// document.
+        package var field: String? {
+            let keys = path + (key.map { [$0] } ?? [])
+            return keys.isEmpty ? nil : keys.joined(separator: ".").replacingOccurrences(of: ".[", with: "[")
+        }
+    }
+
     /// The first problem found, as `at KEY.PATH: problem` (or a whole-file problem), or nil.
     package static func problem(in bytes: [UInt8]) -> String? {
+        finding(in: bytes)?.text
+    }
+
+    /// The first problem found, or nil. `document` names the whole in a top-level problem ("a scenario file holds one
+    /// JSON object").
+    package static func finding(in bytes: [UInt8], document: String = "a scenario file") -> Finding? {
         var reader = ScenarioJSONPrecheck(bytes: bytes)
         do {
             reader.skipWhitespace()
             guard let first = reader.peek() else { return nil }
             if first != UInt8(ascii: "{") {
                 guard let kind = reader.kindOfValue(first) else { return nil }
-                return "a scenario file holds one JSON object ({…}), not \(kind)"
+                return Finding(path: [], problem: "\(document) holds one JSON object ({…}), not \(kind)")
             }
             try reader.value(path: [], depth: 0)
             return nil
-        } catch let finding as Finding {
-            return finding.text
+        } catch let found as Found {
+            return found.finding
         } catch {
             return nil   // Not JSON: the decoder says where.
         }
     }
 
-    private struct Finding: Error { let text: String }
+    /// How the reader stops at a finding (`Finding` itself is a value, not an error a caller could catch).
+    private struct Found: Error { let finding: Finding }
     private struct NotJSON: Error {}
+
+    private static func found(_ path: [String], _ problem: String, key: String? = nil) -> Found {
+        Found(finding: Finding(path: path, problem: problem, key: key))
+    }
 
     private let bytes: [UInt8]
     private var index = 0
@@ -54,13 +88,13 @@ package struct ScenarioJSONPrecheck {
         }
     }
 
-    private static func location(_ path: [String]) -> String {
+    static func location(_ path: [String]) -> String {
         path.isEmpty ? "" : "at \(path.joined(separator: ".").replacingOccurrences(of: ".[", with: "[")): "
     }
 
     private mutating func value(path: [String], depth: Int) throws {
         guard depth < Self.maximumDepth else {
-            throw Finding(text: "\(Self.location(path))nested more than \(Self.maximumDepth) levels deep; a scenario file needs four")
+            throw Self.found(path, "nested more than \(Self.maximumDepth) levels deep; a scenario file needs four")
         }
         skipWhitespace()
         guard let byte = peek() else { throw NotJSON() }
@@ -86,7 +120,7 @@ package struct ScenarioJSONPrecheck {
             guard peek() == UInt8(ascii: "\"") else { throw NotJSON() }
             let key = try string(path: path, isKey: true)
             guard seen.insert(key).inserted else {
-                throw Finding(text: "\(Self.location(path))the key \"\(key)\" appears twice; keep one")
+                throw Self.found(path, "the key \"\(key)\" appears twice; keep one", key: key)
             }
             skipWhitespace()
             guard peek() == UInt8(ascii: ":") else { throw NotJSON() }
@@ -137,7 +171,8 @@ package struct ScenarioJSONPrecheck {
                 let text = String(scalars)
                 if !isKey, let control = text.unicodeScalars.first(where: { $0.value < 0x20 || (0x7F...0x9F).contains($0.value) }) {
                     let hex = String(control.value, radix: 16, uppercase: true)
-                    throw Finding(text: "\(Self.location(path))control character U+\(String(repeating: "0", count: max(0, 4 - hex.count)) + hex) "
+                    let code = String(repeating: "0", count: max(0, 4 - hex.count)) + hex
+                    throw Self.found(path, "control character U+\(code) "
                                   + "in a string; scenario text is printed to terminals, so write it without escape sequences")
                 }
                 return text
@@ -179,10 +214,10 @@ package struct ScenarioJSONPrecheck {
         guard let value = Double(text) else { throw NotJSON() }
         let shown = text.count > 40 ? String(text.prefix(40)) + "…" : text
         if value != value.rounded() {
-            throw Finding(text: "\(Self.location(path))\(shown) is not a whole number")
+            throw Self.found(path, "\(shown) is not a whole number")
         }
         if !(Double(Int.min)..<Double(Int.max)).contains(value) {
-            throw Finding(text: "\(Self.location(path))\(shown) is too large a number")
+            throw Self.found(path, "\(shown) is too large a number")
         }
     }
 

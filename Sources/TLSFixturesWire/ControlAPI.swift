@@ -13,7 +13,8 @@ import Foundation
 /// | `DELETE /api/sessions/TAG` | `200` and a `SessionStopped`: everything that session started |
 ///
 /// Errors are `APIError` bodies: `400` naming the field, `404`, `405` (with `Allow`), `413` (a body over
-/// `maximumBodyBytes`), `415` (a body that is not `application/json`), `429` (`maximumLiveFixtures` are running).
+/// `maximumBodyBytes`), `415` (a body that is not `application/json`), `429` (`maximumLiveFixtures` are running), `503`
+/// with `Retry-After` (as many starts as may be are making slow keys, or the runner is stopping).
 /// Both sides encode and decode with `FixtureAPI.encoder()` and `decoder()`, so dates and data read the same.
 public enum FixtureAPI {
     /// `POST` starts a fixture here, `GET` lists them; `/api/fixtures/ID` and `/api/fixtures/ID/renew` act on one.
@@ -29,6 +30,9 @@ public enum FixtureAPI {
     public static let maximumLiveFixtures = 256
     /// The largest request body (a scenario with 10,000 names is about 300 KB).
     public static let maximumBodyBytes = 1 << 20
+    /// The longest scenario name a request may give, in bytes: a name is the first label of a DNS name
+    /// (`NAME.fixtures.test`), and no DNS name is longer (RFC 1035 §2.3.4). A longer one is refused unread.
+    public static let maximumScenarioNameBytes = 253
     /// Session tags: 1–64 of `A–Z a–z 0–9 . _ -`.
     public static let maximumSessionLength = 64
 

@@ -16,8 +16,9 @@ struct ServeCommand: AsyncParsableCommand {
 
             The dashboard's port also serves the control API (POST /api/fixtures starts a fixture on a free port, with \
             a lease; TLSFixturesClient uses it from iOS tests) and an HTTP proxy that reaches NAME.fixtures.test:PORT \
-            (and NAME.DOMAIN for each --domain) on this runner's fixture ports and nowhere else, so clients need no \
-            /etc/hosts entry. Both answer clients on this machine only unless --allow-remote-clients.
+            (and NAME.DOMAIN for each --domain) when PORT is that fixture's, and nowhere else (not localhost, not an \
+            IP address: ATS does not apply to those), so clients need no /etc/hosts entry. Both answer clients on this \
+            machine only unless --allow-remote-clients.
 
             ATS tests must use https://NAME.fixtures.test:PORT/ (through the proxy, or see `tls-fixtures hosts`): \
             localhost is exempt from ATS.

@@ -1,4 +1,5 @@
 import Foundation
+import NIOConcurrencyHelpers
 import NIOCore
 import NIOEmbedded
 import Testing
@@ -10,8 +11,10 @@ import Testing
 @Suite("The runner's fleet")
 struct FleetTests {
     /// A fleet whose leases run on `loop`'s clock, with no catalog fixtures of its own.
-    static func fleet(on loop: NIOAsyncTestingEventLoop, origin: Date) async throws -> FixtureFleet {
-        var options = FixtureFleet.Options()
+    static func fleet(
+        on loop: NIOAsyncTestingEventLoop, origin: Date, options: FixtureFleet.Options = FixtureFleet.Options()
+    ) async throws -> FixtureFleet {
+        var options = options
         let start = loop.now
         options.leaseClock = LeaseClock(
             eventLoop: loop,
@@ -87,6 +90,15 @@ struct FleetTests {
         #expect(
             unknown?.code == .unknownScenario && unknown?.reason.contains("did you mean \"expired\"") == true,
             "\(String(describing: unknown))")
+        // A name longer than any DNS name (253 bytes, RFC 1035 §2.3.4) names nothing: refused before any look-up, and
+        // not sent back (issue 27: a megabyte's "did you mean" held the API for seconds).
+        for length in [254, 100_000] {
+            let name = "expired" + String(repeating: "d", count: length)
+            let long = await refusal(StartFixtureRequest(scenario: .name(name)))
+            #expect(long?.code == .unknownScenario && long?.field == "scenario", "\(String(describing: long))")
+            #expect(long?.reason.contains("is \(length + 7) bytes; no scenario's is over 253") == true)
+            #expect((long?.description.utf8.count ?? .max) < 400, "\(String(describing: long).prefix(300))")
+        }
         let taken = await refusal(
             StartFixtureRequest(
                 scenario: .inline([
@@ -135,6 +147,8 @@ struct FleetTests {
             #expect(states.map(\.scenario.name) == ["ats-compliant", "ssl-v3"], "in catalog order")
             let port = try #require(states.first?.state.fixture?.port)
             #expect(runner.fleet.servedFixture(onPort: port)?.scenario == "ats-compliant")
+            // The names the proxy lets through to it: its own (Scenario.fixtureHosts), no other fixture's.
+            #expect(runner.fleet.servedFixture(onPort: port)?.names == ["ats-compliant.fixtures.test"])
             #expect(runner.fleet.servedFixture(onPort: port + 1) == nil)
             guard case .unsupported(let reason) = states[1].state else {
                 Issue.record("ssl-v3 is \(states[1].state), not unsupported")
@@ -145,6 +159,62 @@ struct FleetTests {
             #expect(document.scenarios[1].reason == reason)
             #expect(document.dashboard == nil && document.proxy == nil, "no front door, so nothing names one")
         }
+    }
+
+    /// Issue 27: a prepared start waited 13–26 s behind two inline RSA-8192 keys, sharing their threads. Slow keys
+    /// have a lane of their own now; this watches the lane's events (not the clock) to start `ats-compliant` while
+    /// two RSA-8192 starts are in it, and to see it served before either is made.
+    @Test("a start whose key exists is served while two RSA-8192 starts are still making theirs; a third is busy")
+    func slowKeysHaveALaneOfTheirOwn() async throws {
+        let events = NIOLockedValueBox<[PreparationLanes.Event]>([])
+        let (stream, continuation) = AsyncStream<PreparationLanes.Event>.makeStream()
+        var options = FixtureFleet.Options()
+        options.maximumSlowStarts = 2
+        options.slowLaneObserver = { event in
+            events.withLockedValue { $0.append(event) }
+            continuation.yield(event)
+        }
+        let fleet = try await Self.fleet(on: NIOAsyncTestingEventLoop(), origin: Date(), options: options)
+        // Once, so the next start of it needs no key (the shared store may be new).
+        let first = try await fleet.startLeased(StartFixtureRequest(scenario: .name("ats-compliant")))
+        await fleet.stopLeased(id: first.id)
+
+        func slow(_ name: String) -> StartFixtureRequest {
+            StartFixtureRequest(
+                scenario: .inline([
+                    "name": .string(name), "group": "custom", "summary": "made afresh", "tls": [:],
+                    "certificate": ["key": "rsa:8192"], "expect": ["ats": "allow"],
+                ]))
+        }
+        let done = NIOLockedValueBox<[String]>([])
+        for name in ["slow-a", "slow-b"] {
+            Task {
+                _ = try? await fleet.startLeased(slow(name))
+                done.withLockedValue { $0.append(name) }
+            }
+        }
+        // Both admitted, at least one making its key.
+        var admitted = 0
+        var making = 0
+        for await event in stream {
+            if case .admitted = event { admitted += 1 }
+            if case .started = event { making += 1 }
+            if admitted == 2 && making >= 1 { break }
+        }
+        let third = await #expect(throws: FleetError.self) { try await fleet.startLeased(slow("slow-c")) }
+        #expect(third?.code == .busy, "\(String(describing: third))")
+
+        let prepared = try await fleet.startLeased(StartFixtureRequest(scenario: .name("ats-compliant")))
+        #expect(Ports.accepts(prepared.port))
+        let seen = events.withLockedValue { $0 }
+        #expect(!seen.contains { if case .finished = $0 { return true } else { return false } },
+                "ats-compliant was served only after a slow key was made: \(seen)")
+        #expect(done.withLockedValue { $0 }.isEmpty, "an RSA-8192 start finished first")
+        #expect(
+            !seen.contains { if case .admitted(let name) = $0 { return name == "slow-c" } else { return false } },
+            "the refused start was counted")
+        // The one making its key is abandoned (OpenSSL cannot be interrupted); the queued one is dropped, not made.
+        await fleet.stop()
     }
 
     static func freeOptions(frontDoor: Bool = true) throws -> ScenarioRunner.Options {

@@ -24,6 +24,8 @@ final class FakeFleet: FleetQueries, FleetCommands, FixtureLookup, Sendable {
     let fixtureDomains: [String]
     let calls = NIOLockedValueBox(Calls())
     let catalog = ScenarioCatalog.builtIn
+    /// When set, `startLeased` waits at this gate until the test opens it (a start that takes a minute).
+    let startGate = NIOLockedValueBox<Gate?>(nil)
 
     init(
         fixtures: [FixtureDescription] = [FakeFleet.described("abc123")], served: [Int: ServedFixture] = [:],
@@ -70,6 +72,7 @@ final class FakeFleet: FleetQueries, FleetCommands, FixtureLookup, Sendable {
 
     func startLeased(_ request: StartFixtureRequest) async throws(FleetError) -> FixtureDescription {
         calls.withLockedValue { $0.started.append(request) }
+        if let gate = startGate.withLockedValue({ $0 }) { await gate.pass() }
         return try startOutcome.withLockedValue { $0 }.get()
     }
 
@@ -91,6 +94,35 @@ final class FakeFleet: FleetQueries, FleetCommands, FixtureLookup, Sendable {
     }
 
     func servedFixture(onPort port: Int) -> ServedFixture? { served[port] }
+}
+
+/// A door a task waits at until the test opens it; `entered` says when a task has arrived.
+final class Gate: Sendable {
+    let entered: AsyncStream<Void>
+    private let arrival: AsyncStream<Void>.Continuation
+    private let state = NIOLockedValueBox<(waiting: [CheckedContinuation<Void, Never>], open: Bool)>(([], false))
+
+    init() { (entered, arrival) = AsyncStream<Void>.makeStream() }
+
+    func pass() async {
+        arrival.yield()
+        await withCheckedContinuation { continuation in
+            let open = state.withLockedValue { state -> Bool in
+                if !state.open { state.waiting.append(continuation) }
+                return state.open
+            }
+            if open { continuation.resume() }
+        }
+    }
+
+    func open() {
+        let waiting = state.withLockedValue { state -> [CheckedContinuation<Void, Never>] in
+            state.open = true
+            defer { state.waiting = [] }
+            return state.waiting
+        }
+        for continuation in waiting { continuation.resume() }
+    }
 }
 
 /// One runner connection in a `NIOAsyncTestingChannel`, with the pipeline `RunnerListener` gives a real one (the
@@ -154,6 +186,11 @@ struct FrontDoorConnection {
     /// Writes `bytes` and reads until one answer has arrived whole (its head and `Content-Length` bytes of body).
     func exchange(_ bytes: ByteBuffer, head: Bool = false) async throws -> Answer {
         try await channel.writeInbound(bytes)
+        return try await answer(head: head)
+    }
+
+    /// Reads until one answer has arrived whole.
+    func answer(head: Bool = false) async throws -> Answer {
         var received = Data()
         while true {
             if let answer = Self.parse(received, head: head) { return answer }

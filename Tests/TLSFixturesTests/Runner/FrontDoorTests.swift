@@ -73,8 +73,8 @@ struct FrontDoorTests {
     static let fleetStatuses: [(code: FleetError.Code, status: Int)] = [
         (.invalidTTL, 400), (.invalidSession, 400), (.unknownScenario, 400), (.invalidScenario, 400),
         (.catalogName, 400),
-        (.invalidKeyName, 400), (.cannotPrepare, 422), (.full, 429), (.stopping, 503), (.cannotListen, 503),
-        (.cannotDescribe, 500), (.noSuchFixture, 404),
+        (.invalidKeyName, 400), (.cannotPrepare, 422), (.full, 429), (.stopping, 503), (.busy, 503),
+        (.cannotListen, 503), (.cannotDescribe, 500), (.noSuchFixture, 404),
     ]
 
     @Test("each fleet error gets its status from one table, with the field and one line of JSON")
@@ -98,6 +98,15 @@ struct FrontDoorTests {
         let full = try await door.send("POST", "/api/fixtures", body: #"{"scenario": "expired"}"#)
         #expect(full.header("Retry-After") == "1")
         #expect(full.error?.error.contains("DELETE /api/fixtures/ID") == true, "\(full.text)")
+        // Too many slow keys in the making: 503 with when to come back (RFC 9110 §15.6.4, §10.2.3), and what to start
+        // instead. Nothing else that is refused says to retry.
+        fleet.startOutcome.withLockedValue { $0 = .failure(.busy(4)) }
+        let busy = try await door.send("POST", "/api/fixtures", body: #"{"scenario": "expired"}"#)
+        #expect(busy.status == 503 && busy.header("Retry-After") == "10", "\(busy.headers) \(busy.text)")
+        #expect(busy.error?.error.contains("whose key exists") == true, "\(busy.text)")
+        fleet.startOutcome.withLockedValue { $0 = .failure(.stopping) }
+        let stopping = try await door.send("POST", "/api/fixtures", body: #"{"scenario": "expired"}"#)
+        #expect(stopping.status == 503 && stopping.header("Retry-After") == nil)
         let missing = try await door.send("GET", "/api/fixtures/nope")
         #expect(
             missing.status == 404 && missing.error?.error.contains("GET /api/fixtures lists") == true, "\(missing.text)"
@@ -112,7 +121,7 @@ struct FrontDoorTests {
             contentsOf: TestEnvironment.packageRoot.appendingPathComponent("Sources/TLSFixturesFleet/FleetError.swift"),
             encoding: .utf8)
         let declared = source.matches(of: /static var (\w+): Self \{ Self\("(\w+)"\) \}/).map { String($0.output.1) }
-        #expect(declared.count >= 12, "the scan found \(declared)")
+        #expect(declared.count >= 13, "the scan found \(declared)")
         #expect(Set(declared) == Set(FleetError.Code.all.map(\.description)))
         for code in FleetError.Code.all { #expect(FleetErrorStatus.table[code] != nil, "\(code) has no status") }
     }
@@ -125,7 +134,7 @@ struct FrontDoorTests {
         let door = try await FrontDoorConnection.open(fleet)
         let bad: [(body: String, field: String?, says: String)] = [
             (#"{"scenario":"#, nil, "not a JSON object"),
-            (#"["expired"]"#, nil, "not a JSON object"),
+            (#"["expired"]"#, nil, "the body holds one JSON object ({…}), not an array"),
             (#"{"scenario": "expired", "tll": 30}"#, "tll", "unknown key \"tll\""),
             (#"{"ttl": 30}"#, "scenario", "missing"),
             (#"{"scenario": "expired", "ttl": "30"}"#, "ttl", "whole seconds"),
@@ -191,6 +200,121 @@ struct FrontDoorTests {
         #expect(page.status == 200)
         let allowed = try await FrontDoorConnection.open(fleet, client: "192.0.2.7", allowRemoteClients: true)
         #expect(try await allowed.send("GET", "/api/fixtures", headers: ["Host: 192.0.2.1:9800"]).status == 200)
+    }
+
+    // MARK: Hostile requests (issue 27)
+
+    @Test("a ttl that is not a whole number is a 400 naming ttl, on start and on renew, and reaches no fleet")
+    func wholeSeconds() async throws {
+        let fleet = FakeFleet()
+        let door = try await FrontDoorConnection.open(fleet)
+        let cases: [(path: String, body: String, says: String)] = [
+            ("/api/fixtures", #"{"scenario": "expired", "ttl": 1.5}"#, "ttl: 1.5 is not a whole number"),
+            ("/api/fixtures", #"{"scenario": "expired", "ttl": 1e20}"#, "ttl: 1e20 is too large a number"),
+            ("/api/fixtures", #"{"scenario": "expired", "ttl": 1e308}"#, "ttl: 1e308 is too large a number"),
+            ("/api/fixtures/abc123/renew", #"{"ttl": 2.5}"#, "ttl: 2.5 is not a whole number"),
+        ]
+        for item in cases {
+            let answer = try await door.send("POST", item.path, body: item.body)
+            #expect(answer.status == 400 && answer.error?.field == "ttl", "\(item.body) → \(answer.text)")
+            #expect(answer.error?.error == item.says, "\(item.body) → \(answer.text)")
+            #expect(answer.text.split(separator: "\n").count == 1)
+        }
+        #expect(fleet.calls.withLockedValue { $0.started.isEmpty && $0.renewed.isEmpty }, "a bad ttl reached the fleet")
+    }
+
+    /// An inline scenario is a scenario file's JSON (README, "Testing an iOS app"), so it is read as one: the same
+    /// reading (`ScenarioJSONPrecheck`) refuses a key given twice, with the same words, and the body around it too.
+    @Test("a key twice, in an inline scenario or in the body, is refused as a scenario file refuses it")
+    func duplicateKeys() async throws {
+        let fleet = FakeFleet()
+        let door = try await FrontDoorConnection.open(fleet)
+        let inline = #"{"name": "a", "name": "b", "group": "custom", "summary": "s", "expect": {"ats": "block"}}"#
+        let asFile: String
+        do {
+            _ = try ScenarioCatalog.decode(Data(inline.utf8), source: "a.json")
+            Issue.record("the scenario file was accepted")
+            return
+        } catch let error as ScenarioError {
+            asFile = try #require(error.problem)
+        }
+        #expect(asFile == "the key \"name\" appears twice; keep one")
+        let started = try await door.send("POST", "/api/fixtures", body: #"{"scenario": \#(inline)}"#)
+        #expect(started.status == 400 && started.error?.field == "scenario.name", "\(started.text)")
+        #expect(started.error?.error == "scenario: \(asFile)", "\(started.text)")
+        let nested = try await door.send(
+            "POST", "/api/fixtures",
+            body: #"{"scenario": {"name": "a", "tls": {"minVersion": "TLSv1.2", "minVersion": "TLSv1.3"}}}"#)
+        #expect(nested.status == 400 && nested.error?.field == "scenario.tls.minVersion", "\(nested.text)")
+        let body = try await door.send("POST", "/api/fixtures", body: #"{"scenario": "expired", "scenario": "pinned"}"#)
+        #expect(body.status == 400 && body.error?.field == "scenario", "\(body.text)")
+        #expect(body.error?.error == "the key \"scenario\" appears twice; keep one", "\(body.text)")
+        let renew = try await door.send("POST", "/api/fixtures/abc123/renew", body: #"{"ttl": 5, "ttl": 6}"#)
+        #expect(renew.status == 400 && renew.error?.field == "ttl", "\(renew.text)")
+        let notObject = try await door.send("POST", "/api/fixtures", body: #"["expired"]"#)
+        #expect(notObject.error?.error.contains("the body holds one JSON object") == true, "\(notObject.text)")
+        #expect(fleet.calls.withLockedValue { $0.started.isEmpty && $0.renewed.isEmpty }, "a refused body got through")
+    }
+
+    /// RFC 9112 §3.2: "A server MUST respond with a 400 (Bad Request) status code to any HTTP/1.1 request message that
+    /// lacks a Host header field and to any request message that contains more than one Host header field line or a
+    /// Host header field with an invalid field value." HTTP/1.0 predates Host, so it may leave it out.
+    @Test("HTTP/1.1 without Host, or any request with two, is a 400 and a close, on every room of the door")
+    func hostHeader() async throws {
+        let fleet = FakeFleet()
+        for path in ["/api/fixtures", "/", "/scenarios.json"] {
+            let none = try await FrontDoorConnection.open(fleet)
+            let missing = try await none.send("GET", path, headers: [])
+            #expect(missing.status == 400 && missing.text.contains("needs a Host header"), "\(path): \(missing.text)")
+            #expect(await !none.isOpen, "\(path)")
+            let two = try await FrontDoorConnection.open(fleet)
+            let doubled = try await two.send("GET", path, headers: ["Host: localhost:9800", "Host: evil.example"])
+            #expect(doubled.status == 400 && doubled.text.contains("2 Host headers"), "\(path): \(doubled.text)")
+            #expect(await !two.isOpen, "\(path)")
+        }
+        let api = try await FrontDoorConnection.open(fleet).send("GET", "/api/fixtures", headers: [])
+        #expect(api.error?.error.contains("RFC 9112") == true, "the API's refusal is its one line of JSON: \(api.text)")
+        let spaced = try await FrontDoorConnection.open(fleet).send("GET", "/", headers: ["Host: local host"])
+        #expect(spaced.status == 400, "\(spaced.text)")
+        let connect = try await FrontDoorConnection.open(fleet)
+            .send("CONNECT", "expired.fixtures.test:40001", headers: [])
+        #expect(connect.status == 400, "\(connect.text)")
+        // HTTP/1.0 needs none; HTTP/1.1 with one is answered.
+        let old = try await FrontDoorConnection.open(fleet)
+            .exchange(ByteBuffer(string: "GET /api/fixtures HTTP/1.0\r\n\r\n"))
+        #expect(old.status == 200, "\(old.text)")
+        #expect(try await FrontDoorConnection.open(fleet).send("GET", "/api/fixtures").status == 200)
+        #expect(fleet.calls.withLockedValue { $0.listedSession.count } == 2, "a refused request reached the fleet")
+    }
+
+    /// A start can take a minute (an RSA-8192 key). The client waiting for it is not idle, and nobody else waits.
+    @Test("while a start is still being made, its connection outlives the idle timeout and the API answers others")
+    func slowStart() async throws {
+        let fleet = FakeFleet()
+        let gate = Gate()
+        fleet.startGate.withLockedValue { $0 = gate }
+        let door = try await FrontDoorConnection.open(fleet)
+        let body = #"{"scenario": "expired"}"#
+        try await door.channel.writeInbound(
+            ByteBuffer(
+                string: "POST /api/fixtures HTTP/1.1\r\nHost: localhost:9800\r\nContent-Type: application/json\r\n"
+                    + "Content-Length: \(body.utf8.count)\r\n\r\n\(body)"))
+        for await _ in gate.entered { break }
+        // The fleet has the start. The client says nothing meanwhile: the idle timeout fires.
+        try await door.channel.testingEventLoop.executeInContext {
+            door.channel.pipeline.fireUserInboundEventTriggered(IdleStateHandler.IdleStateEvent.all)
+        }
+        #expect(await door.isOpen, "the idle timeout closed a connection whose answer was still being made")
+        let other = try await FrontDoorConnection.open(fleet).send("GET", "/api/fixtures")
+        #expect(other.status == 200, "another client waited for the start")
+        gate.open()
+        let created = try await door.answer()
+        #expect(created.status == 201, "\(created.text)")
+        // Once answered, a silent connection is idle again.
+        try await door.channel.testingEventLoop.executeInContext {
+            door.channel.pipeline.fireUserInboundEventTriggered(IdleStateHandler.IdleStateEvent.all)
+        }
+        #expect(await !door.isOpen)
     }
 
     // MARK: The dashboard

@@ -172,6 +172,11 @@ struct ControlAPIEndToEndTests {
         let bad = try runner.api("POST", "/api/fixtures", json: #"{"scenario": {"name": "x", "group": "custom", "summary": "s", "certificate": {}, "tls": {"minVersion": "TLSv9"}}}"#)
         #expect(bad.status == 400)
         #expect(bad.error?.field?.hasPrefix("scenario") == true, "\(bad.text)")
+        // The files' strict reading too (issue 27: this started "a"): a key twice is refused, not one of them kept.
+        let twice = try runner.api(
+            "POST", "/api/fixtures",
+            json: #"{"scenario": {"name": "a", "name": "b", "group": "custom", "summary": "s", "tls": {}}}"#)
+        #expect(twice.status == 400 && twice.error?.field == "scenario.name", "\(twice.text)")
     }
 
     // Bad requests (400 naming the field, 404, 405, 415, 403 for a web page) and lease expiry are the front door's and
@@ -396,9 +401,12 @@ struct ProxyEndToEndTests {
         let loaded = try Self.isolated(["curl", "-sS", "--cacert", ca, "-w", "\n%{ssl_verify_result}"] + proxy + [name])
         #expect(loaded.status == 0 && loaded.stdout.contains("\"scenario\":\"ats-compliant\""), "\(loaded.combined)")
         #expect(loaded.stdout.hasSuffix("\n0"))
-        // The control: the same path refuses an expired chain, and a name the leaf does not carry.
+        // The control: the same path refuses an expired chain, and a name the leaf does not carry (wrong-host's).
         #expect(try Self.isolated(["curl", "-sS", "--cacert", ca] + proxy + [expired.qualifiedURL.absoluteString]).status == 60)
-        #expect(try Self.isolated(["curl", "-sS", "--cacert", ca] + proxy + ["https://somewhere-else.fixtures.test:\(compliant.port)/"]).status == 60)
+        let wrongHost = try runner.start(#"{"scenario": "wrong-host"}"#)
+        let foreign = wrongHost.qualifiedURL.absoluteString
+        let wrongName = try Self.isolated(["curl", "-sS", "--cacert", ca] + proxy + [foreign])
+        #expect(wrongName.status == 60, "\(wrongName.combined)")
         // The chain a client sees through the tunnel is the fixture's own.
         let tunnelled = try presentedLeafPEM(port: compliant.port, host: "ats-compliant.fixtures.test", proxy: runner.base)
         #expect(firstCertificatePEM(compliant.chainPEM) == tunnelled)
@@ -408,7 +416,7 @@ struct ProxyEndToEndTests {
         let plain = try Self.isolated(["curl", "-sS"] + proxy + [http.qualifiedURL.absoluteString])
         #expect(http.qualifiedURL.scheme == "http" && plain.stdout.contains("\"scenario\":\"http\""), "\(plain.combined)")
 
-        // Not an open proxy: one refusal as curl sees it; the whole allow/deny table is ProxyPolicyTests'.
+        // Not an open proxy: one refusal as curl sees it; the whole table is ProxyPolicyTests' (the README's).
         let refused = try Self.isolated(["curl", "-sS", "-o", "/dev/null", "-w", "%{http_connect}"] + proxy + ["https://example.com:443/"])
         #expect(refused.stdout == "403", "\(refused.combined)")
     }
@@ -422,6 +430,7 @@ struct ProxyEndToEndTests {
         defer { runner.stop() }
         let compliant = try runner.start(#"{"scenario": "ats-compliant"}"#)
         let expired = try runner.start(#"{"scenario": "expired"}"#)
+        let wrongHost = try runner.start(#"{"scenario": "wrong-host"}"#)
         let ca = try TestEnvironment.file(Data(compliant.caPEM.utf8), name: "ca.pem")
         // A proxy setting or exception of the developer's own must not decide which way curl goes.
         let environment = ["no_proxy": "", "NO_PROXY": "", "https_proxy": "", "HTTPS_PROXY": "", "all_proxy": "", "ALL_PROXY": ""]
@@ -431,12 +440,59 @@ struct ProxyEndToEndTests {
         let loaded = try curl(["-w", "\n%{http_connect} %{ssl_verify_result}", compliant.qualifiedURL.absoluteString])
         #expect(loaded.status == 0 && loaded.stdout.contains("\"scenario\":\"ats-compliant\""), "\(loaded.combined)")
         #expect(loaded.stdout.hasSuffix("\n200 0"), "the tunnel or the verification: \(loaded.stdout.suffix(40))")
-        // The controls: an expired chain, and a name the leaf does not carry, are refused through the same tunnel.
+        // The controls: an expired chain, and a leaf that does not carry its name, are refused through the same tunnel.
         #expect(try curl([expired.qualifiedURL.absoluteString]).status == 60)
-        #expect(try curl(["https://somewhere-else.fixtures.test:\(compliant.port)/"]).status == 60)
+        #expect(try curl([wrongHost.qualifiedURL.absoluteString]).status == 60)
         // Not an open proxy.
         let refused = try curl(["-o", "/dev/null", "-w", "%{http_connect}", "https://example.com:\(compliant.port)/"])
         #expect(refused.stdout == "403", "\(refused.combined)")
+    }
+
+    /// Issue 27: a CONNECT reached whatever listened on the port, by any name (another fixture's, none, 600 letters),
+    /// and localhost, 127.0.0.1, [::1] and even `::1:PORT` got through. A user who typed the wrong port silently tested
+    /// another scenario, and one who used localhost tested without ATS.
+    @Test("a name reaches its own fixture's port only, never by localhost or an address; a refusal names the fixture",
+          .requires(Tools.curl, Tools.python), .enabled(if: namespace == nil, Comment(rawValue: namespace ?? "")))
+    func namesAreChecked() async throws {
+        let runner = try ControlAPIRunner.start(["ats-compliant"])
+        defer { runner.stop() }
+        let compliant = try runner.start(#"{"scenario": "ats-compliant"}"#)
+        let port = compliant.port
+        let ca = try TestEnvironment.file(Data(compliant.caPEM.utf8), name: "ca.pem")
+        func connectStatus(_ url: String) throws -> String {
+            let arguments = ["curl", "-sS", "-o", "/dev/null", "-w", "%{http_connect}", "--cacert", ca]
+            return try Self.isolated(arguments + ["--proxy", runner.url, url]).stdout
+        }
+        #expect(try connectStatus("https://ats-compliant.fixtures.test:\(port)/") == "200")
+        #expect(try connectStatus("https://ATS-Compliant.Fixtures.Test.:\(port)/") == "200")
+        let long = String(repeating: "a", count: 600) + ".fixtures.test"
+        for host in ["pinned.fixtures.test", "no-such-fixture.fixtures.test", long, "localhost", "127.0.0.1", "[::1]"] {
+            #expect(try connectStatus("https://\(host):\(port)/") == "403", "\(host.prefix(40))")
+        }
+        // Raw CONNECTs, for what curl will not send (`::1:PORT`) and for the refusal's words.
+        let script = """
+        import socket, sys
+        base = int(sys.argv[1])
+        for authority in sys.argv[2:]:
+            with socket.create_connection(("127.0.0.1", base)) as s:
+                s.sendall(b"CONNECT %s HTTP/1.1\\r\\nHost: %s\\r\\n\\r\\n" % (authority.encode(), authority.encode()))
+                answer = b""
+                while chunk := s.recv(4096):
+                    answer += chunk
+                print(answer.split(b"\\r\\n\\r\\n", 1)[-1].decode().strip())
+        """
+        let authorities = ["pinned.fixtures.test:\(port)", "localhost:\(port)", "::1:\(port)"]
+        let answers = try Subprocess.run(
+            [try #require(Tools.python.path), "-c", script, "\(runner.base)"] + authorities, timeout: 60)
+        let lines = answers.stdout.split(separator: "\n").map(String.init)
+        #expect(lines.count == 3, "\(answers.combined)")
+        let name = "ats-compliant.fixtures.test:\(port)"
+        let wrongName = lines.first ?? ""
+        #expect(wrongName.hasPrefix("403 port \(port) is the ats-compliant fixture"), "\(lines)")
+        #expect(wrongName.contains(name), "\(lines)")
+        let loopback = lines.dropFirst().first ?? ""
+        #expect(loopback.hasPrefix("403 the proxy reaches fixtures by name only, such as \(name)"), "\(lines)")
+        #expect(lines.last?.hasPrefix("400 \"::1:\(port)\" is not HOST:PORT") == true, "\(lines)")
     }
 
     @Test("--domain: leaves also name NAME.DOMAIN, the proxy resolves it, and a CA that does not permit it is refused",

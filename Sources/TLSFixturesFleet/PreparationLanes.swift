@@ -1,0 +1,79 @@
+import Foundation
+import NIOConcurrencyHelpers
+import NIOPosix
+
+/// Where the control API's starts are prepared: two lanes, so a start that needs no slow key never waits behind one
+/// that does.
+///
+/// - The slow lane: a start that must make an RSA key of 4096 bits or more, or a DH group (`FixtureFleet.slowWork`:
+///   seconds to a minute of one core each), on threads of its own, `slowWidth` at once. At most
+///   `Options.maximumSlowStarts` such starts are admitted (running or queued); one more is refused at once with
+///   `FleetError.busy` (a 503 with `Retry-After`) instead of queueing for minutes.
+/// - The quick lane: everything else (a key that exists, an EC or RSA-2048 key, reading the store, issuing a leaf).
+///
+/// Neither is `NIOThreadPool.singleton`, which the catalog's own background preparation keeps busy on a first run.
+/// The threads are the process's (key generation competes for the same cores whichever fleet asks); the admission
+/// count is the fleet's.
+package final class PreparationLanes: Sendable {
+    /// Half the cores (at least one): slow keys never take every core from the quick lane and the event loops.
+    static let slowWidth = max(1, ProcessInfo.processInfo.activeProcessorCount / 2)
+    private static let slowPool = started(NIOThreadPool(numberOfThreads: slowWidth))
+    private static let quickPool = started(
+        NIOThreadPool(numberOfThreads: max(2, ProcessInfo.processInfo.activeProcessorCount)))
+
+    private static func started(_ pool: NIOThreadPool) -> NIOThreadPool {
+        pool.start()
+        return pool
+    }
+
+    /// What the slow lane does with a start, in order (a test waits on these rather than on time).
+    package enum Event: Sendable, Equatable {
+        /// Counted against `maximumSlowStarts`; queued until a slow thread is free.
+        case admitted(scenario: String)
+        /// Making its key now.
+        case started(scenario: String)
+        /// Done, made or failed; its place is free.
+        case finished(scenario: String)
+    }
+
+    let maximumSlowStarts: Int
+    private let observer: (@Sendable (Event) -> Void)?
+    private let admitted = NIOLockedValueBox(0)
+
+    init(maximumSlowStarts: Int, observer: (@Sendable (Event) -> Void)?) {
+        self.maximumSlowStarts = maximumSlowStarts
+        self.observer = observer
+    }
+
+    /// Runs `body` in the slow lane when `slow`, else in the quick one. A slow start past the limit throws
+    /// `FleetError.busy` at once; one still queued when `stopping` turns true is dropped with `FleetError.stopping`,
+    /// never made for nobody. One already making its key is abandoned, not waited for (OpenSSL cannot be interrupted),
+    /// and refused when it is made.
+    func run<T: Sendable>(
+        slow: Bool, scenario: String, stopping: @escaping @Sendable () -> Bool,
+        _ body: @escaping @Sendable () throws -> T
+    ) async throws -> T {
+        guard slow else { return try await Self.quickPool.runIfActive(body) }
+        let limit = maximumSlowStarts
+        let admittedNow = admitted.withLockedValue { count -> Bool in
+            guard count < limit else { return false }
+            count += 1
+            return true
+        }
+        guard admittedNow else { throw FleetError.busy(limit) }
+        observer?(.admitted(scenario: scenario))
+        defer {
+            admitted.withLockedValue { $0 -= 1 }
+            observer?(.finished(scenario: scenario))
+        }
+        let observer = observer
+        return try await Self.slowPool.runIfActive {
+            if stopping() { throw FleetError.stopping }
+            observer?(.started(scenario: scenario))
+            let made = try body()
+            // Made after the fleet stopped (abandoned): nothing may start listening for it now.
+            if stopping() { throw FleetError.stopping }
+            return made
+        }
+    }
+}
