@@ -68,6 +68,10 @@ enum FleetErrorStatus {
         .cannotPrepare: (.unprocessableEntity, nil),
         .full: (.tooManyRequests, "stop some (DELETE /api/fixtures/ID or /api/sessions/TAG) or let their leases end"),
         .stopping: (.serviceUnavailable, nil),
+        .preparing: (
+            .serviceUnavailable, "GET /api/health?scenarios=NAME answers 200 once it serves (`tls-fixtures wait "
+                + "--scenario NAME`); start it then"
+        ),
         .cannotListen: (.serviceUnavailable, nil),
         .cannotDescribe: (.internalServerError, nil),
         .noSuchFixture: (.notFound, "GET /api/fixtures lists the running ones"),
