@@ -2,11 +2,18 @@ import Foundation
 import TLSFixturesFleet
 import TLSFixturesScenario
 
-/// The startup table `serve` prints.
+/// What `serve` prints: the dashboard's line first, the moment it answers, then the table once the quick scenarios
+/// serve.
 package enum RunnerReport {
-    package static func text(_ document: CatalogDocument) -> String {
+    /// `serve`'s first line.
+    package static func dashboardLine(_ dashboard: URL) -> String {
+        "Dashboard: \(dashboard.absoluteString)  (catalog as JSON: \(dashboard.absoluteString)scenarios.json)"
+    }
+
+    /// The table of what serves, and where the CA, the control API and the proxy are. `caFile`: the store's CA
+    /// certificate; `storeArgument`: ` --dir PATH` when the store is not the default one, for the commands printed.
+    package static func text(_ document: CatalogDocument, caFile: String, storeArgument: String = "") -> String {
         var lines: [String] = []
-        if let dashboard = document.dashboard { lines.append("Dashboard: \(dashboard)  (catalog as JSON: \(dashboard)scenarios.json)") }
         let serving = document.scenarios.filter { $0.status == .serving }
         let nameWidth = max(8, serving.map(\.name.count).max() ?? 8)
         lines.append("")
@@ -37,15 +44,28 @@ package enum RunnerReport {
                          + "(POST /ocsp, GET /crl/NAME.crl).")
             lines.append("Apple: \(RevocationNote.apple)")
         }
+        let ca = ShellWord.quoted(caFile)
+        lines.append("")
+        lines.append("CA: \(caFile) (every chain here leads to it: curl --cacert \(ca); "
+                     + "`tls-fixtures ca show\(storeArgument)` for the ways to trust it)")
         if let api = document.controlAPI {
-            lines.append("")
             lines.append("Control API: \(api) (POST {\"scenario\": \"NAME\"} starts one on a free port; TLSFixturesClient in iOS tests)")
+            if let dashboard = document.dashboard {
+                lines.append("Ready: \(dashboard)api/health answers 200 once no scenario is preparing "
+                             + "(`tls-fixtures wait \(dashboard)` waits for it)")
+            }
         }
         if let proxy = document.proxy {
             let names = ([Scenario.fixturesDomain] + (document.domains ?? [])).map { "NAME.\($0)" }.joined(separator: ", ")
-            lines.append("Proxy: http://localhost:\(proxy.port) reaches \(names) on that fixture's port, "
-                         + "with no /etc/hosts entry "
-                         + "(curl --proxy http://localhost:\(proxy.port) https://ats-compliant.fixtures.test:PORT/)")
+            var line = "Proxy: http://localhost:\(proxy.port) reaches \(names) on that fixture's port, "
+                + "with no /etc/hosts entry"
+            // A command that works as printed: a scenario that serves now, on its own port, verified against the CA.
+            let example = serving.first { $0.name == "ats-compliant" }
+                ?? serving.first { $0.url?.hasPrefix("https://") == true && $0.servedBy == nil }
+            if let example, let url = example.qualifiedURL {
+                line += ":\n       curl --proxy http://localhost:\(proxy.port) --cacert \(ca) \(url)"
+            }
+            lines.append(line)
         }
         lines.append("")
         lines.append("Note: \(ATSTrap.note)")

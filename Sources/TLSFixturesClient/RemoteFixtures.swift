@@ -173,6 +173,46 @@ public struct RemoteFixtures: Sendable {
     /// Where the runner lists its scenarios.
     static let catalogPath = "/scenarios.json"
 
+    // MARK: Readiness
+
+    /// Waits until the runner is ready — its control API answers and no scenario it serves is still being prepared
+    /// (`RunnerHealth` says exactly) — and returns its health: what `tls-fixtures wait` does, for a test's `setUp` or
+    /// a suite's first test. `scenarios`: wait for these alone, each to serve. A runner that does not listen yet is
+    /// waited for too, within the same `timeout` (not `startupGrace`). Throws `RemoteFixtureError.notReady` naming
+    /// what is not ready when `timeout` passes, or at once when a scenario named will never serve.
+    @discardableResult
+    public func waitUntilReady(timeout: TimeInterval = 300, scenarios: [String] = []) async throws -> RunnerHealth {
+        let allowed = CharacterSet.urlQueryAllowed.subtracting(CharacterSet(charactersIn: "&=+#,"))
+        let query = scenarios.isEmpty ? "" : "?scenarios=" + scenarios.map {
+            $0.addingPercentEncoding(withAllowedCharacters: allowed) ?? $0
+        }.joined(separator: ",")
+        let path = FixtureAPI.healthPath + query
+        let deadline = Date().addingTimeInterval(timeout)
+        var last = "nothing answered yet"
+        while true {
+            do {
+                let (data, status) = try await send("GET", path, timeout: min(requestTimeout, max(timeout, 1)),
+                                                    retryingRefused: false)
+                guard status == 200 || status == 503,
+                      let health = try? FixtureAPI.decoder().decode(RunnerHealth.self, from: data) else {
+                    throw failure(status: status, data: data, path: path)
+                }
+                if health.ready { return health }
+                if health.status == .unavailable || health.status == .stopping {
+                    throw RemoteFixtureError.notReady(url: runnerURL, what: health.summary, waited: nil)
+                }
+                last = health.summary
+            } catch let error as RemoteFixtureError where error.code == .runnerUnreachable {
+                last = "nothing answers there (\(error.reason))"
+            }
+            // A fifth of a second between questions, as for a runner that is starting.
+            guard Date().addingTimeInterval(0.2) < deadline else {
+                throw RemoteFixtureError.notReady(url: runnerURL, what: last, waited: timeout)
+            }
+            try await Task.sleep(nanoseconds: 200_000_000)
+        }
+    }
+
     /// Stops everything this `session` started (what a test run's last teardown calls); how many. Throws
     /// `RemoteFixtureError.noSession` without a session.
     @discardableResult
@@ -197,7 +237,9 @@ public struct RemoteFixtures: Sendable {
         }
     }
 
-    func send(_ method: String, _ path: String, body: Data? = nil, timeout: TimeInterval? = nil) async throws -> (Data, Int) {
+    /// `retryingRefused`: retry "connection refused" for `startupGrace` (false: throw `runnerUnreachable` at once).
+    func send(_ method: String, _ path: String, body: Data? = nil, timeout: TimeInterval? = nil,
+              retryingRefused: Bool = true) async throws -> (Data, Int) {
         if let invalidRunner { throw invalidRunner }
         var request = URLRequest(url: endpoint(path))
         request.httpMethod = method
@@ -214,7 +256,7 @@ public struct RemoteFixtures: Sendable {
                 Self.refusals.update { $0[key] = nil }
                 return (data, (response as? HTTPURLResponse)?.statusCode ?? 0)
             } catch {
-                guard Self.isRefused(error) else {
+                guard retryingRefused, Self.isRefused(error) else {
                     throw RemoteFixtureError.runnerUnreachable(url: runnerURL, reason: Self.reason(error))
                 }
                 let now = Date()
@@ -330,6 +372,18 @@ public struct RemoteFixtureError: CodedError {
                            fix: "is another program on that port, or a tls-fixtures too old to have the API?", status: status)
     }
 
+    /// The runner at `url` is not ready: `what` (its health's summary, or why nothing answered); `waited`: the seconds
+    /// waited, or nil when waiting cannot help (a scenario asked for will never serve).
+    public static func notReady(url: URL, what: String, waited: TimeInterval?) -> RemoteFixtureError {
+        let after = waited.map { " after \(Self.seconds($0))" } ?? ""
+        return RemoteFixtureError(
+            code: .notReady, reason: "the tls-fixtures runner at \(url.absoluteString) is not ready\(after): \(what)",
+            fix: waited == nil
+                ? "wait for scenarios it serves (RemoteFixtures().scenarios() lists them), or serve the one you need"
+                : "wait longer (waitUntilReady(timeout:); a first run makes an RSA-8192 key, about a minute), or start "
+                    + "`tls-fixtures serve` there")
+    }
+
     /// The scenario given cannot be used: `why`.
     public static func invalidScenario(_ why: String) -> RemoteFixtureError {
         RemoteFixtureError(code: .invalidScenario, reason: why)
@@ -352,6 +406,8 @@ extension ErrorCode where Owner == RemoteFixtureError {
     public static var unexpectedAnswer: Self { Self("unexpectedAnswer") }
     /// The scenario given is not one (not JSON, or a fixture without what the call needs).
     public static var invalidScenario: Self { Self("invalidScenario") }
+    /// `waitUntilReady` ran out of time, or asked about a scenario the runner will never serve.
+    public static var notReady: Self { Self("notReady") }
     /// `stopSession()` on a `RemoteFixtures` without a session.
     public static var noSession: Self { Self("noSession") }
 }

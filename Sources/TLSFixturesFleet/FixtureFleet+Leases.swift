@@ -25,6 +25,7 @@ extension FixtureFleet: FleetCommands {
         let ttl = try Self.checkTTL(request.ttl)
         if let session = request.session, !FixtureAPI.isValidSession(session) { throw .invalidSession(session) }
         let (scenario, storage) = try resolve(request.scenario)
+        if case .name = request.scenario { try await awaitCatalogPreparation(of: scenario.name) }
         // The fixture counts against the cap from here, while it is prepared.
         let key = Key.leased(Self.newID())
         let refusal = table.withLockedValue { table -> FleetError? in
@@ -65,6 +66,19 @@ extension FixtureFleet: FleetCommands {
             throw .stopping
         }
         return description
+    }
+
+    /// When this fleet is still preparing `name` on its catalog port (a first run making its key), waits for that, up
+    /// to `preparingStartWait`, rather than make the same key again or hold a thread on the store's lock for it.
+    private func awaitCatalogPreparation(of name: String) async throws(FleetError) {
+        guard case .preparing(let making, _)? = table.withLockedValue({ $0.members[.catalog(name)]?.state }) else {
+            return
+        }
+        if await settled(name, within: options.preparingStartWait) == nil {
+            if table.withLockedValue(\.stopping) { throw .stopping }
+            let waited = Int((options.preparingStartWait.nanoseconds + 500_000_000) / 1_000_000_000)
+            throw .preparing(name, making: making, waited: waited)
+        }
     }
 
     /// Prepares `scenario` and listens for it on a free port.

@@ -14,9 +14,11 @@ import TLSFixturesWire
 /// the front door reads and asks through `FleetQueries`, `FleetCommands` and `FixtureLookup`, and maps the
 /// `FleetError`s it gets to statuses itself.
 ///
-/// On a store that is still empty the slow keys (RSA-4096 and -8192, and large DH groups) would hold everything up for
-/// a minute, so those scenarios are made in the background once the rest are serving: their ports are held meanwhile,
-/// they show `preparing`, and each is served the moment it is ready.
+/// Starting is two steps, so the front door can answer before any scenario is made: `open` makes the CA and holds
+/// every catalog port (bound, not listening: a client is refused, never reset) with each scenario `preparing`;
+/// `serve` then prepares them a core each, cheapest first, and serves each the moment it is ready. On a store that is
+/// still empty the slow keys (RSA-4096 and -8192, and large DH groups) would hold everything up for a minute, so those
+/// scenarios are made in the background once the rest are serving.
 package final class FixtureFleet: Sendable {
     package struct Options: Sendable {
         /// Dashboard port; scenario `P` of the catalog listens on `P - 9800 + portBase`.
@@ -35,8 +37,14 @@ package final class FixtureFleet: Sendable {
         public var legacyHelper: URL? = nil
         /// Domains every baseline leaf also names as `NAME.DOMAIN` (`--domain`); the CA must permit them.
         public var domains: [String] = []
-        /// Make slow keys after the rest are serving (the default); false prepares everything before serving anything.
+        /// Make slow keys after the rest are serving (the default); false: `serve` returns only once they serve too.
         public var backgroundPreparation = true
+        /// How long a control API start of a scenario this fleet is still preparing on its catalog port waits for it
+        /// before it is refused with `FleetError.preparing` (an RSA-8192 key takes about a minute).
+        package var preparingStartWait: TimeAmount = .seconds(60)
+        /// Runs before each catalog scenario is prepared: a test's way to hold one back, as a slow key would (nil:
+        /// none).
+        package var preparationGate: (@Sendable (Scenario) async -> Void)? = nil
         /// Where lease timers run and what time a lease ends: the real clock, or a test's manual one.
         package var leaseClock = LeaseClock.system
         /// Control API starts that make slow keys, running or queued, at most (`PreparationLanes`); one more is
@@ -71,8 +79,13 @@ package final class FixtureFleet: Sendable {
     /// and it cannot be raised past kern.maxfilesperproc): one line saying so and how to raise it.
     package let descriptorWarning: String?
     let table: NIOLockedValueBox<Table>
-    private let legacyHelper: LegacyHelperProcess?
+    /// Where the revocation scenarios' leaves say their OCSP responder and CRLs are.
+    private let revocationEndpoints: RevocationEndpoints
+    /// Started by `serve` once the quick scenarios are prepared, when some need it.
+    private let legacyHelper = NIOLockedValueBox<LegacyHelperProcess?>(nil)
     private let background = NIOLockedValueBox<EventLoopFuture<Void>?>(nil)
+    /// Whoever waits for a scenario to leave `preparing` (`settled(_:within:)`), woken by `settle`.
+    let settleWaiters = NIOLockedValueBox<[UInt64: CheckedContinuation<Void, Never>]>([:])
     /// Fixtures whose lease ended, still closing: `stop()` waits for them.
     let closing = NIOLockedValueBox<[String: EventLoopFuture<Void>]>([:])
     /// Inline scenarios prepared lately, so the same scenario started again gets the same leaf (and pins) quickly.
@@ -116,22 +129,38 @@ package final class FixtureFleet: Sendable {
 
     private init(
         catalog: ScenarioCatalog, store: CertificateStore, options: Options, table: Table,
-        revocationServices: RevocationServices?, legacyHelper: LegacyHelperProcess?, descriptorWarning: String?
+        revocationServices: RevocationServices?, revocationEndpoints: RevocationEndpoints, descriptorWarning: String?
     ) {
         self.catalog = catalog; self.store = store; self.options = options
-        self.revocationServices = revocationServices; self.legacyHelper = legacyHelper
+        self.revocationServices = revocationServices; self.revocationEndpoints = revocationEndpoints
         self.table = NIOLockedValueBox(table)
         self.descriptorWarning = descriptorWarning
         lanes = PreparationLanes(maximumSlowStarts: options.maximumSlowStarts, observer: options.slowLaneObserver)
     }
 
-    /// Prepares the scenarios that are quick to make (in parallel), starts each on its port, and returns; the slow ones
-    /// follow in the background (see the type's summary). Scenarios the linked OpenSSL cannot serve are reported, not
-    /// fatal; any other failure (a port in use, domains the CA does not permit) stops everything started so far and
+    /// `open`, then `serve`: the quick scenarios serve (each the moment it is ready) when this returns, and the slow
+    /// ones follow in the background (see the type's summary). Scenarios the linked OpenSSL cannot serve are reported,
+    /// not fatal; any other failure (a port in use, domains the CA does not permit) stops everything started so far and
     /// throws, so nothing is left listening.
     package static func start(
         _ scenarios: [Scenario], catalog: ScenarioCatalog, store: CertificateStore, options: Options = Options(),
         progress: @escaping @Sendable (Progress) -> Void = { _ in }
+    ) async throws -> FixtureFleet {
+        let fleet = try await open(scenarios, catalog: catalog, store: store, options: options)
+        do {
+            try await fleet.serve(progress: progress)
+        } catch {
+            await fleet.stop()
+            throw error
+        }
+        return fleet
+    }
+
+    /// Everything before the first scenario is prepared: the options checked, the CA made, the revocation services
+    /// started and every catalog port held, each scenario `preparing`. A port in use or domains the CA does not permit
+    /// throw here, with nothing left listening. Nothing serves until `serve`.
+    package static func open(
+        _ scenarios: [Scenario], catalog: ScenarioCatalog, store: CertificateStore, options: Options = Options()
     ) async throws -> FixtureFleet {
         // Bad timeouts are refused before minutes of key generation, not after.
         try options.fixtureConfiguration(port: 0).validate()
@@ -141,8 +170,6 @@ package final class FixtureFleet: Sendable {
         let ca = try await NIOThreadPool.singleton.runIfActive { try store.ca() }
         try FixtureDomains.requirePermitted(options.domains, by: ca.certificate)
 
-        let slow = options.backgroundPreparation ? scenarios.filter { slowWork(of: $0, store: store) != nil } : []
-        let quick = scenarios.filter { scenario in !slow.contains { $0.name == scenario.name } }
         var table = Table()
         let plans = scenarios.filter(\.needsRevocationServices).compactMap { $0.certificate?.revocation }
         var services: RevocationServices? = nil
@@ -154,86 +181,128 @@ package final class FixtureFleet: Sendable {
                 responder: plans.contains(where: \.needsResponder), refusing: plans.contains(where: \.needsRefusingPort)
             )
         }
-        let endpoints = services?.endpoints ?? .serve(portBase: options.portBase)
-        var helper: LegacyHelperProcess? = nil
         do {
-            for scenario in slow {
-                let making = slowWork(of: scenario, store: store) ?? "its keys"
-                let reservation = try await PortReservation.hold(
-                    options.fixtureConfiguration(port: catalog.port(of: scenario, portBase: options.portBase) ?? 0))
+            for scenario in scenarios {
+                let port = catalog.port(of: scenario, portBase: options.portBase) ?? 0
+                let reservation =
+                    port == 0 ? nil : try await PortReservation.hold(options.fixtureConfiguration(port: port))
                 table.members[.catalog(scenario.name)] = Member(
-                    scenario: scenario, state: .preparing(making: making, reservation: reservation))
-                progress(.preparingInBackground(scenario: scenario.name, making: making))
+                    scenario: scenario,
+                    state: .preparing(making: slowWork(of: scenario, store: store) ?? "", reservation: reservation))
             }
-            let prepared = try await prepare(
-                quick, store: store, domains: options.domains, revocationEndpoints: endpoints,
-                progress: progress)
-            for case .success(let ready) in prepared.values {
-                if let record = ready.revocation { services?.registry.register(record) }
-            }
-            for scenario in quick {
-                switch prepared[scenario.name] {
-                case .failure(let error as ScenarioUnsupported)?:
-                    table.members[.catalog(scenario.name)] = Member(
-                        scenario: scenario, state: .unsupported(reason: error.detail))
-                case .failure(let error)?:
-                    throw error
-                case .success(let ready)?:
-                    let configuration = options.fixtureConfiguration(
-                        port: catalog.port(of: scenario, portBase: options.portBase) ?? 0)
-                    let fixture = try await FixtureServer.start(ready, configuration: configuration)
-                    table.members[.catalog(scenario.name)] = Member(scenario: scenario, state: .serving(fixture))
-                case nil:
-                    continue
-                }
-            }
-            helper = try await startLegacyHelper(for: &table, options: options, store: store)
         } catch {
             await stopAll(in: table)
             await services?.stop()
             throw error
         }
         // Every address a fixture listens on (loopback: 127.0.0.1 and ::1) is a descriptor, and so is each connection.
-        let addresses = max(
-            1,
-            table.members.values.compactMap(\.state.fixture?.boundAddresses.count).max()
-                ?? options.bindAddresses?.count ?? 2)
         let warning = FileDescriptorLimit.warning(
-            FileDescriptorLimit.raiseOnce(), scenarios: scenarios.count, addresses: addresses)
-        let fleet = FixtureFleet(
+            FileDescriptorLimit.raiseOnce(), scenarios: scenarios.count,
+            addresses: max(1, options.bindAddresses?.count ?? 2))
+        return FixtureFleet(
             catalog: catalog, store: store, options: options, table: table, revocationServices: services,
-            legacyHelper: helper, descriptorWarning: warning)
-        if !slow.isEmpty { fleet.prepareInBackground(slow, revocationEndpoints: endpoints, progress: progress) }
-        return fleet
+            revocationEndpoints: services?.endpoints ?? .serve(portBase: options.portBase), descriptorWarning: warning)
+    }
+
+    /// Prepares the scenarios `open` holds, cheapest first, a core each, and serves each the moment it is ready;
+    /// returns once the quick ones serve (and the legacy helper serves what it can), the slow ones going on in the
+    /// background. A failure other than a scenario this OpenSSL cannot serve throws once the quick ones are done; the
+    /// caller stops the fleet.
+    package func serve(progress: @escaping @Sendable (Progress) -> Void = { _ in }) async throws {
+        let held = catalogStates.map(\.scenario)
+        let slow = options.backgroundPreparation ? held.filter { Self.slowWork(of: $0, store: store) != nil } : []
+        let quick = held.filter { scenario in !slow.contains { $0.name == scenario.name } }
+        for scenario in slow {
+            let making = Self.slowWork(of: scenario, store: store) ?? "its keys"
+            progress(.preparingInBackground(scenario: scenario.name, making: making))
+        }
+        let failures = try await prepareAndServe(quick, progress: progress, announce: false)
+        try await startLegacyHelper()
+        if let first = failures.first { throw first }
+        if !slow.isEmpty { prepareInBackground(slow, progress: progress) }
+    }
+
+    /// Prepares `scenarios` (`prepare`'s order, a core each) and serves each the moment it is ready. Returns the
+    /// failures that are not `ScenarioUnsupported` (already recorded as `failed`); `announce` reports each outcome.
+    private func prepareAndServe(
+        _ scenarios: [Scenario], progress: @escaping @Sendable (Progress) -> Void, announce: Bool
+    ) async throws -> [Error] {
+        let failures = NIOLockedValueBox<[Error]>([])
+        // In the background, each outcome is reported, not the key generation under it.
+        let silent: @Sendable (Progress) -> Void = { _ in }
+        try await Self.prepare(
+            scenarios, store: store, domains: options.domains, revocationEndpoints: revocationEndpoints,
+            order: .cheapestFirst, progress: announce ? silent : progress, before: options.preparationGate ?? { _ in }
+        ) { scenario, result in
+            if let failure = await self.serveWhenReady(scenario, result, progress: announce ? progress : { _ in }) {
+                failures.withLockedValue { $0.append(failure) }
+            }
+        }
+        return failures.withLockedValue { $0 }
     }
 
     /// The built-in scenarios this OpenSSL cannot serve go to the legacy helper, if there is one; whatever it cannot
-    /// serve either stays unsupported, with its reason.
-    private static func startLegacyHelper(
-        for table: inout Table, options: Options, store: CertificateStore
-    ) async throws
-        -> LegacyHelperProcess?
-    {
-        let forHelper = table.members.values.filter { member in
-            if case .unsupported = member.state { return ScenarioCatalog.builtIn.names.contains(member.scenario.name) }
+    /// serve either stays unsupported, with its reason. They show `preparing` until it has answered.
+    private func startLegacyHelper() async throws {
+        let forHelper = table.withLockedValue { table in
+            table.members.values.filter { member in
+                if case .preparing(Self.awaitingHelper, _) = member.state { return true }
+                return false
+            }
+        }
+        guard !forHelper.isEmpty else { return }
+        var process: LegacyHelperProcess? = nil
+        if let path = options.legacyHelper {
+            let listening = LegacyHelperProcess.Listening(
+                portBase: options.portBase, bindAddresses: options.bindAddresses,
+                handshakeTimeout: options.handshakeTimeout, idleTimeout: options.idleTimeout)
+            let store = store
+            do {
+                process = try await NIOThreadPool.singleton.runIfActive {
+                    try LegacyHelperProcess(
+                        helper: path, names: forHelper.map(\.scenario.name), storeDirectory: store.directory,
+                        listening: listening)
+                }
+            } catch {
+                settleUnsupported(forHelper)
+                throw error
+            }
+        }
+        let served = process?.document.scenarios.filter { $0.status == .serving } ?? []
+        let stopAgain = table.withLockedValue { table -> Bool in
+            if table.stopping { return true }
+            for member in forHelper {
+                if var entry = served.first(where: { $0.name == member.scenario.name }), let process {
+                    entry.servedBy = "the legacy helper, linked with \(process.document.openSSL)"
+                    table.set(.catalog(member.scenario.name), .servedByHelper(entry))
+                }
+            }
             return false
-        }.map(\.scenario)
-        guard let path = options.legacyHelper, !forHelper.isEmpty else { return nil }
-        let listening = LegacyHelperProcess.Listening(
-            portBase: options.portBase, bindAddresses: options.bindAddresses,
-            handshakeTimeout: options.handshakeTimeout, idleTimeout: options.idleTimeout)
-        let process = try await NIOThreadPool.singleton.runIfActive {
-            try LegacyHelperProcess(
-                helper: path, names: forHelper.map(\.name), storeDirectory: store.directory, listening: listening)
         }
-        for entry in process.document.scenarios where entry.status == .serving {
-            guard forHelper.contains(where: { $0.name == entry.name }) else { continue }
-            var served = entry
-            served.servedBy = "the legacy helper, linked with \(process.document.openSSL)"
-            table.set(.catalog(entry.name), .servedByHelper(served))
+        let started = process
+        if stopAgain {
+            try? await NIOThreadPool.singleton.runIfActive { started?.stop() }
+            return
         }
-        return process
+        legacyHelper.withLockedValue { $0 = started }
+        settleUnsupported(forHelper)
     }
+
+    /// Members still waiting for the helper that it did not take: unsupported, with the reason the linked OpenSSL gave.
+    private func settleUnsupported(_ members: [Member]) {
+        for member in members {
+            let key = Key.catalog(member.scenario.name)
+            settle(key) { state in
+                guard case .preparing(Self.awaitingHelper, _) = state else { return nil }
+                return .unsupported(reason: self.helperReasons.withLockedValue { $0[member.scenario.name] } ?? "")
+            }
+        }
+    }
+
+    /// What a built-in scenario this OpenSSL cannot serve shows while the legacy helper is asked about it.
+    static let awaitingHelper = "an answer from the legacy helper"
+    /// Why the linked OpenSSL cannot serve each scenario waiting for the helper.
+    let helperReasons = NIOLockedValueBox<[String: String]>([:])
 
     /// Stops what a start that failed had started.
     private static func stopAll(in table: Table) async {
@@ -265,35 +334,34 @@ package final class FixtureFleet: Sendable {
     }
 
     /// Makes the slow scenarios on every core, then serves each on the port its reservation held.
-    private func prepareInBackground(
-        _ scenarios: [Scenario], revocationEndpoints: RevocationEndpoints,
-        progress: @escaping @Sendable (Progress) -> Void
-    ) {
+    private func prepareInBackground(_ scenarios: [Scenario], progress: @escaping @Sendable (Progress) -> Void) {
         let promise = MultiThreadedEventLoopGroup.singleton.next().makePromise(of: Void.self)
         background.withLockedValue { $0 = promise.futureResult }
         promise.completeWithTask { [self] in
-            let results =
-                (try? await Self.prepare(
-                    scenarios, store: store, domains: options.domains,
-                    revocationEndpoints: revocationEndpoints, progress: { _ in })) ?? [:]
-            for scenario in scenarios {
-                let result =
-                    results[scenario.name]
-                    ?? .failure(ScenarioUnsupported(code: .linkedOpenSSL, scenario: scenario.name, why: "not prepared"))
-                await serveWhenReady(scenario, result, progress: progress)
-            }
+            _ = try? await prepareAndServe(scenarios, progress: progress, announce: true)
         }
     }
 
+    /// Serves a prepared catalog scenario on the port its reservation held (or records why not), unless the fleet is
+    /// stopping. A built-in scenario this OpenSSL cannot serve waits for the legacy helper, when there is one. Returns
+    /// the failure, when it is one (not a scenario this OpenSSL cannot serve).
+    @discardableResult
     private func serveWhenReady(
         _ scenario: Scenario, _ result: Result<PreparedScenario, Error>,
         progress: @Sendable (Progress) -> Void
-    ) async {
+    ) async -> Error? {
         let key = Key.catalog(scenario.name)
         guard
             case .preparing(_, let reservation)? = table.withLockedValue({ $0.stopping ? nil : $0.members[key]?.state })
-        else { return }
+        else { return nil }
         await reservation?.release()
+        if case .failure(let error as ScenarioUnsupported) = result, options.legacyHelper != nil,
+            ScenarioCatalog.builtIn.names.contains(scenario.name)
+        {
+            helperReasons.withLockedValue { $0[scenario.name] = error.detail }
+            settle(key) { _ in .preparing(making: Self.awaitingHelper, reservation: nil) }
+            return nil
+        }
         let outcome: Result<FixtureServer, Error>
         switch result {
         case .success(let ready):
@@ -304,24 +372,88 @@ package final class FixtureFleet: Sendable {
         case .failure(let error):
             outcome = .failure(error)
         }
-        let stopAgain: FixtureServer? = table.withLockedValue { table in
-            if table.stopping { return try? outcome.get() }
+        var stopAgain: FixtureServer? = nil
+        settle(key) { _ in
             switch outcome {
-            case .success(let fixture): table.set(key, .serving(fixture))
-            case .failure(let error as ScenarioUnsupported): table.set(key, .unsupported(reason: error.detail))
-            case .failure(let error): table.set(key, .failed(reason: "\(error)"))
+            case .success(let fixture): return .serving(fixture)
+            case .failure(let error as ScenarioUnsupported): return .unsupported(reason: error.detail)
+            case .failure(let error): return .failed(reason: "\(error)")
             }
-            return nil
+        } stopping: {
+            stopAgain = try? outcome.get()
         }
         if let stopAgain {
             await stopAgain.stop()
-            return
+            return nil
         }
         switch outcome {
-        case .success(let fixture): progress(.serving(scenario: scenario.name, port: fixture.port))
+        case .success(let fixture):
+            progress(.serving(scenario: scenario.name, port: fixture.port))
+            return nil
         case .failure(let error as ScenarioUnsupported):
             progress(.failed(scenario: scenario.name, reason: error.detail))
-        case .failure(let error): progress(.failed(scenario: scenario.name, reason: "\(error)"))
+            return nil
+        case .failure(let error):
+            progress(.failed(scenario: scenario.name, reason: "\(error)"))
+            return error
+        }
+    }
+
+    // MARK: Leaving `preparing`
+
+    /// The one place a catalog fixture leaves (or re-enters) `preparing`: `change` gives its new state from the current
+    /// one (nil: unchanged), unless the fleet is stopping (then `stopping` runs instead); whoever waits in `settled` is
+    /// woken.
+    func settle(
+        _ key: Key, _ change: (FixtureState) -> FixtureState?, stopping: () -> Void = {}
+    ) {
+        table.withLockedValue { table in
+            guard !table.stopping else {
+                stopping()
+                return
+            }
+            guard let state = table.members[key]?.state, let new = change(state) else { return }
+            table.set(key, new)
+        }
+        wakeSettleWaiters()
+    }
+
+    private func wakeSettleWaiters() {
+        let waiting = settleWaiters.withLockedValue { waiters in
+            defer { waiters = [:] }
+            return Array(waiters.values)
+        }
+        for continuation in waiting { continuation.resume() }
+    }
+
+    private static let waiterIDs = NIOLockedValueBox<UInt64>(0)
+
+    /// The catalog fixture `name`'s state once it is no longer `preparing` (`.stopped` once the fleet stops), or nil
+    /// when `limit` passes first or it is not a catalog fixture of this fleet. Woken by `settle`, not polled.
+    func settled(_ name: String, within limit: TimeAmount) async -> FixtureState? {
+        let deadline = NIODeadline.now() + limit
+        while true {
+            let id = Self.waiterIDs.withLockedValue { id -> UInt64 in
+                id += 1
+                return id
+            }
+            await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+                // Registered under the table's lock, so no change can slip between the look and the registration.
+                let waiting = table.withLockedValue { table -> Bool in
+                    guard !table.stopping, case .preparing? = table.members[.catalog(name)]?.state else { return false }
+                    settleWaiters.withLockedValue { $0[id] = continuation }
+                    return true
+                }
+                guard waiting else { return continuation.resume() }
+                // Whoever takes the continuation out first (`settle`, or the deadline) resumes it, once.
+                MultiThreadedEventLoopGroup.singleton.next().scheduleTask(deadline: deadline) { [self] in
+                    settleWaiters.withLockedValue { $0.removeValue(forKey: id) }?.resume()
+                }
+            }
+            let state = table.withLockedValue { $0.stopping ? .stopped : $0.members[.catalog(name)]?.state }
+            guard let state else { return nil }
+            guard case .preparing = state else { return state }
+            if NIODeadline.now() >= deadline { return nil }
         }
     }
 
@@ -331,23 +463,36 @@ package final class FixtureFleet: Sendable {
         try? await pending?.get()
     }
 
-    /// Prepares scenarios in parallel (one per core, slowest keys first): key generation is CPU-bound, and the
-    /// store's per-item locks keep parallel preparations from making anything twice. Results by scenario name.
+    /// The order `prepare` takes scenarios in.
+    package enum PreparationOrder: Sendable {
+        /// Slowest keys first: everything done soonest (`tls-fixtures prepare`).
+        case slowestFirst
+        /// Cheapest first: the most scenarios ready soonest (`serve`, which serves each the moment it is ready).
+        case cheapestFirst
+    }
+
+    /// Prepares scenarios in parallel (one per core, in `order`): key generation is CPU-bound, and the store's per-item
+    /// locks keep parallel preparations from making anything twice. `each` runs with every result as it comes (on the
+    /// task that made it, so a slow `each` holds back nothing else); the results come back by scenario name.
+    @discardableResult
     package static func prepare(
         _ scenarios: [Scenario], store: CertificateStore, domains: [String] = [],
-        revocationEndpoints: RevocationEndpoints = .serveDefault,
-        progress: @escaping @Sendable (Progress) -> Void
+        revocationEndpoints: RevocationEndpoints = .serveDefault, order: PreparationOrder = .slowestFirst,
+        progress: @escaping @Sendable (Progress) -> Void,
+        before: @escaping @Sendable (Scenario) async -> Void = { _ in },
+        each: @escaping @Sendable (Scenario, Result<PreparedScenario, Error>) async -> Void = { _, _ in }
     ) async throws -> [String: Result<PreparedScenario, Error>] {
         // The CA first, once, so parallel preparations do not all wait on its lock.
         // May generate a key: not on the cooperative pool.
         _ = try await NIOThreadPool.singleton.runIfActive { try store.ca() }
-        let ordered = scenarios.sorted { cost($0) > cost($1) }
+        let ordered = Self.ordered(scenarios, store: store, order)
         let width = max(2, ProcessInfo.processInfo.activeProcessorCount)
         return await withTaskGroup(of: (String, Result<PreparedScenario, Error>).self) { group in
             var results: [String: Result<PreparedScenario, Error>] = [:]
             var iterator = ordered.makeIterator()
             func launch(_ scenario: Scenario) {
                 group.addTask {
+                    await before(scenario)
                     if let plan = scenario.certificate, case .rsa(let bits) = plan.key, bits >= 4096,
                         !store.hasKey(named: plan.keyName ?? scenario.name, spec: plan.key)
                     {
@@ -359,6 +504,7 @@ package final class FixtureFleet: Sendable {
                         }
                     }
                     progress(.prepared(scenario: scenario.name))
+                    await each(scenario, result)
                     return (scenario.name, result)
                 }
             }
@@ -371,9 +517,33 @@ package final class FixtureFleet: Sendable {
         }
     }
 
-    private static func cost(_ scenario: Scenario) -> Int {
-        guard let plan = scenario.certificate, case .rsa(let bits) = plan.key else { return 0 }
-        return bits
+    /// `scenarios` in the order `prepare` takes them on this store; ties keep their order.
+    static func ordered(_ scenarios: [Scenario], store: CertificateStore, _ order: PreparationOrder) -> [Scenario] {
+        // Costs are read once (each looks at the store).
+        let costed = scenarios.enumerated().map {
+            (offset: $0.offset, scenario: $0.element, cost: cost($0.element, store))
+        }
+        return costed.sorted {
+            $0.cost != $1.cost ? (order == .cheapestFirst) == ($0.cost < $1.cost) : $0.offset < $1.offset
+        }.map(\.scenario)
+    }
+
+    /// What preparing `scenario` costs on this store, roughly in bits of RSA key to generate: nothing for a key the
+    /// store has, little for an EC key; a DH group made to measure, or an intermediate CA not made yet, adds its bits
+    /// (named groups cost nothing).
+    private static func cost(_ scenario: Scenario, _ store: CertificateStore) -> Int {
+        var cost = 0
+        if let plan = scenario.certificate, !store.hasKey(named: plan.keyName ?? scenario.name, spec: plan.key) {
+            if case .rsa(let bits) = plan.key { cost += bits } else { cost += 1 }
+        }
+        if case .bits(let bits)? = scenario.tls?.dh, !store.hasDHParameters(bits: bits) { cost += bits }
+        // An intermediate not made yet is an RSA-2048 key more (roots are EC keys: next to nothing).
+        if let issuer = scenario.certificate.flatMap({ BuiltinAuthority(rawValue: $0.issuer) }), !issuer.isRoot,
+            !FileManager.default.fileExists(atPath: store.certificatePath(issuer).path)
+        {
+            cost += 2048
+        }
+        return cost
     }
 
     /// Stops every fixture (the catalog's and the leased ones) and frees the ports held for scenarios still preparing;
@@ -402,8 +572,11 @@ package final class FixtureFleet: Sendable {
             for reservation in held { group.addTask { await reservation.release() } }
         }
         for pending in closing.withLockedValue({ Array($0.values) }) { try? await pending.get() }
+        wakeSettleWaiters()
         await revocationServices?.stop()
-        if let legacyHelper { try? await NIOThreadPool.singleton.runIfActive { legacyHelper.stop() } }
+        if let helper = legacyHelper.withLockedValue({ $0 }) {
+            try? await NIOThreadPool.singleton.runIfActive { helper.stop() }
+        }
     }
 
     // MARK: What the runner reads
@@ -415,16 +588,75 @@ package final class FixtureFleet: Sendable {
         }
     }
 
-    static func preparingReason(_ scenario: Scenario) -> String {
-        if let key = scenario.certificate?.key, case .rsa(let bits) = key, bits >= 4096 {
-            return "preparing… (making its \(key) key in the background; served when ready)"
+    /// What `/scenarios.json` and the dashboard say of a scenario still `preparing`, making `making`.
+    static func preparingReason(making: String) -> String {
+        switch making {
+        case "": return "preparing… (its certificate is being made; served when ready)"
+        case awaitingHelper: return "preparing… (asking the legacy helper to serve it)"
+        default: return "preparing… (making \(making) in the background; served when ready)"
         }
-        return "preparing… (made in the background; served when ready)"
     }
 }
 
 extension FixtureFleet: FleetQueries, FixtureLookup {
     package var generation: Int { table.withLockedValue { $0.generation } }
+
+    /// Ready (see `RunnerHealth`) when every scenario asked about (nil: every catalog fixture) has left `preparing`;
+    /// asked about by name, each must serve. Read from the catalog document, so it says what the dashboard says.
+    package func health(asking asked: [String]?) -> RunnerHealth {
+        let stopping = table.withLockedValue(\.stopping)
+        let entries = document().scenarios
+        let scenarios = entries.map {
+            RunnerHealth.Scenario(name: $0.name, status: $0.status.rawValue, port: $0.port, reason: $0.reason)
+        }
+        let byName = Dictionary(entries.map { ($0.name, $0) }, uniquingKeysWith: { first, _ in first })
+        var waiting: [String] = []
+        var unavailable: [RunnerHealth.Unavailable] = []
+        for name in asked ?? entries.map(\.name) {
+            guard let entry = byName[name] else {
+                let reason =
+                    catalog.names.contains(name)
+                    ? "this runner does not serve it on its catalog port (serve was given other names); start it with "
+                        + "POST \(FixtureAPI.fixturesPath), or name it to serve"
+                    : "no scenario of that name in this runner's catalog (/scenarios.json lists them)"
+                unavailable.append(RunnerHealth.Unavailable(name: name, reason: reason))
+                continue
+            }
+            switch entry.status {
+            case .preparing: waiting.append(name)
+            case .serving: continue
+            case .unsupported, .failed, .stopped, .listed:
+                // Among all, a scenario that will never serve is settled; asked about by name, it must serve.
+                if asked != nil {
+                    let reason = entry.reason ?? entry.status.rawValue
+                    unavailable.append(RunnerHealth.Unavailable(name: name, reason: reason))
+                }
+            }
+        }
+        let serving = entries.filter { $0.status == .serving }.count
+        let status: RunnerHealth.Status
+        let summary: String
+        if stopping {
+            (status, summary) = (.stopping, "the runner is stopping")
+        } else if let first = unavailable.first {
+            let others = unavailable.dropFirst().map(\.name)
+            status = .unavailable
+            summary = "\(first.name) will not be served: \(first.reason)"
+                + (others.isEmpty ? "" : " (nor \(others.joined(separator: ", ")))")
+        } else if !waiting.isEmpty {
+            let named = waiting.count <= 5 ? waiting.joined(separator: ", ") : waiting.prefix(5).joined(separator: ", ")
+                + " and \(waiting.count - 5) more"
+            (status, summary) = (.preparing, "still preparing \(named); \(serving) serving")
+        } else if let asked {
+            (status, summary) = (.ready, "ready: \(asked.joined(separator: ", ")) serving")
+        } else {
+            let others = Dictionary(grouping: entries.filter { $0.status != .serving }, by: \.status.rawValue)
+                .sorted { $0.key < $1.key }.map { "\($0.value.count) \($0.key)" }
+            (status, summary) = (.ready, "ready: " + (["\(serving) serving"] + others).joined(separator: ", "))
+        }
+        return RunnerHealth(
+            status: status, summary: summary, waitingFor: waiting, unavailable: unavailable, scenarios: scenarios)
+    }
 
     package var fixtureDomains: [String] { [Scenario.fixturesDomain] + options.domains }
 
@@ -457,10 +689,10 @@ extension FixtureFleet: FleetQueries, FixtureLookup {
                 return entry
             case .servedByHelper(let entry):
                 return entry
-            case .preparing:
+            case .preparing(let making, _):
                 return CatalogEntry(
                     scenario: scenario, port: port, host: FixtureServer.urlHost(listeningOn: options.bindAddresses),
-                    status: .preparing, reason: Self.preparingReason(scenario))
+                    status: .preparing, reason: Self.preparingReason(making: making))
             case .unsupported(let reason):
                 return CatalogEntry(scenario: scenario, port: port, status: .unsupported, reason: reason)
             case .failed(let reason):

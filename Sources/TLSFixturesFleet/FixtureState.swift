@@ -6,8 +6,9 @@ import TLSFixturesWire
 /// Where one fixture of the fleet is, and what only that state needs: the one fact the catalog document, the
 /// dashboard, the proxy and the control API's lists are all read from (after swift-nio-ssl's `ConnectionState`).
 package enum FixtureState: Sendable {
-    /// Its keys are being made (`making`: "the rsa:8192 key"); a catalog fixture's port is held meanwhile, so a port
-    /// that is taken fails at start, and a client that connects early is closed at once rather than left hanging.
+    /// Its certificate is being made (`making`: what is slow about it, "the rsa:8192 key", or ""); a catalog fixture's
+    /// port is held meanwhile (bound, not listening), so a port that is taken fails at start, and a client that
+    /// connects early is refused rather than accepted and reset.
     case preparing(making: String, reservation: PortReservation?)
     /// Listening here.
     case serving(FixtureServer)
@@ -90,6 +91,8 @@ package protocol FleetQueries: Sendable {
     func document() -> CatalogDocument
     /// The catalog the fleet serves from.
     var catalog: ScenarioCatalog { get }
+    /// Whether the fleet is ready for the scenarios `asking` names (nil: every catalog fixture); `GET /api/health`.
+    func health(asking: [String]?) -> RunnerHealth
     /// The leased fixture `id`.
     func leasedFixture(id: String) throws(FleetError) -> FixtureDescription
     /// Leased fixtures serving now, oldest lease end first; only `session`'s when given.

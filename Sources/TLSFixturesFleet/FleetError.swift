@@ -42,6 +42,16 @@ package struct FleetError: CodedError {
                 + "the most at once", fix: "try again shortly, or start a scenario whose key exists")
     }
 
+    /// A start of `name`, which this fleet is still preparing on its catalog port (making `making`), waited `waited`
+    /// seconds for it.
+    package static func preparing(_ name: String, making: String, waited: Int) -> FleetError {
+        let what = making.isEmpty ? "its certificate" : making
+        return FleetError(
+            .preparing,
+            "\(name) is still being prepared on its catalog port (making \(what), first run only); waited \(waited) s",
+            fix: "try again once it serves", field: "scenario")
+    }
+
     package static let full = FleetError(
         .full, "\(FixtureAPI.maximumLiveFixtures) fixtures started through the API are running, the most at once",
         fix: "stop some, by id or by session, or let their leases end")
@@ -75,6 +85,8 @@ extension ErrorCode where Owner == FleetError {
     package static var stopping: Self { Self("stopping") }
     /// `Options.maximumSlowStarts` starts are making slow keys already; this one would need another.
     package static var busy: Self { Self("busy") }
+    /// The scenario is still being prepared on its catalog port (a first run's slow key), longer than a start waits.
+    package static var preparing: Self { Self("preparing") }
     /// The fixture could not listen (no port, no descriptor).
     package static var cannotListen: Self { Self("cannotListen") }
     /// The fixture started but its description (pins, PEMs, client identity) could not be made.
@@ -87,7 +99,7 @@ extension ErrorCode where Owner == FleetError {
         [
             .invalidTTL, .invalidSession, .unknownScenario, .invalidScenario, .catalogName, .invalidKeyName,
             .cannotPrepare,
-            .full, .stopping, .busy, .cannotListen, .cannotDescribe, .noSuchFixture,
+            .full, .stopping, .busy, .preparing, .cannotListen, .cannotDescribe, .noSuchFixture,
         ]
     }
 }

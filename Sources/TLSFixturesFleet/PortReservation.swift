@@ -1,37 +1,27 @@
-import NIOCore
 import NIOPosix
 import TLSFixturesServer
 
-/// Holds a scenario's port while its keys are made in the background, so a port that is taken fails `serve` at once
-/// (as it always did) rather than minutes later. A client that connects meanwhile is closed at once: an immediate,
-/// unmistakable failure rather than a hang, and the dashboard says "preparing…".
+/// Holds a scenario's port while it is prepared, so a port that is taken fails `serve` at once rather than when the
+/// scenario is ready. The port is bound but not listening: a client that connects meanwhile is refused ("connection
+/// refused", what a server that is not up yet gives), never accepted and reset, and the dashboard, `/scenarios.json`
+/// and `/api/health` say "preparing". Bound with SO_REUSEADDR, as the fixture will be, so a listener on the port
+/// still counts as taken but the last run's connections in TIME_WAIT do not.
 package final class PortReservation: Sendable {
-    private let channels: [Channel]
+    private let port: RefusingPort
 
-    private init(channels: [Channel]) { self.channels = channels }
+    private init(port: RefusingPort) { self.port = port }
 
-    /// Listens where the fixture will (`configuration`'s addresses and port, loopback by default).
+    /// Binds where the fixture will listen (`configuration`'s addresses and port, loopback by default).
     static func hold(_ configuration: FixtureConfiguration) async throws -> PortReservation {
-        let bootstrap = ServerBootstrap(group: MultiThreadedEventLoopGroup.singleton)
-            .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
-            .childChannelInitializer { $0.close() }
-        var channels: [Channel] = []
-        do {
-            if let explicit = configuration.bindAddresses, !explicit.isEmpty {
-                channels = try await FixtureServer.bind(bootstrap, addresses: explicit, port: configuration.port)
-            } else {
-                channels.append(try await FixtureServer.bind(bootstrap, address: "127.0.0.1", port: configuration.port))
-                if let v6 = try? await FixtureServer.bind(bootstrap, address: "::1", port: configuration.port) { channels.append(v6) }
-            }
-        } catch {
-            for channel in channels { try? await channel.close() }
-            throw error
+        // Binding may resolve a name: not on the cooperative pool.
+        try await NIOThreadPool.singleton.runIfActive {
+            PortReservation(
+                port: try RefusingPort(
+                    addresses: configuration.bindAddresses.flatMap { $0.isEmpty ? nil : $0 }, port: configuration.port,
+                    reusingAddress: true))
         }
-        return PortReservation(channels: channels)
     }
 
-    /// Frees the port for the fixture itself.
-    func release() async {
-        for channel in channels { try? await channel.close() }
-    }
+    /// Frees the port for the fixture itself; again is nothing.
+    func release() async { port.close() }
 }

@@ -57,6 +57,7 @@ struct ControlAPI: Sendable {
             ]),
         Route(FixtureAPI.fixturesPath + "/ID/renew", [(.POST, { api, request, id in try api.renew(id, request) })]),
         Route(FixtureAPI.sessionsPath + "/TAG", [(.DELETE, { api, _, tag in try await api.stopSession(tag) })]),
+        Route(FixtureAPI.healthPath, [(.GET, { api, request, _ in try api.health(request) })]),
     ]
 
     let fleet: any Fleet
@@ -135,6 +136,28 @@ struct ControlAPI: Sendable {
                     + "'.', '_' or '-'", field: "session")
         }
         return .json(.ok, SessionStopped(session: session, stopped: await fleet.stopSession(session)))
+    }
+
+    /// `200` when ready, `503` (with `Retry-After` while preparing) when not, and the same `RunnerHealth` either way,
+    /// so `curl -sf` is a readiness check. `?scenarios=a,b` asks about those alone.
+    private func health(_ request: Request) throws -> HTTPAnswer {
+        // Every parameter, an empty value too (`scenarios=` is a mistake to name, not to ignore).
+        let pairs = (request.uri.split(separator: "?", maxSplits: 1).dropFirst().first ?? "").split(separator: "&")
+            .map { $0.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false).map(String.init) }
+        if let unknown = pairs.first(where: { $0.first != "scenarios" })?.first {
+            throw ControlAPIFailure(
+                400, "unknown query parameter \"\(unknown)\" (known: scenarios=NAME,NAME…)", field: unknown)
+        }
+        var asked: [String]? = nil
+        if let list = pairs.last.map({ ($0.dropFirst().first ?? "").removingPercentEncoding ?? "" }) {
+            asked = list.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty }
+            guard asked?.isEmpty == false else {
+                throw ControlAPIFailure(400, "scenarios= names no scenario; give NAME,NAME…", field: "scenarios")
+            }
+        }
+        let health = fleet.health(asking: asked)
+        let answer = HTTPAnswer.json(health.ready ? .ok : .serviceUnavailable, health)
+        return health.status == .preparing ? answer.adding("Retry-After", "1") : answer
     }
 
     private func withProxy(_ description: FixtureDescription) -> FixtureDescription {

@@ -79,6 +79,11 @@ enum FleetErrorStatus {
             .serviceUnavailable, "try again after Retry-After, or start a scenario whose key exists (catalog "
                 + "scenarios started once, or an inline one with a keyName)", 10
         ),
+        // A first run's slow key: seconds to a minute.
+        .preparing: (
+            .serviceUnavailable, "GET /api/health?scenarios=NAME answers 200 once it serves (`tls-fixtures wait "
+                + "--scenario NAME`); start it then", 5
+        ),
         .cannotListen: (.serviceUnavailable, nil, nil),
         .cannotDescribe: (.internalServerError, nil, nil),
         .noSuchFixture: (.notFound, "GET /api/fixtures lists the running ones", nil),

@@ -45,40 +45,48 @@ package final class ScenarioRunner: Sendable {
         self.frontDoor = frontDoor
     }
 
-    /// Starts the fleet, then the front door on `portBase` (the fleet is stopped again if the front door cannot
-    /// listen). Throws `RunnerError.nothingToServe` when no scenario can be served, with nothing left running.
+    /// Holds every scenario's port (`FixtureFleet.open`), opens the front door on `portBase`, tells `listening` (so
+    /// its URL can be the first thing `serve` prints: the dashboard answers from here on, showing each scenario
+    /// `preparing` until it serves), then prepares the scenarios, each served the moment it is ready, and returns once
+    /// the quick ones serve (slow keys go on in the background; `GET /api/health` says when everything is ready).
+    /// Throws `RunnerError.nothingToServe` when no scenario can be served; nothing is left running when it throws.
     package static func start(
         _ scenarios: [Scenario], catalog: ScenarioCatalog, store: CertificateStore, options: Options = Options(),
-        progress: @escaping @Sendable (FixtureFleet.Progress) -> Void = { _ in }
+        progress: @escaping @Sendable (FixtureFleet.Progress) -> Void = { _ in },
+        listening: (RunnerFrontDoor) -> Void = { _ in }
     ) async throws -> ScenarioRunner {
-        let fleet = try await FixtureFleet.start(
-            scenarios, catalog: catalog, store: store, options: options.fleet, progress: progress)
-        let states = fleet.catalogStates
-        guard states.contains(where: \.state.isServingOrPreparing) else {
-            await fleet.stop()
-            let reasons = states.compactMap { scenario, state -> String? in
-                if case .unsupported(let reason) = state { return "\(scenario.name): \(reason)" }
-                return nil
-            }
-            throw RunnerError.nothingToServe(reasons)
-        }
-        guard options.frontDoor else { return ScenarioRunner(fleet: fleet, frontDoor: nil) }
+        let fleet = try await FixtureFleet.open(scenarios, catalog: catalog, store: store, options: options.fleet)
+        var frontDoor: RunnerFrontDoor? = nil
         do {
-            var door = RunnerFrontDoor.Options(port: options.portBase)
-            door.bindAddresses = options.bindAddresses
-            door.proxyPort = options.proxyPort
-            door.allowRemoteClients = options.allowRemoteClients
-            door.idleTimeout = options.idleTimeout
-            door.headerTimeout = options.headerTimeout
-            door.maximumConnections = options.maximumConnections
-            door.logger = options.fleet.fixtureConfiguration(port: options.portBase).logger
-            let ca = try await NIOThreadPool.singleton.runIfActive { try store.ca().certificate }
-            return ScenarioRunner(
-                fleet: fleet, frontDoor: try await RunnerFrontDoor.open(fleet: fleet, ca: ca, options: door))
+            if options.frontDoor {
+                var door = RunnerFrontDoor.Options(port: options.portBase)
+                door.bindAddresses = options.bindAddresses
+                door.proxyPort = options.proxyPort
+                door.allowRemoteClients = options.allowRemoteClients
+                door.idleTimeout = options.idleTimeout
+                door.headerTimeout = options.headerTimeout
+                door.maximumConnections = options.maximumConnections
+                door.logger = options.fleet.fixtureConfiguration(port: options.portBase).logger
+                let ca = try await NIOThreadPool.singleton.runIfActive { try store.ca().certificate }
+                let opened = try await RunnerFrontDoor.open(fleet: fleet, ca: ca, options: door)
+                frontDoor = opened
+                listening(opened)
+            }
+            try await fleet.serve(progress: progress)
+            let states = fleet.catalogStates
+            guard states.contains(where: \.state.isServingOrPreparing) else {
+                let reasons = states.compactMap { scenario, state -> String? in
+                    if case .unsupported(let reason) = state { return "\(scenario.name): \(reason)" }
+                    return nil
+                }
+                throw RunnerError.nothingToServe(reasons)
+            }
         } catch {
+            await frontDoor?.stop()
             await fleet.stop()
             throw error
         }
+        return ScenarioRunner(fleet: fleet, frontDoor: frontDoor)
     }
 
     /// Starts a runner, runs `body` with it, and stops it whether `body` returns or throws.
@@ -128,9 +136,43 @@ package struct RunnerError: CodedError {
             reason: "nothing to serve: \(reasons.isEmpty ? "no scenarios" : reasons.joined(separator: "; "))",
             fix: "name scenarios the linked OpenSSL supports (ScenarioCatalog.builtIn lists them)")
     }
+
+    /// The runner at `url` was still not ready after `waited` seconds: `what` (its health's summary, or why nothing
+    /// answered).
+    static func notReady(_ url: URL, _ what: String, waited: TimeInterval) -> RunnerError {
+        RunnerError(
+            code: .notReady,
+            reason: "the runner at \(url.absoluteString) is not ready after \(Self.seconds(waited)): \(what)",
+            fix: "wait longer (a first run makes an RSA-8192 key: about a minute), or start `tls-fixtures serve` there")
+    }
+
+    private static func seconds(_ value: TimeInterval) -> String {
+        value == value.rounded() ? "\(Int(value)) s" : String(format: "%.1f s", value)
+    }
+
+    /// The runner at `url` will not become ready for what was asked: `what` (its health's summary).
+    static func willNotServe(_ url: URL, _ what: String) -> RunnerError {
+        RunnerError(
+            code: .willNotServe, reason: "the runner at \(url.absoluteString) will not be ready: \(what)",
+            fix: "ask about scenarios it serves (/scenarios.json lists them), or serve the one you need")
+    }
+
+    /// Something other than a runner answered at `url` (`why`).
+    static func notARunner(_ url: URL, _ why: String) -> RunnerError {
+        RunnerError(
+            code: .notARunner, reason: "\(url.absoluteString) is not a tls-fixtures runner: \(why)",
+            fix: "give the URL `tls-fixtures serve` prints first (http://localhost:9800/, or the --port-base it was "
+                + "given)")
+    }
 }
 
 extension ErrorCode where Owner == RunnerError {
     /// Every scenario asked for is unsupported (or none was asked for).
     package static var nothingToServe: Self { Self("nothingToServe") }
+    /// A wait for a runner ran out before it was ready.
+    package static var notReady: Self { Self("notReady") }
+    /// A wait for a runner asked about a scenario it will never serve (or the runner is stopping): waiting cannot help.
+    package static var willNotServe: Self { Self("willNotServe") }
+    /// What answered is not a runner (another program, or a runner too old to have `/api/health`).
+    package static var notARunner: Self { Self("notARunner") }
 }

@@ -118,6 +118,13 @@ public struct FixtureError: CodedError {
         FixtureError(code: .cannotBind, reason: "cannot listen on \(address) port \(port): \(reason)", port: port, address: address)
     }
 
+    /// Binding `address`:`port` failed for want of a descriptor (EMFILE, ENFILE): the limit and how to raise it.
+    package static func tooManyOpenFiles(address: String, port: Int) -> FixtureError {
+        let limit = FileDescriptorLimit.raiseOnce()
+        return cannotBind(address: address, port: port, reason: "too many open files (this process may open "
+            + "\(limit.current)); raise the limit before starting (`ulimit -n 4096`) or serve fewer scenarios")
+    }
+
     /// A connection limit below 1.
     public static func invalidConnectionLimit(_ limit: Int) -> FixtureError {
         FixtureError(code: .invalidConnectionLimit, reason: "maximumConnections must be at least 1, not \(limit)",
@@ -318,9 +325,7 @@ public final class FixtureServer: Sendable {
         } catch let error as IOError where error.errnoCode == EADDRINUSE {
             throw FixtureError.portInUse(port: port, address: address)
         } catch let error as IOError where error.errnoCode == EMFILE || error.errnoCode == ENFILE {
-            let limit = FileDescriptorLimit.raiseOnce()
-            throw FixtureError.cannotBind(address: address, port: port, reason: "too many open files (this process may open "
-                + "\(limit.current)); raise the limit before starting (`ulimit -n 4096`) or serve fewer scenarios")
+            throw FixtureError.tooManyOpenFiles(address: address, port: port)
         } catch let error as IOError {
             throw FixtureError.cannotBind(address: address, port: port, reason: String(cString: strerror(error.errnoCode)))
         } catch {

@@ -192,21 +192,28 @@ final class RevocationHTTPHandler: ChannelInboundHandler {
 }
 
 /// A TCP port that refuses every connection: bound (so nothing else can take it) but never listening, so the kernel
-/// answers each SYN with a reset. No SO_REUSEADDR, so no other socket can share it while it is held.
-final class RefusingPort: Sendable {
-    let port: Int
+/// answers each SYN with a reset and a client reports "connection refused". No SO_REUSEADDR by default, so no other
+/// socket can share it while it is held.
+package final class RefusingPort: Sendable {
+    package let port: Int
     private let descriptors: NIOLockedValueBox<[Int32]>
 
-    init(addresses: [String]?, port requested: Int) throws {
+    /// `addresses` nil: 127.0.0.1, and ::1 where there is IPv6. `reusingAddress`: with SO_REUSEADDR, for a port a
+    /// fixture will listen on later (as fixtures set it), so its connections still in TIME_WAIT from a run a moment ago
+    /// do not count as the port in use; a listening socket on it still does (and, on Darwin, one on its wildcard
+    /// address: `WildcardConflict`).
+    package init(addresses: [String]?, port requested: Int, reusingAddress: Bool = false) throws {
         var held: [Int32] = []
         var port = requested
         do {
             for address in addresses ?? ["127.0.0.1"] {
-                let fd = try Self.bind(address: address, port: port)
+                let fd = try Self.bind(address: address, port: port, reusingAddress: reusingAddress)
                 held.append(fd)
                 port = Self.localPort(fd) ?? port
             }
-            if addresses == nil, let v6 = try? Self.bind(address: "::1", port: port) { held.append(v6) }
+            if addresses == nil, let v6 = try? Self.bind(address: "::1", port: port, reusingAddress: reusingAddress) {
+                held.append(v6)
+            }
         } catch {
             for fd in held { closeSocket(fd) }
             throw error
@@ -215,24 +222,34 @@ final class RefusingPort: Sendable {
         self.descriptors = NIOLockedValueBox(held)
     }
 
-    var isHeld: Bool { !descriptors.withLockedValue { $0.isEmpty } }
+    package var isHeld: Bool { !descriptors.withLockedValue { $0.isEmpty } }
 
-    func close() {
+    /// Frees the port; again is nothing (each descriptor is closed once).
+    package func close() {
         let held = descriptors.withLockedValue { held -> [Int32] in defer { held = [] }; return held }
         for fd in held { closeSocket(fd) }
     }
 
     deinit { close() }
 
-    private static func bind(address: String, port: Int) throws -> Int32 {
-        // NIO spells the address (IPv4 or IPv6, by its text) as the sockaddr `bind` takes.
-        guard let socketAddress = try? SocketAddress(ipAddress: address, port: port) else {
+    private static func bind(address: String, port: Int, reusingAddress: Bool) throws -> Int32 {
+        // NIO spells the address (IPv4 or IPv6, by its text, or a name it resolves) as the sockaddr `bind` takes.
+        guard let socketAddress = (try? SocketAddress(ipAddress: address, port: port))
+            ?? (try? SocketAddress.makeAddressResolvingHost(address, port: port)) else {
             throw FixtureError.cannotBind(address: address, port: port, reason: "not an IPv4 or IPv6 address")
+        }
+        if reusingAddress, WildcardConflict.held(port: port, covering: address) {
+            throw FixtureError.portInUse(port: port, address: address)
         }
         let v6 = socketAddress.protocol == .inet6
         let fd = closeOnExecStreamSocket(v6 ? AF_INET6 : AF_INET)
-        guard fd >= 0 else { throw FixtureError.cannotBind(address: address, port: port, reason: String(cString: strerror(errno))) }
+        guard fd >= 0 else {
+            let code = errno
+            if code == EMFILE || code == ENFILE { throw FixtureError.tooManyOpenFiles(address: address, port: port) }
+            throw FixtureError.cannotBind(address: address, port: port, reason: String(cString: strerror(code)))
+        }
         var one: Int32 = 1
+        if reusingAddress { setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, socklen_t(MemoryLayout<Int32>.size)) }
         if v6 { setsockopt(fd, Int32(IPPROTO_IPV6), IPV6_V6ONLY, &one, socklen_t(MemoryLayout<Int32>.size)) }
         let rc = socketAddress.withSockAddr { Glibc_or_Darwin_bind(fd, $0, socklen_t($1)) }
         if rc != 0 {

@@ -11,6 +11,7 @@ import Foundation
 /// | `POST /api/fixtures/ID/renew` (optional `RenewFixtureRequest`) | `200` and the description with its new lease, or `404` |
 /// | `DELETE /api/fixtures/ID` | `204`, also when it was stopped already (idempotent) |
 /// | `DELETE /api/sessions/TAG` | `200` and a `SessionStopped`: everything that session started |
+/// | `GET /api/health` (`?scenarios=NAME,…`) | `200` when ready, `503` when not, with a `RunnerHealth` either way |
 ///
 /// Errors are `APIError` bodies: `400` naming the field, `404`, `405` (with `Allow`), `413` (a body over
 /// `maximumBodyBytes`), `415` (a body that is not `application/json`), `429` (`maximumLiveFixtures` are running), `503`
@@ -21,6 +22,8 @@ public enum FixtureAPI {
     public static let fixturesPath = "/api/fixtures"
     /// `DELETE /api/sessions/TAG` stops every fixture started with that session tag.
     public static let sessionsPath = "/api/sessions"
+    /// `GET` answers whether the runner is ready (`RunnerHealth`); `?scenarios=NAME,…` asks about those alone.
+    public static let healthPath = "/api/health"
     /// A fixture started through the API stops when this passes without a renew, so a crashed test run leaves nothing
     /// listening.
     public static let defaultTTL = 300

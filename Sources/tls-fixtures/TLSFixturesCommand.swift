@@ -16,7 +16,8 @@ struct TLSFixturesCommand: AsyncParsableCommand {
             """,
         version: "\(TLSFixturesVersion.current) (linked with \(LinkedOpenSSL.versionText))",
         subcommands: [ServeCommand.self, ScenariosCommand.self, ProbeCommand.self, ATSCommand.self, PinsCommand.self,
-                      HostsCommand.self, CACommand.self, CertCommand.self, PrepareCommand.self, SimulatorCommand.self]
+                      HostsCommand.self, CACommand.self, CertCommand.self, PrepareCommand.self, WaitCommand.self,
+                      SimulatorCommand.self]
     )
 
     static func main() async {

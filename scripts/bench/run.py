@@ -6,7 +6,7 @@ and load generator for every peer, session resumption off everywhere (and checke
 Writes BENCHMARKS.md (full mode) or bench-out/BENCHMARKS.quick.md (--quick) and bench-out/results.json.
 
 Usage: scripts/bench/run.py [--quick] [--only SECTION,...] [--rounds N] [--duration S] [--bin DIR]
-Sections: limit, startup, handshake, keepalive, prepare, memory.
+Sections: limit, startup, handshake, keepalive, prepare, firstrun, memory.
 """
 import argparse
 import datetime
@@ -513,43 +513,63 @@ http {{
                    f"{warm['keysGenerated']} keys, {warm['certificatesIssued']} certificates")
 
     def section_firstrun(self):
-        """issue 11: `serve` on an empty store answers within seconds; only the slow keys are left for the background."""
-        log(f"== first run: serve on an empty store until the dashboard answers and {FIRST_RUN_SCENARIOS} scenarios are served")
-        store = os.path.join(OUT, "firstrun-store")
-        shutil.rmtree(store, ignore_errors=True)
-        base = free_port_range(span=200)
-        url = f"http://127.0.0.1:{base}/scenarios.json"
-        # Not pinned: a first run on a developer's Mac has every core, and the slow keys use them in the background.
-        t0 = time.time()
-        proc = subprocess.Popen([self.cli, "serve", "--dir", store, "--port-base", str(base)],
-                                stdout=subprocess.DEVNULL, stderr=open(os.path.join(self.logs, "firstrun.log"), "w"))
-        dashboard = served = None
-        serving = preparing = 0
-        try:
-            while time.time() - t0 < 600 and proc.poll() is None:
-                try:
-                    with urllib.request.urlopen(url, timeout=2) as answer:
-                        document = json.load(answer)
-                except (OSError, ValueError):
-                    time.sleep(0.05)
-                    continue
-                now = time.time() - t0
-                dashboard = dashboard if dashboard is not None else now
-                serving = sum(1 for e in document["scenarios"] if e["status"] == "serving")
-                preparing = sum(1 for e in document["scenarios"] if e["status"] == "preparing")
-                if serving >= FIRST_RUN_SCENARIOS:
-                    served = now
-                    break
-                time.sleep(0.05)
-        finally:
-            proc.terminate()
-            proc.wait(timeout=60)
-        self.results["firstrun"] = {"dashboardSeconds": dashboard, "servedSeconds": served, "serving": serving,
-                                    "preparing": preparing}
-        log(f"  dashboard after {dashboard if dashboard is None else round(dashboard, 2)} s; {serving} serving after "
-            f"{served if served is None else round(served, 2)} s, {preparing} still preparing")
-        self.check(f"first run: the dashboard answered and {FIRST_RUN_SCENARIOS} scenarios were served",
-                   served is not None, f"{serving} serving")
+        """issue 26: from an empty store to the dashboard answering with FIRST_RUN_SCENARIOS scenarios serving.
+
+        Each round starts `serve` (every scenario, default options) on a new, empty store and asks, every 20 ms, for the
+        dashboard's page and its /scenarios.json: the time is that of the first answer in which the page answered 200
+        and at least FIRST_RUN_SCENARIOS scenarios were "serving" (each listening: a scenario says serving only once its
+        port accepts). RSA key generation is a random search for primes, so rounds differ by a second or more: the
+        median and the slowest round are reported."""
+        log(f"== first run: empty store → the dashboard answering with {FIRST_RUN_SCENARIOS} scenarios serving "
+            f"({self.rounds} round(s))")
+        rounds = []
+        for rnd in range(self.rounds):
+            store = os.path.join(OUT, "firstrun-store")
+            shutil.rmtree(store, ignore_errors=True)
+            base = free_port_range(span=200)
+            page = f"http://127.0.0.1:{base}/"
+            # Not pinned: a first run on a developer's Mac has every core, and the slow keys use them in the background.
+            t0 = time.time()
+            proc = subprocess.Popen([self.cli, "serve", "--dir", store, "--port-base", str(base)],
+                                    stdout=subprocess.DEVNULL,
+                                    stderr=open(os.path.join(self.logs, f"firstrun-{rnd}.log"), "w"))
+            dashboard = served = None
+            serving = preparing = 0
+            try:
+                while time.time() - t0 < 600 and proc.poll() is None:
+                    try:
+                        with urllib.request.urlopen(page, timeout=2) as answer:
+                            answered = answer.status == 200 and len(answer.read()) > 0
+                        with urllib.request.urlopen(page + "scenarios.json", timeout=2) as answer:
+                            document = json.load(answer)
+                    except (OSError, ValueError):
+                        time.sleep(0.02)
+                        continue
+                    now = time.time() - t0
+                    dashboard = dashboard if dashboard is not None else now
+                    serving = sum(1 for e in document["scenarios"] if e["status"] == "serving")
+                    preparing = sum(1 for e in document["scenarios"] if e["status"] == "preparing")
+                    if answered and serving >= FIRST_RUN_SCENARIOS:
+                        served = now
+                        break
+                    time.sleep(0.02)
+            finally:
+                proc.terminate()
+                proc.wait(timeout=60)
+            rounds.append({"dashboardSeconds": dashboard, "servedSeconds": served, "serving": serving,
+                           "preparing": preparing})
+            log(f"  round {rnd + 1}: dashboard after {dashboard if dashboard is None else round(dashboard, 2)} s; "
+                f"{serving} serving after {served if served is None else round(served, 2)} s, {preparing} preparing")
+        done = [r["servedSeconds"] for r in rounds if r["servedSeconds"] is not None]
+        self.results["firstrun"] = {
+            "rounds": rounds,
+            "servedSeconds": statistics.median(done) if len(done) == len(rounds) else None,
+            "slowestSeconds": max(done) if done else None,
+            "dashboardSeconds": statistics.median([r["dashboardSeconds"] for r in rounds
+                                                   if r["dashboardSeconds"] is not None] or [0]),
+        }
+        self.check(f"first run: the dashboard answered with {FIRST_RUN_SCENARIOS} scenarios serving, every round",
+                   len(done) == len(rounds), f"{len(done)} of {len(rounds)} rounds")
 
     def quick_catalog(self):
         scenario_dir = os.path.join(ROOT, "Scenarios")
@@ -640,10 +660,10 @@ http {{
                 f"{w['wallSeconds']:.2f} s", "—", "—", "—", "0 keys generated", w["keysGenerated"] == 0)
         fr = r.get("firstrun")
         if fr and fr["servedSeconds"] is not None:
-            row(f"first run: empty store → dashboard answering and ≥ {FIRST_RUN_SCENARIOS} scenarios served",
-                f"{fr['servedSeconds']:.1f} s", "—", "—",
-                f"dashboard {fr['dashboardSeconds']:.1f} s; {fr['serving']} served, {fr['preparing']} preparing",
-                "≤ 5 s", fr["servedSeconds"] <= 5)
+            row(f"first run: empty store → dashboard answering with ≥ {FIRST_RUN_SCENARIOS} scenarios serving, median "
+                f"(n={len(fr['rounds'])})", f"{fr['servedSeconds']:.1f} s", "—", "—",
+                f"slowest {fr['slowestSeconds']:.1f} s; dashboard {fr['dashboardSeconds']:.2f} s", "≤ 5 s",
+                fr["servedSeconds"] <= 5)
         mem = r.get("memory")
         if mem:
             row(f"resident size, 100 idle fixtures ({mem['distinctScenarios']} scenarios)", f"{mem['rssKiB'] / 1024:.1f} MiB",

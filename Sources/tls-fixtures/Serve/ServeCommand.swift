@@ -10,9 +10,11 @@ struct ServeCommand: AsyncParsableCommand {
         discussion: """
             With no names, serves every scenario the linked OpenSSL supports, each on its catalog port (9801…), and the \
             dashboard on the base port (9800): open it in the simulator's Safari, or point the app under test at the \
-            URLs. The first line of output is the dashboard's URL. Ctrl-C or SIGTERM stops everything. On a new store \
-            the slow keys (RSA-4096, RSA-8192) are made in the background: those scenarios show "preparing…" and are \
-            served when ready; everything else answers within seconds.
+            URLs. The first line of output is the dashboard's URL, printed the moment it answers; every scenario is \
+            served the moment it is ready, cheapest first, and until then its port refuses connections and the \
+            dashboard shows it "preparing…". On a new store the slow keys (RSA-4096, RSA-8192) are made last, in the \
+            background; everything else serves within seconds. `tls-fixtures wait` returns once nothing is \
+            preparing (GET /api/health), for scripts and Xcode pre-actions. Ctrl-C or SIGTERM stops everything.
 
             The dashboard's port also serves the control API (POST /api/fixtures starts a fixture on a free port, with \
             a lease; TLSFixturesClient uses it from iOS tests) and an HTTP proxy that reaches NAME.fixtures.test:PORT \
@@ -96,18 +98,21 @@ struct ServeCommand: AsyncParsableCommand {
     func run() async throws {
         let catalog = try source.catalog()
         let scenarios = names.isEmpty ? catalog.scenarios : try catalog.scenarios(named: names)
-        for address in bindAddresses where !["127.0.0.1", "::1", "localhost"].contains(address) {
-            Output.error("warning: listening on \(address): these servers are deliberately insecure; anyone who can reach "
-                         + "this address can use them")
-        }
+        if noDashboard { warnings().forEach(Output.error) }
         let runner = try await ScenarioRunner.start(scenarios, catalog: catalog, store: storeOptions.store,
-                                                    options: try runnerOptions(), progress: Self.show)
+                                                    options: try runnerOptions(), progress: Self.show) { door in
+            // The first line, before any progress: the dashboard answers from now on.
+            if !output.json { print(RunnerReport.dashboardLine(door.dashboardURL)) }
+            fflush(nil)   // A pipe reader sees it now.
+            warnings().forEach(Output.error)
+        }
         if let warning = runner.descriptorWarning { Output.error(warning) }
         let document = runner.document()
         if output.json {
             print(String(decoding: try document.json(), as: UTF8.self))
         } else {
-            print(RunnerReport.text(document))
+            print(RunnerReport.text(document, caFile: storeOptions.store.certificatePath(.root).path,
+                                    storeArgument: storeOptions.dirArgument))
             let serving = document.scenarios.filter { $0.status == .serving }.count
             let preparing = document.scenarios.filter { $0.status == .preparing }.count
             let later = preparing == 0 ? "" : " (and \(preparing) more once prepared)"
@@ -117,6 +122,24 @@ struct ServeCommand: AsyncParsableCommand {
         let signal = await ShutdownSignal.wait()
         Output.error("\(signal == SIGTERM ? "SIGTERM" : "interrupt"): stopping…")
         await runner.stop()
+    }
+
+    /// Lines on standard error about what these flags expose: non-loopback addresses, privileged ports.
+    private func warnings() -> [String] {
+        var lines = bindAddresses.filter { !["127.0.0.1", "::1", "localhost"].contains($0) }.map { address in
+            "warning: listening on \(address): these servers are deliberately insecure; anyone who can reach this "
+                + "address can use them"
+        }
+        if portBase < 1024 {
+            // Privileged ports (below 1024) belong to system services: 22 is ssh, 53 DNS, 80 and 443 web servers.
+            let catalog = try? source.catalog()
+            let highest = catalog?.scenarios.compactMap { catalog?.port(of: $0, portBase: portBase) }.max() ?? portBase
+            lines.append("warning: --port-base \(portBase) puts the dashboard and fixtures on ports "
+                         + "\(portBase)–\(highest), below 1024 where system services live (22 ssh, 53 DNS, 80 and 443 "
+                         + "web); choose a base from 1024 to 32767, such as the default "
+                         + "\(ScenarioCatalog.defaultPortBase)")
+        }
+        return lines
     }
 
     /// The flags as the library's options (checked in `validate()` already).

@@ -64,6 +64,11 @@ enum FlagHints {
             return "--domain: \(error)"
         case let error as RunnerError where error.code == .nothingToServe:
             return "\(error.reason); name scenarios this OpenSSL supports (`tls-fixtures scenarios list`)"
+        case let error as RunnerError where error.code == .notReady:
+            return "\(error.reason); wait longer (--timeout SECONDS: a first run makes an RSA-8192 key, about a "
+                + "minute), or start `tls-fixtures serve` there"
+        case let error as RunnerError where error.code == .willNotServe:
+            return "\(error.reason); wait for scenarios it serves (--scenario NAME), or serve the one you need"
         case let error as LegacyHelperError:
             return "\(error.reason); rebuild it with `make legacy-openssl`, or serve without it (--legacy-helper none)"
         case let error as SimulatorTrustError where error.code == .nothingBooted:

@@ -86,6 +86,7 @@ enum JSONError {
         case let error as ScenarioError: return error.code.description
         case let error as FixtureError: return error.code.description
         case let error as ProbeError: return error.code.description
+        case let error as RunnerError: return error.code.description
         default: return "error"
         }
     }

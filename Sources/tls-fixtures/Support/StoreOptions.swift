@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import TLSFixtures
+import TLSFixturesCLISupport
 
 /// `--dir`, shared by every command that touches the certificate store.
 struct StoreOptions: ParsableArguments {
@@ -38,15 +39,6 @@ extension SimulatorTrustCommand: StoreCommand {}
 extension CAExport: StoreCommand {}
 extension CAInit: StoreCommand {}
 extension CAShow: StoreCommand {}
-
-/// A word a POSIX shell reads back as it is: unquoted when plain, else in single quotes.
-enum ShellWord {
-    static func quoted(_ word: String) -> String {
-        let plain = Set("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789/._-+=:,@%")
-        if !word.isEmpty && word.allSatisfy(plain.contains) { return word }
-        return "'" + word.replacingOccurrences(of: "'", with: "'\\''") + "'"
-    }
-}
 
 /// `--json`, for commands whose output scripts read.
 struct OutputOptions: ParsableArguments {

@@ -44,10 +44,12 @@ final class RemoteXCTestExampleTests: XCTestCase {
         XCTAssertFalse(appPins.contains(try XCTUnwrap(fixture.pins.leaf)))
         XCTAssertEqual(fixture.scenario.expect.pins?.caSPKI, true)
 
-        // Load it by name, as ATS sees it, through the runner's proxy: no /etc/hosts entry.
+        // Load it by name, as ATS sees it, through the runner's proxy: no /etc/hosts entry. In a session with the app's
+        // pinning (its URLSessionDelegate, or TrustKit) this load must fail; a plain session, as here, may load it.
         let session = URLSession(configuration: .fixtures(through: try XCTUnwrap(fixture.proxy)))
         XCTAssertEqual(fixture.qualifiedURL.host, "pin-rotated-key.fixtures.test")
-        _ = session   // session.data(from: fixture.qualifiedURL) with the app's pinning delegate
+        let loaded = try? await session.data(from: fixture.qualifiedURL)
+        _ = loaded
     }
     // README: remote-xctest-example end
 }
@@ -73,6 +75,8 @@ struct RemoteSwiftTestingExampleTests {
             // The certificates, leaf first, as Alamofire's PinnedCertificatesTrustEvaluator takes them.
             #expect(fixture.chainDER.count == 1)
             #expect(fixture.caCertificateDER != fixture.chainDER[0])
+            // Loaded with default trust, it fails.
+            await #expect(throws: (any Error).self) { try await URLSession.shared.data(from: fixture.url) }
         }
     }
     // README: remote-swift-testing-example end

@@ -61,6 +61,7 @@ struct CLIInputTests {
         } catch is ScenarioUnsupported {
             sslv3Served = false
         }
+        // Below the ephemeral range: serve holds every named scenario's port before it learns which it cannot serve.
         let base = try ServeEndToEndTests.freePortBase()
         let result = try TestEnvironment.tlsFixtures(["serve", "--dir", cliInputStore.directory.path,
                                                       "--port-base", "\(base)", "ssl-v3"], timeout: sslv3Served ? 5 : 60)

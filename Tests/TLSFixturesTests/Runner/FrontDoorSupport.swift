@@ -54,6 +54,16 @@ final class FakeFleet: FleetQueries, FleetCommands, FixtureLookup, Sendable {
 
     var generation: Int { 1 }
 
+    /// What `health(asking:)` answers; the names it was asked about, in order.
+    let healthAnswer = NIOLockedValueBox(
+        RunnerHealth(status: .ready, summary: "ready: 1 serving", waitingFor: [], unavailable: [], scenarios: []))
+    let healthAsked = NIOLockedValueBox<[[String]?]>([])
+
+    func health(asking: [String]?) -> RunnerHealth {
+        healthAsked.withLockedValue { $0.append(asking) }
+        return healthAnswer.withLockedValue { $0 }
+    }
+
     func document() -> CatalogDocument {
         let expired = try! catalog.scenario(named: "expired")
         return CatalogDocument(

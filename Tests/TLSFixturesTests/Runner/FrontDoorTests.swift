@@ -68,12 +68,13 @@ struct FrontDoorTests {
 
     /// The status each fleet failure gets: RFC 9110's meaning of each (§15.5.1 400 Bad Request for a request the
     /// client must change, §15.5.5 404 for an id it does not have, §15.5.21 422 for a well-formed request for a
-    /// scenario that cannot be served, §15.6.1 500, §15.6.4 503 while stopping or out of ports), and RFC 6585 §4 429
+    /// scenario that cannot be served, §15.6.1 500, §15.6.4 503 while stopping, out of ports or still preparing the
+    /// scenario: "likely to be alleviated after some delay"), and RFC 6585 §4 429
     /// for the cap the README gives ("at most 256 run at once (`429` beyond)").
     static let fleetStatuses: [(code: FleetError.Code, status: Int)] = [
         (.invalidTTL, 400), (.invalidSession, 400), (.unknownScenario, 400), (.invalidScenario, 400),
         (.catalogName, 400),
-        (.invalidKeyName, 400), (.cannotPrepare, 422), (.full, 429), (.stopping, 503), (.busy, 503),
+        (.invalidKeyName, 400), (.cannotPrepare, 422), (.full, 429), (.stopping, 503), (.busy, 503), (.preparing, 503),
         (.cannotListen, 503), (.cannotDescribe, 500), (.noSuchFixture, 404),
     ]
 
@@ -160,7 +161,8 @@ struct FrontDoorTests {
         #expect(
             nowhere.error?.error
                 == "no such endpoint /api/nothing: the control API is POST|GET /api/fixtures, GET|DELETE "
-                + "/api/fixtures/ID, POST /api/fixtures/ID/renew, DELETE /api/sessions/TAG", "\(nowhere.text)")
+                + "/api/fixtures/ID, POST /api/fixtures/ID/renew, DELETE /api/sessions/TAG, GET /api/health",
+            "\(nowhere.text)")
         let put = try await door.send("PUT", "/api/fixtures", body: "{}")
         #expect(put.status == 405 && put.header("Allow") == "POST, GET", "\(put.headers)")
         let getRenew = try await door.send("GET", "/api/fixtures/abc123/renew")
