@@ -8,7 +8,7 @@ import NIOPosix
 /// - The slow lane: a start that must make an RSA key of 4096 bits or more, or a DH group (`FixtureFleet.slowWork`:
 ///   seconds to a minute of one core each), on threads of its own, `slowWidth` at once. At most
 ///   `Options.maximumSlowStarts` such starts are admitted (running or queued); one more is refused at once with
-///   `FleetError.busy` (a 503 with `Retry-After`) instead of queueing for minutes.
+///   `FleetError.busy` (the front door asks the client to retry later) instead of queueing for minutes.
 /// - The quick lane: everything else (a key that exists, an EC or RSA-2048 key, reading the store, issuing a leaf).
 ///
 /// Neither is `NIOThreadPool.singleton`, which the catalog's own background preparation keeps busy on a first run.

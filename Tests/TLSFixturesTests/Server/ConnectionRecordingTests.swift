@@ -98,7 +98,8 @@ struct ConnectionRecordingTests {
 struct ConnectionLogTests {
     /// Until a reader is registered as waiting, so that what the test does next happens while it waits.
     static func untilWaiting(_ log: ConnectionLog) async {
-        while log.waiterCount == 0 { await Task.yield() }
+        // A short sleep, not Task.yield: a yielding loop can keep the woken reader off a busy cooperative pool.
+        while log.waiterCount == 0 { try? await Task.sleep(for: .milliseconds(1)) }
     }
 
     @Test("keeps the most recent `capacity` records; an update to one it dropped changes nothing")
@@ -119,7 +120,8 @@ struct ConnectionLogTests {
     @Test("a waiter wakes on the change it waits for, and at its deadline when none comes")
     func waiting() async {
         let log = ConnectionLog(capacity: 8)
-        let far = NIODeadline.now() + .seconds(20)
+        // Far enough that a loaded machine cannot reach it by accident: the point is which event ended the wait.
+        let far = NIODeadline.now() + .seconds(120)
         let woken = Task { await log.records(after: 0, until: far) { $0.contains { $0.endedAt != nil } } }
         await Self.untilWaiting(log)
         let id = log.open(peer: "a")   // a change, but not the awaited one: the reader waits on
@@ -127,7 +129,7 @@ struct ConnectionLogTests {
         log.update(id) { $0.endedAt = Date() }
         let records = await woken.value
         #expect(records.map(\.id) == [id])
-        #expect(NIODeadline.now() < far, "woken by the change, not by its 20 s deadline")
+        #expect(NIODeadline.now() < far, "woken by the change, not by its 120 s deadline")
 
         // Nothing settles: the wait ends at its deadline with what there is.
         let unsettled = await log.records(after: 0, until: .now() + .milliseconds(50)) { _ in false }
@@ -137,7 +139,8 @@ struct ConnectionLogTests {
     @Test("a cancelled waiter returns")
     func cancelled() async {
         let log = ConnectionLog(capacity: 8)
-        let far = NIODeadline.now() + .seconds(20)
+        // Far enough that a loaded machine cannot reach it by accident: the point is which event ended the wait.
+        let far = NIODeadline.now() + .seconds(120)
         let task = Task { await log.records(after: 0, until: far) { !$0.isEmpty } }
         await Self.untilWaiting(log)
         task.cancel()
