@@ -8,7 +8,7 @@ package enum CatalogMarkdown {
                      "| --- | --- | --- | --- | --- | --- | --- |"]
         for scenario in catalog.scenarios {
             let cells = [scenario.port.map(String.init) ?? "—", "`\(scenario.name)`", scenario.summary,
-                         scenario.expect.verify ?? "—", scenario.expect.clientDifferencesSummary, scenario.expect.ats.rawValue,
+                         scenario.expect.verify ?? "—", scenario.clientDifferencesSummary, scenario.expect.ats.rawValue,
                          DashboardPage.fixText(scenario.expect.atsFix)]
             lines.append("| " + cells.map { $0.replacingOccurrences(of: "|", with: "\\|") }.joined(separator: " | ") + " |")
         }

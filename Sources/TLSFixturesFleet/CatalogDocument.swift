@@ -64,8 +64,8 @@ package struct CatalogEntry: Codable, Sendable, Equatable {
         self.pins = pins
         tls = scenario.tls
         certificate = scenario.certificate
-        if !scenario.expect.isJudgedByClientMatrix {
-            clientMatrix = Expectations.notJudgedByClientMatrix
+        if let why = scenario.clientMatrixNotJudged {
+            clientMatrix = why
         } else if scenario.expect.defaultClientOutcome != nil {
             clientOutcomes = Dictionary(uniqueKeysWithValues: MatrixClient.allCases.compactMap { client in
                 scenario.expect.outcome(for: client).map { (client.rawValue, $0.outcome) }

@@ -83,7 +83,7 @@ package enum DashboardPage {
         <td>\(link)</td>
         <td>\(escape(entry.summary))\(entry.expect.note.map { "<br><small>\(escape($0))</small>" } ?? "")\(revocationCell(entry))</td>
         <td>\(escape(entry.expect.verify ?? "—"))</td>
-        <td class="clients">\(clientsCell(entry.expect))</td>
+        <td class="clients">\(clientsCell(entry.expect, notJudged: entry.clientMatrix))</td>
         <td class="ats-\(entry.expect.ats.rawValue.replacingOccurrences(of: "/", with: ""))">\(escape(entry.expect.ats.rawValue))</td>
         <td>\(escape(fixText(entry.expect.atsFix)))</td>
         <td>\(entry.pins?.leaf.map { "<code title=\"sha256/\(escape($0))\">\(escape(String($0.prefix(12))))…</code>" } ?? "—")</td>
@@ -116,10 +116,8 @@ package enum DashboardPage {
     }
 
     /// Where other TLS stacks part from OpenSSL's verdict (`expect.clients`), each group with its reason.
-    static func clientsCell(_ expect: Expectations) -> String {
-        guard expect.isJudgedByClientMatrix else {
-            return "<span class=\"client-unjudged\">\(escape(Expectations.notJudgedByClientMatrix))</span>"
-        }
+    static func clientsCell(_ expect: Expectations, notJudged: String?) -> String {
+        if let notJudged { return "<span class=\"client-unjudged\">\(escape(notJudged))</span>" }
         guard let differences = expect.clients, !differences.isEmpty else { return "—" }
         return differences.map { difference in
             "<span class=\"client-\(difference.outcome.rawValue)\" data-outcome=\"\(difference.outcome.rawValue)\" title=\"\(escape(difference.because))\">"

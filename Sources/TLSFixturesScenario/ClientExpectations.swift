@@ -156,3 +156,22 @@ extension Expectations {
         }
     }
 }
+
+extension Scenario {
+    /// Why the client matrix has not judged this scenario, when it has not: it cannot (the matrix's clients present no
+    /// client certificate; the linked OpenSSL lacks what it needs) or nobody has run `make matrix` on it yet. Nil when
+    /// judged. One text for the README table, the dashboard and `/scenarios.json`.
+    public var clientMatrixNotJudged: String? {
+        guard !expect.isJudgedByClientMatrix else { return nil }
+        if tls?.clientAuth == .required {
+            return "not judged by the client matrix: its clients present no client certificate"
+        }
+        if let needs = expect.handshake?.requires {
+            return "not judged by the client matrix: it needs \(needs), which Debian's and Homebrew's OpenSSL lack"
+        }
+        return Expectations.notJudgedByClientMatrix
+    }
+
+    /// `expect.clients` in a few words for tables, or why the matrix has not judged it (`clientMatrixNotJudged`).
+    public var clientDifferencesSummary: String { clientMatrixNotJudged ?? expect.clientDifferencesSummary }
+}
