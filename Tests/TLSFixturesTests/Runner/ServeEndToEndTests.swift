@@ -92,7 +92,12 @@ struct ServeEndToEndTests {
             }
         }
         let serving = current.scenarios.filter { $0.status == .serving }
-        #expect(serving.count >= catalog.scenarios.count - 4)
+        // Every scenario serves but those whose file declares what the linked OpenSSL may lack (ssl-v3, rc4, 3des:
+        // `expect.handshake.requires`), and those only when the OpenSSL really lacks it (reported unsupported).
+        let mayLack = Set(catalog.scenarios.filter { $0.expect.handshake?.requires != nil }.map(\.name))
+        let notServing = current.scenarios.filter { $0.status != .serving }
+        #expect(notServing.allSatisfy { mayLack.contains($0.name) && $0.status == .unsupported },
+                "not serving: \(notServing.map { "\($0.name) (\($0.status): \($0.reason ?? ""))" })")
 
         // Every listed port answers as its scenario, on its catalog offset from the base.
         let ca = try store.ca().certificate
@@ -130,11 +135,11 @@ struct ServeEndToEndTests {
         // probe, in text and JSON, against served scenarios.
         try probeCLIChecks(document: document, ca: ca)
 
-        // SIGTERM: exit 0 within 2 s, every port free again.
+        // SIGTERM: exit 0, every port free again. The bound is a hang detector, not a speed claim (each fixture closes
+        // its connections within a second, concurrently): 20 s leaves room for a loaded CI machine or a sanitizer.
         kill(serve.process.processIdentifier, SIGTERM)
-        let took = try #require(serve.waitForExit(within: 2), "serve did not exit within 2 s of SIGTERM")
+        _ = try #require(serve.waitForExit(within: 20), "serve did not exit within 20 s of SIGTERM")
         #expect(serve.process.terminationStatus == 0, "exit status \(serve.process.terminationStatus): \(serve.errors)")
-        #expect(took < 2)
         for port in [base] + serving.compactMap(\.port) { #expect(!Ports.accepts(port), "port \(port) still listening") }
     }
 
@@ -220,6 +225,13 @@ struct ServeEndToEndTests {
             #expect(decoded.version == direct.version && decoded.cipher == direct.cipher && decoded.keyExchange == direct.keyExchange, "\(name)")
             #expect(decoded.verification?.summary == direct.verification?.summary, "\(name)")
             #expect(decoded.presentedChain.map(\.sha256Fingerprint) == direct.presentedChain.map(\.sha256Fingerprint), "\(name)")
+            // …and what the scenario file says a client sees, which neither probe computed: the protocol, the suite,
+            // the chain's length and the verify result.
+            let declared = try #require(ScenarioExpectations.named(name).handshake, "\(name)")
+            #expect(decoded.protocolName == declared.protocolName, "\(name)")
+            #expect(declared.ciphers.contains(decoded.cipher?.openssl ?? "none"), "\(name): \(decoded.cipher?.openssl ?? "none")")
+            #expect(decoded.presentedChain.count == declared.certificateCount, "\(name)")
+            #expect((decoded.verification?.summary ?? "ok") == declared.verify, "\(name)")
             // …and in text, with the exit status scripts rely on.
             let text = try TestEnvironment.tlsFixtures(["probe", "localhost:\(try port(name))", "--ca", caFile])
             #expect(text.stdout.contains("Protocol   \(direct.protocolName ?? "?")"), "\(name): \(text.stdout)")
@@ -294,7 +306,7 @@ struct ServeEndToEndTests {
         let base = try Self.freePortBase()
         let none = try ServeProcess(["ssl-v3", "rc4", "3des", "--port-base", "\(base)", "--dir", store.directory.path, "--legacy-helper", "none"])
         defer { none.kill() }
-        #expect(none.waitForExit(within: 60) != nil)
+        _ = try #require(none.waitForExit(within: 60), "serve kept running with nothing to serve")
         #expect(none.process.terminationStatus != 0)
         let lines = none.errors.split(separator: "\n").filter { !$0.hasPrefix("generating") }
         #expect(lines.count == 1 && none.errors.contains("ssl-v3: unsupported by the linked OpenSSL")
@@ -304,7 +316,7 @@ struct ServeEndToEndTests {
         let broken = try ServeProcess(["rc4", "ats-compliant", "--port-base", "\(base)", "--dir", store.directory.path,
                                        "--legacy-helper", "/bin/false"])
         defer { broken.kill() }
-        #expect(broken.waitForExit(within: 60) != nil)
+        _ = try #require(broken.waitForExit(within: 60), "serve kept running")
         #expect(broken.process.terminationStatus != 0)
         #expect(broken.errors.split(separator: "\n").filter { !$0.hasPrefix("generating") }.count == 1
                 && broken.errors.contains("the legacy helper /bin/false did not start") && broken.errors.contains("make legacy-openssl"),
@@ -338,7 +350,9 @@ struct ServeEndToEndTests {
         _ = try #require(try serve.document(timeout: 120))
         #expect(Ports.accepts(base + 1))
         kill(serve.process.processIdentifier, SIGINT)
-        #expect(serve.waitForExit(within: 2) != nil)
+        // #require: reading terminationStatus of a process still running traps in Foundation and takes the whole test
+        // process down. 20 s detects a hang without timing a loaded machine.
+        _ = try #require(serve.waitForExit(within: 20), "serve did not exit within 20 s of SIGINT")
         #expect(serve.process.terminationStatus == 0)
         #expect(!Ports.accepts(base + 1) && !Ports.accepts(base))
     }
