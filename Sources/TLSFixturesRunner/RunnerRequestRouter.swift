@@ -217,8 +217,21 @@ final class RunnerRequestRouter: ChannelInboundHandler, RemovableChannelHandler 
                 router.refuse(context, head, .badGateway, "cannot reach the \(entry.scenario) fixture on port \(entry.port): \(error)", closing: true)
                 router.setReading(context, true)
             case .success(let upstream):
+                Self.noteHop(upstream, authority: head.uri, in: policy.fixtures.proxyHops)
                 router.splice(context, upstream: upstream, clientEnd: clientEnd, fixtureEnd: fixtureEnd)
             }
+        }
+    }
+
+    /// Notes the tunnel by its socket towards the fixture, before any of the client's bytes can go through it, so the
+    /// fixture's record of the connection names the CONNECT authority; forgets it once the tunnel has closed.
+    static func noteHop(_ upstream: Channel, authority: String, in hops: ProxyHops) {
+        guard let local = upstream.localAddress, let token = hops.note(local: local, authority: authority) else {
+            return
+        }
+        // The fixture asks once more as its side closes, which may come after this side's close: forget a moment later.
+        upstream.closeFuture.whenComplete { _ in
+            upstream.eventLoop.scheduleTask(in: .seconds(2)) { hops.forget(local: local, token: token) }
         }
     }
 
