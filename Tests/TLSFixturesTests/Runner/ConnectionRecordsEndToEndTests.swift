@@ -63,6 +63,32 @@ struct ConnectionRecordsEndToEndTests {
         #expect(record.proxy?.authority == "expired.fixtures.test:\(runner.base + 31)")
         #expect(catalog.latestID == record.id)
 
+        // The same record at a terminal: `tls-fixtures connections`, with the judgement of curl's offer against ATS.
+        // curl offered TLS 1.0 (its supported_versions, as recorded), below ATS's TLS 1.2 minimum, so it falls short.
+        let shown = try TestEnvironment.tlsFixtures(
+            ["connections", "expired", "--runner", runner.url, "--after", "\(before)"])
+        #expect(shown.status == 0, "\(shown.combined)")
+        #expect(shown.stdout.contains("#\(record.id) 127.0.0.1:"), "\(shown.stdout)")
+        #expect(shown.stdout.contains("through the proxy for expired.fixtures.test:\(runner.base + 31)"))
+        #expect(shown.stdout.contains("the client sent certificate_expired(45) after the server's certificate"))
+        #expect(shown.stdout.contains("ATS: the client's offer does not meet ATS"), "\(shown.stdout)")
+        struct Shown: Decodable {
+            struct Entry: Decodable { var record: ConnectionRecord; var atsOffer: Offer? }
+            struct Offer: Decodable { var meetsATS: Bool; var versionsBelowMinimum: [String] }
+            var connections: [Entry]
+            var latestID: Int
+        }
+        let json = try TestEnvironment.tlsFixtures(
+            ["connections", "expired", "--runner", runner.url, "--after", "\(before)", "--json"])
+        let document = try FixtureAPI.decoder().decode(Shown.self, from: Data(json.stdout.utf8))
+        #expect(document.connections.map(\.record) == [record] && document.latestID == record.id, "\(json.stdout)")
+        #expect(document.connections.first?.atsOffer?.meetsATS == false)
+        #expect(document.connections.first?.atsOffer?.versionsBelowMinimum.contains("TLSv1.0") == true)
+        let missing = try TestEnvironment.tlsFixtures(["connections", "no-such-scenario", "--runner", runner.url])
+        #expect(missing.status != 0, "\(missing.combined)")
+        #expect(missing.stderr.contains("no scenario \"no-such-scenario\""), "\(missing.combined)")
+        #expect(missing.stderr.split(separator: "\n").count == 1, "\(missing.stderr)")
+
         // Names the runner does not serve here are 404s that say so; a wait over the limit is a 400 naming it.
         let unknown = try runner.api("GET", "/api/scenarios/no-such-scenario/connections")
         #expect(unknown.status == 404 && unknown.error?.error.contains("no scenario") == true, "\(unknown.text)")
