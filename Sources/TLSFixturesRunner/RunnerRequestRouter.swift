@@ -223,8 +223,8 @@ final class RunnerRequestRouter: ChannelInboundHandler, RemovableChannelHandler 
         }
     }
 
-    /// Notes the tunnel by its socket towards the fixture, before any of the client's bytes can go through it, so the
-    /// fixture's record of the connection names the CONNECT authority; forgets it once the tunnel has closed.
+    /// Notes the tunnel (or forwarded request) by its socket towards the fixture, before any of the client's bytes can
+    /// go through it, so the fixture's record of the connection names the authority; forgets it once it has closed.
     static func noteHop(_ upstream: Channel, authority: String, in hops: ProxyHops) {
         guard let local = upstream.localAddress, let token = hops.note(local: local, authority: authority) else {
             return
@@ -297,7 +297,11 @@ final class RunnerRequestRouter: ChannelInboundHandler, RemovableChannelHandler 
                 try channel.pipeline.syncOperations.addHandler(ForwardedRequestHandler(answer: promise, limit: FixtureAPI.maximumBodyBytes))
             }
         }
+        // The Host as the client named it (`http.fixtures.test:9843`), as a CONNECT's authority would be.
+        let authority = "\(host.contains(":") ? "[\(host)]" : host):\(url.port ?? 80)"
+        let hops = policy.fixtures.proxyHops
         connected.whenSuccess { upstream in
+            Self.noteHop(upstream, authority: authority, in: hops)
             upstream.write(HTTPClientRequestPart.head(forwardedHead), promise: nil)
             if body.readableBytes > 0 { upstream.write(HTTPClientRequestPart.body(.byteBuffer(body)), promise: nil) }
             upstream.writeAndFlush(HTTPClientRequestPart.end(nil), promise: nil)

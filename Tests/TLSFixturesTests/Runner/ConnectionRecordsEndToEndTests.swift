@@ -89,6 +89,15 @@ struct ConnectionRecordsEndToEndTests {
         #expect(missing.stderr.contains("no scenario \"no-such-scenario\""), "\(missing.combined)")
         #expect(missing.stderr.split(separator: "\n").count == 1, "\(missing.stderr)")
 
+        // Plain HTTP through the proxy (an absolute-form GET, forwarded): the record names the host the client asked.
+        let http = try await remote.start("http")
+        let plain = try Subprocess.run(["curl", "-sS", "--proxy", runner.url, http.qualifiedURL.absoluteString],
+                                       environment: environment)
+        #expect(plain.status == 0, "\(plain.combined)")
+        let forwarded = try await http.connections(after: 0, wait: 10)
+        #expect(forwarded.first?.proxy?.authority == "http.fixtures.test:\(http.port)", "\(forwarded)")
+        #expect(forwarded.first?.requests.first?.status == 200, "\(forwarded)")
+
         // Names the runner does not serve here are 404s that say so; a wait over the limit is a 400 naming it.
         let unknown = try runner.api("GET", "/api/scenarios/no-such-scenario/connections")
         #expect(unknown.status == 404 && unknown.error?.error.contains("no scenario") == true, "\(unknown.text)")
