@@ -25,7 +25,7 @@ public final class RemoteFixture: Sendable, CustomStringConvertible {
     }
 
     private let state: Locked<FixtureDescription>
-    private let runner: RemoteFixtures
+    let runner: RemoteFixtures
     private let stopped = Locked(false)
 
     init(_ description: FixtureDescription, runner: RemoteFixtures) {

@@ -52,6 +52,9 @@ package final class FixtureFleet: Sendable {
         package var maximumSlowStarts = 4
         /// Told what the slow lane does with each start, in order (a test's window on it).
         package var slowLaneObserver: (@Sendable (PreparationLanes.Event) -> Void)? = nil
+        /// The proxy's open tunnels, which every fixture asks when a connection arrives, so its record names the
+        /// CONNECT authority a client came through (the front door's proxy notes them: `FixtureLookup.proxyHops`).
+        package var proxyHops = ProxyHops()
         package init() {}
     }
 
@@ -94,7 +97,7 @@ package final class FixtureFleet: Sendable {
     let lanes: PreparationLanes
 
     /// Which fixture; the catalog's are named, leased ones get a random id.
-    enum Key: Hashable, Sendable {
+    package enum Key: Hashable, Sendable {
         case catalog(String)
         case leased(String)
     }
@@ -660,6 +663,43 @@ extension FixtureFleet: FleetQueries, FixtureLookup {
 
     package var fixtureDomains: [String] { [Scenario.fixturesDomain] + options.domains }
 
+    package var proxyHops: ProxyHops { options.proxyHops }
+
+    /// The records of `key`'s connections after `cursor`, as `FixtureServer.connections(after:wait:)` gives them:
+    /// once one has settled, or when `wait` has passed. A leased fixture by its id, a catalog one by its name.
+    package func connections(of key: Key, after cursor: Int, wait: Duration) async throws(FleetError)
+        -> ConnectionList
+    {
+        let member = table.withLockedValue { $0.members[key] }
+        let fixture: FixtureServer
+        switch (key, member) {
+        case (.leased(let id), let member):
+            guard let member, member.lease != nil, let serving = member.state.fixture else {
+                throw .noSuchFixture(id)
+            }
+            fixture = serving
+        case (.catalog(let name), nil):
+            throw .noSuchScenario(name, inCatalog: catalog.names.contains(name))
+        case (.catalog(let name), let member?):
+            guard let serving = member.state.fixture else { throw .notServing(name, Self.why(member.state)) }
+            fixture = serving
+        }
+        let records = await fixture.connections(after: cursor, wait: wait)
+        return ConnectionList(connections: records, latestID: fixture.latestConnectionID)
+    }
+
+    /// Why a catalog fixture in `state` has no records here.
+    private static func why(_ state: FixtureState) -> String {
+        switch state {
+        case .preparing(let making, _): return preparingReason(making: making)
+        case .serving: return "it serves"
+        case .servedByHelper: return "the legacy helper serves it, in a process of its own, which keeps no records"
+        case .unsupported(let reason): return "unsupported: \(reason)"
+        case .failed(let reason): return "failed: \(reason)"
+        case .stopped: return "stopped"
+        }
+    }
+
     package func servedFixture(onPort port: Int) -> ServedFixture? {
         let fixture = table.withLockedValue { table in
             table.members.values.lazy.compactMap(\.state.fixture).first { $0.port == port }
@@ -731,6 +771,7 @@ extension FixtureFleet.Options {
             idleTimeout: idleTimeout, headerTimeout: headerTimeout,
             maximumConnections: maximumConnections)
         if let logger { configuration.logger = logger }
+        configuration.connectionAnnotator = proxyHops.annotator
         return configuration
     }
 }

@@ -81,6 +81,8 @@ package protocol FixtureLookup: Sendable {
     func servedFixture(onPort port: Int) -> ServedFixture?
     /// The domains every fixture is named under: `fixtures.test` first, then `Options.domains`.
     var fixtureDomains: [String] { get }
+    /// Where the proxy notes each tunnel before its first byte, so the fixture's record names the CONNECT authority.
+    var proxyHops: ProxyHops { get }
 }
 
 /// What the dashboard and the control API read.
@@ -97,6 +99,10 @@ package protocol FleetQueries: Sendable {
     func leasedFixture(id: String) throws(FleetError) -> FixtureDescription
     /// Leased fixtures serving now, oldest lease end first; only `session`'s when given.
     func leasedFixtures(session: String?) -> [FixtureDescription]
+    /// The connection records of a leased fixture (by id) or a catalog one (by name) after `cursor`, once one has
+    /// settled or `wait` has passed (`FixtureServer.connections(after:wait:)`).
+    func connections(of fixture: FixtureFleet.Key, after cursor: Int, wait: Duration) async throws(FleetError)
+        -> ConnectionList
 }
 
 /// What the control API asks the fleet to do.

@@ -56,6 +56,23 @@ package struct FleetError: CodedError {
         .full, "\(FixtureAPI.maximumLiveFixtures) fixtures started through the API are running, the most at once",
         fix: "stop some, by id or by session, or let their leases end")
 
+    /// No catalog fixture `name` in this runner: not a catalog name at all, or one `serve` was not asked to serve.
+    package static func noSuchScenario(_ name: String, inCatalog: Bool) -> FleetError {
+        FleetError(
+            .noSuchScenario,
+            inCatalog
+                ? "this runner does not serve \(name) on its catalog port (serve was given other names)"
+                : "no scenario \"\(name)\" in this runner's catalog",
+            fix: inCatalog
+                ? "read the records of a fixture you started by its id, or name \(name) to serve"
+                : "the catalog document (/scenarios.json) lists them")
+    }
+
+    /// The catalog fixture `name` is not serving in this process (`why`), so it has no connection records.
+    package static func notServing(_ name: String, _ why: String) -> FleetError {
+        FleetError(.notServing, "\(name) has no connection records: it does not serve here (\(why))")
+    }
+
     package static func noSuchFixture(_ id: String) -> FleetError {
         FleetError(
             .noSuchFixture, "no fixture \"\(id)\": it was stopped or its lease ended",
@@ -93,13 +110,18 @@ extension ErrorCode where Owner == FleetError {
     package static var cannotDescribe: Self { Self("cannotDescribe") }
     /// No leased fixture has that id (stopped, or its lease ended).
     package static var noSuchFixture: Self { Self("noSuchFixture") }
+    /// No catalog fixture of that name in this runner.
+    package static var noSuchScenario: Self { Self("noSuchScenario") }
+    /// The catalog fixture is not serving here (preparing, unsupported, failed, stopped, or the legacy helper's).
+    package static var notServing: Self { Self("notServing") }
 
     /// Every code, for the front door's table and its test.
     package static var all: [Self] {
         [
             .invalidTTL, .invalidSession, .unknownScenario, .invalidScenario, .catalogName, .invalidKeyName,
             .cannotPrepare,
-            .full, .stopping, .busy, .preparing, .cannotListen, .cannotDescribe, .noSuchFixture,
+            .full, .stopping, .busy, .preparing, .cannotListen, .cannotDescribe, .noSuchFixture, .noSuchScenario,
+            .notServing,
         ]
     }
 }

@@ -17,10 +17,12 @@ struct ControlAPI: Sendable {
         var body: Data
     }
 
-    /// What a handler gets: the request and the path's one variable segment (`ID`, `TAG`), when the pattern has one.
+    /// What a handler gets: the request and the path's one variable segment (`ID`, `TAG`, `NAME`), when the pattern
+    /// has one.
     typealias Handler = @Sendable (ControlAPI, Request, _ parameter: String) async throws -> HTTPAnswer
 
-    /// One resource: its path (`ID` and `TAG` stand for a segment) and its methods, in the order the 404 lists them.
+    /// One resource: its path (`ID`, `TAG` and `NAME` stand for a segment) and its methods, in the order the 404
+    /// lists them.
     struct Route: Sendable {
         var pattern: String
         var methods: [(method: HTTPMethod, handler: Handler)]
@@ -36,7 +38,7 @@ struct ControlAPI: Sendable {
             guard parts.count == segments.count else { return nil }
             var parameter = ""
             for (part, segment) in zip(parts, segments) {
-                if part == "ID" || part == "TAG" { parameter = segment } else if part != segment { return nil }
+                if ["ID", "TAG", "NAME"].contains(part) { parameter = segment } else if part != segment { return nil }
             }
             return parameter
         }
@@ -56,6 +58,12 @@ struct ControlAPI: Sendable {
                 (.DELETE, { api, _, id in await api.stop(id) }),
             ]),
         Route(FixtureAPI.fixturesPath + "/ID/renew", [(.POST, { api, request, id in try api.renew(id, request) })]),
+        Route(
+            FixtureAPI.fixturesPath + "/ID/" + FixtureAPI.connectionsSegment,
+            [(.GET, { api, request, id in try await api.connections(of: .leased(id), request) })]),
+        Route(
+            FixtureAPI.scenariosPath + "/NAME/" + FixtureAPI.connectionsSegment,
+            [(.GET, { api, request, name in try await api.connections(of: .catalog(name), request) })]),
         Route(FixtureAPI.sessionsPath + "/TAG", [(.DELETE, { api, _, tag in try await api.stopSession(tag) })]),
         Route(FixtureAPI.healthPath, [(.GET, { api, request, _ in try api.health(request) })]),
     ]
@@ -158,6 +166,46 @@ struct ControlAPI: Sendable {
         let health = fleet.health(asking: asked)
         let answer = HTTPAnswer.json(health.ready ? .ok : .serviceUnavailable, health)
         return health.status == .preparing ? answer.adding("Retry-After", "1") : answer
+    }
+
+    /// The fixture's records after `?after=N` (default 0: every one kept), waiting up to `?wait=S` seconds
+    /// (`FixtureAPI.maximumConnectionWait` at most; default 0, at once) for one to settle. The wait is a task on the
+    /// fleet's connection log, woken by every change: it holds no thread, and the connection's other requests queue.
+    private func connections(of fixture: FixtureFleet.Key, _ request: Request) async throws -> HTTPAnswer {
+        let (after, wait) = try Self.connectionQuery(request.uri)
+        return .json(.ok, try await fleet.connections(of: fixture, after: after, wait: wait))
+    }
+
+    static func connectionQuery(_ uri: String) throws -> (after: Int, wait: Duration) {
+        var after = 0
+        var wait = Duration.zero
+        let query = uri.split(separator: "?", maxSplits: 1).dropFirst().first ?? ""
+        for pair in query.split(separator: "&") {
+            let parts = pair.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false).map(String.init)
+            let value = parts.count == 2 ? parts[1] : ""
+            switch parts[0] {
+            case "after":
+                guard let number = Int(value), number >= 0 else {
+                    throw ControlAPIFailure(
+                        400, "after=\(value.escapingControlCharacters) is not a connection id; give a whole number "
+                            + "from 0 (latestID of the last answer)", field: "after")
+                }
+                after = number
+            case "wait":
+                let limit = FixtureAPI.maximumConnectionWait
+                guard let seconds = Double(value), seconds.isFinite, (0...Double(limit)).contains(seconds) else {
+                    throw ControlAPIFailure(
+                        400, "wait=\(value.escapingControlCharacters) is not a wait; give seconds from 0 to \(limit)",
+                        field: "wait")
+                }
+                wait = .milliseconds(Int64((seconds * 1000).rounded()))
+            default:
+                let name = parts[0].escapingControlCharacters
+                throw ControlAPIFailure(
+                    400, "unknown query parameter \"\(name)\" (known: after=ID, wait=SECONDS)", field: parts[0])
+            }
+        }
+        return (after, wait)
     }
 
     private func withProxy(_ description: FixtureDescription) -> FixtureDescription {

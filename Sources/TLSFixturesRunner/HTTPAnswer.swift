@@ -87,6 +87,9 @@ enum FleetErrorStatus {
         .cannotListen: (.serviceUnavailable, nil, nil),
         .cannotDescribe: (.internalServerError, nil, nil),
         .noSuchFixture: (.notFound, "GET /api/fixtures lists the running ones", nil),
+        .noSuchScenario: (.notFound, nil, nil),
+        // RFC 9110 §15.5.10: the scenario exists but its state here has no records to give.
+        .notServing: (.conflict, nil, nil),
     ]
 
     static func failure(_ error: FleetError) -> ControlAPIFailure {

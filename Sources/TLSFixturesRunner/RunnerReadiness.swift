@@ -59,6 +59,38 @@ package enum RunnerReadiness {
         }
     }
 
+    /// One `GET path` of the runner at `host`:`port`, its whole answer (at most `FixtureAPI.maximumBodyBytes`), or a
+    /// connection error; an answer that does not come by `deadline` is not waited for.
+    package static func get(
+        host: String, port: Int, path: String, until deadline: NIODeadline, userAgent: String
+    ) async throws -> (head: HTTPResponseHead, body: ByteBuffer) {
+        let loop = MultiThreadedEventLoopGroup.singleton.next()
+        let promise = loop.makePromise(of: ForwardedRequestHandler.Answer.self)
+        let left = deadline - .now()
+        let connecting = ClientBootstrap(group: loop)
+            .connectTimeout(min(.seconds(2), max(left, .milliseconds(10))))
+            .channelInitializer { channel in
+                channel.eventLoop.makeCompletedFuture {
+                    try channel.pipeline.syncOperations.addHTTPClientHandlers()
+                    try channel.pipeline.syncOperations.addHandler(
+                        ForwardedRequestHandler(answer: promise, limit: FixtureAPI.maximumBodyBytes))
+                }
+            }
+            .connect(host: host, port: port)
+        // The handler holds the promise: a connection that never came up must fail it, or it leaks.
+        connecting.whenFailure { promise.fail($0) }
+        let channel = try await connecting.get()
+        let cutOff = loop.scheduleTask(in: max(left, .milliseconds(10))) { channel.close(promise: nil) }
+        defer { cutOff.cancel() }
+        var head = HTTPRequestHead(version: .http1_1, method: .GET, uri: path)
+        head.headers = ["Host": "\(host.contains(":") ? "[\(host)]" : host):\(port)", "Accept": "application/json",
+                        "Connection": "close", "User-Agent": userAgent]
+        channel.write(HTTPClientRequestPart.head(head), promise: nil)
+        channel.writeAndFlush(HTTPClientRequestPart.end(nil), promise: nil)
+        let answer = try await promise.futureResult.get()
+        return (answer.head, answer.body)
+    }
+
     /// Where the health is asked for.
     private struct Target: Sendable {
         var runner: URL
@@ -89,33 +121,9 @@ package enum RunnerReadiness {
 
         /// One `GET`: the health, or a connection error (retried by the caller), or `RunnerError.notARunner`.
         func ask(until deadline: NIODeadline) async throws -> RunnerHealth {
-            let loop = MultiThreadedEventLoopGroup.singleton.next()
-            let promise = loop.makePromise(of: ForwardedRequestHandler.Answer.self)
-            let left = deadline - .now()
-            let connecting = ClientBootstrap(group: loop)
-                .connectTimeout(min(.seconds(2), max(left, .milliseconds(10))))
-                .channelInitializer { channel in
-                    channel.eventLoop.makeCompletedFuture {
-                        try channel.pipeline.syncOperations.addHTTPClientHandlers()
-                        try channel.pipeline.syncOperations.addHandler(
-                            ForwardedRequestHandler(answer: promise, limit: FixtureAPI.maximumBodyBytes))
-                    }
-                }
-                .connect(host: host, port: port)
-            // The handler holds the promise: a connection that never came up must fail it, or it leaks.
-            connecting.whenFailure { promise.fail($0) }
-            let channel = try await connecting.get()
-            // An answer that does not come within the time left (or 10 s) is not waited for.
-            let cutOff = loop.scheduleTask(in: min(.seconds(10), max(left, .milliseconds(10)))) {
-                channel.close(promise: nil)
-            }
-            defer { cutOff.cancel() }
-            var head = HTTPRequestHead(version: .http1_1, method: .GET, uri: path)
-            head.headers = ["Host": "\(host.contains(":") ? "[\(host)]" : host):\(port)", "Accept": "application/json",
-                            "Connection": "close", "User-Agent": "tls-fixtures-wait"]
-            channel.write(HTTPClientRequestPart.head(head), promise: nil)
-            channel.writeAndFlush(HTTPClientRequestPart.end(nil), promise: nil)
-            let answer = try await promise.futureResult.get()
+            let answer = try await RunnerReadiness.get(
+                host: host, port: port, path: path, until: min(deadline, .now() + .seconds(10)),
+                userAgent: "tls-fixtures-wait")
             let status = Int(answer.head.status.code)
             guard status == 200 || status == 503,
                 let health = try? FixtureAPI.decoder().decode(

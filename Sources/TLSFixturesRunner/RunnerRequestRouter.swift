@@ -217,8 +217,21 @@ final class RunnerRequestRouter: ChannelInboundHandler, RemovableChannelHandler 
                 router.refuse(context, head, .badGateway, "cannot reach the \(entry.scenario) fixture on port \(entry.port): \(error)", closing: true)
                 router.setReading(context, true)
             case .success(let upstream):
+                Self.noteHop(upstream, authority: head.uri, in: policy.fixtures.proxyHops)
                 router.splice(context, upstream: upstream, clientEnd: clientEnd, fixtureEnd: fixtureEnd)
             }
+        }
+    }
+
+    /// Notes the tunnel (or forwarded request) by its socket towards the fixture, before any of the client's bytes can
+    /// go through it, so the fixture's record of the connection names the authority; forgets it once it has closed.
+    static func noteHop(_ upstream: Channel, authority: String, in hops: ProxyHops) {
+        guard let local = upstream.localAddress, let token = hops.note(local: local, authority: authority) else {
+            return
+        }
+        // The fixture asks once more as its side closes, which may come after this side's close: forget a moment later.
+        upstream.closeFuture.whenComplete { _ in
+            upstream.eventLoop.scheduleTask(in: .seconds(2)) { hops.forget(local: local, token: token) }
         }
     }
 
@@ -284,7 +297,11 @@ final class RunnerRequestRouter: ChannelInboundHandler, RemovableChannelHandler 
                 try channel.pipeline.syncOperations.addHandler(ForwardedRequestHandler(answer: promise, limit: FixtureAPI.maximumBodyBytes))
             }
         }
+        // The Host as the client named it (`http.fixtures.test:9843`), as a CONNECT's authority would be.
+        let authority = "\(host.contains(":") ? "[\(host)]" : host):\(url.port ?? 80)"
+        let hops = policy.fixtures.proxyHops
         connected.whenSuccess { upstream in
+            Self.noteHop(upstream, authority: authority, in: hops)
             upstream.write(HTTPClientRequestPart.head(forwardedHead), promise: nil)
             if body.readableBytes > 0 { upstream.write(HTTPClientRequestPart.body(.byteBuffer(body)), promise: nil) }
             upstream.writeAndFlush(HTTPClientRequestPart.end(nil), promise: nil)

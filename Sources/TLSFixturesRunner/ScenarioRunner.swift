@@ -157,6 +157,19 @@ package struct RunnerError: CodedError {
             fix: "ask about scenarios it serves (/scenarios.json lists them), or serve the one you need")
     }
 
+    /// Nothing answered at `url` (`why`: "connection refused", …).
+    static func unreachable(_ url: URL, _ why: String) -> RunnerError {
+        RunnerError(
+            code: .unreachable, reason: "no tls-fixtures runner answers at \(url.absoluteString) (\(why))",
+            fix: "start one with `tls-fixtures serve`, or give the URL it prints first")
+    }
+
+    /// The runner has no records of what was asked for: `why`, in the runner's words.
+    static func unavailable(_ why: String) -> RunnerError {
+        // The runner's words carry their own fixes.
+        RunnerError(code: .unavailable, reason: why, fix: nil)
+    }
+
     /// Something other than a runner answered at `url` (`why`).
     static func notARunner(_ url: URL, _ why: String) -> RunnerError {
         RunnerError(
@@ -175,4 +188,8 @@ extension ErrorCode where Owner == RunnerError {
     package static var willNotServe: Self { Self("willNotServe") }
     /// What answered is not a runner (another program, or a runner too old to have `/api/health`).
     package static var notARunner: Self { Self("notARunner") }
+    /// Nothing answered at the runner's URL.
+    package static var unreachable: Self { Self("unreachable") }
+    /// The runner has no fixture of that name or id (or its state has no records).
+    package static var unavailable: Self { Self("unavailable") }
 }

@@ -50,8 +50,9 @@ package final class ConnectionLog: Sendable {
     }
 
     private static func records(in state: State, after cursor: Int, capacity: Int) -> [ConnectionRecord] {
+        // Any cursor at all (a client's `?after=` is any number): none above the latest, without overflowing.
+        guard cursor < state.nextID - 1 else { return [] }
         let first = max(cursor + 1, state.nextID - state.ring.count)
-        guard first < state.nextID else { return [] }
         return (first ..< state.nextID).map { state.ring[($0 - 1) % capacity] }
     }
 

@@ -12,6 +12,8 @@ import Foundation
 /// | `DELETE /api/fixtures/ID` | `204`, also when it was stopped already (idempotent) |
 /// | `DELETE /api/sessions/TAG` | `200` and a `SessionStopped`: everything that session started |
 /// | `GET /api/health` (`?scenarios=NAME,…`) | `200` when ready, `503` when not, with a `RunnerHealth` either way |
+/// | `GET /api/fixtures/ID/connections` (`?after=N&wait=S`) | `200` and a `ConnectionList`, or `404` |
+/// | `GET /api/scenarios/NAME/connections` (the same query) | the same for a catalog fixture; `404`, or `409` |
 ///
 /// Errors are `APIError` bodies: `400` naming the field, `404`, `405` (with `Allow`), `413` (a body over
 /// `maximumBodyBytes`), `415` (a body that is not `application/json`), `429` (`maximumLiveFixtures` are running), `503`
@@ -22,6 +24,13 @@ public enum FixtureAPI {
     public static let fixturesPath = "/api/fixtures"
     /// `DELETE /api/sessions/TAG` stops every fixture started with that session tag.
     public static let sessionsPath = "/api/sessions"
+    /// `/api/scenarios/NAME/connections`: a catalog fixture's connection records.
+    public static let scenariosPath = "/api/scenarios"
+    /// The last segment of a fixture's (or catalog scenario's) connection records.
+    public static let connectionsSegment = "connections"
+    /// The longest `?wait=` a connections request may ask for, in seconds: long enough for a load to end, short
+    /// enough that no client holds the runner's connection for long.
+    public static let maximumConnectionWait = 30
     /// `GET` answers whether the runner is ready (`RunnerHealth`); `?scenarios=NAME,…` asks about those alone.
     public static let healthPath = "/api/health"
     /// A fixture started through the API stops when this passes without a renew, so a crashed test run leaves nothing

@@ -128,6 +128,14 @@ struct ThrownError: CustomStringConvertible {
 
     /// Why a load that threw this may not have reached the fixture, and what to change.
     var neverReachedHint: String {
+        // libcurl (FoundationNetworking) says "CONNECT tunnel failed, response 403"; CFNetwork reports a proxy's
+        // refusal of a CONNECT as kCFErrorHTTPSProxyConnectionFailure (310, CFNetworkErrors.h).
+        let curlProxyRefusal = text.contains("CONNECT") && text.contains("response 4")
+        if curlProxyRefusal || (domain == "kCFErrorDomainCFNetwork" && code == 310) {
+            return "the runner's proxy refused the CONNECT (\(text)): it tunnels to a fixture by that fixture's own "
+                + "name and port only; load fixture.qualifiedURL as given (a mistyped port, localhost or an address is "
+                + "refused: the runner's log names the fixture on that port)"
+        }
         switch (domain, code) {
         case ("NSURLErrorDomain", -1003):
             return "the host name did not resolve: map it to 127.0.0.1 (/etc/hosts, a simulator's host), or send the "

@@ -9,7 +9,11 @@ import TLSFixturesClient
 // stop it. On Linux the proxy reaches URLSession through `FixtureProxy.environment`, as it would for any Linux program.
 // One JSON line out; exit 0 when the load completed with HTTP 200, 1 otherwise.
 //
-//   tls-fixtures-client-check SCENARIO [URL-KIND]      URL-KIND: qualified (default), domain, localhost
+//   tls-fixtures-client-check SCENARIO [URL-KIND] [--expect refused|accepted] [--without-proxy-environment]
+//
+// URL-KIND: qualified (default), domain, localhost, wrong-port (the qualified name on a port no fixture has). With
+// --expect, the load runs inside `RemoteFixture.expectRefused` or `expectAccepted`, and `judgement` is "passed" or the
+// failure's text; exit 0 when it passed. --without-proxy-environment leaves the proxy out, as a new user's test does.
 //
 // The runner comes from TLS_FIXTURES_URL. The tests run it where libcurl's CA bundle is the built-in CA and /etc/hosts
 // names nothing under fixtures.test (a private mount namespace), so a completed load proves the proxy resolved the
@@ -22,6 +26,7 @@ struct Outcome: Encodable {
     var status: Int?
     var servedScenario: String?
     var error: String?
+    var judgement: String?
 }
 
 let arguments = Array(CommandLine.arguments.dropFirst())
@@ -29,7 +34,10 @@ guard let name = arguments.first else {
     FileHandle.standardError.write(Data("usage: tls-fixtures-client-check SCENARIO [qualified|domain|localhost]\n".utf8))
     exit(64)
 }
-let kind = arguments.dropFirst().first ?? "qualified"
+let positional = arguments.dropFirst().filter { !$0.hasPrefix("--") && !["refused", "accepted"].contains($0) }
+let kind = positional.first ?? "qualified"
+let expecting = arguments.firstIndex(of: "--expect").flatMap { arguments.dropFirst($0 + 1).first }
+let withProxyEnvironment = !arguments.contains("--without-proxy-environment")
 var outcome = Outcome(scenario: name, url: "", loaded: false)
 do {
     let fixture = try await RemoteFixtures(ttl: 60).start(name)
@@ -37,26 +45,46 @@ do {
     switch kind {
     case "domain": url = fixture.domainURLs.first ?? fixture.qualifiedURL
     case "localhost": url = fixture.url
+    case "wrong-port":
+        var components = URLComponents(url: fixture.qualifiedURL, resolvingAgainstBaseURL: false)!
+        components.port = fixture.port == 65_535 ? 1 : fixture.port + 1
+        url = components.url!
     default: url = fixture.qualifiedURL
     }
     outcome.url = url.absoluteString
     guard let proxy = fixture.proxy else { throw RemoteFixtureError.invalidScenario("the runner names no proxy") }
     #if os(Linux)
     // FoundationNetworking ignores connectionProxyDictionary; the libcurl under it reads the proxy from the environment.
-    for (variable, value) in proxy.environment { setenv(variable, value, 1) }
+    if withProxyEnvironment {
+        for (variable, value) in proxy.environment { setenv(variable, value, 1) }
+    }
     #endif
     let configuration = URLSessionConfiguration.fixtures(through: proxy)
     configuration.timeoutIntervalForRequest = 15
     let session = URLSession(configuration: configuration)
+    struct Served: Decodable { var scenario: String }
+    // The load, noting what it got or threw; rethrown for the expectation to judge.
+    let load = { () async throws -> Void in
+        do {
+            let (data, response) = try await session.data(from: url)
+            outcome.status = (response as? HTTPURLResponse)?.statusCode
+            outcome.loaded = outcome.status == 200
+            outcome.servedScenario = (try? JSONDecoder().decode(Served.self, from: data))?.scenario
+        } catch {
+            let nsError = error as NSError
+            outcome.error = "\(nsError.domain) \(nsError.code): \(nsError.localizedDescription)"
+            throw error
+        }
+    }
     do {
-        let (data, response) = try await session.data(from: url)
-        outcome.status = (response as? HTTPURLResponse)?.statusCode
-        outcome.loaded = outcome.status == 200
-        struct Served: Decodable { var scenario: String }
-        outcome.servedScenario = (try? JSONDecoder().decode(Served.self, from: data))?.scenario
+        switch expecting {
+        case "refused"?: try await fixture.expectRefused(load)
+        case "accepted"?: try await fixture.expectAccepted(load)
+        default: try? await load()
+        }
+        if expecting != nil { outcome.judgement = "passed" }
     } catch {
-        let nsError = error as NSError
-        outcome.error = "\(nsError.domain) \(nsError.code): \(nsError.localizedDescription)"
+        outcome.judgement = "\(error)"
     }
     await fixture.stop()
 } catch {
@@ -65,4 +93,4 @@ do {
 let encoder = JSONEncoder()
 encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
 print(String(decoding: try encoder.encode(outcome), as: UTF8.self))
-exit(outcome.loaded ? 0 : 1)
+exit((expecting == nil ? outcome.loaded : outcome.judgement == "passed") ? 0 : 1)

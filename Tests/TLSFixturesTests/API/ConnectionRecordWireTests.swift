@@ -152,6 +152,16 @@ struct ConnectionRecordWireTests {
 
         let refusedPort = try #require(Self.judge.refused(thrown: URLError(.cannotConnectToHost), records: []))
         #expect(refusedPort.description.contains("check the port (fixture.port)"), "\(refusedPort)")
+        // The runner's proxy refused the CONNECT: libcurl's words (lib/cf-h1-proxy.c, "CONNECT tunnel failed,
+        // response %d"), as FoundationNetworking passes them on, and CFNetwork's kCFErrorHTTPSProxyConnectionFailure.
+        let curl403 = NSError(domain: NSURLErrorDomain, code: -1,
+                              userInfo: [NSLocalizedDescriptionKey: "CONNECT tunnel failed, response 403"])
+        let cfNetwork = NSError(domain: "kCFErrorDomainCFNetwork", code: 310)
+        for thrown in [curl403, cfNetwork] {
+            let proxied = try #require(Self.judge.refused(thrown: thrown, records: []))
+            #expect(proxied.code == .neverReached)
+            #expect(proxied.description.contains("the runner's proxy refused the CONNECT"), "\(proxied)")
+        }
 
         let served = [Self.record(Self.completed, requests: [.init(method: "GET", path: "/", status: 200)])]
         let succeeded = try #require(Self.judge.refused(thrown: nil, records: served))

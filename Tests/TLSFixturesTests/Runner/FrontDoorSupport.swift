@@ -104,6 +104,29 @@ final class FakeFleet: FleetQueries, FleetCommands, FixtureLookup, Sendable {
     }
 
     func servedFixture(onPort port: Int) -> ServedFixture? { served[port] }
+
+    let proxyHops = ProxyHops()
+
+    /// What `connections(of:)` answers for each fixture (absent: the fleet's error for one it does not have), and
+    /// what it was asked.
+    let connectionLists = NIOLockedValueBox<[FixtureFleet.Key: ConnectionList]>([:])
+    let connectionsAsked = NIOLockedValueBox<[(key: FixtureFleet.Key, after: Int, wait: Duration)]>([])
+    /// When set, `connections(of:)` waits at this gate (a wait for a connection that has not come yet).
+    let connectionsGate = NIOLockedValueBox<Gate?>(nil)
+
+    func connections(of key: FixtureFleet.Key, after cursor: Int, wait: Duration) async throws(FleetError)
+        -> ConnectionList
+    {
+        connectionsAsked.withLockedValue { $0.append((key, cursor, wait)) }
+        if let gate = connectionsGate.withLockedValue({ $0 }) { await gate.pass() }
+        guard let list = connectionLists.withLockedValue({ $0[key] }) else {
+            switch key {
+            case .leased(let id): throw .noSuchFixture(id)
+            case .catalog(let name): throw .noSuchScenario(name, inCatalog: catalog.names.contains(name))
+            }
+        }
+        return list
+    }
 }
 
 /// A door a task waits at until the test opens it; `entered` says when a task has arrived.

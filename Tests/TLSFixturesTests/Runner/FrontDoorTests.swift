@@ -69,13 +69,15 @@ struct FrontDoorTests {
     /// The status each fleet failure gets: RFC 9110's meaning of each (§15.5.1 400 Bad Request for a request the
     /// client must change, §15.5.5 404 for an id it does not have, §15.5.21 422 for a well-formed request for a
     /// scenario that cannot be served, §15.6.1 500, §15.6.4 503 while stopping, out of ports or still preparing the
-    /// scenario: "likely to be alleviated after some delay"), and RFC 6585 §4 429
+    /// scenario: "likely to be alleviated after some delay"), §15.5.10 409 for a catalog scenario whose state here has
+    /// no records ("a conflict with the current state of the target resource"), and RFC 6585 §4 429
     /// for the cap the README gives ("at most 256 run at once (`429` beyond)").
     static let fleetStatuses: [(code: FleetError.Code, status: Int)] = [
         (.invalidTTL, 400), (.invalidSession, 400), (.unknownScenario, 400), (.invalidScenario, 400),
         (.catalogName, 400),
         (.invalidKeyName, 400), (.cannotPrepare, 422), (.full, 429), (.stopping, 503), (.busy, 503), (.preparing, 503),
-        (.cannotListen, 503), (.cannotDescribe, 500), (.noSuchFixture, 404),
+        (.cannotListen, 503), (.cannotDescribe, 500), (.noSuchFixture, 404), (.noSuchScenario, 404),
+        (.notServing, 409),
     ]
 
     @Test("each fleet error gets its status from one table, with the field and one line of JSON")
@@ -161,7 +163,8 @@ struct FrontDoorTests {
         #expect(
             nowhere.error?.error
                 == "no such endpoint /api/nothing: the control API is POST|GET /api/fixtures, GET|DELETE "
-                + "/api/fixtures/ID, POST /api/fixtures/ID/renew, DELETE /api/sessions/TAG, GET /api/health",
+                + "/api/fixtures/ID, POST /api/fixtures/ID/renew, GET /api/fixtures/ID/connections, "
+                + "GET /api/scenarios/NAME/connections, DELETE /api/sessions/TAG, GET /api/health",
             "\(nowhere.text)")
         let put = try await door.send("PUT", "/api/fixtures", body: "{}")
         #expect(put.status == 405 && put.header("Allow") == "POST, GET", "\(put.headers)")
@@ -317,6 +320,80 @@ struct FrontDoorTests {
             door.channel.pipeline.fireUserInboundEventTriggered(IdleStateHandler.IdleStateEvent.all)
         }
         #expect(await !door.isOpen)
+    }
+
+    // MARK: Connection records (issue 25)
+
+    @Test("a fixture's and a catalog scenario's connection records: the cursor and wait reach the fleet, JSON back")
+    func connectionRoutes() async throws {
+        let fleet = FakeFleet()
+        let record = ConnectionRecord(
+            id: 7, acceptedAt: Date(timeIntervalSince1970: 1_800_000_000), endedAt: nil, peer: "127.0.0.1:52114",
+            proxy: .init(authority: "expired.fixtures.test:9831"),
+            outcome: .alertReceived(.certificateExpired, phase: .afterServerFlight))
+        fleet.connectionLists.withLockedValue {
+            $0[.leased("abc123")] = ConnectionList(connections: [record], latestID: 9)
+            $0[.catalog("expired")] = ConnectionList(connections: [], latestID: 0)
+        }
+        let door = try await FrontDoorConnection.open(fleet)
+
+        let leased = try await door.send("GET", "/api/fixtures/abc123/connections?after=3&wait=2.5")
+        #expect(leased.status == 200, "\(leased.text)")
+        #expect(try leased.decode(ConnectionList.self) == ConnectionList(connections: [record], latestID: 9))
+        let keys = try JSONSerialization.jsonObject(with: leased.body) as? [String: Any]
+        #expect(Set(keys?.keys.map { $0 } ?? []) == ["connections", "latestID"], "\(leased.text)")
+        let catalog = try await door.send("GET", "/api/scenarios/expired/connections")
+        #expect(try catalog.status == 200 && catalog.decode(ConnectionList.self).latestID == 0, "\(catalog.text)")
+        let asked = fleet.connectionsAsked.withLockedValue { $0 }
+        #expect(asked.map(\.key) == [.leased("abc123"), .catalog("expired")])
+        #expect(asked.map(\.after) == [3, 0] && asked.map(\.wait) == [.milliseconds(2500), .zero])
+
+        let gone = try await door.send("GET", "/api/fixtures/nope/connections")
+        #expect(gone.status == 404 && gone.error?.error.contains("no fixture \"nope\"") == true, "\(gone.text)")
+        let unknown = try await door.send("GET", "/api/scenarios/no-such/connections")
+        #expect(unknown.status == 404 && unknown.error?.error.contains("/scenarios.json") == true, "\(unknown.text)")
+        let post = try await door.send("POST", "/api/scenarios/expired/connections", body: "{}")
+        #expect(post.status == 405 && post.header("Allow") == "GET", "\(post.text)")
+        #expect(await door.isOpen, "keep-alive requests closed the connection")
+    }
+
+    @Test("a connections query the API cannot read is a 400 naming the parameter, and never reaches the fleet")
+    func connectionQueries() async throws {
+        let fleet = FakeFleet()
+        let door = try await FrontDoorConnection.open(fleet)
+        let refused: [(query: String, field: String)] = [
+            ("wait=31", "wait"), ("wait=-1", "wait"), ("wait=soon", "wait"), ("wait=nan", "wait"), ("wait=", "wait"),
+            ("after=-1", "after"), ("after=x", "after"), ("after=1.5", "after"), ("cursor=3", "cursor"),
+        ]
+        for (query, field) in refused {
+            let answer = try await door.send("GET", "/api/fixtures/abc123/connections?\(query)")
+            #expect(answer.status == 400 && answer.error?.field == field, "\(query): \(answer.text)")
+        }
+        #expect(fleet.connectionsAsked.withLockedValue { $0.isEmpty })
+    }
+
+    /// A test waits for the connection its load caused: up to 30 s of a request that is not idle, and no one else
+    /// waits behind it.
+    @Test("while a connections request waits, its connection outlives the idle timeout and the API answers others")
+    func connectionsWait() async throws {
+        let fleet = FakeFleet()
+        fleet.connectionLists.withLockedValue { $0[.leased("abc123")] = ConnectionList(connections: [], latestID: 4) }
+        let gate = Gate()
+        fleet.connectionsGate.withLockedValue { $0 = gate }
+        let door = try await FrontDoorConnection.open(fleet)
+        try await door.channel.writeInbound(
+            ByteBuffer(string: "GET /api/fixtures/abc123/connections?wait=30 HTTP/1.1\r\nHost: localhost:9800\r\n\r\n"))
+        for await _ in gate.entered { break }
+        try await door.channel.testingEventLoop.executeInContext {
+            door.channel.pipeline.fireUserInboundEventTriggered(IdleStateHandler.IdleStateEvent.all)
+        }
+        #expect(await door.isOpen, "the idle timeout closed a connection whose records were being waited for")
+        fleet.connectionsGate.withLockedValue { $0 = nil }
+        let other = try await FrontDoorConnection.open(fleet).send("GET", "/api/fixtures/abc123/connections")
+        #expect(other.status == 200, "another client waited behind the wait")
+        gate.open()
+        let answer = try await door.answer()
+        #expect(try answer.status == 200 && answer.decode(ConnectionList.self).latestID == 4, "\(answer.text)")
     }
 
     // MARK: The dashboard

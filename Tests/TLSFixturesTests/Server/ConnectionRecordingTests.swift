@@ -115,6 +115,9 @@ struct ConnectionLogTests {
         #expect(log.latestID == 5)
         #expect(log.records(after: 4).map(\.id) == [5])
         #expect(log.records(after: 5).isEmpty)
+        // A cursor is a client's number (`?after=`): any one answers, none traps (Int.max crashed the runner).
+        #expect(log.records(after: Int.max).isEmpty && log.records(after: Int.max - 1).isEmpty)
+        #expect(log.records(after: Int.min).map(\.id) == [3, 4, 5] && log.records(after: -1).map(\.id) == [3, 4, 5])
     }
 
     @Test("a waiter wakes on the change it waits for, and at its deadline when none comes")

@@ -1,0 +1,161 @@
+import Foundation
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+import Testing
+@testable import TLSFixtures
+import TLSFixturesClient
+
+/// Issue 25, part 2: what a fixture of a real `serve` saw, read over the control API by `TLSFixturesClient`, with real
+/// clients (curl, and URLSession in a program that links TLSFixturesClient alone) loading through the real proxy.
+@Suite("connection records through serve, end to end", .serialized)
+struct ConnectionRecordsEndToEndTests {
+    /// curl's exit code for a certificate it refused (CURLE_PEER_FAILED_VERIFICATION, libcurl-errors(3)).
+    static let curlRefusedCertificate: Int32 = 60
+
+    @Test("curl --proxy: records name the proxy's authority, not a direct load's; a wait returns its load; catalog",
+          .requires(Tools.curl))
+    func recordsThroughTheProxy() async throws {
+        let runner = try ControlAPIRunner.start()
+        defer { runner.stop() }
+        let remote = RemoteFixtures(runner: runner.runnerURL)
+        let fixture = try await remote.start("ats-compliant")
+        let ca = try TestEnvironment.file(fixture.caCertificatePEM, name: "ca.pem")
+        // A proxy setting of the developer's own must not decide which way curl goes.
+        let environment = ["no_proxy": "", "NO_PROXY": "", "https_proxy": "", "HTTPS_PROXY": "", "all_proxy": "",
+                           "ALL_PROXY": ""]
+        #expect(try await fixture.latestConnectionID() == 0)
+        #expect(try await fixture.connections().isEmpty)
+
+        // A wait asked before the load (curl, so the test's own process holds no connection open), then the load.
+        let waiting = try Subprocess.launch(
+            ["curl", "-sS", runner.url + "/api/fixtures/\(fixture.id)/connections?after=0&wait=20"])
+        let authority = "ats-compliant.fixtures.test:\(fixture.port)"
+        let loaded = try Subprocess.run(["curl", "-sS", "--cacert", ca, "--proxy", runner.url,
+                                         fixture.qualifiedURL.absoluteString], environment: environment)
+        #expect(loaded.status == 0, "\(loaded.combined)")
+        let waited = waiting.wait(timeout: 60)
+        let list = try FixtureAPI.decoder().decode(ConnectionList.self, from: Data(waited.stdout.utf8))
+        let proxied = try #require(list.connections.first, "the wait returned no record: \(waited.stdout)")
+        #expect(proxied.proxy?.authority == authority, "\(proxied)")
+        #expect(proxied.clientHello?.serverName == "ats-compliant.fixtures.test")
+        #expect(proxied.requests.first.map { [$0.method, $0.path, "\($0.status)"] } == ["GET", "/", "200"])
+
+        // Straight to the port: no proxy in the record.
+        let cursor = try await fixture.latestConnectionID()
+        let direct = try Subprocess.run(["curl", "-sS", "--cacert", ca, fixture.url.absoluteString],
+                                        environment: environment)
+        #expect(direct.status == 0, "\(direct.combined)")
+        let directRecords = try await fixture.connections(after: cursor, wait: 10)
+        #expect(directRecords.count == 1 && directRecords.first?.proxy == nil, "\(directRecords)")
+        #expect(directRecords.first?.requestCount == 1)
+
+        // The catalog's own expired, on its fixed port: curl refuses it with certificate_expired(45), the alert
+        // OpenSSL sends for X509_V_ERR_CERT_HAS_EXPIRED (ssl/statem/statem_lib.c, ssl_x509err2alert).
+        let before = try await remote.connections(scenario: "expired").latestID
+        let expiredURL = "https://expired.fixtures.test:\(runner.base + 31)/"
+        let refused = try Subprocess.run(["curl", "-sS", "--cacert", ca, "--proxy", runner.url, expiredURL],
+                                         environment: environment)
+        #expect(refused.status == Self.curlRefusedCertificate, "\(refused.combined)")
+        let catalog = try await remote.connections(scenario: "expired", after: before, wait: 10)
+        let record = try #require(catalog.connections.first, "\(catalog)")
+        #expect(record.outcome?.alert == .certificateExpired && record.requestCount == 0, "\(record.summary)")
+        #expect(record.proxy?.authority == "expired.fixtures.test:\(runner.base + 31)")
+        #expect(catalog.latestID == record.id)
+
+        // The same record at a terminal: `tls-fixtures connections`, with the judgement of curl's offer against ATS.
+        // curl offered TLS 1.0 (its supported_versions, as recorded), below ATS's TLS 1.2 minimum, so it falls short.
+        let shown = try TestEnvironment.tlsFixtures(
+            ["connections", "expired", "--runner", runner.url, "--after", "\(before)"])
+        #expect(shown.status == 0, "\(shown.combined)")
+        #expect(shown.stdout.contains("#\(record.id) 127.0.0.1:"), "\(shown.stdout)")
+        #expect(shown.stdout.contains("through the proxy for expired.fixtures.test:\(runner.base + 31)"))
+        #expect(shown.stdout.contains("the client sent certificate_expired(45) after the server's certificate"))
+        #expect(shown.stdout.contains("ATS: the client's offer does not meet ATS"), "\(shown.stdout)")
+        struct Shown: Decodable {
+            struct Entry: Decodable { var record: ConnectionRecord; var atsOffer: Offer? }
+            struct Offer: Decodable { var meetsATS: Bool; var versionsBelowMinimum: [String] }
+            var connections: [Entry]
+            var latestID: Int
+        }
+        let json = try TestEnvironment.tlsFixtures(
+            ["connections", "expired", "--runner", runner.url, "--after", "\(before)", "--json"])
+        let document = try FixtureAPI.decoder().decode(Shown.self, from: Data(json.stdout.utf8))
+        #expect(document.connections.map(\.record) == [record] && document.latestID == record.id, "\(json.stdout)")
+        #expect(document.connections.first?.atsOffer?.meetsATS == false)
+        #expect(document.connections.first?.atsOffer?.versionsBelowMinimum.contains("TLSv1.0") == true)
+        let missing = try TestEnvironment.tlsFixtures(["connections", "no-such-scenario", "--runner", runner.url])
+        #expect(missing.status != 0, "\(missing.combined)")
+        #expect(missing.stderr.contains("no scenario \"no-such-scenario\""), "\(missing.combined)")
+        #expect(missing.stderr.split(separator: "\n").count == 1, "\(missing.stderr)")
+
+        // Plain HTTP through the proxy (an absolute-form GET, forwarded): the record names the host the client asked.
+        let http = try await remote.start("http")
+        let plain = try Subprocess.run(["curl", "-sS", "--proxy", runner.url, http.qualifiedURL.absoluteString],
+                                       environment: environment)
+        #expect(plain.status == 0, "\(plain.combined)")
+        let forwarded = try await http.connections(after: 0, wait: 10)
+        #expect(forwarded.first?.proxy?.authority == "http.fixtures.test:\(http.port)", "\(forwarded)")
+        #expect(forwarded.first?.requests.first?.status == 200, "\(forwarded)")
+
+        // Names the runner does not serve here are 404s that say so; a wait over the limit is a 400 naming it.
+        let unknown = try runner.api("GET", "/api/scenarios/no-such-scenario/connections")
+        #expect(unknown.status == 404 && unknown.error?.error.contains("no scenario") == true, "\(unknown.text)")
+        let notNamed = try runner.api("GET", "/api/scenarios/wrong-host/connections")
+        #expect(notNamed.status == 404 && notNamed.error?.error.contains("does not serve") == true, "\(notNamed.text)")
+        let tooLong = try runner.api("GET", "/api/fixtures/\(fixture.id)/connections?wait=3600")
+        #expect(tooLong.status == 400 && tooLong.error?.field == "wait", "\(tooLong.text)")
+        await fixture.stop()
+        let stopped = try runner.api("GET", "/api/fixtures/\(fixture.id)/connections")
+        #expect(stopped.status == 404, "\(stopped.text)")
+    }
+
+    /// The issue's new user: a program that links TLSFixturesClient alone, on Linux, where /etc/hosts names nothing
+    /// under fixtures.test and libcurl trusts the built-in CA (a private mount namespace).
+    @Test("URLSession on Linux: expectRefused passes only when the fixture saw the refusal, and says why otherwise",
+          .enabled(if: ProxyEndToEndTests.namespace == nil,
+                   Comment(rawValue: ProxyEndToEndTests.namespace ?? "")))
+    func clientAssertions() async throws {
+        let runner = try ControlAPIRunner.start()
+        defer { runner.stop() }
+        let ca = try TestEnvironment.file(try runner.store.ca().certificate.pem, name: "ca.pem")
+        let check = TestEnvironment.productsDirectory.appendingPathComponent("tls-fixtures-client-check").path
+        var environment = ProcessInfo.processInfo.environment
+        environment["TLS_FIXTURES_URL"] = runner.url
+        for variable in ["https_proxy", "http_proxy", "HTTPS_PROXY", "HTTP_PROXY", "no_proxy", "NO_PROXY"] {
+            environment[variable] = nil
+        }
+        struct Outcome: Decodable { var judgement: String?; var error: String? }
+        func run(_ arguments: [String]) throws -> (status: Int32, outcome: Outcome, output: String) {
+            let result = try ProxyEndToEndTests.isolated([check] + arguments, caFile: ca, environment: environment)
+            return (result.status, try JSONDecoder().decode(Outcome.self, from: Data(result.stdout.utf8)),
+                    result.combined)
+        }
+
+        // Refused for its reason (libcurl sends certificate_expired), and accepted, both through the proxy.
+        let expired = try run(["expired", "--expect", "refused"])
+        #expect(expired.status == 0 && expired.outcome.judgement == "passed", "\(expired.output)")
+        let compliant = try run(["ats-compliant", "--expect", "accepted"])
+        #expect(compliant.status == 0 && compliant.outcome.judgement == "passed", "\(compliant.output)")
+
+        // The false green: no proxy environment, so the name never resolves and nothing reaches the fixture.
+        let unrouted = try run(["expired", "--expect", "refused", "--without-proxy-environment"])
+        #expect(unrouted.status == 1, "\(unrouted.output)")
+        let unroutedJudgement = unrouted.outcome.judgement ?? ""
+        #expect(unroutedJudgement.hasPrefix("the client never reached expired"), "\(unrouted.output)")
+        #expect(unroutedJudgement.contains("NSURLErrorDomain -1003"), "\(unrouted.output)")
+        #expect(unroutedJudgement.contains("FixtureProxy.environment"), "\(unrouted.output)")
+
+        // The runner's proxy refused the CONNECT (no fixture on that port): not a refusal of the certificate.
+        let wrongPort = try run(["expired", "wrong-port", "--expect", "refused"])
+        #expect(wrongPort.status == 1, "\(wrongPort.output)")
+        #expect(wrongPort.outcome.judgement?.contains("the runner's proxy refused the CONNECT") == true,
+                "\(wrongPort.output)")
+        #expect(wrongPort.outcome.judgement?.contains("403") == true, "\(wrongPort.output)")
+
+        // A client that accepts what it was expected to refuse: the message says what the fixture answered.
+        let accepted = try run(["ats-compliant", "--expect", "refused"])
+        #expect(accepted.status == 1, "\(accepted.output)")
+        #expect(accepted.outcome.judgement?.contains("GET / was answered 200") == true, "\(accepted.output)")
+    }
+}
