@@ -130,7 +130,7 @@ let package = Package(
             name: "TLSFixturesCLISupport",
             dependencies: [
                 "TLSFixturesRunner", "TLSFixturesFleet", "TLSFixturesProbe", "TLSFixturesServer", "TLSFixturesScenario",
-                "TLSFixturesPKI", "TLSFixturesOpenSSL", "TLSFixturesATS",
+                "TLSFixturesPKI", "TLSFixturesOpenSSL", "TLSFixturesATS", "TLSFixturesWire",
             ]
         ),
         // XCTest glue lives apart so the library and the CLI never link XCTest.

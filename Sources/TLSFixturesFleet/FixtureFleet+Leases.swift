@@ -40,7 +40,7 @@ extension FixtureFleet: FleetCommands {
         let fixture: FixtureServer
         let description: FixtureDescription
         do throws(FleetError) {
-            fixture = try await serve(scenario, storage: storage)
+            fixture = try await serve(scenario, storage: storage, key: key)
             do throws(FleetError) {
                 description = try describe(fixture, key: key, session: request.session, ttl: ttl)
             } catch {
@@ -82,7 +82,9 @@ extension FixtureFleet: FleetCommands {
     }
 
     /// Prepares `scenario` and listens for it on a free port.
-    private func serve(_ scenario: Scenario, storage: PreparationStorage) async throws(FleetError) -> FixtureServer {
+    private func serve(_ scenario: Scenario, storage: PreparationStorage, key: Key) async throws(FleetError)
+        -> FixtureServer
+    {
         let prepared: PreparedScenario
         do {
             prepared = try await prepare(scenario, storage: storage)
@@ -94,7 +96,10 @@ extension FixtureFleet: FleetCommands {
             throw FleetError(.cannotPrepare, "cannot prepare \(scenario.name): \(error)", field: "scenario")
         }
         do {
-            return try await FixtureServer.start(prepared, configuration: options.fixtureConfiguration(port: 0))
+            var leaseID: String? = nil
+            if case .leased(let id) = key { leaseID = id }
+            return try await FixtureServer.start(
+                prepared, configuration: options.fixtureConfiguration(port: 0, scenario: scenario.name, leaseID: leaseID))
         } catch {
             throw FleetError(.cannotListen, "cannot listen for \(scenario.name): \(error)")
         }

@@ -55,6 +55,9 @@ package final class FixtureFleet: Sendable {
         /// The proxy's open tunnels, which every fixture asks when a connection arrives, so its record names the
         /// CONNECT authority a client came through (the front door's proxy notes them: `FixtureLookup.proxyHops`).
         package var proxyHops = ProxyHops()
+        /// Told every connection to any of the fleet's fixtures once it has closed, on the connection's event loop (so
+        /// it must be quick); nil: none. `serve --log-connections` and `--connection-log`.
+        package var connectionEnded: (@Sendable (FleetConnection) -> Void)? = nil
         package init() {}
     }
 
@@ -370,7 +373,7 @@ package final class FixtureFleet: Sendable {
         case .success(let ready):
             if let record = ready.revocation { revocationServices?.registry.register(record) }
             let configuration = options.fixtureConfiguration(
-                port: catalog.port(of: scenario, portBase: options.portBase) ?? 0)
+                port: catalog.port(of: scenario, portBase: options.portBase) ?? 0, scenario: scenario.name)
             outcome = await Result { try await FixtureServer.start(ready, configuration: configuration) }
         case .failure(let error):
             outcome = .failure(error)
@@ -764,14 +767,23 @@ extension Result where Failure == Error {
 }
 
 extension FixtureFleet.Options {
-    /// How each fixture listens: these options, on `port`.
-    package func fixtureConfiguration(port: Int) -> FixtureConfiguration {
+    /// How each fixture listens: these options, on `port`. `scenario` (and a control API fixture's `leaseID`) name the
+    /// fixture in what `connectionEnded` is told; without a scenario it is told nothing.
+    package func fixtureConfiguration(port: Int, scenario: String? = nil, leaseID: String? = nil)
+        -> FixtureConfiguration
+    {
         var configuration = FixtureConfiguration(
             bindAddresses: bindAddresses, port: port, handshakeTimeout: handshakeTimeout,
             idleTimeout: idleTimeout, headerTimeout: headerTimeout,
             maximumConnections: maximumConnections)
         if let logger { configuration.logger = logger }
         configuration.connectionAnnotator = proxyHops.annotator
+        if let connectionEnded, let scenario {
+            let catalogPort = leaseID == nil && port != 0 ? port : nil
+            configuration.connectionEnded = { record in
+                connectionEnded(FleetConnection(scenario: scenario, port: catalogPort, fixture: leaseID, record: record))
+            }
+        }
         return configuration
     }
 }

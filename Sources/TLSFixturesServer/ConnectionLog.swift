@@ -73,12 +73,14 @@ package final class ConnectionLog: Sendable {
         }
     }
 
-    /// Changes the record `id`, if the ring still holds it.
-    package func update(_ id: Int, _ body: (inout ConnectionRecord) -> Void) {
+    /// Changes the record `id`, if the ring still holds it; returns the record as changed (nil: no longer held).
+    @discardableResult
+    package func update(_ id: Int, _ body: (inout ConnectionRecord) -> Void) -> ConnectionRecord? {
         change { state in
             let slot = (id - 1) % capacity
-            guard slot < state.ring.count, state.ring[slot].id == id else { return }
+            guard slot < state.ring.count, state.ring[slot].id == id else { return nil }
             body(&state.ring[slot])
+            return state.ring[slot]
         }
     }
 

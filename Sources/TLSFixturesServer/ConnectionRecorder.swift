@@ -31,10 +31,15 @@ package final class ConnectionRecorder {
     private var concluded = false
     private var ended = false
 
-    package init(log: ConnectionLog, peer: SocketAddress?, annotator: ConnectionAnnotator?) {
+    /// Told the record once its connection has closed (`FixtureConfiguration.connectionEnded`).
+    private let onEnd: (@Sendable (ConnectionRecord) -> Void)?
+
+    package init(log: ConnectionLog, peer: SocketAddress?, annotator: ConnectionAnnotator?,
+                 ended: (@Sendable (ConnectionRecord) -> Void)? = nil) {
         self.log = log
         self.peer = peer
         self.annotator = annotator
+        onEnd = ended
         id = log.open(peer: Self.describe(peer))
     }
 
@@ -95,9 +100,11 @@ package final class ConnectionRecorder {
         if !proxyKnown { annotate() }
         let outcome: ConnectionRecord.Outcome? = concluded ? nil : outcomeIfNone
         concluded = true
-        log.update(id) { record in
+        let final = log.update(id) { record in
             if let outcome { record.outcome = outcome }
             record.endedAt = Date()
         }
+        // A record the ring already dropped (a full ring under a flood) is not told: the log no longer has it either.
+        if let final, let onEnd { onEnd(final) }
     }
 }

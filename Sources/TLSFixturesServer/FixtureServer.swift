@@ -40,6 +40,9 @@ public struct FixtureConfiguration: Sendable {
     /// Fills in the records of connections that came through the runner's CONNECT proxy (which authority the client
     /// asked for); `serve` sets it, nil elsewhere.
     package var connectionAnnotator: ConnectionAnnotator?
+    /// Told each connection's record once the connection has closed, on its event loop (so it must be quick): how
+    /// `serve --log-connections` and `--connection-log` see every connection as it ends. nil by default.
+    package var connectionEnded: (@Sendable (ConnectionRecord) -> Void)?
 
     /// The most records a fixture may be asked to keep: each is a few KiB at most, so 100,000 stay under a few hundred
     /// MiB.
@@ -336,6 +339,7 @@ public final class FixtureServer: Sendable {
     private static func makeBootstrap(prepared: PreparedScenario, configuration: FixtureConfiguration,
                                       connections: ConnectionTracker, log: ConnectionLog) -> ServerBootstrap {
         let annotator = configuration.connectionAnnotator
+        let ended = configuration.connectionEnded
         let logger = configuration.logger
         let handshakeTimeout = configuration.handshakeTimeout
         let idleTimeout = configuration.idleTimeout
@@ -351,7 +355,8 @@ public final class FixtureServer: Sendable {
         let acceptLabel = "scenario \(name)"
         return ListenerLimits.bootstrap(label: acceptLabel, logger: logger, backlog: 1024, connections: connections) { channel in
             let pipeline = channel.pipeline.syncOperations
-            let recorder = ConnectionRecorder(log: log, peer: channel.remoteAddress, annotator: annotator)
+            let recorder = ConnectionRecorder(log: log, peer: channel.remoteAddress, annotator: annotator,
+                                              ended: ended)
             try pipeline.addHandler(IdleStateHandler(allTimeout: idleTimeout))
             if let context = prepared.context {
                 try pipeline.addHandler(TLSServerHandler(context: context, handshakeTimeout: handshakeTimeout,

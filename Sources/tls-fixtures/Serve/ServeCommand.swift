@@ -72,6 +72,16 @@ struct ServeCommand: AsyncParsableCommand {
     @Flag(help: "Let clients on other machines use the control API and the proxy (with --bind; loopback only by default).")
     var allowRemoteClients = false
 
+    @Flag(help: ArgumentHelp(
+        "Print a line on standard error for each connection to a fixture as it ends: who, through which proxy name, and how it went.",
+        discussion: "For example `expired :9831 #3 127.0.0.1:52114: the client sent certificate_expired(45) after the server's certificate`. `tls-fixtures connections NAME` shows a fixture's last 64 in full."))
+    var logConnections = false
+
+    @Option(help: ArgumentHelp(
+        "Append each connection to a fixture, as it ends, to this file as one JSON object a line (its scenario, port or fixture id, and the record GET /api/fixtures/ID/connections gives).",
+        valueName: "file"))
+    var connectionLog: String?
+
     func validate() throws {
         guard (1...65_535).contains(portBase) else { throw CLIError("--port-base must be a TCP port (1–65535)") }
         _ = try SecondsOption.check(handshakeTimeout, "--handshake-timeout")
@@ -90,6 +100,7 @@ struct ServeCommand: AsyncParsableCommand {
             return try source.catalog()
         }
         _ = try catalog.scenarios(named: names)
+        _ = try connectionSink()
         if let highest = catalog.scenarios.compactMap({ catalog.port(of: $0, portBase: portBase) }).max(), highest > 65_535 {
             throw CLIError("--port-base \(portBase) puts scenario ports above 65535; use a base of at most \(65_535 - (highest - portBase))")
         }
@@ -161,7 +172,18 @@ struct ServeCommand: AsyncParsableCommand {
         options.frontDoor = !noDashboard
         options.proxyPort = proxyPort
         options.allowRemoteClients = allowRemoteClients
+        let sink = try connectionSink()
+        if sink.isActive { options.connectionEnded = { sink.write($0) } }
         return options
+    }
+
+    /// Where each ended connection goes (`--log-connections`, `--connection-log`); opening the file is the check.
+    private func connectionSink() throws -> ConnectionEventSink {
+        do {
+            return try ConnectionEventSink(text: logConnections, path: connectionLog)
+        } catch let error as ConnectionEventSinkError {
+            throw CLIError(error.description)
+        }
     }
 
     /// One line on standard error per step of a slow first run.

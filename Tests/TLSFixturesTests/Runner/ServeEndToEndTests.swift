@@ -342,6 +342,65 @@ struct ServeEndToEndTests {
         #expect(!Ports.accepts(base) && !Ports.accepts(base + 10), "something was left listening")
     }
 
+    @Test("--log-connections and --connection-log: each connection as it ends, by scenario and port; the file is appended to, never replaced",
+          .requires(Tools.curl))
+    func connectionEvents() throws {
+        let base = try Self.freePortBase()
+        let scratch = TestEnvironment.temporaryDirectory("connection-log")
+        let log = scratch.appendingPathComponent("connections.jsonl")
+        try Data("a line of the user's own\n".utf8).write(to: log)
+        let serve = try ServeProcess(["ats-compliant", "expired", "--port-base", "\(base)", "--dir", store.directory.path,
+                                      "--json", "--log-connections", "--connection-log", log.path])
+        defer { serve.kill() }
+        _ = try #require(try serve.document(timeout: 120), "serve did not start: \(serve.errors)")
+        let root = store.certificatePath(.root).path
+        let accepted = try Subprocess.run(["curl", "-sS", "--cacert", root, "-o", "/dev/null", "-w", "%{http_code}",
+                                           "https://localhost:\(base + 1)/"])
+        #expect(accepted.stdout == "200", "\(accepted.combined)")
+        let refused = try Subprocess.run(["curl", "-sS", "--cacert", root, "https://localhost:\(base + 31)/"])
+        #expect(refused.status == 60, "curl should refuse the expired certificate: \(refused.combined)")
+        // Written as each connection closes; 20 s only detects a hang.
+        let deadline = Date().addingTimeInterval(20)
+        var lines: [Substring] = []
+        while Date() < deadline {
+            lines = ((try? String(contentsOf: log, encoding: .utf8)) ?? "").split(separator: "\n")
+            if lines.count >= 3 { break }
+            usleep(50_000)
+        }
+        try #require(lines.count == 3, "expected the user's line and two connections in \(log.path): \(lines)")
+        #expect(lines[0] == "a line of the user's own")
+        struct Event: Decodable { var scenario: String; var port: Int?; var fixture: String?; var record: ConnectionRecord }
+        let events = try lines.dropFirst().map { try FixtureAPI.decoder().decode(Event.self, from: Data($0.utf8)) }
+        let good = try #require(events.first { $0.scenario == "ats-compliant" }, "\(lines)")
+        #expect(good.port == base + 1 && good.fixture == nil)
+        #expect(good.record.requests.map { "\($0.method) \($0.path) \($0.status)" } == ["GET / 200"])
+        let bad = try #require(events.first { $0.scenario == "expired" }, "\(lines)")
+        #expect(bad.port == base + 31 && bad.record.requests.isEmpty)
+        guard case .alertReceived(let alert, _)? = bad.record.outcome else {
+            Issue.record("the expired fixture should have recorded curl's alert: \(bad.record.summary)")
+            return
+        }
+        #expect(alert == TLSAlert(code: 45), "curl sends certificate_expired(45): \(bad.record.summary)")
+        // And on standard error, one line each, in the words `tls-fixtures connections` uses.
+        #expect(serve.errors.contains("ats-compliant :\(base + 1) #1 127.0.0.1:"), "\(serve.errors)")
+        #expect(serve.errors.contains("expired :\(base + 31) #1 "), "\(serve.errors)")
+        #expect(serve.errors.contains(bad.record.summary), "\(serve.errors)")
+        // The JSON document on standard output stays one document.
+        #expect(try serve.document(timeout: 1) != nil)
+    }
+
+    @Test("--connection-log that cannot be written: one line naming the option, before anything listens")
+    func connectionLogUnwritable() throws {
+        let base = try Self.freePortBase()
+        let folder = TestEnvironment.temporaryDirectory("connection-log-folder")
+        let result = try TestEnvironment.tlsFixtures(["serve", "ats-compliant", "--port-base", "\(base)",
+                                                      "--dir", store.directory.path, "--connection-log", folder.path])
+        #expect(result.status != 0)
+        #expect(result.stderr.contains("--connection-log \(folder.path) is a directory"), "\(result.combined)")
+        #expect(!result.stderr.contains("Fatal") && result.stderr.split(separator: "\n").count <= 2, "\(result.combined)")
+        #expect(!Ports.accepts(base))
+    }
+
     @Test("Ctrl-C (SIGINT) also stops serve cleanly")
     func interrupt() throws {
         let base = try Self.freePortBase()
