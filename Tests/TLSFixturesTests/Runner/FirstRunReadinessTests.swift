@@ -141,6 +141,22 @@ struct FirstRunReadinessTests {
         let loaded = try Subprocess.run(["sh", "-c", proxyLine], timeout: 60)
         #expect(loaded.status == 0 && loaded.stdout.contains(#""scenario":"ats-compliant""#),
                 "\(proxyLine): \(loaded.combined)")
+
+        // Still preparing everywhere a user looks: the catalog document and the dashboard (slow-dh's group takes
+        // minutes, so this holds on a fast machine too, as an RSA-8192 key alone did not).
+        let listed = try JSONDecoder().decode(CatalogDocument.self, from: try Subprocess.run(
+            ["curl", "-sSf", "\(url)/scenarios.json"]).stdoutData)
+        #expect(listed.scenarios.first { $0.name == "slow-dh" }?.status == .preparing, "\(listed.scenarios)")
+        let page = try Subprocess.run(["curl", "-sSf", "\(url)/"]).stdout
+        #expect(page.contains("preparing"), "the dashboard does not say slow-dh is preparing")
+        // SIGTERM stops everything without waiting for what is still being made; 20 s only detects a hang.
+        serve.process.terminate()
+        let deadline = Date().addingTimeInterval(20)
+        while serve.process.isRunning && Date() < deadline { usleep(20_000) }
+        // #require: asking a running process its exit status traps in Foundation.
+        try #require(!serve.process.isRunning, "serve waited for slow-dh's group before exiting on SIGTERM")
+        #expect(serve.process.terminationStatus == 0, "\(serve.text)")
+        #expect(!Ports.accepts(base) && !Ports.accepts(port), "serve left its dashboard or slow-dh's port bound after SIGTERM")
     }
 
     @Test("serve --port-base below 1024 says what lives there",

@@ -246,36 +246,6 @@ struct ControlAPIEndToEndTests {
     }
 }
 
-@Suite("serve's first run, end to end")
-struct FirstRunTests {
-    @Test("an empty store: cheap scenarios serve at once, RSA-8192 shows preparing… everywhere, SIGTERM does not wait for it",
-          .requires(Tools.curl, Tools.openssl))
-    func slowKeysInTheBackground() async throws {
-        let store = CertificateStore.at(TestEnvironment.temporaryDirectory("first-run"))
-        let base = try ServeEndToEndTests.freePortBase()
-        let serve = try ServeEndToEndTests.ServeProcess(["ats-compliant", "expired", "rsa8192", "--port-base", "\(base)",
-                                                         "--dir", store.directory.path, "--json"])
-        defer { serve.kill() }
-        // An RSA-8192 key takes tens of seconds; the report must not wait for it.
-        let document = try #require(try serve.document(timeout: 60), "serve waited for the slow key: \(serve.errors)")
-        let slow = try #require(document.scenarios.first { $0.name == "rsa8192" })
-        #expect(slow.status == .preparing, "\(slow)")
-        #expect(document.scenarios.filter { $0.status == .serving }.map(\.name).sorted() == ["ats-compliant", "expired"])
-
-        let served = try JSONDecoder().decode(CatalogDocument.self, from: try Subprocess.run(["curl", "-sSf", "http://localhost:\(base)/scenarios.json"]).stdoutData)
-        #expect(served.scenarios.first { $0.name == "rsa8192" }?.status == .preparing)
-        let page = try Subprocess.run(["curl", "-sSf", "http://localhost:\(base)/"]).stdout
-        #expect(page.contains("preparing"), "the dashboard does not say rsa8192 is preparing")
-        // What is served already works end to end.
-        let ca = try TestEnvironment.file(try store.ca().certificate.pem, name: "ca.pem")
-        let port = try #require(document.scenarios.first { $0.name == "ats-compliant" }?.port)
-        #expect(try Subprocess.run(["curl", "-sS", "-o", "/dev/null", "--cacert", ca, "https://localhost:\(port)/"]).status == 0)
-
-        serve.process.terminate()
-        #expect(serve.waitForExit(within: 20) != nil, "serve waited for the RSA-8192 key before exiting")
-    }
-}
-
 @Suite("TLSFixturesClient against serve, end to end", .serialized)
 struct RemoteFixturesClientTests {
     @Test("start, the fields a test reads, renew, stop, and the scopes that stop", .requires(Tools.openssl))
