@@ -54,16 +54,5 @@ struct WaitCommand: AsyncParsableCommand {
         }
     }
 
-    /// The URL given, else `$TLS_FIXTURES_URL`, else the default runner's: the dashboard's `http://HOST:PORT`.
-    private func runnerURL() throws -> URL {
-        let given = url ?? ProcessInfo.processInfo.environment[FixtureAPI.environmentVariable]
-        guard let text = given else { return FixtureAPI.defaultRunnerURL }
-        let source = url == nil ? FixtureAPI.environmentVariable : "the URL"
-        guard let parsed = URL(string: text), parsed.scheme?.lowercased() == "http", parsed.host?.isEmpty == false
-        else {
-            throw CLIError("\(source) is \(text.debugDescription), not the runner's URL; give it as `serve` prints it "
-                           + "first, such as \(FixtureAPI.defaultRunnerURL.absoluteString)")
-        }
-        return parsed
-    }
+    private func runnerURL() throws -> URL { try RunnerURLArgument.resolve(url, flag: "the URL") }
 }

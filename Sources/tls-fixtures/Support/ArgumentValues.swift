@@ -1,4 +1,5 @@
 import ArgumentParser
+import Foundation
 import TLSFixtures
 
 // The library's value types as option values. The conformances live here, not beside the types (the library must not
@@ -149,5 +150,21 @@ extension ATSReadings.DHE: CommandLineSpelled {
         case .offeredWithoutATS: return "offered"
         case .neverOffered: return "refused"
         }
+    }
+}
+
+/// The runner's URL for `wait` and `connections`: the one given (as `flag` names it), else `$TLS_FIXTURES_URL`, else
+/// the default runner's; the dashboard's `http://HOST:PORT`, as `serve` prints it first.
+enum RunnerURLArgument {
+    static func resolve(_ given: String?, flag: String) throws -> URL {
+        let text = given ?? ProcessInfo.processInfo.environment[FixtureAPI.environmentVariable]
+        guard let text else { return FixtureAPI.defaultRunnerURL }
+        let source = given == nil ? FixtureAPI.environmentVariable : flag
+        guard let parsed = URL(string: text), parsed.scheme?.lowercased() == "http", parsed.host?.isEmpty == false
+        else {
+            throw CLIError("\(source) is \(text.debugDescription), not the runner's URL; give it as `serve` prints it "
+                           + "first, such as \(FixtureAPI.defaultRunnerURL.absoluteString)")
+        }
+        return parsed
     }
 }
