@@ -52,12 +52,9 @@ struct CAInstall: AsyncParsableCommand {
     @OptionGroup var output: OutputOptions
 
     func run() async throws {
-        let store = storeOptions.store
-        guard let ca = try store.existingCA() else { throw PKIError.noCA(path: store.directory.path) }
-        let outcomes = try TrustAction.translating(store) {
-            try trust.trustStores.install(ca.certificate, pemFile: store.certificatePath(.root), into: trust.stores)
+        try TrustAction.run(store: storeOptions.store, json: output.json) { ca, pem in
+            try trust.trustStores.install(ca, pemFile: pem, into: trust.stores)
         }
-        try TrustAction.report(outcomes, certificate: ca.certificate, json: output.json)
     }
 }
 
@@ -73,17 +70,22 @@ struct CAUninstall: AsyncParsableCommand {
     @OptionGroup var output: OutputOptions
 
     func run() async throws {
-        let store = storeOptions.store
-        guard let ca = try store.existingCA() else { throw PKIError.noCA(path: store.directory.path) }
-        let outcomes = try TrustAction.translating(store) {
-            try trust.trustStores.uninstall(ca.certificate, pemFile: store.certificatePath(.root), from: trust.stores)
+        try TrustAction.run(store: storeOptions.store, json: output.json) { ca, pem in
+            try trust.trustStores.uninstall(ca, pemFile: pem, from: trust.stores)
         }
-        try TrustAction.report(outcomes, certificate: ca.certificate, json: output.json)
     }
 }
 
 /// What `ca install` and `ca uninstall` share: the CLI's words for a refusal, and the report.
 enum TrustAction {
+    /// The store's CA (refused when there is none) into or out of the stores, `change` says which; then the report.
+    static func run(store: CertificateStore, json: Bool,
+                    _ change: (Certificate, URL) throws -> [TrustStores.Outcome]) throws {
+        guard let ca = try store.existingCA() else { throw PKIError.noCA(path: store.directory.path) }
+        let outcomes = try translating(store) { try change(ca.certificate, store.certificatePath(.root)) }
+        try report(outcomes, certificate: ca.certificate, json: json)
+    }
+
     static func translating<T>(_ store: CertificateStore, _ body: () throws -> T) throws -> T {
         do { return try body() } catch let error as PKIError where error.code == .trustStoreUnavailable && error.subject == "system"
                                                                   && error.reason.hasPrefix("cannot write") {
