@@ -161,7 +161,7 @@ enum ProxyConnector {
         -> EventLoopFuture<Channel> {
         ClientBootstrap(group: eventLoop)
             .connectTimeout(.seconds(5))
-            .channelOption(.socketOption(.tcp_nodelay), value: 1)
+            .channelOption(.tcpOption(.tcp_nodelay), value: 1)
             .channelInitializer(initializer)
             .connect(host: entry.address, port: entry.port)
     }

@@ -42,7 +42,7 @@ extension ListenerLimits {
             .serverChannelOption(.backlog, value: backlog)
             // A stopped listener's port can be bound again at once.
             .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
-            .childChannelOption(.socketOption(.tcp_nodelay), value: 1)
+            .childChannelOption(.tcpOption(.tcp_nodelay), value: 1)
             // What a client that stops reading can make a connection queue: HTTPBackPressureHandler stops answering
             // (and reading) above the high mark. NIO's defaults, stated because the bound depends on them.
             .childChannelOption(.writeBufferWaterMark, value: FixtureServer.writeBufferWaterMark)

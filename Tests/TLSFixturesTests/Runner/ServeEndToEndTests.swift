@@ -401,6 +401,41 @@ struct ServeEndToEndTests {
         #expect(!Ports.accepts(base))
     }
 
+    /// Every accepted socket was once given SOL_SOCKET option 1 (SO_DEBUG, which needs CAP_NET_ADMIN) where TCP_NODELAY
+    /// was meant: root was let through (without TCP_NODELAY), any other user's serve closed every connection it
+    /// accepted. The tests run as root, so only a serve run as another user shows it.
+    @Test("serve run by an ordinary user answers: the dashboard, a fixture, and the proxy's tunnel",
+          .requires(Tools.curl),
+          .enabled(if: TestEnvironment.isRoot && Platform.isLinux, "needs root to run serve as another user (setpriv)"))
+    func unprivilegedUser() throws {
+        let base = try Self.freePortBase()
+        let store = TestEnvironment.temporaryDirectory("nobody-serve").appendingPathComponent("store")
+        try FileManager.default.createDirectory(at: store, withIntermediateDirectories: true)
+        #expect(chown(store.path, 65534, 65534) == 0)
+        let log = TestEnvironment.temporaryDirectory("nobody-serve-log").appendingPathComponent("out")
+        _ = FileManager.default.createFile(atPath: log.path, contents: nil)
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/setpriv")
+        process.arguments = ["--reuid=65534", "--regid=65534", "--clear-groups", TestEnvironment.cli, "serve",
+                             "ats-compliant", "--port-base", "\(base)", "--dir", store.path]
+        process.environment = ["HOME": "/tmp", "PATH": ProcessInfo.processInfo.environment["PATH"] ?? "/usr/bin:/bin"]
+        process.standardOutput = try FileHandle(forWritingTo: log)
+        process.standardError = process.standardOutput
+        try process.run()
+        defer { if process.isRunning { process.terminate(); process.waitUntilExit() } }
+        let ready = try TestEnvironment.tlsFixtures(["wait", "http://localhost:\(base)", "--timeout", "60"])
+        let output = (try? String(contentsOf: log, encoding: .utf8)) ?? ""
+        #expect(ready.status == 0, "the dashboard did not answer a serve run as nobody: \(ready.combined)\n\(output)")
+        let root = store.appendingPathComponent("ca/root.pem").path
+        let direct = try Subprocess.run(["curl", "-sS", "--cacert", root, "-o", "/dev/null", "-w", "%{http_code}",
+                                         "https://localhost:\(base + 1)/"])
+        #expect(direct.stdout == "200", "a fixture of a serve run as nobody: \(direct.combined)")
+        let tunnelled = try Subprocess.run(["curl", "-sS", "--proxy", "http://localhost:\(base)", "--cacert", root,
+                                            "-o", "/dev/null", "-w", "%{http_code}",
+                                            "https://ats-compliant.fixtures.test:\(base + 1)/"])
+        #expect(tunnelled.stdout == "200", "through the proxy of a serve run as nobody: \(tunnelled.combined)")
+    }
+
     @Test("Ctrl-C (SIGINT) also stops serve cleanly")
     func interrupt() throws {
         let base = try Self.freePortBase()
