@@ -146,8 +146,9 @@ package final class FixtureFleet: Sendable {
 
     /// `open`, then `serve`: the quick scenarios serve (each the moment it is ready) when this returns, and the slow
     /// ones follow in the background (see the type's summary). Scenarios the linked OpenSSL cannot serve are reported,
-    /// not fatal; any other failure (a port in use, domains the CA does not permit) stops everything started so far and
-    /// throws, so nothing is left listening.
+    /// not fatal, and so is one that fails while others serve (`failed`, with its reason); a failure of the whole (a
+    /// port in use, domains the CA does not permit, nothing serving) stops everything started so far and throws, so
+    /// nothing is left listening.
     package static func start(
         _ scenarios: [Scenario], catalog: ScenarioCatalog, store: CertificateStore, options: Options = Options(),
         progress: @escaping @Sendable (Progress) -> Void = { _ in }
@@ -212,8 +213,8 @@ package final class FixtureFleet: Sendable {
 
     /// Prepares the scenarios `open` holds, cheapest first, a core each, and serves each the moment it is ready;
     /// returns once the quick ones serve (and the legacy helper serves what it can), the slow ones going on in the
-    /// background. A failure other than a scenario this OpenSSL cannot serve throws once the quick ones are done; the
-    /// caller stops the fleet.
+    /// background. A scenario that fails to prepare or listen is `failed`, with its reason, while the others serve;
+    /// when none of the quick ones serves, the first failure throws once they are done, and the caller stops the fleet.
     package func serve(progress: @escaping @Sendable (Progress) -> Void = { _ in }) async throws {
         let held = catalogStates.map(\.scenario)
         let slow = options.backgroundPreparation ? held.filter { Self.slowWork(of: $0, store: store) != nil } : []
@@ -224,7 +225,15 @@ package final class FixtureFleet: Sendable {
         }
         let failures = try await prepareAndServe(quick, progress: progress, announce: false)
         try await startLegacyHelper()
-        if let first = failures.first { throw first }
+        // One scenario that fails (a key file this user may not read, say) is reported and shown `failed` with its
+        // reason, and the rest serve; only when none of the quick ones serves is its failure everyone's.
+        let anyServes = catalogStates.contains { _, state in
+            switch state {
+            case .serving, .servedByHelper: return true
+            default: return false
+            }
+        }
+        if let first = failures.first, !anyServes { throw first }
         if !slow.isEmpty { prepareInBackground(slow, progress: progress) }
     }
 

@@ -124,6 +124,9 @@ package enum FileSystem {
         if fd < 0 {
             if errno == ENOENT { return nil }
             if errno == ELOOP { throw StoreTrust.symbolicLink(url) }
+            if errno == EACCES || errno == EPERM {
+                throw PKIError.storeFileUnreadable(path: url.path, problem: errnoText())
+            }
             throw PKIError.storeUnavailable(path: url.path, problem: "cannot read it: \(errnoText())")
         }
         defer { close(fd) }

@@ -86,6 +86,9 @@ extension ErrorCode where Owner == PKIError {
     public static var noCA: Self { Self("noCA") }
     /// The store (or a file in it) cannot be created, read, written or locked.
     public static var storeUnavailable: Self { Self("storeUnavailable") }
+    /// A file in the store that this user may not read (its key or certificate for one scenario): that scenario fails,
+    /// the store's others serve.
+    public static var storeFileUnreadable: Self { Self("storeFileUnreadable") }
     /// A stored key that is not the private key of its certificate.
     public static var keyMismatch: Self { Self("keyMismatch") }
     /// An export or output path inside the store (`CertificateStore.requireOutside`).
@@ -150,6 +153,18 @@ extension PKIError {
         PKIError(code: .noCA, subject: path, reason: "no CA in \(path)",
                  fix: "make one with CertificateStore.initializeCA(), or open a store that has one (CertificateStore(directory:), TLS_FIXTURES_CERTS)",
                  file: file, line: line)
+    }
+
+    /// A file of the store `path` this user may not read (`problem`: the system's words).
+    package static func storeFileUnreadable(path: String, problem: String, file: String = #fileID, line: UInt = #line)
+        -> PKIError
+    {
+        var error = PKIError(code: .storeFileUnreadable, subject: path, reason: "cannot read \(path): \(problem)",
+                             fix: "let this user read it (`ls -l` shows its owner and mode: `chmod u+r` it, or run "
+                                + "as its owner)",
+                             file: file, line: line)
+        error.problem = problem
+        return error
     }
 
     package static func storeUnavailable(path: String, problem: String, file: String = #fileID, line: UInt = #line) -> PKIError {

@@ -412,16 +412,7 @@ struct ServeEndToEndTests {
         let store = TestEnvironment.temporaryDirectory("nobody-serve").appendingPathComponent("store")
         try FileManager.default.createDirectory(at: store, withIntermediateDirectories: true)
         #expect(chown(store.path, 65534, 65534) == 0)
-        let log = TestEnvironment.temporaryDirectory("nobody-serve-log").appendingPathComponent("out")
-        _ = FileManager.default.createFile(atPath: log.path, contents: nil)
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/setpriv")
-        process.arguments = ["--reuid=65534", "--regid=65534", "--clear-groups", TestEnvironment.cli, "serve",
-                             "ats-compliant", "--port-base", "\(base)", "--dir", store.path]
-        process.environment = ["HOME": "/tmp", "PATH": ProcessInfo.processInfo.environment["PATH"] ?? "/usr/bin:/bin"]
-        process.standardOutput = try FileHandle(forWritingTo: log)
-        process.standardError = process.standardOutput
-        try process.run()
+        let (process, log) = try Self.serveAsNobody(["ats-compliant", "--port-base", "\(base)", "--dir", store.path])
         defer { if process.isRunning { process.terminate(); process.waitUntilExit() } }
         let ready = try TestEnvironment.tlsFixtures(["wait", "http://localhost:\(base)", "--timeout", "60"])
         let output = (try? String(contentsOf: log, encoding: .utf8)) ?? ""
@@ -434,6 +425,49 @@ struct ServeEndToEndTests {
                                             "-o", "/dev/null", "-w", "%{http_code}",
                                             "https://ats-compliant.fixtures.test:\(base + 1)/"])
         #expect(tunnelled.stdout == "200", "through the proxy of a serve run as nobody: \(tunnelled.combined)")
+    }
+
+    /// `tls-fixtures serve ARGUMENTS` as nobody (uid 65534), its output (both streams) in the file returned.
+    static func serveAsNobody(_ arguments: [String]) throws -> (Process, URL) {
+        let log = TestEnvironment.temporaryDirectory("nobody-serve-log").appendingPathComponent("out")
+        _ = FileManager.default.createFile(atPath: log.path, contents: nil)
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/setpriv")
+        process.arguments = ["--reuid=65534", "--regid=65534", "--clear-groups", TestEnvironment.cli, "serve"] + arguments
+        process.environment = ["HOME": "/tmp", "PATH": ProcessInfo.processInfo.environment["PATH"] ?? "/usr/bin:/bin"]
+        process.standardOutput = try FileHandle(forWritingTo: log)
+        process.standardError = process.standardOutput
+        try process.run()
+        return (process, log)
+    }
+
+    @Test("a key file this user may not read fails its scenario alone, naming the file and the fix; the others serve",
+          .requires(Tools.curl),
+          .enabled(if: TestEnvironment.isRoot && Platform.isLinux, "needs root to make a file nobody may read (setpriv)"))
+    func unreadableKey() throws {
+        let base = try Self.freePortBase()
+        let store = TestEnvironment.temporaryDirectory("unreadable-key").appendingPathComponent("store")
+        let made = try TestEnvironment.tlsFixtures(["prepare", "ats-compliant", "expired", "--dir", store.path])
+        try #require(made.status == 0, "\(made.combined)")
+        #expect(chown(store.path, 65534, 65534) == 0)
+        for entry in FileManager.default.subpaths(atPath: store.path) ?? [] {
+            #expect(chown(store.appendingPathComponent(entry).path, 65534, 65534) == 0)
+        }
+        let key = store.appendingPathComponent("keys/expired.rsa-2048.key")
+        #expect(chown(key.path, 0, 0) == 0 && chmod(key.path, 0o600) == 0)   // root's now: nobody may not read it
+        let (process, log) = try Self.serveAsNobody(["ats-compliant", "expired", "--port-base", "\(base)",
+                                                     "--dir", store.path])
+        defer { if process.isRunning { process.terminate(); process.waitUntilExit() } }
+        let ready = try TestEnvironment.tlsFixtures(["wait", "http://localhost:\(base)", "--timeout", "60"])
+        let output = (try? String(contentsOf: log, encoding: .utf8)) ?? ""
+        #expect(ready.status == 0 && ready.stdout.contains("1 serving, 1 failed"), "\(ready.combined)\n\(output)")
+        #expect(process.isRunning, "serve stopped over one scenario's key: \(output)")
+        #expect(output.contains("expired: cannot read \(key.path): Permission denied; let this user read it"),
+                "\(output)")
+        let root = store.appendingPathComponent("ca/root.pem").path
+        let served = try Subprocess.run(["curl", "-sS", "--cacert", root, "-o", "/dev/null", "-w", "%{http_code}",
+                                         "https://localhost:\(base + 1)/"])
+        #expect(served.stdout == "200", "\(served.combined)")
     }
 
     @Test("Ctrl-C (SIGINT) also stops serve cleanly")
