@@ -191,9 +191,9 @@ package enum DashboardPage {
     td.live[data-live=loaded] .outcome,.loaded{color:#1a7f37;font-weight:600}
     td.live[data-live=blocked] .outcome,.blocked{color:#b42318;font-weight:600}
     tr.unsupported td{color:#999}
-    td.clients{max-width:24em}td.clients span{font-weight:600}
-    td.pin code{word-break:break-all;user-select:all}td.pin{min-width:10em;max-width:16em}
-    td.live{min-width:14em;max-width:26em}td.live .seen{margin-top:.3em;font-size:12px;color:#555}
+    td.clients{min-width:14em;max-width:20em}td.clients span{font-weight:600}
+    td small{overflow-wrap:anywhere}td.pin code{word-break:break-all;user-select:all}td.pin{min-width:8em;max-width:12em}
+    td.live{min-width:16em;max-width:26em}td.live .seen{margin-top:.3em;font-size:12px;color:#555}
     .seen-head{color:#888}.seen-id{color:#888;font-family:ui-monospace,monospace}
     .mark{font-size:12px;padding:0 .35em;border-radius:3px}
     .mark-expected{background:#dff3e3;color:#1a7f37}.mark-unexpected{background:#fde2e0;color:#b42318;font-weight:700}
@@ -208,7 +208,8 @@ package enum DashboardPage {
     /// when every control (HTTPS that OpenSSL and Chromium verify) is blocked, `#live-untrusted` says the browser does
     /// not trust the CA and blocked controls are not judged; a loaded `data-no-verifier-accepts` row raises
     /// `#live-not-verifying`. Every 3 s while the page is visible it reads `/live.json`: rows still preparing are tried
-    /// once they serve, and each row shows what its fixture saw of its last connections (the server's own words).
+    /// once they serve, and each row shows what its fixture saw of its last connections since the page opened (the
+    /// first read, before any fixture is tried, sets where that starts), in the server's own words.
     private static let script = """
     (function(){
       var all=Array.prototype.slice.call(document.querySelectorAll('td.live'));
@@ -261,24 +262,29 @@ package enum DashboardPage {
           if(info.status==='serving'&&info.url){cell.setAttribute('data-url',info.url);cell.setAttribute('data-live','pending');cell.removeAttribute('title');queue.push(cell);pump();}
           else{cell.setAttribute('data-live',info.status);cell.textContent='';part(cell,'result').textContent=info.status+(info.reason?': '+info.reason:'');settled();}
         }
-        if(!info.recent||info.recent.length===0)return;
+        var since=baseline[cell.getAttribute('data-scenario')]||0;
+        var recent=(info.recent||[]).filter(function(r){return r.id>since;});
+        if(recent.length===0)return;
         var seen=part(cell,'seen');seen.textContent='';
-        seen.appendChild(el('div','seen-head','server saw:'));
-        info.recent.forEach(function(r){
+        seen.appendChild(el('div','seen-head','the server saw (since this page opened):'));
+        recent.forEach(function(r){
           var line=el('div','seen-line');
           line.appendChild(el('span','seen-id','#'+r.id+' '+(r.acceptedAt||'').replace(/^.*T|Z$/g,'')+(r.proxy?' via proxy':'')+' '));
           line.appendChild(document.createTextNode(r.summary));
           seen.appendChild(line);
         });
       }
-      var polling=false;
+      var polling=false,baseline=null;
+      function start(){pump();settled();}
       function poll(){
-        if(polling||document.hidden)return;polling=true;
+        if(polling||(baseline!==null&&document.hidden))return;polling=true;
         fetch('/live.json',{cache:'no-store'}).then(function(r){return r.json();}).then(function(j){
-          Object.keys(j.scenarios||{}).forEach(function(n){if(byName[n])show(byName[n],j.scenarios[n]);});
-        }).catch(function(){}).then(function(){polling=false;});
+          var scenarios=j.scenarios||{};
+          if(baseline===null){baseline={};Object.keys(scenarios).forEach(function(n){baseline[n]=scenarios[n].latestID||0;});start();}
+          Object.keys(scenarios).forEach(function(n){if(byName[n])show(byName[n],scenarios[n]);});
+        }).catch(function(){if(baseline===null){baseline={};start();}}).then(function(){polling=false;});
       }
-      pump();settled();poll();setInterval(poll,3000);
+      poll();setInterval(poll,3000);
     })();
     """
 }
