@@ -263,7 +263,7 @@ struct ServeEndToEndTests {
         }
         #expect(!dom.stdout.contains("data-live-verifying=\"false\""))
         let expiredCell = try #require(dom.stdout.range(of: "data-scenario=\"expired\"").map { String(dom.stdout[$0.upperBound...].prefix(3000)) })
-        #expect(expiredCell.contains("server saw:") && expiredCell.contains("the client "), "\(expiredCell.prefix(1500))")
+        #expect(expiredCell.contains("the server saw (since this page opened):") && expiredCell.contains("the client "), "\(expiredCell.prefix(1500))")
         // Trusted: no banner blaming the browser.
         #expect(!dom.stdout.contains("data-live-trust=\"untrusted\""))
         #expect(dom.stdout.contains("id=\"live-untrusted\" class=\"trap\" hidden"))
