@@ -49,6 +49,9 @@ package struct CatalogEntry: Codable, Sendable, Equatable {
     /// `Expectations.notJudgedByClientMatrix` while no client matrix has judged the scenario (its file has no
     /// `expect.clients` yet); `clientOutcomes` is then absent rather than guessed. Nil once judged, and without TLS.
     public var clientMatrix: String?
+    /// What a browser that verifies certificates makes of `url` (`Scenario.browserExpectation`): the dashboard's live
+    /// column marks the visiting browser's result expected or unexpected against it.
+    public var browser: Scenario.BrowserExpectation?
 
     package init(scenario: Scenario, port: Int?, host: String = "localhost", status: Status, reason: String? = nil, pins: FixturePins? = nil) {
         name = scenario.name
@@ -64,6 +67,7 @@ package struct CatalogEntry: Codable, Sendable, Equatable {
         self.pins = pins
         tls = scenario.tls
         certificate = scenario.certificate
+        browser = scenario.browserExpectation
         if let why = scenario.clientMatrixNotJudged {
             clientMatrix = why
         } else if scenario.expect.defaultClientOutcome != nil {

@@ -700,6 +700,18 @@ extension FixtureFleet: FleetQueries, FixtureLookup {
         return ConnectionList(connections: records, latestID: fixture.latestConnectionID)
     }
 
+    package func recentConnections(last limit: Int) -> [String: ConnectionList] {
+        var lists: [String: ConnectionList] = [:]
+        for (scenario, state) in catalogStates {
+            guard let fixture = state.fixture else { continue }
+            let latest = fixture.latestConnectionID
+            guard latest > 0 else { continue }
+            let records = fixture.log.records(after: max(0, latest - limit))
+            lists[scenario.name] = ConnectionList(connections: Array(records.suffix(limit)), latestID: latest)
+        }
+        return lists
+    }
+
     /// Why a catalog fixture in `state` has no records here.
     private static func why(_ state: FixtureState) -> String {
         switch state {

@@ -103,6 +103,9 @@ package protocol FleetQueries: Sendable {
     /// settled or `wait` has passed (`FixtureServer.connections(after:wait:)`).
     func connections(of fixture: FixtureFleet.Key, after cursor: Int, wait: Duration) async throws(FleetError)
         -> ConnectionList
+    /// The last `limit` connection records of each catalog fixture serving in this process, by scenario name, at
+    /// once: what the dashboard shows beside the browser's own result. Fixtures with no records are left out.
+    func recentConnections(last limit: Int) -> [String: ConnectionList]
 }
 
 /// What the control API asks the fleet to do.

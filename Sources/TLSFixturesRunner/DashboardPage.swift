@@ -26,7 +26,8 @@ package enum DashboardPage {
             CA pin <code>sha256/\(escape(caPin))</code>. Machine-readable catalog: <a href="/scenarios.json">/scenarios.json</a>.</p>
           \(document.revocationResponder.map { "<p class=\"revocation\"><strong>Revocation:</strong> the OCSP responder and CRLs the revocation scenarios' leaves name: <a href=\"\(escape($0))/\">\(escape($0))</a> (POST /ocsp, GET /crl/NAME.crl). \(escape(RevocationNote.apple))</p>" } ?? "")
           <p class="legend">Other clients: where BoringSSL, GnuTLS, NSS, Java, Go, Node, URLSession or a strict RFC 5280 verifier part from OpenSSL's verdict (every client not named agrees with it), as measured by the client matrix (docs/CLIENTS.md, <code>make matrix</code>).</p>
-          <p class="legend">Live: this browser tries every fixture now — <span class="loaded">loaded</span> means it accepted the connection, <span class="blocked">blocked</span> that it refused it.</p>
+          <p class="legend">Live: this browser tries every fixture now — <span class="loaded">loaded</span> means it accepted the connection, <span class="blocked">blocked</span> that it refused it — and each result is marked <span class="mark-expected">expected</span> or <span class="mark-unexpected">unexpected</span> against what a browser that verifies certificates does (Chromium trusting the built-in CA, presenting no client certificate; the client matrix measured it). A row still being prepared says <em>preparing</em> and is tried once it serves.</p>
+          <p id="live-not-verifying" class="alarm" hidden><strong>This browser is not verifying certificates.</strong> It loaded <span id="live-not-verifying-names"></span>, which no verifying client may accept (OpenSSL, BoringSSL, NSS, GnuTLS, Java, Go and URLSession all refuse them). It was started with <code>--ignore-certificate-errors</code>, someone clicked through a warning, or a TLS-intercepting proxy or antivirus answers for the fixtures: its results here say nothing about what your app will see.</p>
           <p id="live-untrusted" class="trap" hidden><strong>This browser does not trust the built-in CA</strong>, so it blocks every HTTPS fixture — the ones OpenSSL verifies too — and "blocked" below says nothing about the scenarios. Install <a href="/ca.cer" download="tls-fixtures-ca.cer">ca.cer</a> as a trusted root for this browser (Keychain Access on macOS; Settings ▸ Certificate Trust Settings on iOS; on Linux Chromium's NSS database: <code>certutil -d sql:$HOME/.pki/nssdb -A -t C,, -n tls-fixtures -i ca.pem</code>), restart the browser and reload.</p>
         </header>
         <main>
@@ -68,15 +69,7 @@ package enum DashboardPage {
         } else {
             link = "\(escape(entry.name))<br><small>\(escape(entry.reason ?? "not running"))</small>"
         }
-        let live: String
-        if entry.status == .serving, let url = entry.url {
-            // A control: HTTPS that OpenSSL verifies with the built-in CA. If every control is blocked, the browser does
-            // not trust the CA (the script then says so), rather than every scenario being broken.
-            let control = entry.expect.verify == "ok" && url.hasPrefix("https:") ? " data-control=\"true\"" : ""
-            live = "<td class=\"live\" data-scenario=\"\(escape(entry.name))\" data-url=\"\(escape(url))\"\(control) data-live=\"pending\">…</td>"
-        } else {
-            live = "<td class=\"live\" data-scenario=\"\(escape(entry.name))\" data-live=\"unsupported\">unsupported</td>"
-        }
+        let live = liveCell(entry)
         return """
 
         <tr id="scenario-\(escape(entry.name))" class="\(entry.status.rawValue)">
@@ -86,10 +79,38 @@ package enum DashboardPage {
         <td class="clients">\(clientsCell(entry.expect, notJudged: entry.clientMatrix))</td>
         <td class="ats-\(entry.expect.ats.rawValue.replacingOccurrences(of: "/", with: ""))">\(escape(entry.expect.ats.rawValue))</td>
         <td>\(escape(fixText(entry.expect.atsFix)))</td>
-        <td>\(entry.pins?.leaf.map { "<code title=\"sha256/\(escape($0))\">\(escape(String($0.prefix(12))))…</code>" } ?? "—")</td>
+        <td class="pin">\(entry.pins?.leaf.map { "<code>sha256/\(escape($0))</code>" } ?? "—")</td>
         \(live)
         </tr>
         """
+    }
+
+    /// The live column's cell: what the script needs to try the fixture (its URL once it serves) and to judge the
+    /// browser's result (`CatalogEntry.browser`, as data attributes), or why it cannot be tried.
+    static func liveCell(_ entry: CatalogEntry) -> String {
+        var attributes = "class=\"live\" data-scenario=\"\(escape(entry.name))\""
+        if let browser = entry.browser {
+            attributes += " data-expect=\"\(browser.outcome.rawValue)\" data-expect-why=\"\(escape(browser.because))\""
+            if browser.noVerifyingClientAccepts { attributes += " data-no-verifier-accepts=\"true\"" }
+        }
+        switch entry.status {
+        case .serving:
+            guard let url = entry.url else { break }
+            // A control: HTTPS that OpenSSL verifies with the built-in CA. If every control is blocked, the browser does
+            // not trust the CA (the script then says so), rather than every scenario being broken.
+            if entry.expect.verify == "ok" && url.hasPrefix("https:") && entry.browser?.outcome == .accept {
+                attributes += " data-control=\"true\""
+            }
+            return "<td \(attributes) data-url=\"\(escape(url))\" data-live=\"pending\">…</td>"
+        case .preparing:
+            // The script asks /live.json until it serves, then tries it.
+            let why = entry.reason.map { " title=\"\(escape($0))\"" } ?? ""
+            return "<td \(attributes) data-live=\"preparing\"\(why)>preparing…</td>"
+        case .unsupported, .failed, .stopped, .listed:
+            break
+        }
+        let status = entry.status == .listed ? "not running" : entry.status.rawValue
+        return "<td \(attributes) data-live=\"\(escape(entry.status.rawValue))\">\(escape(status))</td>"
     }
 
     /// What a revocation scenario means (the URLs its leaf names, what clients find there, what Apple does), and suites
@@ -167,38 +188,103 @@ package enum DashboardPage {
     .trap{background:#fff4d6;padding:.5em .7em;border-left:4px solid #e0a800}
     p.revocation{background:#eef4ff;padding:.5em .7em;border-left:4px solid #3b6fd8}
     .ats-allow{color:#1a7f37}.ats-block{color:#b42318}
-    td.live[data-live=loaded],.loaded{color:#1a7f37;font-weight:600}
-    td.live[data-live=blocked],.blocked{color:#b42318;font-weight:600}
+    td.live[data-live=loaded] .outcome,.loaded{color:#1a7f37;font-weight:600}
+    td.live[data-live=blocked] .outcome,.blocked{color:#b42318;font-weight:600}
     tr.unsupported td{color:#999}
-    td.clients{max-width:24em}td.clients span{font-weight:600}
+    td.clients{min-width:14em;max-width:20em}td.clients span{font-weight:600}
+    td small{overflow-wrap:anywhere}td.pin code{word-break:break-all;user-select:all}td.pin{min-width:8em;max-width:12em}
+    td.live{min-width:16em;max-width:26em}td.live .seen{margin-top:.3em;font-size:12px;color:#555}
+    .seen-head{color:#888}.seen-id{color:#888;font-family:ui-monospace,monospace}
+    .mark{font-size:12px;padding:0 .35em;border-radius:3px}
+    .mark-expected{background:#dff3e3;color:#1a7f37}.mark-unexpected{background:#fde2e0;color:#b42318;font-weight:700}
+    .mark-not-judged{background:#eee;color:#666}
+    td.live[data-live=preparing]{color:#8a6d00}
+    .warning{color:#b42318;font-weight:700}small.why{display:block}
+    .alarm{background:#fde2e0;padding:.5em .7em;border-left:4px solid #b42318}
     """
 
-    /// One fetch per fixture, five at a time; a fixture that does not answer in 8 s counts as blocked. When every control
-    /// (HTTPS that OpenSSL verifies) is blocked, the banner `#live-untrusted` says the browser does not trust the CA.
+    /// One fetch per fixture, five at a time; a fixture that does not answer in 8 s counts as blocked. Each result is
+    /// marked expected or unexpected against the cell's `data-expect` (`CatalogEntry.browser`, worked out in Swift);
+    /// when every control (HTTPS that OpenSSL and Chromium verify) is blocked, `#live-untrusted` says the browser does
+    /// not trust the CA and blocked controls are not judged; a loaded `data-no-verifier-accepts` row raises
+    /// `#live-not-verifying`. Every 3 s while the page is visible it reads `/live.json`: rows still preparing are tried
+    /// once they serve, and each row shows what its fixture saw of its last connections since the page opened (the
+    /// first read, before any fixture is tried, sets where that starts), in the server's own words.
     private static let script = """
     (function(){
-      var cells=Array.prototype.slice.call(document.querySelectorAll('td.live[data-url]'));
-      var next=0,running=0,finished=0;
-      function untrusted(){
-        var controls=cells.filter(function(c){return c.getAttribute('data-control')==='true';});
-        return controls.length>0&&controls.every(function(c){return c.getAttribute('data-live')==='blocked';});
+      var all=Array.prototype.slice.call(document.querySelectorAll('td.live'));
+      var byName={};all.forEach(function(c){byName[c.getAttribute('data-scenario')]=c;});
+      var queue=all.filter(function(c){return c.hasAttribute('data-url');});
+      var running=0,tried=0;
+      function el(tag,cls,text){var e=document.createElement(tag);if(cls)e.className=cls;if(text!=null)e.textContent=text;return e;}
+      function part(cell,cls){var p=cell.querySelector('.'+cls);if(!p){p=el('div',cls);if(cls==='result'){cell.insertBefore(p,cell.firstChild);}else{cell.appendChild(p);}}return p;}
+      function controls(){return all.filter(function(c){return c.getAttribute('data-control')==='true';});}
+      function untrusted(){var cs=controls();return cs.length>0&&cs.every(function(c){return c.getAttribute('data-live')==='blocked';});}
+      function judge(cell){
+        var live=cell.getAttribute('data-live'),expect=cell.getAttribute('data-expect');
+        if((live!=='loaded'&&live!=='blocked')||!expect)return;
+        var loaded=live==='loaded',mark,why=cell.getAttribute('data-expect-why')||'';
+        var noVerifier=loaded&&cell.getAttribute('data-no-verifier-accepts')==='true';
+        if(!loaded&&expect==='accept'&&document.body.getAttribute('data-live-trust')==='untrusted'){mark='not judged';why='this browser does not trust the built-in CA';}
+        else if(loaded===(expect==='accept')){mark='expected';}
+        else{mark='unexpected';why=(loaded?'a verifying browser refuses it: ':'a verifying browser loads it: ')+why;}
+        cell.setAttribute('data-mark',mark.replace(' ','-'));
+        var r=part(cell,'result');r.textContent='';
+        r.appendChild(el('span','outcome',cell.getAttribute('data-result-text')||live));
+        r.appendChild(document.createTextNode(' '));
+        r.appendChild(el('span','mark mark-'+mark.replace(' ','-'),mark));
+        if(noVerifier){r.appendChild(el('div','warning','⚠ no verifying client may accept this: the browser is not verifying certificates'));}
+        if(mark!=='expected'&&why){r.appendChild(el('small','why',why));}
       }
       function finish(){
         if(untrusted()){document.getElementById('live-untrusted').hidden=false;document.body.setAttribute('data-live-trust','untrusted');}
-        document.body.setAttribute('data-live-done','true');
+        var names=all.filter(function(c){return c.getAttribute('data-live')==='loaded'&&c.getAttribute('data-no-verifier-accepts')==='true';})
+          .map(function(c){return c.getAttribute('data-scenario');});
+        if(names.length>0){document.getElementById('live-not-verifying-names').textContent=names.join(', ');
+          document.getElementById('live-not-verifying').hidden=false;document.body.setAttribute('data-live-verifying','false');}
+        all.forEach(judge);
+        var preparing=all.some(function(c){return c.getAttribute('data-live')==='preparing';});
+        document.body.setAttribute('data-live-done',preparing?'false':'true');
       }
-      function done(){finished++;if(finished===cells.length){finish();}else{pump();}}
+      function settled(){if(running===0&&tried===queue.length){finish();}}
       function attempt(cell){
         var controller=('AbortController' in window)?new AbortController():null;
         var timer=setTimeout(function(){if(controller)controller.abort();},8000);
         fetch(cell.getAttribute('data-url'),{cache:'no-store',signal:controller?controller.signal:undefined})
           .then(function(r){return r.json();})
-          .then(function(j){cell.setAttribute('data-live','loaded');cell.textContent='loaded'+(j&&j.tls?' · '+j.tls.protocol:'');})
-          .catch(function(){cell.setAttribute('data-live','blocked');cell.textContent='blocked';})
-          .then(function(){clearTimeout(timer);running--;done();});
+          .then(function(j){cell.setAttribute('data-live','loaded');cell.setAttribute('data-result-text','loaded'+(j&&j.tls?' · '+j.tls.protocol:''));})
+          .catch(function(){cell.setAttribute('data-live','blocked');cell.setAttribute('data-result-text','blocked');})
+          .then(function(){clearTimeout(timer);judge(cell);running--;pump();settled();});
       }
-      function pump(){while(running<5&&next<cells.length){running++;attempt(cells[next++]);}}
-      if(cells.length===0){document.body.setAttribute('data-live-done','true');}else{pump();}
+      function pump(){while(running<5&&tried<queue.length){running++;var c=queue[tried++];c.textContent='';part(c,'result').textContent='trying…';attempt(c);}}
+      function show(cell,info){
+        if(cell.getAttribute('data-live')==='preparing'&&info.status!=='preparing'){
+          if(info.status==='serving'&&info.url){cell.setAttribute('data-url',info.url);cell.setAttribute('data-live','pending');cell.removeAttribute('title');queue.push(cell);pump();}
+          else{cell.setAttribute('data-live',info.status);cell.textContent='';part(cell,'result').textContent=info.status+(info.reason?': '+info.reason:'');settled();}
+        }
+        var since=baseline[cell.getAttribute('data-scenario')]||0;
+        var recent=(info.recent||[]).filter(function(r){return r.id>since;});
+        if(recent.length===0)return;
+        var seen=part(cell,'seen');seen.textContent='';
+        seen.appendChild(el('div','seen-head','the server saw (since this page opened):'));
+        recent.forEach(function(r){
+          var line=el('div','seen-line');
+          line.appendChild(el('span','seen-id','#'+r.id+' '+(r.acceptedAt||'').replace(/^.*T|Z$/g,'')+(r.proxy?' via proxy':'')+' '));
+          line.appendChild(document.createTextNode(r.summary));
+          seen.appendChild(line);
+        });
+      }
+      var polling=false,baseline=null;
+      function start(){pump();settled();}
+      function poll(){
+        if(polling||(baseline!==null&&document.hidden))return;polling=true;
+        fetch('/live.json',{cache:'no-store'}).then(function(r){return r.json();}).then(function(j){
+          var scenarios=j.scenarios||{};
+          if(baseline===null){baseline={};Object.keys(scenarios).forEach(function(n){baseline[n]=scenarios[n].latestID||0;});start();}
+          Object.keys(scenarios).forEach(function(n){if(byName[n])show(byName[n],scenarios[n]);});
+        }).catch(function(){if(baseline===null){baseline={};start();}}).then(function(){polling=false;});
+      }
+      poll();setInterval(poll,3000);
     })();
     """
 }

@@ -1986,7 +1986,7 @@ package enum BuiltinScenarioFiles {
     "atsFix": {
       "kind": "not-needed"
     },
-    "note": "A client that checks revocation (openssl verify -crl_check, Alamofire's RevocationTrustEvaluator, Android with revocation on) must refuse it; one that does not, loads it. Every revocation scenario's leaf comes from the built-in intermediate, which is sent, as a public CA's leaves do: the intermediate signs the OCSP answers and the CRL, and clients that compute the OCSP request from the chain they were sent (curl --cert-status) find its issuer. The OCSP responder and CRL run beside the fixture: on port 9899 under serve, on a free port in process.",
+    "note": "A client that checks revocation (openssl verify -crl_check, Alamofire's RevocationTrustEvaluator, Android with revocation on) must refuse it; one that does not, loads it. Every revocation scenario's leaf comes from the built-in intermediate, which is sent, as a public CA's leaves do: the intermediate signs the OCSP answers and the CRL, and clients that compute the OCSP request from the chain they were sent (curl --cert-status) find its issuer. The OCSP responder and CRL run beside the fixture, at the URLs its leaf names: under serve on the dashboard's port + 99 (--port-base moves it), in process on a free port.",
     "revocation": {
       "ocsp": "revoked",
       "crl": "certificate revoked",
@@ -2175,7 +2175,7 @@ package enum BuiltinScenarioFiles {
     "atsFix": {
       "kind": "not-needed"
     },
-    "note": "Tells soft-fail from hard-fail revocation checking: a client that requires an OCSP answer fails; one that treats an unreachable responder as good (most do) loads. The refusing port is 9898 under serve.",
+    "note": "Tells soft-fail from hard-fail revocation checking: a client that requires an OCSP answer fails; one that treats an unreachable responder as good (most do) loads. The refusing port is the one its leaf names: under serve the dashboard's port + 98 (--port-base moves it), in process a free one.",
     "revocation": {
       "ocsp": "refused",
       "crl": "ok",

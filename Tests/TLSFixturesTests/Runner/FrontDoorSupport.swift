@@ -114,6 +114,13 @@ final class FakeFleet: FleetQueries, FleetCommands, FixtureLookup, Sendable {
     /// When set, `connections(of:)` waits at this gate (a wait for a connection that has not come yet).
     let connectionsGate = NIOLockedValueBox<Gate?>(nil)
 
+    /// What `recentConnections(last:)` answers.
+    let recent = NIOLockedValueBox<[String: ConnectionList]>([:])
+
+    func recentConnections(last limit: Int) -> [String: ConnectionList] {
+        recent.withLockedValue { $0 }.mapValues { ConnectionList(connections: Array($0.connections.suffix(limit)), latestID: $0.latestID) }
+    }
+
     func connections(of key: FixtureFleet.Key, after cursor: Int, wait: Duration) async throws(FleetError)
         -> ConnectionList
     {

@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 @testable import TLSFixtures
+@testable import TLSFixturesRunner
 
 /// `tls-fixtures serve` as a user runs it: a subprocess on fixed ports, judged from outside.
 @Suite("serve, dashboard and probe, end to end", .serialized)
@@ -155,6 +156,73 @@ struct ServeEndToEndTests {
         _ = try #require(try serve.document(timeout: 120), "serve did not report: \(serve.errors)")
         try browserCheck(dashboard: "http://localhost:\(base)", ca: try store.ca().certificate)
         try untrustingBrowserCheck(dashboard: "http://localhost:\(base)")
+        try ignoringBrowserCheck(dashboard: "http://localhost:\(base)")
+    }
+
+    /// Issue 29 item 9 and issue 25 item 2 without a browser: at a base other than 9800 the page names that base's
+    /// revocation ports (from the served leaves) and never the default ones, and `/live.json` shows what a fixture saw
+    /// of a client, in the record's own words.
+    @Test("the dashboard at another --port-base, and /live.json after a client", .requires(Tools.curl))
+    func dashboardLive() async throws {
+        let base = try Self.freePortBase()
+        let serve = try ServeProcess(["expired", "ocsp-unreachable", "--port-base", "\(base)",
+                                      "--dir", store.directory.path, "--json"])
+        defer { serve.kill() }
+        let document = try #require(try serve.document(timeout: 120), "serve did not report: \(serve.errors)")
+        let dashboard = "http://localhost:\(base)"
+        let page = try Subprocess.run(["curl", "-sS", "-f", "\(dashboard)/"]).stdout
+        let row = try #require(page.range(of: "id=\"scenario-ocsp-unreachable\"").map { String(page[$0.upperBound...].prefix(4000)) })
+        #expect(row.contains("OCSP http://localhost:\(base + ScenarioCatalog.refusingPortOffset)/"), "\(row.prefix(2000))")
+        #expect(row.contains("CRL http://localhost:\(base + ScenarioCatalog.revocationResponderOffset)/"))
+        for fixed in ["9898", "9899"] { #expect(!page.contains(fixed), "the page names \(fixed) at --port-base \(base)") }
+
+        let port = try #require(document.scenarios.first { $0.name == "expired" }?.port)
+        _ = try Subprocess.run(["curl", "-sS", "-k", "--max-time", "10", "https://localhost:\(port)/"])
+        let decoder = JSONDecoder()
+        decoder.dateDecodingStrategy = .iso8601
+        var seen: DashboardLive.Seen?
+        var tries = 0
+        while seen?.settled != true && tries < 50 {
+            tries += 1
+            let json = try Subprocess.run(["curl", "-sS", "-f", "\(dashboard)/live.json"]).stdout
+            let live = try decoder.decode(DashboardLive.self, from: Data(json.utf8))
+            #expect(live.scenarios["ocsp-unreachable"]?.status == "serving")
+            seen = live.scenarios["expired"]?.recent?.first
+            try await Task.sleep(for: .milliseconds(100))
+        }
+        let record = try #require(seen, "/live.json shows no connection to expired")
+        #expect(record.summary.hasPrefix("the handshake completed (TLSv1.3") && record.summary.contains("GET / was answered 200"),
+                "\(record.summary)")
+    }
+
+    /// The `data-…` attribute `attribute` of `name`'s live cell in a dumped DOM.
+    static func liveAttribute(_ dom: String, _ name: String, _ attribute: String) -> String? {
+        guard let range = dom.range(of: "data-scenario=\"\(name)\"") else { return nil }
+        let tail = dom[range.upperBound...].prefix(1500)
+        guard let start = tail.range(of: " \(attribute)=\"") else { return nil }
+        return String(tail[start.upperBound...].prefix { $0 != "\"" })
+    }
+
+    /// Issue 29 item 9: a browser that ignores certificate errors loads `expired` and `wrong-host`; the page must mark
+    /// that unexpected and say the browser is not verifying, not show a green "loaded" as if all were well.
+    func ignoringBrowserCheck(dashboard: String) throws {
+        let browser = try #require(Tools.chromium.path)
+        let home = TestEnvironment.temporaryDirectory("chromium-ignoring")
+        let flags = ["--headless=new", "--no-sandbox", "--disable-gpu", "--no-first-run", "--virtual-time-budget=30000",
+                     "--ignore-certificate-errors"]
+        let dom = try Subprocess.run([browser] + flags + ["--dump-dom", "\(dashboard)/"], environment: ["HOME": home.path],
+                                     timeout: 90).stdout
+        #expect(dom.contains("data-live-done=\"true\""), "the live column did not finish")
+        for name in ["expired", "wrong-host"] {
+            #expect(Self.liveAttribute(dom, name, "data-live") == "loaded", "\(name): --ignore-certificate-errors loads it")
+            #expect(Self.liveAttribute(dom, name, "data-mark") == "unexpected", "\(name)")
+        }
+        #expect(Self.liveAttribute(dom, "ats-compliant", "data-mark") == "expected")
+        #expect(dom.contains("data-live-verifying=\"false\""))
+        let banner = try #require(dom.range(of: "id=\"live-not-verifying\"").map { String(dom[$0.lowerBound...].prefix(400)) })
+        #expect(!banner.prefix(60).contains("hidden") && banner.contains("not verifying certificates"), "\(banner)")
+        let names = try #require(dom.range(of: "id=\"live-not-verifying-names\">").map { String(dom[$0.upperBound...].prefix(200)) })
+        #expect(names.hasPrefix("wrong-host, expired") || names.hasPrefix("expired, wrong-host"), "\(names)")
     }
 
     func browserCheck(dashboard: String, ca: Certificate) throws {
@@ -180,8 +248,8 @@ struct ServeEndToEndTests {
         let dom = try Subprocess.run([browser] + flags + ["--dump-dom", "\(dashboard)/"], environment: ["HOME": home.path], timeout: 90)
         func live(_ name: String) -> String? {
             guard let range = dom.stdout.range(of: "data-scenario=\"\(name)\"") else { return nil }
-            let tail = dom.stdout[range.upperBound...].prefix(400)
-            guard let start = tail.range(of: "data-live=\"") else { return nil }
+            let tail = dom.stdout[range.upperBound...].prefix(1500)
+            guard let start = tail.range(of: " data-live=\"") else { return nil }
             return String(tail[start.upperBound...].prefix { $0 != "\"" })
         }
         #expect(dom.stdout.contains("data-live-done=\"true\""), "the live column did not finish")
@@ -189,6 +257,13 @@ struct ServeEndToEndTests {
         #expect(live("wrong-host") == "blocked")
         #expect(live("expired") == "blocked")
         #expect(live("http") == "loaded")
+        // Each result against what a verifying browser does: all as expected here, and what the fixture saw beside it.
+        for name in ["ats-compliant", "wrong-host", "expired", "http"] {
+            #expect(Self.liveAttribute(dom.stdout, name, "data-mark") == "expected", "\(name)")
+        }
+        #expect(!dom.stdout.contains("data-live-verifying=\"false\""))
+        let expiredCell = try #require(dom.stdout.range(of: "data-scenario=\"expired\"").map { String(dom.stdout[$0.upperBound...].prefix(3000)) })
+        #expect(expiredCell.contains("the server saw (since this page opened):") && expiredCell.contains("the client "), "\(expiredCell.prefix(1500))")
         // Trusted: no banner blaming the browser.
         #expect(!dom.stdout.contains("data-live-trust=\"untrusted\""))
         #expect(dom.stdout.contains("id=\"live-untrusted\" class=\"trap\" hidden"))
@@ -202,7 +277,7 @@ struct ServeEndToEndTests {
         let flags = ["--headless=new", "--no-sandbox", "--disable-gpu", "--no-first-run", "--virtual-time-budget=30000"]
         let dom = try Subprocess.run([browser] + flags + ["--dump-dom", "\(dashboard)/"], environment: ["HOME": home.path], timeout: 90)
         #expect(dom.stdout.contains("data-live-done=\"true\""), "the live column did not finish")
-        let control = try #require(dom.stdout.range(of: "data-scenario=\"ats-compliant\"").map { dom.stdout[$0.upperBound...].prefix(400) })
+        let control = try #require(dom.stdout.range(of: "data-scenario=\"ats-compliant\"").map { dom.stdout[$0.upperBound...].prefix(1500) })
         #expect(control.contains("data-live=\"blocked\""), "\(control)")
         #expect(dom.stdout.contains("data-live-trust=\"untrusted\""), "the page did not notice that the browser distrusts the CA")
         let banner = try #require(dom.stdout.range(of: "id=\"live-untrusted\"").map { String(dom.stdout[$0.lowerBound...].prefix(300)) })
