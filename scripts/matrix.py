@@ -14,6 +14,11 @@ gnutls-cli, tstclnt, chromium) are run once per target instead, a few at a time.
 127.0.0.1 through each client's own override (curl --resolve, Go's dialer, Node's lookup, ...) or, for URLSession,
 which has none, a private mount namespace whose /etc/hosts and CA bundle are the matrix's (see run_urlsession).
 
+Beside each verdict, what the server saw: each client runs against a `serve` of its own (the same store and CA, its
+own block of ports, --port-base once per client running at once) and meets each fixture once per round, so the records
+a fixture kept since the round began (GET /api/scenarios/NAME/connections) are that client's for that row; a refusal
+the fixture never saw is flagged (see What the server saw).
+
 A client that is not installed is reported missing with the reason, never counted as a pass or a failure.
 """
 import argparse
@@ -855,9 +860,26 @@ def main():
         sys.exit(1)
 
 
+def report_json(report):
+    """Indented, but each connection record on one line: 59 rows x 12 clients of them would otherwise be most of it."""
+    records = []
+
+    def placeholder(record):
+        records.append(json.dumps(record, ensure_ascii=False, sort_keys=True))
+        return f"@record{len(records) - 1}@"
+
+    shallow = json.loads(json.dumps(report))
+    for row in shallow["rows"]:
+        for result in row["results"].values():
+            if "server" in result:
+                result["server"]["connections"] = [placeholder(r) for r in result["server"]["connections"]]
+    text = json.dumps(shallow, indent=2, ensure_ascii=False)
+    return re.sub(r'"@record(\d+)@"', lambda match: records[int(match.group(1))], text) + "\n"
+
+
 def write(options, report):
     if options.json:
-        Path(options.json).write_text(json.dumps(report, indent=2, ensure_ascii=False) + "\n")
+        Path(options.json).write_text(report_json(report))
     if options.markdown:
         Path(options.markdown).write_text(markdown(report))
 
