@@ -588,9 +588,8 @@ def record_short(record):
     where = PHASES.get(phase, phase)
     if kind == "alertReceived":
         return f"alert {alert_text(outcome['alert'])}" + ("" if phase == "afterServerFlight" else f" {where}")
-    if kind == "alertSent":
-        reason = outcome.get("reason")
-        return f"server sent {alert_text(outcome['alert'])}" + (f": {reason}" if reason and len(reason) <= 30 else "")
+    if kind == "alertSent":   # OpenSSL's reason ("no shared cipher") stays in the report's record
+        return f"server sent {alert_text(outcome['alert'])}"
     if kind == "closedWithoutAlert":
         return f"closed {where}"
     if kind == "timedOut":
@@ -602,24 +601,27 @@ def record_short(record):
         text += f", then alert {alert_text(record['alertAfterHandshake'])}"
     if record["requests"]:
         text += ", " + record["requests"][0]
-        if record["requestCount"] > 1:
-            text += f" (+{record['requestCount'] - 1})"
     elif not record.get("alertAfterHandshake"):
         text += ", no request"
     return text
 
 
 def server_short(records):
-    """Every record of a cell, in order, repeats counted: `never arrived` when there is none."""
+    """The distinct outcomes of a cell's records, `never arrived` when there is none. Stable from run to run, as the
+    verdicts are: how many times a client retried (AsyncHTTPClient 9 or 10, Chromium 1 to 6) and in which order
+    Chromium's sockets (a speculative one, the page's, the favicon's) arrive vary between runs, so the cell says only
+    `repeated`, lists outcomes in a fixed order (requests answered first) and counts no extra requests; the report's
+    `connections` keep every record in the order it came."""
     if not records:
         return "never arrived"
-    parts = []
+    counts = {}
     for text in map(record_short, records):
-        if parts and parts[-1][0] == text:
-            parts[-1][1] += 1
-        else:
-            parts.append([text, 1])
-    return "; ".join(text if count == 1 else f"{count}× {text}" for text, count in parts)
+        counts[text] = counts.get(text, 0) + 1
+
+    def rank(text):
+        return (0 if re.search(r"^completed, [A-Z]+ ", text) else 2 if text.startswith("completed") else 1, text)
+
+    return "; ".join(text + (" (repeated)" if counts[text] > 1 else "") for text in sorted(counts, key=rank))
 
 
 def server_finding(client, accepted, records):
@@ -681,8 +683,10 @@ def server_table(report, clients):
              "client's connection for that row. `alert NAME(code)` is the alert the client sent after the server's "
              "certificate (the phase is named when it came earlier); `server sent …` the server's own alert (no shared "
              "version or suite); `closed …` a close without an alert; `completed, GET / 200` a handshake that "
-             "completed and the request answered; `never arrived` no connection at all. Several connections are "
-             "listed in order. `pyca` is a verifier, not a TLS client: it fetches the chain in a handshake with "
+             "completed and the request answered; `never arrived` no connection at all. A cell lists each distinct "
+             "outcome once, requests answered first, and says `repeated` where the client came back with the same "
+             "one (AsyncHTTPClient retries a failed handshake about ten times, Chromium up to six; the counts and the "
+             "order vary from run to run, and docs/clients.json keeps every record in order). `pyca` is a verifier, not a TLS client: it fetches the chain in a handshake with "
              "verification off and judges it offline, so its cells show that handshake (`completed, no request`) "
              "whatever its verdict. ⚠ marks a cell where the record does not back the client's verdict: a refusal the "
              "fixture never saw is not proven.", "",

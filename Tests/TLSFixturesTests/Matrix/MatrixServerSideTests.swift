@@ -75,9 +75,10 @@ struct MatrixServerSideTests {
         // pyca fetches the chain with verification off and sends no request, whatever its verdict.
         #expect(short("served", "pyca") == "completed, no request")
         #expect(finding("served", "pyca") == nil)
-        #expect(short("retried", "openssl") == "2× closed before ClientHello; completed, GET / 200")
+        // Distinct outcomes, requests answered first, repeats said but not counted (retry counts vary between runs).
+        #expect(short("retried", "openssl") == "completed, GET / 200; closed before ClientHello (repeated)")
         #expect(finding("retried", "openssl") == "refused, yet the fixture answered a request")
-        #expect(short("retried", "pyca") == "server sent handshake_failure(40): no shared cipher")
+        #expect(short("retried", "pyca") == "server sent handshake_failure(40)")
         #expect(short("late", "openssl") == "completed, then alert bad_certificate(42)")
         #expect(finding("late", "openssl") == nil)
         // No verdict, nothing to prove.
