@@ -672,6 +672,15 @@ def short_version(text):
     return text
 
 
+# Why a flagged cell is what it is, where that is known (shown under the server-side table while the cell is flagged).
+FINDING_NOTES = {
+    ("ip-san", "::1", "urlsession"): "swift-corelibs-foundation fails a URL whose host is an IPv6 literal with "
+    "NSURLErrorBadURL (-1000) before connecting (swiftlang/swift-corelibs-foundation#5496; upstream fix #5498, yet "
+    "the toolchain measured still fails): not a TLS "
+    "refusal, which the fixture's empty record shows",
+}
+
+
 def server_table(report, clients):
     """The second table: the same cells as the fixture saw them (scripts/matrix.py, What the server saw)."""
     if not any("server" in result for row in report["rows"] for result in row["results"].values()):
@@ -703,8 +712,9 @@ def server_table(report, clients):
             text = server["short"].replace("|", "\\|")
             if server.get("finding"):
                 text = f"⚠ {text}"
+                note = FINDING_NOTES.get((row["scenario"], row["host"], client["id"]))
                 findings.append(f"- `{row['scenario']}` ({row['host']}) × `{client['id']}`: {server['finding']} "
-                                f"(the client: {row['results'][client['id']]['short']})")
+                                f"(the client: {row['results'][client['id']]['short']})" + (f". {note}" if note else ""))
             cells.append(text)
         lines.append(f"| `{row['scenario']}` | {row['host']} | " + " | ".join(cells) + " |")
     lines += ["", "Where the server's records do not back the client's verdict:", ""]
