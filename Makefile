@@ -136,7 +136,9 @@ clean:
 # dependencies' example executables. `make test` installs every stack (on macOS: GnuTLS and pyca) and builds the three
 # Swift clients (on macOS the swift-nio-ssl one), then ClientMatrixTests runs each stack on the controls, the refusals
 # and the scenarios where it differs from OpenSSL; `make matrix` runs every scenario on every stack and writes the
-# report. Linux only (URLSession needs a private mount namespace).
+# report, with what each fixture recorded of each client beside its verdict: three clients at a time, each on a serve
+# of its own (ports 29800, 30000 and 30200 onwards; ARGS="--port-base N ..." moves them). Linux only (URLSession needs
+# a private mount namespace).
 MATRIX_BUILD = swift build --package-path Matrix --scratch-path .build-matrix $(SWIFT_WARNINGS)
 MATRIX_PRODUCTS := matrix-nio-ssl $(if $(filter Darwin,$(shell uname -s)),,matrix-ahc matrix-urlsession)
 

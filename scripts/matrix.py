@@ -14,6 +14,11 @@ gnutls-cli, tstclnt, chromium) are run once per target instead, a few at a time.
 127.0.0.1 through each client's own override (curl --resolve, Go's dialer, Node's lookup, ...) or, for URLSession,
 which has none, a private mount namespace whose /etc/hosts and CA bundle are the matrix's (see run_urlsession).
 
+Beside each verdict, what the server saw: each client runs against a `serve` of its own (the same store and CA, its
+own block of ports, --port-base once per client running at once) and meets each fixture once per round, so the records
+a fixture kept since the round began (GET /api/scenarios/NAME/connections) are that client's for that row; a refusal
+the fixture never saw is flagged (see What the server saw).
+
 A client that is not installed is reported missing with the reason, never counted as a pass or a failure.
 """
 import argparse
@@ -27,7 +32,9 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import queue
 import time
+import urllib.parse
 import urllib.request
 from pathlib import Path
 
@@ -446,6 +453,28 @@ def short_text(client, accepted, detail):
 
 # --- The fixtures ---------------------------------------------------------------------------------------------------
 
+# Three clients run at once, each on a serve of its own with its own block of ports (a block holds the dashboard, every
+# catalog port, the OCSP responder at +99 and the user scenarios).
+DEFAULT_PORT_BASES = [29800, 30000, 30200]
+
+
+def check_port_blocks(document, bases):
+    ports = [entry["port"] for entry in document["scenarios"] if entry.get("port")]
+    span = max(max(ports, default=bases[0]) - bases[0], 99) + 1
+    ordered = sorted(bases)
+    if len(set(bases)) != len(bases) or any(b - a < span for a, b in zip(ordered, ordered[1:])):
+        raise SystemExit(f"--port-base blocks overlap: each serve needs {span} ports from its base ({bases})")
+
+
+def stop(server):
+    server.terminate()
+    try:
+        server.wait(timeout=10)
+    except subprocess.TimeoutExpired:
+        server.kill()
+        server.wait()
+
+
 
 def serve(cli, store, port_base, names, log):
     arguments = [cli, "serve", "--json", "--dir", str(store), "--port-base", str(port_base),
@@ -481,6 +510,148 @@ def wait_until_prepared(document, deadline):
     return document
 
 
+# --- What the server saw -------------------------------------------------------------------------------------------
+# Every fixture records each connection it accepts (ConnectionRecord: the ClientHello, how the handshake ended, the
+# requests answered), readable over serve's control API. Each client runs against a serve of its own (the same store
+# and CA, its own block of ports), started for it and stopped after it, so every record on that serve is that client's;
+# and its targets run in rounds that hit each fixture once (rounds()), with a cursor per fixture between rounds, so the
+# records a fixture kept since the cursor are that one target's. No record is attributed by guessing from its contents.
+
+SETTLE = 5   # seconds a record may take to settle (the connection closed, or a request answered) once its client is done
+PHASES = {"beforeClientHello": "before ClientHello", "afterClientHello": "after ClientHello",
+          "afterServerFlight": "after server flight"}
+
+
+def rounds(targets):
+    """The targets in rounds, in order, no two of a round on the same fixture (the same scenario): the extra rows
+    (ats-compliant by its qualified name, ip-san by 127.0.0.1 and ::1) each go after the row before them."""
+    batches = []
+    for target in targets:
+        for batch in batches:
+            if all(other["scenario"] != target["scenario"] for other in batch):
+                batch.append(target)
+                break
+        else:
+            batches.append([target])
+    return batches
+
+
+def fetch_connections(dashboard, scenario, after):
+    """GET /api/scenarios/NAME/connections?after=ID: the fixture's records after the cursor, and the next cursor."""
+    url = f"{dashboard.rstrip('/')}/api/scenarios/{urllib.parse.quote(scenario)}/connections?after={after}"
+    with urllib.request.urlopen(url, timeout=10) as answer:
+        return json.load(answer)
+
+
+def settled(record):
+    """ConnectionRecord.isSettled: it closed, or it answered a request."""
+    return record.get("endedAt") is not None or record.get("requestCount", 0) > 0
+
+
+def connections_since(dashboard, scenario, after, settle=SETTLE):
+    """The records after `after`, once each has settled (or `settle` seconds have passed: one still open says so)."""
+    deadline = time.time() + settle
+    while True:
+        listing = fetch_connections(dashboard, scenario, after)
+        if all(settled(record) for record in listing["connections"]) or time.time() >= deadline:
+            return listing
+        time.sleep(0.2)
+
+
+def compact_record(record):
+    """What docs/clients.json keeps of a record: nothing that changes from run to run (ids, times, ports)."""
+    hello = record.get("clientHello") or {}
+    kept = {"peer": "IPv6" if record.get("peer", "").startswith("[") else "IPv4"}
+    if hello:
+        kept["serverName"] = hello.get("serverName")
+        kept["versions"] = hello.get("supportedVersions") or [hello.get("legacyVersion")]
+    kept["outcome"] = record.get("outcome")
+    if record.get("alertAfterHandshake"):
+        kept["alertAfterHandshake"] = record["alertAfterHandshake"]
+    kept["requests"] = [f"{r['method']} {r['path']} {r['status']}" for r in record.get("requests", [])]
+    kept["requestCount"] = record.get("requestCount", len(kept["requests"]))
+    if record.get("endedAt") is None and not kept["requestCount"]:
+        kept["open"] = True
+    return kept
+
+
+def alert_text(alert):
+    return f"{alert['name']}({alert['code']})"
+
+
+def record_short(record):
+    """One record in a few words: `alert unknown_ca(48)`, `closed after server flight`, `completed, GET / 200`."""
+    outcome = record.get("outcome")
+    if outcome is None:
+        return "still open, no outcome" if record.get("open") else "closed, no outcome"
+    kind, phase = outcome["kind"], outcome.get("phase")
+    where = PHASES.get(phase, phase)
+    if kind == "alertReceived":
+        return f"alert {alert_text(outcome['alert'])}" + ("" if phase == "afterServerFlight" else f" {where}")
+    if kind == "alertSent":   # OpenSSL's reason ("no shared cipher") stays in the report's record
+        return f"server sent {alert_text(outcome['alert'])}"
+    if kind == "closedWithoutAlert":
+        return f"closed {where}"
+    if kind == "timedOut":
+        return f"timed out {where}"
+    if kind == "cleartext":
+        return "cleartext"
+    text = "completed"
+    if record.get("alertAfterHandshake"):
+        text += f", then alert {alert_text(record['alertAfterHandshake'])}"
+    if record["requests"]:
+        text += ", " + record["requests"][0]
+    elif not record.get("alertAfterHandshake"):
+        text += ", no request"
+    return text
+
+
+def server_short(records):
+    """The distinct outcomes of a cell's records, `never arrived` when there is none. Stable from run to run, as the
+    verdicts are: how many times a client retried (AsyncHTTPClient 9 or 10, Chromium 1 to 6) and in which order
+    Chromium's sockets (a speculative one, the page's, the favicon's) arrive vary between runs, so the cell says only
+    `repeated`, lists outcomes in a fixed order (requests answered first) and counts no extra requests; the report's
+    `connections` keep every record in the order it came."""
+    if not records:
+        return "never arrived"
+    counts = {}
+    for text in map(record_short, records):
+        counts[text] = counts.get(text, 0) + 1
+
+    def rank(text):
+        return (0 if re.search(r"^completed, [A-Z]+ ", text) else 2 if text.startswith("completed") else 1, text)
+
+    return "; ".join(text + (" (repeated)" if counts[text] > 1 else "") for text in sorted(counts, key=rank))
+
+
+def server_finding(client, accepted, records):
+    """Where the server's records do not back the client's verdict; None where they do (or there is no verdict).
+    pyca judges a chain it fetched with verification off, so its handshakes complete without a request whatever its
+    verdict: only its arrival is checked."""
+    if accepted is None:
+        return None
+    if not records:
+        return "never arrived: the refusal is not proven" if not accepted else "never arrived, yet accepted"
+    if client == "pyca":
+        return None
+    served = any(record["requestCount"] > 0 for record in records)
+    if accepted and not served:
+        return "accepted, but the fixture answered no request"
+    if not accepted and served:
+        return "refused, yet the fixture answered a request"
+    return None
+
+
+def server_result(client, accepted, records, lost=0):
+    result = {"short": server_short(records), "connections": records}
+    if lost:
+        result["lost"] = lost   # more records than the fixture's ring keeps: the oldest are gone
+    finding = server_finding(client, accepted, records)
+    if finding:
+        result["finding"] = finding
+    return result
+
+
 # --- Output ---------------------------------------------------------------------------------------------------------
 
 
@@ -499,6 +670,56 @@ def short_version(text):
     if len(words) > 4 and tls:
         return f"{words[0]} {words[1]} ({tls.group(1)})"
     return text
+
+
+# Why a flagged cell is what it is, where that is known (shown under the server-side table while the cell is flagged).
+FINDING_NOTES = {
+    ("ip-san", "::1", "urlsession"): "swift-corelibs-foundation fails a URL whose host is an IPv6 literal with "
+    "NSURLErrorBadURL (-1000) before connecting (swiftlang/swift-corelibs-foundation#5496; upstream fix #5498, yet "
+    "the toolchain measured still fails): not a TLS "
+    "refusal, which the fixture's empty record shows",
+}
+
+
+def server_table(report, clients):
+    """The second table: the same cells as the fixture saw them (scripts/matrix.py, What the server saw)."""
+    if not any("server" in result for row in report["rows"] for result in row["results"].values()):
+        return []
+    lines = ["", "## What the server saw", "",
+             "The same cells from the fixture's side: the connection records each fixture kept (`tls-fixtures "
+             "connections NAME`, `GET /api/scenarios/NAME/connections`). Each client runs against a `serve` of its own "
+             "(the same CA, its own ports), and meets each fixture once per round, so every record in a cell is that "
+             "client's connection for that row. `alert NAME(code)` is the alert the client sent after the server's "
+             "certificate (the phase is named when it came earlier); `server sent …` the server's own alert (no shared "
+             "version or suite); `closed …` a close without an alert; `completed, GET / 200` a handshake that "
+             "completed and the request answered; `never arrived` no connection at all. A cell lists each distinct "
+             "outcome once, requests answered first, and says `repeated` where the client came back with the same "
+             "one (AsyncHTTPClient retries a failed handshake about ten times, Chromium up to six; the counts and the "
+             "order vary from run to run, and docs/clients.json keeps every record in order). `pyca` is a verifier, not a TLS client: it fetches the chain in a handshake with "
+             "verification off and judges it offline, so its cells show that handshake (`completed, no request`) "
+             "whatever its verdict. ⚠ marks a cell where the record does not back the client's verdict: a refusal the "
+             "fixture never saw is not proven.", "",
+             "| scenario | host | " + " | ".join(f"`{c['id']}`" for c in clients) + " |",
+             "| --- | --- | " + " | ".join("---" for _ in clients) + " |"]
+    findings = []
+    for row in report["rows"]:
+        cells = []
+        for client in clients:
+            server = (row["results"].get(client["id"]) or {}).get("server")
+            if server is None:
+                cells.append("–")
+                continue
+            text = server["short"].replace("|", "\\|")
+            if server.get("finding"):
+                text = f"⚠ {text}"
+                note = FINDING_NOTES.get((row["scenario"], row["host"], client["id"]))
+                findings.append(f"- `{row['scenario']}` ({row['host']}) × `{client['id']}`: {server['finding']} "
+                                f"(the client: {row['results'][client['id']]['short']})" + (f". {note}" if note else ""))
+            cells.append(text)
+        lines.append(f"| `{row['scenario']}` | {row['host']} | " + " | ".join(cells) + " |")
+    lines += ["", "Where the server's records do not back the client's verdict:", ""]
+    lines += findings or ["- nowhere: every refusal reached its fixture, and every acceptance was answered."]
+    return lines
 
 
 def markdown(report):
@@ -538,6 +759,7 @@ def markdown(report):
             cells.append(cell)
         host = row["host"] if row["host"] != "localhost" else "localhost"
         lines.append(f"| `{row['scenario']}` | {host} | " + " | ".join(cells) + " |")
+    lines += server_table(report, clients)
     if report["notServed"]:
         lines += ["", "Not in the matrix:", ""]
         lines += [f"- `{item['scenario']}`: {item['reason']}" for item in report["notServed"]]
@@ -563,7 +785,9 @@ def main():
     parser.add_argument("--scenarios", default="", help="comma-separated subset (default: every scenario)")
     parser.add_argument("--plan", metavar="FILE", help="JSON {client: [scenario, ...]}: each client runs only its own "
                         "scenarios (make test's matrix); --clients and --scenarios default to what the plan names")
-    parser.add_argument("--port-base", type=int, default=29800)
+    parser.add_argument("--port-base", type=int, action="append", help="a block of ports for one client's serve "
+                        "(repeatable: as many clients run at once as blocks are given; default "
+                        + ", ".join(map(str, DEFAULT_PORT_BASES)) + ")")
     parser.add_argument("--json", help="write the report here")
     parser.add_argument("--markdown", help="write docs/CLIENTS.md-style text here")
     parser.add_argument("--no-extra-rows", action="store_true", help="only each scenario's own row")
@@ -575,6 +799,9 @@ def main():
         for row in report["rows"]:
             for client, result in row["results"].items():
                 result["short"] = short_text(client, result["accepted"], result["detail"])
+                if "server" in result:
+                    result["server"] = server_result(client, result["accepted"], result["server"]["connections"],
+                                                     result["server"].get("lost", 0))
         write(options, report)
         return
 
@@ -597,16 +824,20 @@ def main():
         raise SystemExit("ca init failed: " + initialized.stderr)
     ca_file = str(store / "ca/root.pem")
     names = [n.strip() for n in options.scenarios.split(",") if n.strip()]
+    bases = options.port_base or DEFAULT_PORT_BASES
+    # One serve first, for the catalog document and to make every key (minutes on a fresh store); then each client gets
+    # a serve of its own on that store, which starts in seconds (measure, run_client).
     with open(work / "serve.log", "w") as log:
-        server, document = serve(options.cli, store, options.port_base, names, log)
-    try:
-        report = measure(options, chosen, document, Context(work, ca_file, options.swift_clients, python), plan)
-    finally:
-        server.terminate()
-        try:
-            server.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            server.kill()
+        server, document = serve(options.cli, store, bases[0], names, log)
+    stop(server)
+    check_port_blocks(document, bases)
+
+    def launch(base, client):
+        with open(work / f"serve-{client}.log", "w") as log:
+            return serve(options.cli, store, base, names, log)
+
+    report = measure(options, chosen, document, Context(work, ca_file, options.swift_clients, python), plan,
+                     launch=launch, bases=bases)
     write(options, report)
     mismatches = [(row["scenario"], client, result) for row in report["rows"] if row["primary"]
                   for client, result in row["results"].items()
@@ -631,16 +862,38 @@ def main():
     for item in unjudged:
         print(f"{item['scenario']} was not served ({item['status']}): {item['reason']}", file=sys.stderr)
     shutil.rmtree(work, ignore_errors=True)
-    print(f"{len(report['rows'])} rows x {len(chosen) - len(missing)} clients; "
+    findings = [(row["scenario"], row["host"], client, result["server"]["finding"]) for row in report["rows"]
+                for client, result in row["results"].items() if result.get("server", {}).get("finding")]
+    for scenario, host, client, finding in findings:
+        print(f"the server's records do not back the verdict: {scenario} ({host}) x {client}: {finding}", file=sys.stderr)
+    print(f"{len(report['rows'])} rows x {len(chosen) - len(missing)} clients; {len(findings)} cells the server's "
+          f"records do not back; "
           f"{len(mismatches)} differ from the scenario files; {len(missing)} clients missing; "
           f"{len(without)} scenarios without expect.clients", file=sys.stderr)
     if without or unjudged:
         sys.exit(1)
 
 
+def report_json(report):
+    """Indented, but each connection record on one line: 59 rows x 12 clients of them would otherwise be most of it."""
+    records = []
+
+    def placeholder(record):
+        records.append(json.dumps(record, ensure_ascii=False, sort_keys=True))
+        return f"@record{len(records) - 1}@"
+
+    shallow = json.loads(json.dumps(report))
+    for row in shallow["rows"]:
+        for result in row["results"].values():
+            if "server" in result:
+                result["server"]["connections"] = [placeholder(r) for r in result["server"]["connections"]]
+    text = json.dumps(shallow, indent=2, ensure_ascii=False)
+    return re.sub(r'"@record(\d+)@"', lambda match: records[int(match.group(1))], text) + "\n"
+
+
 def write(options, report):
     if options.json:
-        Path(options.json).write_text(json.dumps(report, indent=2, ensure_ascii=False) + "\n")
+        Path(options.json).write_text(report_json(report))
     if options.markdown:
         Path(options.markdown).write_text(markdown(report))
 
@@ -652,7 +905,7 @@ def pick_python():
     return sys.executable
 
 
-def measure(options, chosen, document, ctx, plan=None):
+def measure(options, chosen, document, ctx, plan=None, *, launch, bases):
     ctx.request_file.write_text(REQUEST.format(host="localhost"))
     entries = {entry["name"]: entry for entry in document["scenarios"]}
     rows, not_served = [], []
@@ -692,24 +945,51 @@ def measure(options, chosen, document, ctx, plan=None):
             return targets
         return [t for t in targets if t["scenario"] in plan.get(client["id"], [])]
 
+    slots = queue.Queue()
+    for base in bases:
+        slots.put(base)
+
     def run_client(client):
+        """The client against a serve of its own, in rounds (rounds()): its answers, and what each fixture saw."""
+        base = slots.get()
         started = time.time()
-        mine = targets_of(client)
-        answers = CLIENT_SPECS[client["id"]][1](ctx, mine) if mine else {}
+        server, own = launch(base, client["id"])
+        try:
+            dashboard = own["dashboard"]
+            ports = {entry["name"]: entry["port"] for entry in own["scenarios"] if entry["status"] == "serving"}
+            mine = [dict(target, port=ports.get(target["scenario"])) for target in targets_of(client)]
+            answers = {t["id"]: (None, "not served by this client's serve") for t in mine if t["port"] is None}
+            seen = {}
+            cursors = {name: fetch_connections(dashboard, name, 0)["latestID"]
+                       for name in sorted({t["scenario"] for t in mine if t["port"] is not None})}
+            for batch in rounds([t for t in mine if t["port"] is not None]):
+                answers.update(CLIENT_SPECS[client["id"]][1](ctx, batch))
+                for target in batch:
+                    cursor = cursors[target["scenario"]]
+                    listing = connections_since(dashboard, target["scenario"], cursor)
+                    cursors[target["scenario"]] = listing["latestID"]
+                    seen[target["id"]] = ([compact_record(r) for r in listing["connections"]],
+                                          listing["latestID"] - cursor - len(listing["connections"]))
+        finally:
+            stop(server)
+            slots.put(base)
         if plan is not None:
             client["targets"] = len(mine)   # make test's summary says how many each stack judged
         # On standard error, not in the report: the committed report changes only when a verdict does.
         print(f"{client['id']}: {len(mine)} targets in {time.time() - started:.1f} s", file=sys.stderr)
-        return client, answers
+        return client, answers, seen
 
     runnable = [c for c in clients if c["status"] == "ok"]
-    with concurrent.futures.ThreadPoolExecutor(max_workers=3) as pool:
-        for client, answers in pool.map(run_client, runnable):
+    with concurrent.futures.ThreadPoolExecutor(max_workers=len(bases)) as pool:
+        for client, answers, seen in pool.map(run_client, runnable):
             for target, row in zip(targets, rows):
                 if target["id"] not in answers:
                     continue   # not in this client's plan
                 accepted, detail = answers[target["id"]]
                 result = {"accepted": accepted, "detail": detail, "short": short_text(client["id"], accepted, detail)}
+                if target["id"] in seen:
+                    records, lost = seen[target["id"]]
+                    result["server"] = server_result(client["id"], accepted, records, lost)
                 if row["primary"]:
                     expected, because = expected_for(entries[row["scenario"]], client["id"])
                     result["expected"] = expected

@@ -68,7 +68,7 @@ struct ClientMatrixTests {
             let count = plan[client]?.count ?? 0
             print("client matrix ran: \(client.rawValue) on \(count) scenarios: \(entry.version ?? "?")")
         }
-        var compared = 0
+        var compared = 0, refusalsProven = 0
         for (client, names) in plan.sorted(by: { $0.key < $1.key }) {
             for name in names {
                 let scenario = try catalog.scenario(named: name)
@@ -84,9 +84,19 @@ struct ClientMatrixTests {
                 let because = expected.because.map { " (\($0))" } ?? ""
                 let outcome = "\(name) × \(client.rawValue): expected \(expected.outcome.rawValue)\(because)"
                 #expect((accepted ? ClientOutcome.accept : .reject) == expected.outcome, "\(outcome), got \(observed.detail)")
+                // A refusal is proven, not inferred: the fixture saw this client arrive on this row (each client has a
+                // serve of its own, so nobody else's connection can stand in for it).
+                if !accepted {
+                    let server = try #require(observed.server, "\(name) × \(client.rawValue): no server-side record in the report")
+                    #expect(!server.connections.isEmpty,
+                            "\(name) × \(client.rawValue) refused (\(observed.detail)), but the fixture saw no connection from it: not proven")
+                    refusalsProven += server.connections.isEmpty ? 0 : 1
+                }
             }
         }
         #expect(compared == plan.values.map(\.count).reduce(0, +))
+        // The must-refuse rows alone give every client refusals to prove.
+        #expect(refusalsProven >= clients.count, "only \(refusalsProven) refusals were seen by their fixtures")
         // The controls verify in every stack; so a "must reject" row cannot pass because everything is rejected.
         for name in Self.controls {
             let row = try #require(report.rows.first { $0.scenario == name && $0.primary })
@@ -126,6 +136,20 @@ struct CommittedMatrixDocumentationTests {
             }
         }
         #expect(compared > 400, "only \(compared) verdicts compared")
+    }
+
+    @Test("docs/clients.json shows every refusal on a scenario's own row reaching its fixture (a refusal proven)")
+    func committedRefusalsArrived() throws {
+        let report = try MatrixEnvironment.committedReport()
+        var refusals = 0
+        for row in report.rows where row.primary {
+            for (client, result) in row.results where result.accepted == false {
+                refusals += 1
+                let connections = result.server?.connections ?? []
+                #expect(!connections.isEmpty, "\(row.scenario) × \(client): refused (\(result.detail)) but the fixture saw no connection: re-run `make matrix`")
+            }
+        }
+        #expect(refusals > 200, "only \(refusals) refusals in docs/clients.json")
     }
 
     @Test("docs/clients.json shows every control verified everywhere, and only Java taking a www.apple.com leaf")
@@ -186,7 +210,29 @@ enum MatrixEnvironment {
 
     struct Report: Decodable {
         struct Client: Decodable { var id: String; var status: String; var version: String?; var reason: String? }
-        struct Result: Decodable { var accepted: Bool?; var detail: String }
+        struct Result: Decodable {
+            var accepted: Bool?
+            var detail: String
+            /// What the fixture recorded of this client on this row (scripts/matrix.py, What the server saw).
+            var server: Server?
+
+            init(accepted: Bool?, detail: String, server: Server? = nil) {
+                self.accepted = accepted; self.detail = detail; self.server = server
+            }
+        }
+        /// The fixture's records of one cell, as docs/clients.json keeps them, with their summary and, where they do not
+        /// back the client's verdict, why.
+        struct Server: Decodable {
+            struct Connection: Decodable {
+                struct Outcome: Decodable { var kind: String }
+                var serverName: String?
+                var outcome: Outcome?
+                var requestCount: Int
+            }
+            var short: String
+            var connections: [Connection]
+            var finding: String?
+        }
         struct Row: Decodable { var scenario: String; var host: String; var primary: Bool; var results: [String: Result] }
         /// A scenario the matrix did not serve: `out of scope` (scripts/matrix.py's OUT_OF_SCOPE), or serve's status.
         struct NotServed: Decodable { var scenario: String; var status: String?; var reason: String }
@@ -259,8 +305,8 @@ enum MatrixEnvironment {
         try JSONDecoder().decode(Report.self, from: Data(contentsOf: TestEnvironment.packageRoot.appendingPathComponent("docs/clients.json")))
     }
 
-    /// Runs scripts/matrix.py with a fresh CA, on a block of ports from the allocator that keeps every test's ranges
-    /// apart, each client on the scenarios `plan` gives it.
+    /// Runs scripts/matrix.py with a fresh CA, on blocks of ports from the allocator that keeps every test's ranges
+    /// apart (one per client running at once), each client on the scenarios `plan` gives it.
     static func run(plan: [MatrixClient: [String]]) async throws -> Report {
         let scratch = TestEnvironment.temporaryDirectory("matrix")
         let output = scratch.appendingPathComponent("report.json")
@@ -269,11 +315,12 @@ enum MatrixEnvironment {
         try JSONSerialization.data(withJSONObject: encoded, options: [.sortedKeys]).write(to: planFile)
         var lastError = ""
         for _ in 0..<3 {
-            let base = try freePortBase()
+            // Three blocks: three clients at once, each on a serve of its own (so a fixture's records are its own).
+            let bases = try (0..<3).flatMap { _ in ["--port-base", "\(try freePortBase())"] }
             let result = try await External.run(["python3", TestEnvironment.packageRoot.appendingPathComponent("scripts/matrix.py").path,
                                                  "--cli", TestEnvironment.cli, "--swift-clients", swiftClients.path,
                                                  "--plan", planFile.path, "--no-extra-rows",
-                                                 "--port-base", "\(base)", "--json", output.path], timeout: 560)
+                                                 "--json", output.path] + bases, timeout: 560)
             if result.status == 0, let data = try? Data(contentsOf: output) {
                 // matrix.py's own timing lines (one per client), for make test's log.
                 for line in result.stderr.split(separator: "\n") where line.contains(" targets in ") {
