@@ -16,8 +16,22 @@ package final class ConnectionEventSink: @unchecked Sendable {
         return encoder
     }()
 
-    /// Opens `path` for appending (creating it; what is there is kept). Throws a one-line error naming the option.
-    package init(text: Bool, path: String?) throws {
+    /// What `open` made: a sink, or the one line that says why `--connection-log` cannot be written (the CLI's error).
+    package enum Opened {
+        case sink(ConnectionEventSink)
+        case refused(String)
+    }
+
+    /// Opens `path` for appending (creating it; what is there is kept), or says in one line, naming the option, why not.
+    package static func open(text: Bool, path: String?) -> Opened {
+        do {
+            return .sink(try ConnectionEventSink(text: text, path: path))
+        } catch {
+            return .refused(error.line)
+        }
+    }
+
+    private init(text: Bool, path: String?) throws(Refusal) {
         self.text = text
         guard let path else {
             file = nil
@@ -26,11 +40,11 @@ package final class ConnectionEventSink: @unchecked Sendable {
         let url = URL(fileURLWithPath: path)
         var isDirectory: ObjCBool = false
         if FileManager.default.fileExists(atPath: url.path, isDirectory: &isDirectory), isDirectory.boolValue {
-            throw ConnectionEventSinkError("--connection-log \(path) is a directory; give a file to append to")
+            throw Refusal("--connection-log \(path) is a directory; give a file to append to")
         }
         if !FileManager.default.fileExists(atPath: url.path) {
             guard FileManager.default.createFile(atPath: url.path, contents: nil) else {
-                throw ConnectionEventSinkError("--connection-log \(path) cannot be created; give a file in a folder "
+                throw Refusal("--connection-log \(path) cannot be created; give a file in a folder "
                                                + "that exists and you may write to")
             }
         }
@@ -39,7 +53,7 @@ package final class ConnectionEventSink: @unchecked Sendable {
             try handle.seekToEnd()
             file = handle
         } catch {
-            throw ConnectionEventSinkError("--connection-log \(path) cannot be opened for writing "
+            throw Refusal("--connection-log \(path) cannot be opened for writing "
                                            + "(\(error.localizedDescription)); give a file you may write to")
         }
     }
@@ -59,8 +73,10 @@ package final class ConnectionEventSink: @unchecked Sendable {
     }
 }
 
-/// A `--connection-log` the sink cannot write to.
-package struct ConnectionEventSinkError: Error, CustomStringConvertible {
-    package var description: String
-    init(_ description: String) { self.description = description }
+extension ConnectionEventSink {
+    /// Why a `--connection-log` cannot be written; only ever read as `Opened.refused`'s line.
+    private struct Refusal: Error {
+        var line: String
+        init(_ line: String) { self.line = line }
+    }
 }

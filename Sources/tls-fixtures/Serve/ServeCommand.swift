@@ -179,10 +179,9 @@ struct ServeCommand: AsyncParsableCommand {
 
     /// Where each ended connection goes (`--log-connections`, `--connection-log`); opening the file is the check.
     private func connectionSink() throws -> ConnectionEventSink {
-        do {
-            return try ConnectionEventSink(text: logConnections, path: connectionLog)
-        } catch let error as ConnectionEventSinkError {
-            throw CLIError(error.description)
+        switch ConnectionEventSink.open(text: logConnections, path: connectionLog) {
+        case .sink(let sink): return sink
+        case .refused(let line): throw CLIError(line)
         }
     }
 

@@ -21,14 +21,14 @@ struct ScenarioRunnerTests {
             let door = try #require(runner.frontDoor)
             #expect(door.dashboardURL == URL(string: "http://localhost:\(base)/"))
             // A real client reads the dashboard's catalog and reaches a fixture on the port it lists.
-            let listed = try Subprocess.run(["curl", "-sSf", "http://localhost:\(base)/scenarios.json"])
+            let listed = try await Subprocess.runAwaiting(["curl", "-sSf", "http://localhost:\(base)/scenarios.json"])
             let document = try JSONDecoder().decode(CatalogDocument.self, from: listed.stdoutData)
             #expect(document.proxy == ProxyEndpoint(port: base, domains: ["fixtures.test"]))
             let http = try #require(document.scenarios.first { $0.name == "http" }?.port)
-            let answer = try Subprocess.run(["curl", "-sSf", "http://localhost:\(http)/"])
+            let answer = try await Subprocess.runAwaiting(["curl", "-sSf", "http://localhost:\(http)/"])
             #expect(answer.stdout.contains("\"scenario\":\"http\""), "\(answer.combined)")
             // And the control API on the same port starts a leased fixture the stop must end too.
-            let leased = try Subprocess.run([
+            let leased = try await Subprocess.runAwaiting([
                 "curl", "-sSf", "-H", "Content-Type: application/json", "--data", #"{"scenario": "http"}"#,
                 "http://localhost:\(base)/api/fixtures",
             ])
@@ -51,14 +51,14 @@ struct ScenarioRunnerTests {
             try catalog.scenarios(named: ["ats-compliant"]), catalog: catalog,
             store: TestEnvironment.sharedStore, options: options
         ) { _ in
-            let leased = try Subprocess.run([
+            let leased = try await Subprocess.runAwaiting([
                 "curl", "-sSf", "-H", "Content-Type: application/json", "--data", #"{"scenario": "wrong-host"}"#,
                 "http://localhost:\(base)/api/fixtures",
             ])
             let lease = try FixtureAPI.decoder().decode(FixtureDescription.self, from: leased.stdoutData)
-            let refused = try Subprocess.run(["curl", "-sS", "--cacert", root, "https://localhost:\(lease.port)/"])
+            let refused = try await Subprocess.runAwaiting(["curl", "-sS", "--cacert", root, "https://localhost:\(lease.port)/"])
             #expect(refused.status == 60, "\(refused.combined)")
-            _ = try Subprocess.run(["curl", "-sSf", "--cacert", root, "https://localhost:\(base + 1)/"])
+            _ = try await Subprocess.runAwaiting(["curl", "-sSf", "--cacert", root, "https://localhost:\(base + 1)/"])
             // Told as each connection closes; 20 s only detects a hang.
             let deadline = Date().addingTimeInterval(20)
             while seen.withLockedValue({ $0.count }) < 2 && Date() < deadline { try await Task.sleep(for: .milliseconds(20)) }

@@ -81,6 +81,17 @@ struct Subprocess {
         try launch(arguments, stdin: stdin, environment: environment, currentDirectory: currentDirectory).wait(timeout: timeout)
     }
 
+    /// `run` for a test whose own process serves what the command talks to (an in-process runner): it waits by
+    /// sleeping, not by holding one of the concurrency pool's threads, which on two cores are two, and which the
+    /// runner's own async work (a control API start, say) needs while the command waits for its answer.
+    @discardableResult
+    static func runAwaiting(_ arguments: [String], timeout: TimeInterval = 60) async throws -> Result {
+        let running = try launch(arguments)
+        let deadline = Date().addingTimeInterval(timeout)
+        while running.process.isRunning && Date() < deadline { try await Task.sleep(for: .milliseconds(5)) }
+        return running.wait(timeout: 0)
+    }
+
     /// Runs exactly `arguments`, no tool check: how `Tools` asks a program what it is.
     static func runUnchecked(_ arguments: [String], timeout: TimeInterval = 60) throws -> Result {
         try Running(arguments, environment: nil, currentDirectory: nil, stdin: nil, checked: false).wait(timeout: timeout)
