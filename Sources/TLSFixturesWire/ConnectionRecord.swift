@@ -123,6 +123,10 @@ public struct ConnectionRecord: Sendable, Hashable, Codable, Identifiable {
             text = "the client closed the connection without an alert \(phase.phrase)"
         case .timedOut(let phase)?:
             text = "the handshake timed out \(phase.phrase)"
+        case .notTLS(let firstBytes, let reason)?:
+            let what = outcome?.httpMethod.map { "plain HTTP (a \($0) request)" } ?? "something that is not TLS"
+            text = "the client sent \(what), \"\(firstBytes)\", instead of a ClientHello; the server closed the "
+                + "connection without an alert" + (reason.map { " (\($0))" } ?? "")
         }
         if let alertAfterHandshake { text += "; then the client sent \(alertAfterHandshake)" }
         switch outcome {

@@ -29,6 +29,8 @@ struct ConnectionRecordWireTests {
               "phase": "afterClientHello"]),
             (.closedWithoutAlert(phase: .beforeClientHello), ["kind": "closedWithoutAlert", "phase": "beforeClientHello"]),
             (.timedOut(phase: .afterServerFlight), ["kind": "timedOut", "phase": "afterServerFlight"]),
+            (.notTLS(firstBytes: "GET / HTTP/1.1", reason: "http request"),
+             ["kind": "notTLS", "firstBytes": "GET / HTTP/1.1", "reason": "http request"]),
             (.cleartext, ["kind": "cleartext"]),
         ]
         for (outcome, expected) in outcomes {
