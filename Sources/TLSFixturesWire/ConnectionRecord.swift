@@ -39,7 +39,8 @@ public struct ConnectionRecord: Sendable, Hashable, Codable, Identifiable {
     /// An alert the client sent after the handshake had completed (close_notify aside): a client that verifies the
     /// certificate only once the handshake is done refuses this way.
     public var alertAfterHandshake: TLSAlert?
-    /// The HTTP requests answered on this connection, the first `maximumRecordedRequests` of them.
+    /// The HTTP requests answered on this connection, the first `maximumRecordedRequests` of them; one the server could
+    /// not parse is among them as `Request.malformed`, with the 400 it was answered.
     public var requests: [Request]
     /// How many requests were answered in all (`requests` keeps the first few).
     public var requestCount: Int
@@ -73,6 +74,12 @@ public struct ConnectionRecord: Sendable, Hashable, Codable, Identifiable {
         public var path: String
         /// The status answered: 200, or 400 for a request that could not be parsed.
         public var status: Int
+
+        /// `method` and `path` of a request that could not be parsed (bytes that are not HTTP), answered 400.
+        public static let malformed = "(malformed)"
+
+        /// Whether this was a request that could not be parsed, answered 400 (`method` and `path` are `malformed`).
+        public var isMalformed: Bool { method == Self.malformed }
 
         /// Memberwise: each argument sets the property of the same name, unchecked.
         public init(method: String, path: String, status: Int) {
@@ -131,7 +138,10 @@ public struct ConnectionRecord: Sendable, Hashable, Codable, Identifiable {
         if let alertAfterHandshake { text += "; then the client sent \(alertAfterHandshake)" }
         switch outcome {
         case .handshakeCompleted?, .cleartext?:
-            if let first = requests.first {
+            if let first = requests.first, first.isMalformed {
+                text += " and the server answered \(first.status) to a malformed request"
+                if requestCount > 1 { text += " (\(requestCount) requests in all)" }
+            } else if let first = requests.first {
                 text += " and \(first.method) \(first.path) was answered \(first.status)"
                 if requestCount > 1 { text += " (\(requestCount) requests in all)" }
             } else if endedAt != nil {

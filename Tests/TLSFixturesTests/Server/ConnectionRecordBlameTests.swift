@@ -74,4 +74,39 @@ struct ConnectionRecordBlameTests {
             #expect(fixture.connections.last?.outcome?.kind == "notTLS")
         }
     }
+
+    @Test("garbage to the plain-HTTP fixture is answered 400, and the record says so rather than that the client sent no request")
+    func garbageToCleartext() async throws {
+        try await EndToEnd.with("http") { fixture in
+            let cursor = fixture.latestConnectionID
+            let client = try RawConnection(port: fixture.port)
+            #expect(client.send(Array("\u{01}\u{02}not http at all\r\n\r\n".utf8)))
+            let seen = client.readUntilClosed(timeout: 10)
+            #expect(String(decoding: seen.received, as: UTF8.self).hasPrefix("HTTP/1.1 400 "))
+            let record = try await EndToEnd.onlyRecord(fixture, after: cursor)
+            client.close()
+            #expect(record.outcome == .cleartext)
+            #expect(record.requests == [.init(method: "(malformed)", path: "(malformed)", status: 400)])
+            #expect(record.requestCount == 1)
+            #expect(record.summary == "a plain HTTP connection (no TLS) and the server answered 400 to a malformed request",
+                    "\(record.summary)")
+        }
+    }
+
+    @Test("garbage after a completed TLS handshake is answered 400, and recorded", .requires(Tools.openssl))
+    func garbageAfterHandshake() async throws {
+        try await EndToEnd.with("ats-compliant") { fixture in
+            let cursor = fixture.latestConnectionID
+            let ca = try External.pemFile([fixture.caCertificate], name: "ca.pem")
+            let result = try await External.openssl(["s_client", "-connect", "127.0.0.1:\(fixture.port)", "-servername",
+                                                     "localhost", "-CAfile", ca, "-ign_eof"],
+                                                    stdin: Data("BOGUS\u{01} nonsense\r\n\r\n".utf8))
+            #expect(result.stdout.contains("HTTP/1.1 400 Bad Request"), "\(result.combined.suffix(400))")
+            let record = try await EndToEnd.onlyRecord(fixture, after: cursor)
+            #expect(record.outcome?.kind == "handshakeCompleted", "\(record.summary)")
+            #expect(record.requests.map(\.status) == [400])
+            #expect(record.requests.first?.isMalformed == true)
+            #expect(record.summary.hasSuffix("and the server answered 400 to a malformed request"), "\(record.summary)")
+        }
+    }
 }
