@@ -8,7 +8,9 @@ import Foundation
 /// record appears when the connection is accepted and fills in as it goes: `clientHello` when the ClientHello arrives,
 /// `outcome` when the handshake ends, `requests` as they are answered, `endedAt` when the connection closes.
 ///
-/// JSON (the control API's encoding, `FixtureAPI.encoder()`: ISO 8601 dates, keys left out when nil):
+/// JSON (the control API's encoding, `FixtureAPI.encoder()`: ISO 8601 dates; every key present, `null` when there is
+/// nothing — `"endedAt": null` while open, `"proxy": null`, `"clientHello": null` before one arrived; decoding takes such
+/// a key absent too, as older runners wrote it):
 ///
 /// ```json
 /// {"id": 7, "acceptedAt": "2026-05-01T10:00:00Z", "endedAt": "2026-05-01T10:00:00Z", "peer": "127.0.0.1:52114",
@@ -18,7 +20,7 @@ import Foundation
 ///                  "alpn": ["http/1.1"], "extensions": ["server_name", "status_request", …]},
 ///  "outcome": {"kind": "alertReceived", "alert": {"code": 45, "name": "certificate_expired"},
 ///              "phase": "afterServerFlight"},
-///  "requests": [], "requestCount": 0}
+///  "alertAfterHandshake": null, "requests": [], "requestCount": 0, "proxy": null}
 /// ```
 public struct ConnectionRecord: Sendable, Hashable, Codable, Identifiable {
     /// Numbers the fixture's connections from 1 as it sets them up (connections accepted at the same moment may be
@@ -55,6 +57,26 @@ public struct ConnectionRecord: Sendable, Hashable, Codable, Identifiable {
         self.id = id; self.acceptedAt = acceptedAt; self.endedAt = endedAt; self.peer = peer; self.proxy = proxy
         self.clientHello = clientHello; self.outcome = outcome; self.alertAfterHandshake = alertAfterHandshake
         self.requests = requests; self.requestCount = requestCount ?? requests.count
+    }
+
+    private enum CodingKeys: String, CodingKey {
+        case id, acceptedAt, endedAt, peer, proxy, clientHello, outcome, alertAfterHandshake, requests, requestCount
+    }
+
+    /// Every key, `null` for what is not known (the README's promise for JSON output); `init(from:)`, synthesized,
+    /// takes a nil one absent or `null`.
+    public func encode(to encoder: Encoder) throws {
+        var c = encoder.container(keyedBy: CodingKeys.self)
+        try c.encode(id, forKey: .id)
+        try c.encode(acceptedAt, forKey: .acceptedAt)
+        try c.encode(endedAt, forKey: .endedAt)
+        try c.encode(peer, forKey: .peer)
+        try c.encode(proxy, forKey: .proxy)
+        try c.encode(clientHello, forKey: .clientHello)
+        try c.encode(outcome, forKey: .outcome)
+        try c.encode(alertAfterHandshake, forKey: .alertAfterHandshake)
+        try c.encode(requests, forKey: .requests)
+        try c.encode(requestCount, forKey: .requestCount)
     }
 
     /// The runner's proxy carried this connection.

@@ -8,7 +8,9 @@ extension ConnectionRecord {
     /// "clientCertificate": false}`, `{"kind": "alertReceived", "alert": {"code": 48, "name": "unknown_ca"},
     /// "phase": "afterServerFlight"}`, `{"kind": "alertSent", "alert": …, "reason": "no shared cipher", "phase": …}`,
     /// `{"kind": "closedWithoutAlert", "phase": "beforeClientHello"}`, `{"kind": "timedOut", "phase": …}`,
-    /// `{"kind": "notTLS", "firstBytes": "GET / HTTP/1.1", "reason": "http request"}`, `{"kind": "cleartext"}`.
+    /// `{"kind": "notTLS", "firstBytes": "GET / HTTP/1.1", "reason": "http request"}`, `{"kind": "cleartext"}`. Every
+    /// key a kind has is present, `null` when it has no value (`"reason": null`, `"group": null`); decoding takes such a
+    /// key absent too.
     public enum Outcome: Sendable, Hashable, Codable {
         /// The handshake completed; what was agreed.
         case handshakeCompleted(Handshake)
@@ -122,20 +124,20 @@ extension ConnectionRecord {
             case .handshakeCompleted(let handshake):
                 try c.encode(handshake.protocol, forKey: .protocol)
                 try c.encode(handshake.cipher, forKey: .cipher)
-                try c.encodeIfPresent(handshake.group, forKey: .group)
+                try c.encode(handshake.group, forKey: .group)
                 try c.encode(handshake.clientCertificate, forKey: .clientCertificate)
             case .alertReceived(let alert, let phase):
                 try c.encode(alert, forKey: .alert)
                 try c.encode(phase, forKey: .phase)
             case .alertSent(let alert, let reason, let phase):
                 try c.encode(alert, forKey: .alert)
-                try c.encodeIfPresent(reason, forKey: .reason)
+                try c.encode(reason, forKey: .reason)
                 try c.encode(phase, forKey: .phase)
             case .closedWithoutAlert(let phase), .timedOut(let phase):
                 try c.encode(phase, forKey: .phase)
             case .notTLS(let firstBytes, let reason):
                 try c.encode(firstBytes, forKey: .firstBytes)
-                try c.encodeIfPresent(reason, forKey: .reason)
+                try c.encode(reason, forKey: .reason)
             case .cleartext:
                 break
             }
@@ -157,6 +159,17 @@ extension ConnectionRecord {
         public init(protocol: String, cipher: String, group: String?, clientCertificate: Bool) {
             self.protocol = `protocol`; self.cipher = cipher; self.group = group
             self.clientCertificate = clientCertificate
+        }
+
+        private enum CodingKeys: String, CodingKey { case `protocol`, cipher, group, clientCertificate }
+
+        /// Every key, `group` `null` when none was used.
+        public func encode(to encoder: Encoder) throws {
+            var c = encoder.container(keyedBy: CodingKeys.self)
+            try c.encode(`protocol`, forKey: .protocol)
+            try c.encode(cipher, forKey: .cipher)
+            try c.encode(group, forKey: .group)
+            try c.encode(clientCertificate, forKey: .clientCertificate)
         }
     }
 }

@@ -47,10 +47,19 @@ struct ConnectionsCommand: AsyncParsableCommand {
         _ = try runnerURL()
     }
 
-    /// A record beside the judgement of its client's offer, as `--json` prints it.
+    /// A record beside the judgement of its client's offer, as `--json` prints it: `atsOffer` `null` (present) before a
+    /// ClientHello arrived, and for the plain-HTTP fixture.
     struct Shown: Encodable {
         var record: ConnectionRecord
         var atsOffer: ATSOfferJudgement?
+
+        private enum CodingKeys: String, CodingKey { case record, atsOffer }
+
+        func encode(to encoder: Encoder) throws {
+            var c = encoder.container(keyedBy: CodingKeys.self)
+            try c.encode(record, forKey: .record)
+            try c.encode(atsOffer, forKey: .atsOffer)
+        }
     }
 
     struct Document: Encodable {

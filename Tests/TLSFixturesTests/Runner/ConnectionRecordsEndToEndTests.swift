@@ -97,6 +97,17 @@ struct ConnectionRecordsEndToEndTests {
         let forwarded = try await http.connections(after: 0, wait: 10)
         #expect(forwarded.first?.proxy?.authority == "http.fixtures.test:\(http.port)", "\(forwarded)")
         #expect(forwarded.first?.requests.first?.status == 200, "\(forwarded)")
+        // `connections --json` for it: every key present, atsOffer and clientHello null (no TLS, so no offer).
+        let httpJSON = try TestEnvironment.tlsFixtures(["connections", http.id, "--runner", runner.url, "--json"])
+        #expect(httpJSON.status == 0, "\(httpJSON.combined)")
+        let httpDocument = try #require(try JSONSerialization.jsonObject(with: Data(httpJSON.stdout.utf8)) as? [String: Any])
+        #expect(Set(httpDocument.keys) == ["connections", "latestID"], "\(httpJSON.stdout)")
+        let httpEntry = try #require((httpDocument["connections"] as? [[String: Any]])?.first, "\(httpJSON.stdout)")
+        #expect(Set(httpEntry.keys) == ["record", "atsOffer"] && httpEntry["atsOffer"] is NSNull, "\(httpJSON.stdout)")
+        let httpRecord = try #require(httpEntry["record"] as? [String: Any])
+        #expect(Set(httpRecord.keys) == ["id", "acceptedAt", "endedAt", "peer", "proxy", "clientHello", "outcome",
+                                         "alertAfterHandshake", "requests", "requestCount"], "\(httpJSON.stdout)")
+        #expect(httpRecord["clientHello"] is NSNull && httpRecord["alertAfterHandshake"] is NSNull, "\(httpJSON.stdout)")
 
         // Names the runner does not serve here are 404s that say so; a wait over the limit is a 400 naming it.
         let unknown = try runner.api("GET", "/api/scenarios/no-such-scenario/connections")
