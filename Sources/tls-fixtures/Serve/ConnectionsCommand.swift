@@ -9,9 +9,10 @@ struct ConnectionsCommand: AsyncParsableCommand {
         discussion: """
             NAME is a scenario the runner serves on its catalog port, or the id of a fixture started through its \
             control API (also for a while after it stopped: the runner keeps the records of its last \
-            \(FixtureAPI.keptStoppedFixtures) stopped fixtures). For each connection it kept (its last 64): who connected and whether through the proxy (for \
-            which name), what the client offered (versions, SNI, ALPN), how the handshake ended (completed, the \
-            alert the client sent and when, the server's alert, a close without one, a timeout), the requests \
+            \(FixtureAPI.keptStoppedFixtures) stopped fixtures). For each connection it kept (its last 64): who \
+            connected and whether through the proxy (for which name), what the client offered (versions, SNI, \
+            ALPN), how the handshake ended (completed, the alert the client sent and when, the server's alert, a \
+            close without one, a timeout, bytes that are not TLS), the requests \
             answered, and the client's offer judged against ATS (TLS 1.2 at least, ATS's suites, forward secrecy). \
             For manual testing on localhost ports: load a fixture with your app or client, then run this.
 

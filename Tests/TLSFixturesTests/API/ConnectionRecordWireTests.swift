@@ -250,4 +250,20 @@ struct ConnectionRecordWireTests {
     func emptyRefusal() {
         #expect(throws: DecodingError.self) { try JSONDecoder().decode(RefusalExpectation.self, from: Data("{}".utf8)) }
     }
+
+    @Test("plain HTTP to a TLS fixture is neither a refusal nor an acceptance: both judges say the client did not speak TLS")
+    func notTLSJudged() throws {
+        let plain = Self.record(.notTLS(firstBytes: "GET / HTTP/1.1", reason: "http request"))
+        let refused = try #require(Self.judge.refused(thrown: URLError(.zeroByteResource), records: [plain]))
+        #expect(refused.code == .notTLS)
+        #expect(refused.description.contains("did not speak TLS") && refused.description.contains("plain HTTP (a GET request)"),
+                "\(refused)")
+        #expect(refused.fix?.contains("https://") == true)
+        let accepted = try #require(Self.judge.accepted(thrown: URLError(.zeroByteResource), records: [plain]))
+        #expect(accepted.code == .notTLS && !accepted.description.contains("the client refused"), "\(accepted)")
+        // A refusal with an alert beside it still counts as the refusal it is.
+        let alert = Self.record(.alertReceived(.certificateExpired, phase: .afterServerFlight), id: 2)
+        #expect(Self.judge.refused(thrown: URLError(.serverCertificateHasBadDate), records: [plain, alert]) == nil)
+    }
+
 }
