@@ -568,7 +568,8 @@ def compact_record(record):
     kept["outcome"] = record.get("outcome")
     if record.get("alertAfterHandshake"):
         kept["alertAfterHandshake"] = record["alertAfterHandshake"]
-    kept["requests"] = [f"{r['method']} {r['path']} {r['status']}" for r in record.get("requests", [])]
+    kept["requests"] = [f"malformed request {r['status']}" if r["method"] == "(malformed)"
+                        else f"{r['method']} {r['path']} {r['status']}" for r in record.get("requests", [])]
     kept["requestCount"] = record.get("requestCount", len(kept["requests"]))
     if record.get("endedAt") is None and not kept["requestCount"]:
         kept["open"] = True
@@ -594,6 +595,8 @@ def record_short(record):
         return f"closed {where}"
     if kind == "timedOut":
         return f"timed out {where}"
+    if kind == "notTLS":   # plain HTTP (or other bytes) to a TLS port: the server closed, no alert
+        return f"not TLS ({outcome.get('firstBytes')})"
     if kind == "cleartext":
         return "cleartext"
     text = "completed"

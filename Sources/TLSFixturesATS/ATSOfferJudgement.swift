@@ -30,6 +30,22 @@ public struct ATSOfferJudgement: Sendable, Codable, Equatable, CustomStringConve
     /// signalling values left out.
     public var otherSuites: [String]
 
+    private enum CodingKeys: String, CodingKey {
+        case meetsATS, findings, highestVersion, versionsBelowMinimum, atsSuites, nonForwardSecretSuites, otherSuites
+    }
+
+    /// Every key, `highestVersion` `null` when no version could be read; decoding takes it absent too.
+    public func encode(to encoder: Encoder) throws {
+        var c = encoder.container(keyedBy: CodingKeys.self)
+        try c.encode(meetsATS, forKey: .meetsATS)
+        try c.encode(findings, forKey: .findings)
+        try c.encode(highestVersion, forKey: .highestVersion)
+        try c.encode(versionsBelowMinimum, forKey: .versionsBelowMinimum)
+        try c.encode(atsSuites, forKey: .atsSuites)
+        try c.encode(nonForwardSecretSuites, forKey: .nonForwardSecretSuites)
+        try c.encode(otherSuites, forKey: .otherSuites)
+    }
+
     /// Judges `hello` with the forward-secret list of `cipherSuites` (Apple's current source by default).
     public init(_ hello: ConnectionRecord.ClientHello,
                 cipherSuites reading: ATSReadings.CipherSuites = .currentSource) {

@@ -10,7 +10,8 @@ extension RemoteFixture {
     /// which name, the requests answered. With a `wait` (seconds, at most `FixtureAPI.maximumConnectionWait`), the
     /// runner answers once one of them has settled (closed, or answered a request), or when `wait` has passed: a test
     /// waits for the connection its load caused without polling, as with the in-process
-    /// `FixtureServer.connections(after:wait:)`.
+    /// `FixtureServer.connections(after:wait:)`. They stay readable after `stop()` (or the lease's end) for a while: the
+    /// runner keeps the records of its last `FixtureAPI.keptStoppedFixtures` stopped fixtures, so teardown can read them.
     ///
     /// ```swift
     /// let cursor = try await fixture.latestConnectionID()

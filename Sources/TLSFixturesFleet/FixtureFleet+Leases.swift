@@ -264,6 +264,7 @@ extension FixtureFleet: FleetCommands {
     private func expire(_ id: String, generation: Int) {
         let ended = table.withLockedValue { table -> FixtureServer? in
             guard let member = table.members[.leased(id)], member.lease?.generation == generation else { return nil }
+            table.retire(id, member, reason: "its lease ended")
             table.members[.leased(id)] = nil
             table.generation += 1
             return member.state.fixture
@@ -289,12 +290,12 @@ extension FixtureFleet: FleetCommands {
             table.members[.leased(id)] = member
             return lease.description
         }
-        guard let renewed else { throw .noSuchFixture(id) }
+        guard let renewed else { throw absence(of: id) }
         return renewed
     }
 
     package func leasedFixture(id: String) throws(FleetError) -> FixtureDescription {
-        guard let lease = table.withLockedValue({ $0.members[.leased(id)]?.lease }) else { throw .noSuchFixture(id) }
+        guard let lease = table.withLockedValue({ $0.members[.leased(id)]?.lease }) else { throw absence(of: id) }
         return lease.description
     }
 
@@ -310,6 +311,7 @@ extension FixtureFleet: FleetCommands {
     package func stopLeased(id: String) async -> Bool {
         let ended = table.withLockedValue { table -> Member? in
             guard let member = table.members[.leased(id)], member.lease != nil else { return nil }
+            table.retire(id, member, reason: "it was deleted")
             table.members[.leased(id)] = nil
             table.generation += 1
             return member
@@ -322,6 +324,11 @@ extension FixtureFleet: FleetCommands {
     package func stopSession(_ session: String) async -> Int {
         let ended = table.withLockedValue { table -> [Member] in
             let keys = table.members.filter { $0.value.lease?.description.session == session }.map(\.key)
+            for key in keys {
+                if case .leased(let id) = key, let member = table.members[key] {
+                    table.retire(id, member, reason: "its session (\(session)) was stopped")
+                }
+            }
             table.generation += 1
             return keys.compactMap { table.members.removeValue(forKey: $0) }
         }

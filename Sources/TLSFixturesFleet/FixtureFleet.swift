@@ -126,10 +126,18 @@ package final class FixtureFleet: Sendable {
         var stopping = false
         /// Moves on every change, so the dashboard knows when to render again.
         var generation = 0
+        /// Leased fixtures that stopped lately, whose records are still read.
+        var stopped = StoppedFixtures()
 
         mutating func set(_ key: Key, _ state: FixtureState) {
             members[key]?.state = state
             generation += 1
+        }
+
+        /// The leased fixture `id` (`member`) is leaving the table for `reason`: its records stay readable a while.
+        mutating func retire(_ id: String, _ member: Member, reason: String) {
+            guard let fixture = member.state.fixture else { return }
+            stopped.add(id, log: fixture.log, reason: reason, at: Date())
         }
     }
 
@@ -578,7 +586,12 @@ package final class FixtureFleet: Sendable {
                 default: break
                 }
                 // A leased fixture leaves the table, as its lease's end would take it; the catalog's stay, stopped.
-                if case .leased = key { table.members[key] = nil } else { table.set(key, .stopped) }
+                if case .leased(let id) = key {
+                    table.retire(id, member, reason: "the runner stopped")
+                    table.members[key] = nil
+                } else {
+                    table.set(key, .stopped)
+                }
             }
             return (running, held)
         }
@@ -682,12 +695,20 @@ extension FixtureFleet: FleetQueries, FixtureLookup {
     package func connections(of key: Key, after cursor: Int, wait: Duration) async throws(FleetError)
         -> ConnectionList
     {
-        let member = table.withLockedValue { $0.members[key] }
+        let (member, stopped) = table.withLockedValue { table -> (Member?, StoppedFixtures.Entry?) in
+            guard case .leased(let id) = key, table.members[key] == nil else { return (table.members[key], nil) }
+            return (nil, table.stopped[id])
+        }
         let fixture: FixtureServer
         switch (key, member) {
         case (.leased(let id), let member):
+            if member == nil, let stopped {
+                // Nothing more will come: answer at once, whatever the wait.
+                return ConnectionList(connections: stopped.log.records(after: cursor), latestID: stopped.log.latestID,
+                                      stopped: stopped.stopped)
+            }
             guard let member, member.lease != nil, let serving = member.state.fixture else {
-                throw .noSuchFixture(id)
+                throw absence(of: id)
             }
             fixture = serving
         case (.catalog(let name), nil):
@@ -710,6 +731,16 @@ extension FixtureFleet: FleetQueries, FixtureLookup {
             lists[scenario.name] = ConnectionList(connections: Array(records.suffix(limit)), latestID: latest)
         }
         return lists
+    }
+
+    /// The error for a leased fixture `id` that is not running: it stopped lately, long ago, or never ran here.
+    func absence(of id: String) -> FleetError {
+        .noSuchFixture(id, table.withLockedValue { $0.stopped.whereabouts(of: id) })
+    }
+
+    /// Whether `id` is shaped as the ids this fleet gives leased fixtures (20 lowercase hexadecimal digits).
+    static func isFixtureID(_ id: String) -> Bool {
+        id.utf8.count == 20 && id.utf8.allSatisfy { (0x30...0x39).contains($0) || (0x61...0x66).contains($0) }
     }
 
     /// Why a catalog fixture in `state` has no records here.

@@ -1,3 +1,4 @@
+import Foundation
 import TLSFixturesWire
 
 /// Why the fleet refused what it was asked: a lease it cannot give, a scenario it cannot serve, a fixture it does not
@@ -73,10 +74,48 @@ package struct FleetError: CodedError {
         FleetError(.notServing, "\(name) has no connection records: it does not serve here (\(why))")
     }
 
-    package static func noSuchFixture(_ id: String) -> FleetError {
-        FleetError(
-            .noSuchFixture, "no fixture \"\(id)\": it was stopped or its lease ended",
-            fix: "the fleet's list of leased fixtures names the running ones")
+    /// What became of a leased fixture that is not running, as far as the fleet remembers.
+    package enum Whereabouts: Sendable, Equatable {
+        /// It stopped lately: its records are still read (`GET …/connections`).
+        case stopped(ConnectionList.Stopped)
+        /// It stopped so long ago that its records are gone.
+        case stoppedLongAgo
+        /// No fixture by that id ran here (the fleet remembers every id it gave that is not long forgotten).
+        case neverStarted
+        /// Not shaped as a fixture's id at all.
+        case notAnID
+        /// Not known: it never ran here, or it stopped longer ago than the fleet remembers.
+        case unknown
+    }
+
+    package static func noSuchFixture(_ id: String, _ whereabouts: Whereabouts = .unknown) -> FleetError {
+        let name = "\"\(id.escapingControlCharacters)\""
+        let kept = StoppedFixtures.keptCount
+        switch whereabouts {
+        case .stopped(let stopped):
+            return FleetError(
+                .noSuchFixture,
+                "fixture \(name) has stopped (\(stopped.reason), \(ISO8601DateFormatter().string(from: stopped.at)))",
+                fix: "start another; its connection records stay readable until \(kept) more fixtures have stopped")
+        case .stoppedLongAgo:
+            return FleetError(
+                .noSuchFixture,
+                "fixture \(name) stopped long ago: this runner keeps the connection records of its last \(kept) "
+                    + "stopped fixtures only",
+                fix: "read a fixture's records before it stops, or soon after")
+        case .neverStarted:
+            return FleetError(
+                .noSuchFixture, "no fixture \(name) was started by this runner",
+                fix: "check the id: the fleet's list of leased fixtures names the running ones")
+        case .notAnID:
+            return FleetError(
+                .noSuchFixture, "\(name) is not a started fixture's id (20 hexadecimal digits, as the start gave it)",
+                fix: "the fleet's list of leased fixtures names the running ones")
+        case .unknown:
+            return FleetError(
+                .noSuchFixture, "no fixture \(name) runs here: it never did, or it stopped long ago",
+                fix: "the fleet's list of leased fixtures names the running ones")
+        }
     }
 }
 

@@ -3,6 +3,7 @@ import NIOConcurrencyHelpers
 import NIOCore
 import NIOHTTP1
 import TLSFixturesOpenSSL
+import TLSFixturesWire
 
 /// The JSON body every fixture request gets: which scenario answered and what the handshake negotiated.
 package struct FixtureResponse: Codable, Sendable, Equatable {
@@ -193,12 +194,14 @@ final class FixtureResponder: ChannelInboundHandler {
 
     /// Malformed HTTP gets `400 Bad Request` before the close, as a real HTTP server answers: it is how a client that
     /// speaks TLS to the plain-HTTP fixture learns why ("wrong version number"). Handled here, on the error path,
-    /// rather than by a protocol-error handler every message would pass through.
+    /// rather than by a protocol-error handler every message would pass through. The record lists the 400 as a request
+    /// (`ConnectionRecord.Request.malformed`), so it says the server answered rather than that the client went quiet.
     func errorCaught(context: ChannelHandlerContext, error: Error) {
         guard error is HTTPParserError, context.channel.isActive else {
             context.close(promise: nil)
             return
         }
+        recorder?.served(method: ConnectionRecord.Request.malformed, path: ConnectionRecord.Request.malformed, status: 400)
         var response = context.channel.allocator.buffer(capacity: 80)
         response.writeStaticString("HTTP/1.1 400 Bad Request\r\nContent-Length: 0\r\nConnection: close\r\n\r\n")
         context.writeAndFlush(wrapOutboundOut(response)).assumeIsolated().whenComplete { _ in context.close(promise: nil) }

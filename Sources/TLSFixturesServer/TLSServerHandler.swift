@@ -50,6 +50,9 @@ package final class TLSServerHandler: ChannelDuplexHandler {
     private var recordedClientHello = false
     /// The server has answered the ClientHello (its flight, or a HelloRetryRequest): the client is deciding.
     private var serverFlightSent = false
+    /// The client's first bytes (at most `ConnectionRecord.Outcome.maximumFirstBytes`), kept only while a recorder
+    /// may need them: bytes that are not TLS are named in the record.
+    private var firstBytes: [UInt8] = []
 
     package init(context: TLSContext, handshakeTimeout: TimeAmount, logger: Logger,
                  recorder: ConnectionRecorder? = nil) throws {
@@ -102,6 +105,9 @@ package final class TLSServerHandler: ChannelDuplexHandler {
         case .idle, .closed:
             return
         case .handshaking:
+            if recorder != nil, firstBytes.count < ConnectionRecord.Outcome.maximumFirstBytes {
+                firstBytes += bytes.readableBytesView.prefix(ConnectionRecord.Outcome.maximumFirstBytes - firstBytes.count)
+            }
             connection.consume(bytes)
             handshakeStep(context: context)
         case .active, .closing:
@@ -145,7 +151,8 @@ package final class TLSServerHandler: ChannelDuplexHandler {
         case .failed(let error):
             deadline.cancel()
             logger.info("handshake failed: \(error.reasons.joined(separator: "; "))", metadata: peer(context))
-            recorder?.conclude(handshakeEndedOutcome(reason: error.reasons.first.map(Self.reasonWithoutLibrary)))
+            let reason = error.reasons.first.map(Self.reasonWithoutLibrary)
+            recorder?.conclude(notTLSOutcome(reason: reason) ?? handshakeEndedOutcome(reason: reason))
             // Send the alert OpenSSL queued, so the client learns why, then close.
             abort(context: context)
         }
@@ -361,6 +368,19 @@ package final class TLSServerHandler: ChannelDuplexHandler {
     private var phase: ConnectionRecord.Phase {
         if serverFlightSent { return .afterServerFlight }
         return connection.observations.clientHello != nil ? .afterClientHello : .beforeClientHello
+    }
+
+    /// `notTLS` when the handshake failed on the client's very first bytes because they are not a TLS record (no
+    /// handshake or alert record header, `16 03 …`), and neither side sent an alert: OpenSSL rejects such bytes (`http
+    /// request`, `wrong version number`) and sends none. Nil otherwise.
+    private func notTLSOutcome(reason: String?) -> ConnectionRecord.Outcome? {
+        guard connection.observations.clientHello == nil, connection.observations.alertReceived == nil,
+              connection.observations.alertSent == nil, let first = firstBytes.first else { return nil }
+        // A TLS record opens with a content type (20–24) and a major version of 3; an SSLv2-compatible hello with the
+        // high bit set. Anything else was never TLS.
+        let looksLikeTLS = (20...24).contains(first) && (firstBytes.count < 2 || firstBytes[1] == 3) || first & 0x80 != 0
+        guard !looksLikeTLS else { return nil }
+        return .notTLS(firstBytes: ConnectionRecord.Outcome.describeFirstBytes(firstBytes), reason: reason)
     }
 
     /// How a handshake that did not complete ended: the client's alert, else ours (with OpenSSL's `reason`), else a

@@ -5,8 +5,12 @@ import Foundation
 ///
 /// ```json
 /// {"connections": [{"id": 7, "acceptedAt": "…", "peer": "127.0.0.1:52114", "proxy": {"authority": "…"}, …}],
-///  "latestID": 7}
+///  "latestID": 7, "stopped": null}
 /// ```
+///
+/// A started fixture that has stopped (deleted, its lease ended) is still answered for a while, its last records with
+/// `"stopped": {"at": "…", "reason": "its lease ended"}`; `stopped` is `null` while the fixture runs, and for a catalog
+/// fixture. A decoder takes it absent too (older runners).
 public struct ConnectionList: Sendable, Hashable, Codable {
     /// The records (`ConnectionRecord`'s JSON), oldest first; the fixture keeps its most recent 64.
     public var connections: [ConnectionRecord]
@@ -14,9 +18,37 @@ public struct ConnectionList: Sendable, Hashable, Codable {
     /// `after` to see only what comes next.
     public var latestID: Int
 
+    /// Set when the fixture has stopped: when and why. Its records are final then, and a wait returns at once.
+    public var stopped: Stopped?
+
     /// Memberwise: each argument sets the property of the same name, unchecked.
-    public init(connections: [ConnectionRecord], latestID: Int) {
+    public init(connections: [ConnectionRecord], latestID: Int, stopped: Stopped? = nil) {
         self.connections = connections
         self.latestID = latestID
+        self.stopped = stopped
+    }
+
+    /// When and why a started fixture stopped.
+    public struct Stopped: Sendable, Hashable, Codable {
+        /// When it stopped.
+        public var at: Date
+        /// Why, in words: `it was deleted`, `its lease ended`, `its session (NAME) was stopped`, `the runner stopped`.
+        public var reason: String
+
+        /// Memberwise: each argument sets the property of the same name, unchecked.
+        public init(at: Date, reason: String) {
+            self.at = at
+            self.reason = reason
+        }
+    }
+
+    private enum CodingKeys: String, CodingKey { case connections, latestID, stopped }
+
+    /// Every key, `stopped` `null` while the fixture runs.
+    public func encode(to encoder: Encoder) throws {
+        var c = encoder.container(keyedBy: CodingKeys.self)
+        try c.encode(connections, forKey: .connections)
+        try c.encode(latestID, forKey: .latestID)
+        try c.encode(stopped, forKey: .stopped)
     }
 }

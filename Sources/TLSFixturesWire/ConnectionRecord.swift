@@ -8,7 +8,9 @@ import Foundation
 /// record appears when the connection is accepted and fills in as it goes: `clientHello` when the ClientHello arrives,
 /// `outcome` when the handshake ends, `requests` as they are answered, `endedAt` when the connection closes.
 ///
-/// JSON (the control API's encoding, `FixtureAPI.encoder()`: ISO 8601 dates, keys left out when nil):
+/// JSON (the control API's encoding, `FixtureAPI.encoder()`: ISO 8601 dates; every key present, `null` when there is
+/// nothing — `"endedAt": null` while open, `"proxy": null`, `"clientHello": null` before one arrived; decoding takes such
+/// a key absent too, as older runners wrote it):
 ///
 /// ```json
 /// {"id": 7, "acceptedAt": "2026-05-01T10:00:00Z", "endedAt": "2026-05-01T10:00:00Z", "peer": "127.0.0.1:52114",
@@ -18,7 +20,7 @@ import Foundation
 ///                  "alpn": ["http/1.1"], "extensions": ["server_name", "status_request", …]},
 ///  "outcome": {"kind": "alertReceived", "alert": {"code": 45, "name": "certificate_expired"},
 ///              "phase": "afterServerFlight"},
-///  "requests": [], "requestCount": 0}
+///  "alertAfterHandshake": null, "requests": [], "requestCount": 0, "proxy": null}
 /// ```
 public struct ConnectionRecord: Sendable, Hashable, Codable, Identifiable {
     /// Numbers the fixture's connections from 1 as it sets them up (connections accepted at the same moment may be
@@ -39,7 +41,8 @@ public struct ConnectionRecord: Sendable, Hashable, Codable, Identifiable {
     /// An alert the client sent after the handshake had completed (close_notify aside): a client that verifies the
     /// certificate only once the handshake is done refuses this way.
     public var alertAfterHandshake: TLSAlert?
-    /// The HTTP requests answered on this connection, the first `maximumRecordedRequests` of them.
+    /// The HTTP requests answered on this connection, the first `maximumRecordedRequests` of them; one the server could
+    /// not parse is among them as `Request.malformed`, with the 400 it was answered.
     public var requests: [Request]
     /// How many requests were answered in all (`requests` keeps the first few).
     public var requestCount: Int
@@ -54,6 +57,26 @@ public struct ConnectionRecord: Sendable, Hashable, Codable, Identifiable {
         self.id = id; self.acceptedAt = acceptedAt; self.endedAt = endedAt; self.peer = peer; self.proxy = proxy
         self.clientHello = clientHello; self.outcome = outcome; self.alertAfterHandshake = alertAfterHandshake
         self.requests = requests; self.requestCount = requestCount ?? requests.count
+    }
+
+    private enum CodingKeys: String, CodingKey {
+        case id, acceptedAt, endedAt, peer, proxy, clientHello, outcome, alertAfterHandshake, requests, requestCount
+    }
+
+    /// Every key, `null` for what is not known (the README's promise for JSON output); `init(from:)`, synthesized,
+    /// takes a nil one absent or `null`.
+    public func encode(to encoder: Encoder) throws {
+        var c = encoder.container(keyedBy: CodingKeys.self)
+        try c.encode(id, forKey: .id)
+        try c.encode(acceptedAt, forKey: .acceptedAt)
+        try c.encode(endedAt, forKey: .endedAt)
+        try c.encode(peer, forKey: .peer)
+        try c.encode(proxy, forKey: .proxy)
+        try c.encode(clientHello, forKey: .clientHello)
+        try c.encode(outcome, forKey: .outcome)
+        try c.encode(alertAfterHandshake, forKey: .alertAfterHandshake)
+        try c.encode(requests, forKey: .requests)
+        try c.encode(requestCount, forKey: .requestCount)
     }
 
     /// The runner's proxy carried this connection.
@@ -73,6 +96,12 @@ public struct ConnectionRecord: Sendable, Hashable, Codable, Identifiable {
         public var path: String
         /// The status answered: 200, or 400 for a request that could not be parsed.
         public var status: Int
+
+        /// `method` and `path` of a request that could not be parsed (bytes that are not HTTP), answered 400.
+        public static let malformed = "(malformed)"
+
+        /// Whether this was a request that could not be parsed, answered 400 (`method` and `path` are `malformed`).
+        public var isMalformed: Bool { method == Self.malformed }
 
         /// Memberwise: each argument sets the property of the same name, unchecked.
         public init(method: String, path: String, status: Int) {
@@ -123,11 +152,18 @@ public struct ConnectionRecord: Sendable, Hashable, Codable, Identifiable {
             text = "the client closed the connection without an alert \(phase.phrase)"
         case .timedOut(let phase)?:
             text = "the handshake timed out \(phase.phrase)"
+        case .notTLS(let firstBytes, let reason)?:
+            let what = outcome?.httpMethod.map { "plain HTTP (a \($0) request)" } ?? "something that is not TLS"
+            text = "the client sent \(what), \"\(firstBytes)\", instead of a ClientHello; the server closed the "
+                + "connection without an alert" + (reason.map { " (\($0))" } ?? "")
         }
         if let alertAfterHandshake { text += "; then the client sent \(alertAfterHandshake)" }
         switch outcome {
         case .handshakeCompleted?, .cleartext?:
-            if let first = requests.first {
+            if let first = requests.first, first.isMalformed {
+                text += " and the server answered \(first.status) to a malformed request"
+                if requestCount > 1 { text += " (\(requestCount) requests in all)" }
+            } else if let first = requests.first {
                 text += " and \(first.method) \(first.path) was answered \(first.status)"
                 if requestCount > 1 { text += " (\(requestCount) requests in all)" }
             } else if endedAt != nil {

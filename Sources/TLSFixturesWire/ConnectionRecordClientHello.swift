@@ -24,6 +24,23 @@ extension ConnectionRecord {
         /// Every extension present, in the order sent (`server_name`, `status_request`, …).
         public var extensions: [String]
 
+        private enum CodingKeys: String, CodingKey {
+            case serverName, legacyVersion, supportedVersions, cipherSuites, groups, signatureAlgorithms, alpn, extensions
+        }
+
+        /// Every key, `serverName` `null` when the client sent no SNI; decoding takes it absent too.
+        public func encode(to encoder: Encoder) throws {
+            var c = encoder.container(keyedBy: CodingKeys.self)
+            try c.encode(serverName, forKey: .serverName)
+            try c.encode(legacyVersion, forKey: .legacyVersion)
+            try c.encode(supportedVersions, forKey: .supportedVersions)
+            try c.encode(cipherSuites, forKey: .cipherSuites)
+            try c.encode(groups, forKey: .groups)
+            try c.encode(signatureAlgorithms, forKey: .signatureAlgorithms)
+            try c.encode(alpn, forKey: .alpn)
+            try c.encode(extensions, forKey: .extensions)
+        }
+
         /// The most entries any list keeps.
         public static let maximumListLength = 128
 

@@ -8,7 +8,9 @@ extension ConnectionRecord {
     /// "clientCertificate": false}`, `{"kind": "alertReceived", "alert": {"code": 48, "name": "unknown_ca"},
     /// "phase": "afterServerFlight"}`, `{"kind": "alertSent", "alert": …, "reason": "no shared cipher", "phase": …}`,
     /// `{"kind": "closedWithoutAlert", "phase": "beforeClientHello"}`, `{"kind": "timedOut", "phase": …}`,
-    /// `{"kind": "cleartext"}`.
+    /// `{"kind": "notTLS", "firstBytes": "GET / HTTP/1.1", "reason": "http request"}`, `{"kind": "cleartext"}`. Every
+    /// key a kind has is present, `null` when it has no value (`"reason": null`, `"group": null`); decoding takes such a
+    /// key absent too.
     public enum Outcome: Sendable, Hashable, Codable {
         /// The handshake completed; what was agreed.
         case handshakeCompleted(Handshake)
@@ -22,8 +24,41 @@ extension ConnectionRecord {
         /// The client did not finish the handshake within `FixtureConfiguration.handshakeTimeout`; the fixture closed
         /// it.
         case timedOut(phase: Phase)
+        /// The client's first bytes were not TLS (plain HTTP to a TLS port, say), and the server closed the connection
+        /// without an alert (OpenSSL sends none for bytes that are not a TLS record). `firstBytes` is what it sent, up to
+        /// its first line break and at most `maximumFirstBytes` bytes, printable ASCII as is and any other byte as
+        /// `\xNN`; `reason` is OpenSSL's own text (`http request`, `wrong version number`). Not a refusal of the
+        /// server's certificate: the client never asked for one.
+        case notTLS(firstBytes: String, reason: String?)
         /// The plain-HTTP scenario: no TLS at all.
         case cleartext
+
+        /// `notTLS`'s `firstBytes` keeps at most this many bytes of what the client sent.
+        public static let maximumFirstBytes = 32
+
+        /// `GET / HTTP/1.1`, `\x00\x01abc`: the first line of `bytes` (at most `maximumFirstBytes` of them), printable
+        /// ASCII as is and every other byte as `\xNN`, so the text is bounded, one line and safe to print.
+        public static func describeFirstBytes<Bytes: Collection>(_ bytes: Bytes) -> String where Bytes.Element == UInt8 {
+            var text = ""
+            for byte in bytes.prefix(maximumFirstBytes) {
+                if byte == 0x0D || byte == 0x0A { break }
+                if (0x20...0x7E).contains(byte), byte != 0x5C {
+                    text.unicodeScalars.append(Unicode.Scalar(byte))
+                } else {
+                    text += "\\x" + String(byte, radix: 16, uppercase: true).leftPadded(to: 2)
+                }
+            }
+            return text
+        }
+
+        /// For `notTLS`: the HTTP method the first bytes open with (`GET` in `GET / HTTP/1.1`); nil when they do not
+        /// look like an HTTP request line.
+        public var httpMethod: String? {
+            guard case .notTLS(let firstBytes, _) = self, let space = firstBytes.firstIndex(of: " ") else { return nil }
+            let method = firstBytes[..<space]
+            guard (3...10).contains(method.count), method.allSatisfy({ ("A"..."Z").contains($0) }) else { return nil }
+            return String(method)
+        }
 
         /// `handshakeCompleted`, `alertReceived`, …: the JSON `kind`.
         public var kind: String {
@@ -33,6 +68,7 @@ extension ConnectionRecord {
             case .alertSent: return "alertSent"
             case .closedWithoutAlert: return "closedWithoutAlert"
             case .timedOut: return "timedOut"
+            case .notTLS: return "notTLS"
             case .cleartext: return "cleartext"
             }
         }
@@ -46,7 +82,7 @@ extension ConnectionRecord {
         }
 
         private enum CodingKeys: String, CodingKey {
-            case kind, `protocol`, cipher, group, clientCertificate, alert, reason, phase
+            case kind, `protocol`, cipher, group, clientCertificate, alert, reason, phase, firstBytes
         }
 
         public init(from decoder: Decoder) throws {
@@ -70,6 +106,9 @@ extension ConnectionRecord {
                 self = .closedWithoutAlert(phase: try c.decode(Phase.self, forKey: .phase))
             case "timedOut":
                 self = .timedOut(phase: try c.decode(Phase.self, forKey: .phase))
+            case "notTLS":
+                self = .notTLS(firstBytes: try c.decode(String.self, forKey: .firstBytes),
+                               reason: try c.decodeIfPresent(String.self, forKey: .reason))
             case "cleartext":
                 self = .cleartext
             default:
@@ -85,17 +124,20 @@ extension ConnectionRecord {
             case .handshakeCompleted(let handshake):
                 try c.encode(handshake.protocol, forKey: .protocol)
                 try c.encode(handshake.cipher, forKey: .cipher)
-                try c.encodeIfPresent(handshake.group, forKey: .group)
+                try c.encode(handshake.group, forKey: .group)
                 try c.encode(handshake.clientCertificate, forKey: .clientCertificate)
             case .alertReceived(let alert, let phase):
                 try c.encode(alert, forKey: .alert)
                 try c.encode(phase, forKey: .phase)
             case .alertSent(let alert, let reason, let phase):
                 try c.encode(alert, forKey: .alert)
-                try c.encodeIfPresent(reason, forKey: .reason)
+                try c.encode(reason, forKey: .reason)
                 try c.encode(phase, forKey: .phase)
             case .closedWithoutAlert(let phase), .timedOut(let phase):
                 try c.encode(phase, forKey: .phase)
+            case .notTLS(let firstBytes, let reason):
+                try c.encode(firstBytes, forKey: .firstBytes)
+                try c.encode(reason, forKey: .reason)
             case .cleartext:
                 break
             }
@@ -118,5 +160,20 @@ extension ConnectionRecord {
             self.protocol = `protocol`; self.cipher = cipher; self.group = group
             self.clientCertificate = clientCertificate
         }
+
+        private enum CodingKeys: String, CodingKey { case `protocol`, cipher, group, clientCertificate }
+
+        /// Every key, `group` `null` when none was used.
+        public func encode(to encoder: Encoder) throws {
+            var c = encoder.container(keyedBy: CodingKeys.self)
+            try c.encode(`protocol`, forKey: .protocol)
+            try c.encode(cipher, forKey: .cipher)
+            try c.encode(group, forKey: .group)
+            try c.encode(clientCertificate, forKey: .clientCertificate)
+        }
     }
+}
+
+private extension String {
+    func leftPadded(to width: Int) -> String { String(repeating: "0", count: max(0, width - count)) + self }
 }

@@ -31,6 +31,9 @@ public enum FixtureAPI {
     /// The longest `?wait=` a connections request may ask for, in seconds: long enough for a load to end, short
     /// enough that no client holds the runner's connection for long.
     public static let maximumConnectionWait = 30
+    /// How many stopped fixtures' connection records a runner keeps, readable by id (with `stopped` set in the
+    /// `ConnectionList`) after the fixture was deleted or its lease ended: the most recently stopped ones.
+    public static let keptStoppedFixtures = 32
     /// `GET` answers whether the runner is ready (`RunnerHealth`); `?scenarios=NAME,…` asks about those alone.
     public static let healthPath = "/api/health"
     /// A fixture started through the API stops when this passes without a renew, so a crashed test run leaves nothing

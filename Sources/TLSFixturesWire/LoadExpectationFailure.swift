@@ -28,6 +28,16 @@ public struct LoadExpectationFailure: CodedError {
                                fix: error.neverReachedHint)
     }
 
+    /// The load reached the fixture but spoke something other than TLS to it (plain HTTP to a TLS port): it neither
+    /// refused nor accepted the server's TLS.
+    static func notTLS(place: String, evidence: ConnectionRecord, error: ThrownError) -> LoadExpectationFailure {
+        LoadExpectationFailure(code: .notTLS,
+                               reason: "the client reached \(place) but did not speak TLS to it: \(evidence.summary); "
+                                   + "so it refused nothing (the load threw \(error))",
+                               fix: "load the fixture's https:// URL (fixture.url or fixture.qualifiedURL), not an "
+                                   + "http:// one")
+    }
+
     static func accepted(_ reason: String) -> LoadExpectationFailure {
         LoadExpectationFailure(code: .accepted, reason: reason)
     }
@@ -65,6 +75,9 @@ extension ErrorCode where Owner == LoadExpectationFailure {
     /// Expected refused: refused, but not as the scenario's refusing clients refuse it (another alert, another Apple
     /// code, or a close before the server's certificate).
     public static var refusedForAnotherReason: Self { Self("refusedForAnotherReason") }
+    /// The load reached the fixture but sent something that is not TLS (plain HTTP to a TLS port), so it neither refused
+    /// nor accepted the server.
+    public static var notTLS: Self { Self("notTLS") }
     /// Expected refused: the connection from the load is still open, so how it ends is not known yet.
     public static var stillOpen: Self { Self("stillOpen") }
     /// Expected accepted: the client refused the fixture (or failed after it answered).

@@ -47,6 +47,9 @@ public struct LoadJudge: Sendable {
         let error = ThrownError(thrown)
         guard !records.isEmpty else { return .neverReached(place: place, error: error) }
         let ended = records.filter { $0.endedAt != nil }
+        if let notTLS = ended.last(where: { $0.outcome?.kind == "notTLS" }), !ended.contains(where: { $0.outcome?.alert != nil }) {
+            return .notTLS(place: place, evidence: notTLS, error: error)
+        }
         guard let evidence = ended.last(where: { $0.outcome?.alert != nil }) ?? ended.last else {
             return .stillOpen("the client reached \(place) and threw \(error), but the connection is still open: "
                 + "\(records.last!.summary)")
@@ -67,6 +70,7 @@ public struct LoadJudge: Sendable {
             guard let record = records.last(where: { $0.outcome?.alert != nil }) ?? records.last else {
                 return .neverReached(place: place, error: error)
             }
+            if record.outcome?.kind == "notTLS" { return .notTLS(place: place, evidence: record, error: error) }
             return .refused("the client refused \(place): \(record.summary) (the load threw \(error))")
         }
         if let record = records.last {

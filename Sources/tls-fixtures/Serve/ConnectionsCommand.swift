@@ -8,9 +8,11 @@ struct ConnectionsCommand: AsyncParsableCommand {
         abstract: "Show what a running `serve`'s fixture saw of its clients, and whether their offers meet ATS.",
         discussion: """
             NAME is a scenario the runner serves on its catalog port, or the id of a fixture started through its \
-            control API. For each connection it kept (its last 64): who connected and whether through the proxy (for \
-            which name), what the client offered (versions, SNI, ALPN), how the handshake ended (completed, the \
-            alert the client sent and when, the server's alert, a close without one, a timeout), the requests \
+            control API (also for a while after it stopped: the runner keeps the records of its last \
+            \(FixtureAPI.keptStoppedFixtures) stopped fixtures). For each connection it kept (its last 64): who \
+            connected and whether through the proxy (for which name), what the client offered (versions, SNI, \
+            ALPN), how the handshake ended (completed, the alert the client sent and when, the server's alert, a \
+            close without one, a timeout, bytes that are not TLS), the requests \
             answered, and the client's offer judged against ATS (TLS 1.2 at least, ATS's suites, forward secrecy). \
             For manual testing on localhost ports: load a fixture with your app or client, then run this.
 
@@ -47,15 +49,36 @@ struct ConnectionsCommand: AsyncParsableCommand {
         _ = try runnerURL()
     }
 
-    /// A record beside the judgement of its client's offer, as `--json` prints it.
+    /// A record beside the judgement of its client's offer, as `--json` prints it: `atsOffer` `null` (present) before a
+    /// ClientHello arrived, and for the plain-HTTP fixture.
     struct Shown: Encodable {
         var record: ConnectionRecord
         var atsOffer: ATSOfferJudgement?
+
+        private enum CodingKeys: String, CodingKey { case record, atsOffer }
+
+        func encode(to encoder: Encoder) throws {
+            var c = encoder.container(keyedBy: CodingKeys.self)
+            try c.encode(record, forKey: .record)
+            try c.encode(atsOffer, forKey: .atsOffer)
+        }
     }
 
+    /// `{connections, latestID, stopped}`: `stopped` (`{at, reason}`) set for a started fixture that has stopped, whose
+    /// last records the runner still keeps; `null` while it runs.
     struct Document: Encodable {
         var connections: [Shown]
         var latestID: Int
+        var stopped: ConnectionList.Stopped?
+
+        private enum CodingKeys: String, CodingKey { case connections, latestID, stopped }
+
+        func encode(to encoder: Encoder) throws {
+            var c = encoder.container(keyedBy: CodingKeys.self)
+            try c.encode(connections, forKey: .connections)
+            try c.encode(latestID, forKey: .latestID)
+            try c.encode(stopped, forKey: .stopped)
+        }
     }
 
     func run() async throws {
@@ -63,8 +86,12 @@ struct ConnectionsCommand: AsyncParsableCommand {
         let list = try await RunnerConnections.read(runner: url, name: name, after: after, wait: wait)
         let shown = list.connections.map { Shown(record: $0, atsOffer: $0.clientHello.map { ATSOfferJudgement($0) }) }
         if output.json {
-            try Output.json(Document(connections: shown, latestID: list.latestID))
+            try Output.json(Document(connections: shown, latestID: list.latestID, stopped: list.stopped))
             return
+        }
+        if let stopped = list.stopped {
+            print("\(name) has stopped (\(stopped.reason), \(ISO8601DateFormatter().string(from: stopped.at))): "
+                  + "these are its last records")
         }
         if shown.isEmpty {
             print(after == 0 ? "\(name): no connections yet" : "\(name): no connections after \(after)")

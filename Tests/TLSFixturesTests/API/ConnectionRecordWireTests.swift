@@ -29,6 +29,14 @@ struct ConnectionRecordWireTests {
               "phase": "afterClientHello"]),
             (.closedWithoutAlert(phase: .beforeClientHello), ["kind": "closedWithoutAlert", "phase": "beforeClientHello"]),
             (.timedOut(phase: .afterServerFlight), ["kind": "timedOut", "phase": "afterServerFlight"]),
+            (.handshakeCompleted(.init(protocol: "TLSv1.2", cipher: "TLS_RSA_WITH_AES_128_GCM_SHA256", group: nil, clientCertificate: true)),
+             ["kind": "handshakeCompleted", "protocol": "TLSv1.2", "cipher": "TLS_RSA_WITH_AES_128_GCM_SHA256", "group": NSNull(),
+              "clientCertificate": true]),
+            (.alertSent(TLSAlert(code: 50), reason: nil, phase: .beforeClientHello),
+             ["kind": "alertSent", "alert": ["code": 50, "name": "decode_error"], "reason": NSNull(), "phase": "beforeClientHello"]),
+            (.notTLS(firstBytes: "\\x16", reason: nil), ["kind": "notTLS", "firstBytes": "\\x16", "reason": NSNull()]),
+            (.notTLS(firstBytes: "GET / HTTP/1.1", reason: "http request"),
+             ["kind": "notTLS", "firstBytes": "GET / HTTP/1.1", "reason": "http request"]),
             (.cleartext, ["kind": "cleartext"]),
         ]
         for (outcome, expected) in outcomes {
@@ -40,9 +48,13 @@ struct ConnectionRecordWireTests {
         #expect(throws: DecodingError.self) {
             try JSONDecoder().decode(ConnectionRecord.Outcome.self, from: Data(#"{"kind": "exploded"}"#.utf8))
         }
+        // A nil detail left out, as older runners wrote it, decodes as nil.
+        #expect(try JSONDecoder().decode(ConnectionRecord.Outcome.self, from: Data(
+            #"{"kind": "alertSent", "alert": 50, "phase": "beforeClientHello"}"#.utf8))
+            == .alertSent(TLSAlert(code: 50), reason: nil, phase: .beforeClientHello))
     }
 
-    @Test("a record's keys are the documented ones; nil ones are left out; dates are ISO 8601")
+    @Test("a record's keys are the documented ones, every one present with null for nil; dates are ISO 8601; absent or null keys decode")
     func recordShape() throws {
         let record = ConnectionRecord(
             id: 7, acceptedAt: Self.accepted, peer: "127.0.0.1:52114",
@@ -52,11 +64,29 @@ struct ConnectionRecordWireTests {
                                extensions: ["server_name", "status_request"]),
             outcome: .alertReceived(.certificateExpired, phase: .afterServerFlight))
         let encoded = try Self.json(record)
-        #expect(Set(encoded.keys) == ["id", "acceptedAt", "peer", "clientHello", "outcome", "requests", "requestCount"])
+        #expect(Set(encoded.keys) == ["id", "acceptedAt", "endedAt", "peer", "proxy", "clientHello", "outcome",
+                                      "alertAfterHandshake", "requests", "requestCount"])
+        #expect(encoded["endedAt"] is NSNull && encoded["proxy"] is NSNull && encoded["alertAfterHandshake"] is NSNull,
+                "\(encoded)")
+        let fresh = try Self.json(ConnectionRecord(id: 1, acceptedAt: Self.accepted, peer: "[::1]:1"))
+        #expect(Set(fresh.keys) == Set(encoded.keys))
+        #expect(fresh["clientHello"] is NSNull && fresh["outcome"] is NSNull, "\(fresh)")
+        // Older runners left nil keys out; the iOS client reads both.
+        let older = #"{"id": 1, "acceptedAt": "2026-05-28T20:26:40Z", "peer": "[::1]:1", "requests": [], "requestCount": 0}"#
+        let nulls = #"{"id": 1, "acceptedAt": "2026-05-28T20:26:40Z", "endedAt": null, "peer": "[::1]:1", "proxy": null, "#
+            + #""clientHello": null, "outcome": null, "alertAfterHandshake": null, "requests": [], "requestCount": 0}"#
+        for text in [older, nulls] {
+            #expect(try FixtureAPI.decoder().decode(ConnectionRecord.self, from: Data(text.utf8))
+                    == ConnectionRecord(id: 1, acceptedAt: Self.accepted, peer: "[::1]:1"))
+        }
         #expect(encoded["acceptedAt"] as? String == "2026-05-28T20:26:40Z")
         let hello = try #require(encoded["clientHello"] as? [String: Any])
         #expect(Set(hello.keys) == ["serverName", "legacyVersion", "supportedVersions", "cipherSuites", "groups",
                                     "signatureAlgorithms", "alpn", "extensions"])
+        var anonymous = try #require(record.clientHello)
+        anonymous.serverName = nil
+        let withoutSNI = try Self.json(anonymous)
+        #expect(Set(withoutSNI.keys) == Set(hello.keys) && withoutSNI["serverName"] is NSNull, "\(withoutSNI)")
         let decoded = try FixtureAPI.decoder().decode(ConnectionRecord.self, from: FixtureAPI.encoder().encode(record))
         #expect(decoded == record)
         #expect(record.clientHello?.requestsOCSPStaple == true)
@@ -220,4 +250,20 @@ struct ConnectionRecordWireTests {
     func emptyRefusal() {
         #expect(throws: DecodingError.self) { try JSONDecoder().decode(RefusalExpectation.self, from: Data("{}".utf8)) }
     }
+
+    @Test("plain HTTP to a TLS fixture is neither a refusal nor an acceptance: both judges say the client did not speak TLS")
+    func notTLSJudged() throws {
+        let plain = Self.record(.notTLS(firstBytes: "GET / HTTP/1.1", reason: "http request"))
+        let refused = try #require(Self.judge.refused(thrown: URLError(.zeroByteResource), records: [plain]))
+        #expect(refused.code == .notTLS)
+        #expect(refused.description.contains("did not speak TLS") && refused.description.contains("plain HTTP (a GET request)"),
+                "\(refused)")
+        #expect(refused.fix?.contains("https://") == true)
+        let accepted = try #require(Self.judge.accepted(thrown: URLError(.zeroByteResource), records: [plain]))
+        #expect(accepted.code == .notTLS && !accepted.description.contains("the client refused"), "\(accepted)")
+        // A refusal with an alert beside it still counts as the refusal it is.
+        let alert = Self.record(.alertReceived(.certificateExpired, phase: .afterServerFlight), id: 2)
+        #expect(Self.judge.refused(thrown: URLError(.serverCertificateHasBadDate), records: [plain, alert]) == nil)
+    }
+
 }

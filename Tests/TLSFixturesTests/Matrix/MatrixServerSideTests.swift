@@ -62,6 +62,8 @@ struct MatrixServerSideTests {
                          "pyca": Self.result(false, [Self.record(noSuite)])]),
             ("late", ["openssl": Self.result(false, [Self.record(Self.completed, alertAfterHandshake: ["code": 42, "name": "bad_certificate"])]),
                       "pyca": Self.result(nil, [])]),
+            ("plain", ["openssl": Self.result(false, [Self.record(["kind": "notTLS", "firstBytes": "GET / HTTP/1.1",
+                                                                   "reason": "http request"])])]),
         ])
         func short(_ scenario: String, _ client: String) -> String? { Self.server(report, scenario, client)?["short"] as? String }
         func finding(_ scenario: String, _ client: String) -> String? { Self.server(report, scenario, client)?["finding"] as? String }
@@ -81,6 +83,8 @@ struct MatrixServerSideTests {
         #expect(short("retried", "pyca") == "server sent handshake_failure(40)")
         #expect(short("late", "openssl") == "completed, then alert bad_certificate(42)")
         #expect(finding("late", "openssl") == nil)
+        // Plain HTTP to a TLS port: the server closed on bytes that are not TLS, which no TLS client's refusal is.
+        #expect(short("plain", "openssl") == "not TLS (GET / HTTP/1.1)")
         // No verdict, nothing to prove.
         #expect(finding("late", "pyca") == nil)
 

@@ -97,6 +97,17 @@ struct ConnectionRecordsEndToEndTests {
         let forwarded = try await http.connections(after: 0, wait: 10)
         #expect(forwarded.first?.proxy?.authority == "http.fixtures.test:\(http.port)", "\(forwarded)")
         #expect(forwarded.first?.requests.first?.status == 200, "\(forwarded)")
+        // `connections --json` for it: every key present, atsOffer and clientHello null (no TLS, so no offer).
+        let httpJSON = try TestEnvironment.tlsFixtures(["connections", http.id, "--runner", runner.url, "--json"])
+        #expect(httpJSON.status == 0, "\(httpJSON.combined)")
+        let httpDocument = try #require(try JSONSerialization.jsonObject(with: Data(httpJSON.stdout.utf8)) as? [String: Any])
+        #expect(Set(httpDocument.keys) == ["connections", "latestID", "stopped"], "\(httpJSON.stdout)")
+        let httpEntry = try #require((httpDocument["connections"] as? [[String: Any]])?.first, "\(httpJSON.stdout)")
+        #expect(Set(httpEntry.keys) == ["record", "atsOffer"] && httpEntry["atsOffer"] is NSNull, "\(httpJSON.stdout)")
+        let httpRecord = try #require(httpEntry["record"] as? [String: Any])
+        #expect(Set(httpRecord.keys) == ["id", "acceptedAt", "endedAt", "peer", "proxy", "clientHello", "outcome",
+                                         "alertAfterHandshake", "requests", "requestCount"], "\(httpJSON.stdout)")
+        #expect(httpRecord["clientHello"] is NSNull && httpRecord["alertAfterHandshake"] is NSNull, "\(httpJSON.stdout)")
 
         // Names the runner does not serve here are 404s that say so; a wait over the limit is a 400 naming it.
         let unknown = try runner.api("GET", "/api/scenarios/no-such-scenario/connections")
@@ -105,9 +116,38 @@ struct ConnectionRecordsEndToEndTests {
         #expect(notNamed.status == 404 && notNamed.error?.error.contains("does not serve") == true, "\(notNamed.text)")
         let tooLong = try runner.api("GET", "/api/fixtures/\(fixture.id)/connections?wait=3600")
         #expect(tooLong.status == 400 && tooLong.error?.field == "wait", "\(tooLong.text)")
+        // Teardown reads a stopped fixture's records: DELETE, then they are still there, marked stopped and final.
+        let kept = try await fixture.connections()
         await fixture.stop()
-        let stopped = try runner.api("GET", "/api/fixtures/\(fixture.id)/connections")
-        #expect(stopped.status == 404, "\(stopped.text)")
+        #expect(try runner.api("GET", "/api/fixtures/\(fixture.id)").status == 404)
+        let stopped = try runner.api("GET", "/api/fixtures/\(fixture.id)/connections?wait=20")
+        #expect(stopped.status == 200, "\(stopped.text)")
+        let stoppedList = try FixtureAPI.decoder().decode(ConnectionList.self, from: Data(stopped.text.utf8))
+        #expect(stoppedList.stopped?.reason == "it was deleted", "\(stopped.text)")
+        #expect(stoppedList.connections.map(\.id) == kept.map(\.id) && stoppedList.connections.count >= 2, "\(stopped.text)")
+        #expect(stoppedList.connections.allSatisfy { $0.endedAt != nil }, "\(stopped.text)")
+        #expect(try await fixture.connections().map(\.id) == kept.map(\.id), "RemoteFixture reads them after its stop()")
+        let stoppedShown = try TestEnvironment.tlsFixtures(["connections", fixture.id, "--runner", runner.url])
+        #expect(stoppedShown.status == 0, "\(stoppedShown.combined)")
+        #expect(stoppedShown.stdout.contains("\(fixture.id) has stopped (it was deleted"), "\(stoppedShown.stdout)")
+        #expect(stoppedShown.stdout.contains("GET / was answered 200"), "\(stoppedShown.stdout)")
+        let stoppedJSON = try TestEnvironment.tlsFixtures(["connections", fixture.id, "--runner", runner.url, "--json"])
+        let stoppedDocument = try #require(try JSONSerialization.jsonObject(with: Data(stoppedJSON.stdout.utf8)) as? [String: Any])
+        #expect(Set(stoppedDocument.keys) == ["connections", "latestID", "stopped"], "\(stoppedJSON.stdout)")
+        #expect((stoppedDocument["stopped"] as? [String: Any])?["reason"] as? String == "it was deleted")
+        #expect(httpDocument["stopped"] is NSNull, "a running fixture: null")
+
+        // A name that never was here is not called stopped; an id shaped right but never given says so.
+        let typo = try TestEnvironment.tlsFixtures(["connections", "nosuch", "--runner", runner.url])
+        #expect(typo.status != 0 && !typo.stderr.contains("stopped"), "\(typo.combined)")
+        #expect(typo.stderr.contains("\"nosuch\" is not a started fixture's id"), "\(typo.combined)")
+        let never = try runner.api("GET", "/api/fixtures/0123456789abcdef0123/connections")
+        #expect(never.status == 404, "\(never.text)")
+        #expect(never.error?.error.contains("no fixture \"0123456789abcdef0123\" was started by this runner") == true,
+                "\(never.text)")
+        // Renewing the stopped one says it stopped, and when.
+        let renew = try runner.api("POST", "/api/fixtures/\(fixture.id)/renew", json: "{}")
+        #expect(renew.status == 404 && renew.error?.error.contains("has stopped (it was deleted") == true, "\(renew.text)")
     }
 
     /// The new user: a program that links TLSFixturesClient alone, on Linux, where /etc/hosts names nothing

@@ -50,11 +50,21 @@ struct FleetTests {
 
         await loop.advanceTime(by: .milliseconds(999))
         #expect((try? fleet.leasedFixture(id: short.id)) != nil, "the lease ended early")
+        // A client that connects and hangs up: a record the test reads after the lease ends.
+        let cursor = try await fleet.connections(of: .leased(short.id), after: 0, wait: .zero).latestID
+        try RawConnection(port: short.port).close()
+        _ = try await fleet.connections(of: .leased(short.id), after: cursor, wait: .seconds(10))
         await loop.advanceTime(by: .milliseconds(1))
         await Self.closed(fleet)
-        #expect(throws: FleetError.noSuchFixture(short.id)) { try fleet.leasedFixture(id: short.id) }
+        let gone = #expect(throws: FleetError.self) { try fleet.leasedFixture(id: short.id) }
+        #expect(gone?.code == .noSuchFixture && gone?.reason.contains("has stopped (its lease ended") == true,
+                "\(String(describing: gone))")
         #expect(Ports.canListen(short.port), "the ended lease's port still listens")
-        #expect(throws: FleetError.noSuchFixture(short.id)) { try fleet.renewLease(id: short.id, ttl: nil) }
+        let notRenewed = #expect(throws: FleetError.self) { try fleet.renewLease(id: short.id, ttl: nil) }
+        #expect(notRenewed?.reason.contains("has stopped") == true, "\(String(describing: notRenewed))")
+        let kept = try await fleet.connections(of: .leased(short.id), after: cursor, wait: .seconds(30))
+        #expect(kept.stopped?.reason == "its lease ended" && kept.connections.count == 1, "\(kept)")
+        #expect(kept.connections.first?.outcome == .closedWithoutAlert(phase: .beforeClientHello))
 
         await loop.advanceTime(by: .seconds(2))  // past the renewed fixture's first 3 s
         let again = try fleet.renewLease(id: renewed.id, ttl: nil)
@@ -222,5 +232,32 @@ struct FleetTests {
         options.portBase = try ServeEndToEndTests.freePortBase()
         options.frontDoor = frontDoor
         return options
+    }
+}
+
+/// The fleet's memory of stopped fixtures is bounded: the last `FixtureAPI.keptStoppedFixtures` keep their records, the
+/// ids before them are remembered as stopped long ago, and an id never given is said never to have run.
+@Suite("Stopped fixtures' records")
+struct StoppedFixturesTests {
+    @Test("the last 32 stopped keep their records; older ones are stopped long ago; others never ran or are no id")
+    func bounded() throws {
+        var stopped = StoppedFixtures()
+        let ids = (0..<(FixtureAPI.keptStoppedFixtures + 2)).map { String(format: "%020x", $0) }
+        let at = Date(timeIntervalSince1970: 1_900_000_000)
+        for id in ids {
+            let log = ConnectionLog(capacity: 4)
+            _ = log.open(peer: "127.0.0.1:\(id.suffix(4))")
+            stopped.add(id, log: log, reason: "its lease ended", at: at)
+        }
+        #expect(stopped[ids[0]] == nil && stopped[ids[1]] == nil)
+        #expect(stopped.whereabouts(of: ids[0]) == .stoppedLongAgo)
+        let last = try #require(stopped[ids.last!])
+        #expect(last.log.records.count == 1 && last.stopped == ConnectionList.Stopped(at: at, reason: "its lease ended"))
+        #expect(stopped.whereabouts(of: ids[2]) == .stopped(.init(at: at, reason: "its lease ended")))
+        #expect(stopped.whereabouts(of: "ffffffffffffffffffff") == .neverStarted)
+        #expect(stopped.whereabouts(of: "nosuch") == .notAnID)
+        #expect(FleetError.noSuchFixture("nosuch", .notAnID).reason.contains("is not a started fixture's id"))
+        #expect(!FleetError.noSuchFixture("nosuch", .notAnID).description.contains("stopped"))
+        #expect(FleetError.noSuchFixture(ids[0], .stoppedLongAgo).reason.contains("stopped long ago"))
     }
 }

@@ -446,6 +446,13 @@ struct ServeEndToEndTests {
         #expect(lines[0] == "a line of the user's own")
         struct Event: Decodable { var scenario: String; var port: Int?; var fixture: String?; var record: ConnectionRecord }
         let events = try lines.dropFirst().map { try FixtureAPI.decoder().decode(Event.self, from: Data($0.utf8)) }
+        // Every key present, `null` when there is nothing: a catalog fixture has no started fixture's id.
+        for line in lines.dropFirst() {
+            let object = try #require(try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any])
+            #expect(Set(object.keys) == ["scenario", "port", "fixture", "record"] && object["fixture"] is NSNull, "\(line)")
+            let record = try #require(object["record"] as? [String: Any])
+            #expect(record["proxy"] is NSNull && record.keys.contains("alertAfterHandshake"), "\(line)")
+        }
         let good = try #require(events.first { $0.scenario == "ats-compliant" }, "\(lines)")
         #expect(good.port == base + 1 && good.fixture == nil)
         #expect(good.record.requests.map { "\($0.method) \($0.path) \($0.status)" } == ["GET / 200"])
