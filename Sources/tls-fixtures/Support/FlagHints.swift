@@ -1,4 +1,5 @@
 import ArgumentParser
+import Foundation
 import TLSFixtures
 
 /// The one place the CLI puts its flags into the library's errors.
@@ -78,6 +79,26 @@ enum FlagHints {
         default:
             return nil
         }
+    }
+
+    /// Reads the file a flag names (`flag` as the user typed it, such as `--ca`), saying which flag and what to do when
+    /// it cannot: the library's reason names only the file.
+    static func read(_ path: String, flag: String) throws -> Data {
+        do { return try UserFile.read(path) } catch let error as UserFileError {
+            throw CLIError(fileLine(error, flag: flag))
+        }
+    }
+
+    /// The line for a file `flag` names that cannot be read.
+    static func fileLine(_ error: UserFileError, flag: String) -> String {
+        let fix: String
+        switch error.code {
+        case .missing: fix = "check the path (a relative one starts from the current folder)"
+        case .permissionDenied: fix = "make it readable by this user (chmod, chown), or copy it somewhere you can read"
+        case .notRegular: fix = "give the path of a file"
+        default: fix = "give the path of the right file"
+        }
+        return "\(flag) \(error.path): \(error.problem); \(fix)"
     }
 
     /// Runs `body`, turning a library error into the CLI's line. For `validate()`: ArgumentParser wraps what it throws

@@ -97,8 +97,9 @@ struct ValidationGapTests {
                      ("/dev/zero", "it is a device, not a regular file")]
         for (path, reason) in cases {
             Self.expectLine(try TestEnvironment.tlsFixtures(["cert", "show", path], timeout: 20), "cannot read \(path): \(reason)")
+            // A file a flag names: the flag, then what to give instead.
             Self.expectLine(try TestEnvironment.tlsFixtures(["ats", "check", "--plist", path, "https://x.fixtures.test/"], timeout: 20),
-                            "cannot read \(path): \(reason)")
+                            "--plist \(path): \(reason); give the path of a file")
             Self.expectLine(try TestEnvironment.tlsFixtures(["probe", "127.0.0.1:9", "--ca", path], timeout: 20), "cannot read \(path): \(reason)")
         }
         // A scenario folder holding a pipe named like a scenario file.
