@@ -23,15 +23,18 @@ package final class ConnectionEventSink: @unchecked Sendable {
             file = nil
             return
         }
+        guard !path.isEmpty else {
+            throw ConnectionEventSinkError("--connection-log needs a file name, not an empty one", fix: "give a file to append to")
+        }
         let url = URL(fileURLWithPath: path)
         var isDirectory: ObjCBool = false
         if FileManager.default.fileExists(atPath: url.path, isDirectory: &isDirectory), isDirectory.boolValue {
-            throw ConnectionEventSinkError("--connection-log \(path) is a directory; give a file to append to")
+            throw ConnectionEventSinkError("--connection-log \(path) is a directory", fix: "give a file to append to")
         }
         if !FileManager.default.fileExists(atPath: url.path) {
             guard FileManager.default.createFile(atPath: url.path, contents: nil) else {
-                throw ConnectionEventSinkError("--connection-log \(path) cannot be created; give a file in a folder "
-                                               + "that exists and you may write to")
+                throw ConnectionEventSinkError("--connection-log \(path) cannot be created",
+                                               fix: "give a file in a folder that exists and you may write to")
             }
         }
         do {
@@ -40,7 +43,7 @@ package final class ConnectionEventSink: @unchecked Sendable {
             file = handle
         } catch {
             throw ConnectionEventSinkError("--connection-log \(path) cannot be opened for writing "
-                                           + "(\(error.localizedDescription)); give a file you may write to")
+                                           + "(\(error.localizedDescription))", fix: "give a file you may write to")
         }
     }
 
@@ -59,8 +62,23 @@ package final class ConnectionEventSink: @unchecked Sendable {
     }
 }
 
-/// A `--connection-log` the sink cannot write to.
-package struct ConnectionEventSinkError: Error, CustomStringConvertible {
-    package var description: String
-    init(_ description: String) { self.description = description }
+/// A `--connection-log` the sink cannot write to: the reason names the flag (only the CLI opens one), the fix what to
+/// give instead.
+package struct ConnectionEventSinkError: CodedError {
+    package typealias Code = ErrorCode<ConnectionEventSinkError>
+
+    package let code: Code
+    package let reason: String
+    package let fix: String?
+
+    init(_ reason: String, fix: String) {
+        code = .unwritable
+        self.reason = reason
+        self.fix = fix
+    }
+}
+
+extension ErrorCode where Owner == ConnectionEventSinkError {
+    /// Empty, a folder, or a file this process cannot create or append to.
+    package static var unwritable: Self { Self("unwritable") }
 }

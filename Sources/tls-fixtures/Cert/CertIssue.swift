@@ -339,7 +339,7 @@ struct CertIssue: AsyncParsableCommand {
     private func issue(csr path: String, request: CertificateRequest, store: CertificateStore,
                        outputs: [(ExportWriter.Destination, String)]) async throws {
         let signingRequest: CertificateSigningRequest
-        do { signingRequest = try CertificateSigningRequest(try UserFile.read(path)) } catch let error as OpenSSLError {
+        do { signingRequest = try CertificateSigningRequest(try FlagHints.read(path, flag: "--csr")) } catch let error as OpenSSLError {
             throw CLIError("--csr \(path): \(error)")
         }
         // A new certificate (a new serial) differs from any file already there.
@@ -386,7 +386,7 @@ struct CertIssue: AsyncParsableCommand {
     }
 
     private func readCertificates(_ path: String, _ option: String) throws -> [Certificate] {
-        let data = try UserFile.read(path)
+        let data = try FlagHints.read(path, flag: option)
         let certificates: [Certificate]
         do { certificates = try Certificate.read(data) } catch { throw CLIError("\(option) \(path) is not a PEM or DER certificate (\(error))") }
         guard !certificates.isEmpty else { throw CLIError("\(option) \(path) contains no certificate") }
@@ -394,7 +394,7 @@ struct CertIssue: AsyncParsableCommand {
     }
 
     private func readKey(_ path: String, _ option: String) throws -> PrivateKey {
-        do { return try PrivateKey(pem: try UserFile.read(path)) } catch let error as OpenSSLError {
+        do { return try PrivateKey(pem: try FlagHints.read(path, flag: option)) } catch let error as OpenSSLError {
             throw CLIError("\(option) \(path): \(error)")
         }
     }

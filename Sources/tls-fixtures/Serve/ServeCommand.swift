@@ -110,12 +110,21 @@ struct ServeCommand: AsyncParsableCommand {
         let catalog = try source.catalog()
         let scenarios = names.isEmpty ? catalog.scenarios : try catalog.scenarios(named: names)
         if noDashboard { warnings().forEach(Output.error) }
-        let runner = try await ScenarioRunner.start(scenarios, catalog: catalog, store: storeOptions.store,
+        let runner: ScenarioRunner
+        do {
+            runner = try await ScenarioRunner.start(scenarios, catalog: catalog, store: storeOptions.store,
                                                     options: try runnerOptions(), progress: Self.show) { door in
-            // The first line, before any progress: the dashboard answers from now on.
-            if !output.json { print(RunnerReport.dashboardLine(door.dashboardURL)) }
-            fflush(nil)   // A pipe reader sees it now.
-            warnings().forEach(Output.error)
+                // The first line, before any progress: the dashboard answers from now on.
+                if !output.json { print(RunnerReport.dashboardLine(door.dashboardURL)) }
+                fflush(nil)   // A pipe reader sees it now.
+                warnings().forEach(Output.error)
+            }
+        } catch let error as FixtureError where error.code == .portInUse && error.port != nil && error.port == proxyPort {
+            // FlagHints' line names --port-base, which does not move the proxy's own port.
+            throw CLIError("\(error.reason); stop what listens there, or choose another --proxy-port (or leave it out: "
+                           + "the proxy then shares the dashboard's port)")
+        } catch let error as FixtureError where error.code == .addressNotAvailable {
+            throw CLIError(FlagHints.bindLine(error))
         }
         if let warning = runner.descriptorWarning { Output.error(warning) }
         let document = runner.document()

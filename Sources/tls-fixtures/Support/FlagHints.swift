@@ -44,6 +44,8 @@ enum FlagHints {
             case .instead(let text): return "\(error.reason); \(text)"
             case .also(let text): return "\(error.description) \(text)"
             }
+        case let error as FixtureError where error.code == .addressNotAvailable:
+            return bindLine(error)
         case let error as FixtureError where error.code == .portInUse:
             return "\(error.reason); stop what listens there, or choose other ports (--port-base N)"
         case let error as ScenarioError where error.code == .certificateNameTaken:
@@ -54,6 +56,8 @@ enum FlagHints {
                 + "the next free one"
         case let error as ScenarioError where error.code == .domainNamesDoNotFit:
             return "\(error.reason); serve it without --domain (name the scenarios to serve), or give it fewer extraHosts"
+        case let error as ScenarioError where error.code == .unreadable:
+            return "--scenarios: \(error.reason); give a folder of scenario files (NAME.json) this user can read"
         case let error as ScenarioError where error.code == .unknown:
             return "\(error.reason); `tls-fixtures scenarios list` shows them all"
         case let error as ProbeError where error.code == .unresolvedFixtureName:
@@ -79,6 +83,12 @@ enum FlagHints {
         default:
             return nil
         }
+    }
+
+    /// `serve --bind` with an address this machine does not have.
+    static func bindLine(_ error: FixtureError) -> String {
+        "--bind \(error.address ?? ""): not an address of this machine (\(error.reason)); use 127.0.0.1, ::1 or an address "
+            + "`ip addr` lists"
     }
 
     /// Reads the file a flag names (`flag` as the user typed it, such as `--ca`), saying which flag and what to do when

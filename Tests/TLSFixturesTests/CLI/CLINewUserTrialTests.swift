@@ -70,4 +70,75 @@ struct CLINewUserTrialTests {
             #expect(!qualified.stderr.contains("ATS does not apply"), "\(qualified.stderr)")
         }
     }
+
+    // MARK: 5. File flags that did not say which flag
+
+    @Test("a file a flag names that cannot be read: the line names the flag and a fix")
+    func fileFlags() throws {
+        let directory = TestEnvironment.temporaryDirectory("trial-files")
+        let store = directory.appendingPathComponent("store").path
+        let folder = directory.path   // a folder where a file belongs
+        #expect(try Self.cli(["cert", "issue", "--dir", store, "--name", "c", "--host", "localhost", "--out-dir", folder]).status == 0)
+        let cert = "\(folder)/c.pem"
+        let cases: [([String], [String])] = [
+            (["probe", "localhost:1", "--ca", "/nonexistent.pem"], ["--ca /nonexistent.pem", "no such file", "check the path"]),
+            (["cert", "issue", "--dir", store, "--name", "u", "--host", "localhost", "--use-key", "/nope.key"],
+             ["--use-key /nope.key", "no such file"]),
+            (["cert", "issue", "--dir", store, "--name", "u", "--host", "localhost", "--use-key", folder], ["--use-key \(folder)", "directory"]),
+            (["cert", "issue", "--dir", store, "--name", "u", "--host", "localhost", "--issuer-cert", cert, "--issuer-key", folder],
+             ["--issuer-key \(folder)", "directory"]),
+            (["probe", "localhost:1", "--client-cert", cert, "--client-key", folder], ["--client-key \(folder)", "directory"]),
+            (["serve", "--dir", store, "--scenarios", "\(folder)/nonexist"], ["--scenarios", "no such folder", "scenario files"]),
+            (["serve", "--dir", store, "--connection-log", ""], ["--connection-log", "empty"]),
+        ]
+        for (arguments, fragments) in cases {
+            let result = try Self.cli(arguments)
+            CLIInputTests.expectOneLineError(result, mentioning: fragments)
+            #expect(!result.stderr.contains("The file doesn’t exist"), "Foundation's words: \(result.stderr)")
+        }
+        // Unreadable: as "nobody" when root, which ignores permission bits.
+        let key = "\(folder)/secret.key"
+        try Data("-----BEGIN PRIVATE KEY-----\n".utf8).write(to: URL(fileURLWithPath: key))
+        chmod(key, 0o000)
+        chmod(cert, 0o644)
+        let unreadable = try TestEnvironment.tlsFixtures(asNobody: getuid() == 0, ["probe", "localhost:1", "--client-cert", cert, "--client-key", key])
+        CLIInputTests.expectOneLineError(unreadable, mentioning: ["--client-key \(key)", "permission denied", "readable"])
+    }
+
+    @Test("serve --bind with an address this machine does not have names --bind and the addresses to use")
+    func bindElsewhere() throws {
+        let base = try ServeEndToEndTests.freePortBase()
+        let result = try Self.cli(["serve", "--dir", TestEnvironment.sharedStore.directory.path, "--port-base", "\(base)",
+                                   "--bind", "10.255.255.1", "tls-v1-2"], timeout: 60)
+        CLIInputTests.expectOneLineError(result, mentioning: ["--bind 10.255.255.1", "not an address of this machine", "127.0.0.1, ::1", "ip addr"])
+    }
+
+    // MARK: 6. --proxy-port in use
+
+    @Test("serve --proxy-port on a port in use names --proxy-port, not --port-base")
+    func proxyPortInUse() async throws {
+        try await withFixture("tls-v1-2", store: TestEnvironment.sharedStore) { fixture in
+            let base = try ServeEndToEndTests.freePortBase()
+            let result = try Self.cli(["serve", "--dir", TestEnvironment.sharedStore.directory.path, "--port-base", "\(base)",
+                                       "--proxy-port", "\(fixture.port)", "tls-v1-2"], timeout: 60)
+            CLIInputTests.expectOneLineError(result, mentioning: ["port \(fixture.port)", "already in use", "--proxy-port"])
+            #expect(!result.stderr.contains("--port-base"), "\(result.stderr)")
+        }
+    }
+
+    // MARK: 9. probe's rough edges
+
+    @Test("probe: a key that is not the certificate's is a usage error naming both flags, before connecting")
+    func clientKeyMismatch() throws {
+        let directory = TestEnvironment.temporaryDirectory("trial-client")
+        let store = directory.appendingPathComponent("store").path
+        for name in ["one", "two"] {
+            #expect(try Self.cli(["cert", "issue", "--dir", store, "--name", name, "--host", "localhost", "--out-dir", directory.path]).status == 0)
+        }
+        let port = try Ports.unused()   // nothing listens: a connection attempt would say "Connection refused"
+        let result = try Self.cli(["probe", "127.0.0.1:\(port)", "--client-cert", "\(directory.path)/one.pem",
+                                   "--client-key", "\(directory.path)/two.key"])
+        CLIInputTests.expectOneLineError(result, mentioning: ["--client-key", "--client-cert", "not the key"])
+        #expect(result.status == 1 && !result.stderr.contains("refused"), "\(result.combined)")
+    }
 }
