@@ -109,6 +109,8 @@ extension ErrorCode where Owner == PKIError {
     public static var invalidSerial: Self { Self("invalidSerial") }
     /// A CA that would be, or is, expired: everything it signs fails with "certificate has expired".
     public static var expiredCA: Self { Self("expiredCA") }
+    /// A CA key default clients refuse (RSA below 2048 bits): everything it signs fails with "CA certificate key too weak".
+    public static var weakCAKey: Self { Self("weakCAKey") }
 }
 
 // One factory a code (a few share one), named as the cases of the enum this replaced so call sites read the same.

@@ -28,6 +28,8 @@ enum FlagHints {
         .noCA: .instead("run `tls-fixtures ca init\(dir)` (or point --dir / TLS_FIXTURES_CERTS at an existing store)"),
         .storeUnavailable: .instead("choose another with --dir or TLS_FIXTURES_CERTS"),
         .expiredCA: .instead("give `ca init` at least \(CAOptions.minimumDays) --days (3650 by default)"),
+        .weakCAKey: .instead("use --key rsa:\(CAOptions.minimumRSABits) or larger, or leave --key out for EC P-256; "
+                             + "--allow-weak-key makes it anyway (to test that refusal)"),
         .damagedCA: .instead("restore it from a backup, or replace the CA with `tls-fixtures ca init --force\(dir)` (devices "
                              + "that trust the old one must then trust the new one)"),
         .untrustedStore: .also("(--dir or TLS_FIXTURES_CERTS)"),

@@ -71,6 +71,28 @@ struct CLINewUserTrialTests {
         }
     }
 
+    // MARK: 4. A CA key default clients refuse
+
+    @Test("ca init refuses an RSA key below 2048 bits unless --allow-weak-key; a weak CA is named by probe and prepare")
+    func weakCAKey() throws {
+        for bits in [512, 1024] {
+            let store = TestEnvironment.temporaryDirectory("trial-weak").appendingPathComponent("store").path
+            let refused = try Self.cli(["ca", "init", "--dir", store, "--key", "rsa:\(bits)"])
+            CLIInputTests.expectOneLineError(refused, mentioning: ["RSA-\(bits)", "CA certificate key too weak", "--allow-weak-key", "rsa:2048"])
+            #expect(!FileManager.default.fileExists(atPath: "\(store)/ca/root.pem"), "no CA made")
+        }
+        let store = TestEnvironment.temporaryDirectory("trial-weak").appendingPathComponent("store").path
+        let made = try Self.cli(["ca", "init", "--dir", store, "--key", "rsa:1024", "--allow-weak-key"])
+        #expect(made.status == 0, "\(made.combined)")
+        #expect(made.stderr.contains("CA certificate key too weak") && made.stderr.contains("ca init --force"), "\(made.stderr)")
+        let port = try Ports.unused()
+        let probe = try Self.cli(["probe", "--builtin-ca", "--dir", store, "127.0.0.1:\(port)"])
+        #expect(probe.stderr.contains("RSA-1024") && probe.stderr.contains("CA certificate key too weak"), "\(probe.stderr)")
+        let prepare = try Self.cli(["prepare", "--dir", store, "tls-v1-2"])
+        #expect(prepare.status == 0 && prepare.stderr.contains("CA certificate key too weak"), "\(prepare.combined)")
+        #expect(try Self.cli(["ca", "init", "--dir", TestEnvironment.temporaryDirectory("trial-strong").path, "--key", "rsa:2048"]).status == 0)
+    }
+
     // MARK: 5. File flags that did not say which flag
 
     @Test("a file a flag names that cannot be read: the line names the flag and a fix")
