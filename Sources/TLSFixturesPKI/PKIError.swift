@@ -162,9 +162,10 @@ extension PKIError {
     }
 
     /// An output outside the store (`path`) that cannot be made or written, for `problem`.
-    package static func outputUnavailable(path: String, problem: String, file: String = #fileID, line: UInt = #line) -> PKIError {
+    package static func outputUnavailable(path: String, problem: String, fix: String = "choose a folder you can write to",
+                                          file: String = #fileID, line: UInt = #line) -> PKIError {
         var error = PKIError(code: .outputUnavailable, subject: path, reason: "cannot write to \(path): \(problem)",
-                             fix: "choose a folder you can write to", file: file, line: line)
+                             fix: fix, file: file, line: line)
         error.problem = problem
         return error
     }

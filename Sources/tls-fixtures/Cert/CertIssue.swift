@@ -10,7 +10,8 @@ struct CertIssue: AsyncParsableCommand {
             The certificate and its key are kept in the store under NAME and reused while nothing you pass changes; \
             --out-dir also writes NAME.pem (chain), NAME.key (0600), NAME.cer (DER) and NAME.p12 (password \
             "\(PKCS12Export.defaultPassword)"); --cert-file, --key-file, --p12-file and --bundle-file (key and chain in \
-            one PEM) write files named as you like. Every destination is checked before anything is written, so a \
+            one PEM) write files named as you like, in folders that exist (--out-dir's folder is made if missing). \
+            Every destination is checked before anything is written, so a \
             refusal (a different existing file without --force, a folder you cannot write to) changes neither the store \
             nor your files.
 
@@ -149,7 +150,7 @@ struct CertIssue: AsyncParsableCommand {
     @Flag(help: "Self-signed (same as --issuer self).")
     var selfSigned = false
 
-    @Option(help: ArgumentHelp("Also write NAME.pem, NAME.key, NAME.cer and NAME.p12 here.", valueName: "dir"))
+    @Option(help: ArgumentHelp("Also write NAME.pem, NAME.key, NAME.cer and NAME.p12 here (the folder is made if missing).", valueName: "dir"))
     var outDir: String?
 
     @Option(help: ArgumentHelp("Write the certificate chain (PEM) here.", valueName: "file"))
@@ -380,7 +381,7 @@ struct CertIssue: AsyncParsableCommand {
             switch error.code {
             case .fileExists: throw CLIError("\(option): \(error.reason); pass --force to replace it, or write somewhere else")
             case .insideStore: throw CLIError("\(option) \(error.reason); write it elsewhere")
-            default: throw CLIError("\(option): \(error.reason); choose a folder you can write to")
+            default: throw CLIError("\(option): \(error.reason); \(error.fix ?? "choose a folder you can write to")")
             }
         }
     }

@@ -148,6 +148,31 @@ struct CLINewUserTrialTests {
         }
     }
 
+    // MARK: 7. Output files in folders that do not exist
+
+    @Test("an output file's folder must exist (nothing is made); --out-dir is made, as documented")
+    func outputFolders() throws {
+        let directory = TestEnvironment.temporaryDirectory("trial-out")
+        let store = directory.appendingPathComponent("store").path
+        #expect(try Self.cli(["ca", "init", "--dir", store]).status == 0)
+        let missing = directory.appendingPathComponent("missing/dir")
+        let issue = ["cert", "issue", "--dir", store, "--name", "w", "--host", "localhost"]
+        for (arguments, flag) in [(["ca", "export", "--dir", store, "--out", "\(missing.path)/x.pem"], "--out"),
+                                  (issue + ["--cert-file", "\(missing.path)/w.pem"], "--cert-file"),
+                                  (issue + ["--key-file", "\(missing.path)/w.key"], "--key-file"),
+                                  (issue + ["--p12-file", "\(missing.path)/w.p12"], "--p12-file"),
+                                  (issue + ["--bundle-file", "\(missing.path)/w-bundle.pem"], "--bundle-file")] {
+            let result = try Self.cli(arguments)
+            CLIInputTests.expectOneLineError(result, mentioning: [flag, "no such folder", "mkdir -p"])
+            #expect(!FileManager.default.fileExists(atPath: directory.appendingPathComponent("missing").path), "\(flag) made the folder")
+        }
+        let outDir = directory.appendingPathComponent("new/out")
+        #expect(try Self.cli(issue + ["--out-dir", outDir.path]).status == 0)
+        #expect(FileManager.default.fileExists(atPath: outDir.appendingPathComponent("w.pem").path))
+        let help = try Self.cli(["cert", "issue", "--help"])
+        #expect(help.stdout.contains("made if missing"), "--out-dir's making is documented")
+    }
+
     // MARK: 9. probe's rough edges
 
     @Test("probe: a key that is not the certificate's is a usage error naming both flags, before connecting")
