@@ -97,9 +97,10 @@ struct ServeCommand: AsyncParsableCommand {
         // ArgumentParser wraps what validate() throws, so the flags go into library errors here rather than in main.
         let catalog = try FlagHints.translating {
             _ = try FixtureDomains.normalize(domains)
-            return try source.catalog()
+            let catalog = try source.catalog()
+            _ = try catalog.scenarios(named: names)
+            return catalog
         }
-        _ = try catalog.scenarios(named: names)
         _ = try connectionSink()
         if let highest = catalog.scenarios.compactMap({ catalog.port(of: $0, portBase: portBase) }).max(), highest > 65_535 {
             throw CLIError("--port-base \(portBase) puts scenario ports above 65535; use a base of at most \(65_535 - (highest - portBase))")

@@ -50,6 +50,38 @@ struct CLINewUserTrialTests {
         }
     }
 
+    // MARK: 2. Swift API names in CLI and control API errors
+
+    @Test("every command that takes scenario names says `tls-fixtures scenarios list`, serve included")
+    func unknownScenarioEverywhere() throws {
+        let directory = TestEnvironment.temporaryDirectory("trial-names").path
+        for arguments in [["serve", "--dir", directory, "nosuch"], ["prepare", "--dir", directory, "nosuch"],
+                          ["pins", "nosuch"], ["ats", "exception", "--dir", directory, "nosuch"],
+                          ["scenarios", "show", "nosuch"]] {
+            let result = try Self.cli(arguments)
+            CLIInputTests.expectOneLineError(result, mentioning: ["unknown scenario \"nosuch\"", "tls-fixtures scenarios list"])
+            Self.expectNoAPIWords(result.stderr, "\(arguments)")
+        }
+    }
+
+    @Test("an inline scenario an EC issuer cannot sign: the control API's fix is in the scenario file's keys")
+    func inlineDigestInFileWords() async throws {
+        let loop = NIOAsyncTestingEventLoop()
+        let fleet = try await FleetTests.fleet(on: loop, origin: Date())
+        do {
+            _ = try await fleet.startLeased(StartFixtureRequest(scenario: .inline([
+                "name": "md5-mine", "group": "custom", "summary": "s", "tls": [:],
+                "certificate": ["issuer": "root", "key": "ec:p256", "digest": "md5"], "expect": ["ats": "block"],
+            ])))
+            Issue.record("an EC issuer signed with md5")
+        } catch {
+            let text = "\(error)"
+            #expect(text.contains("ECDSA-with-MD5") && text.contains("\"issuer\": \"rsa-intermediate\""), "\(text)")
+            Self.expectNoAPIWords(text, "control API")
+        }
+        await fleet.stop()
+    }
+
     // MARK: 3. ats diagnose on localhost
 
     @Test("ats diagnose warns, as ats check does and in its words, that ATS does not apply to localhost")
