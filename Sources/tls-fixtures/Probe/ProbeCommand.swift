@@ -22,15 +22,16 @@ struct ProbeCommand: AsyncParsableCommand {
 
             Exit status: 0 handshake done, certificate verified (and a pin matched, when --pin is given), and a \
             default client completes the handshake too; 2 handshake failed; 3 certificate not verified; 4 no pin \
-            matched; 5 only the probe's permissive handshake completed: a default client refuses it; 1 usage or \
-            connection errors. When pins \
+            matched; 5 only the probe's permissive handshake completed: a default client refuses it; 1 errors (no \
+            connection, a file that cannot be read, flags that do not fit together); 64 a flag or value the parser \
+            does not take. When pins \
             are given and none matches, the HTTP request is not sent (as a pinning client would not send it), and the \
             report says so.
 
             Examples:
               tls-fixtures probe localhost:9810 --ca ~/.local/share/swift-tls-fixtures/ca/root.pem
               tls-fixtures probe https://tls-v1-0.fixtures.test:9810/ --resolve tls-v1-0.fixtures.test:9810:127.0.0.1 --tls-min 1.2
-              tls-fixtures probe localhost:9838 --pin sha256/BASE64= --pin sha256/BACKUP=
+              tls-fixtures probe localhost:9838 --builtin-ca --pin sha256/BASE64= --pin sha256/BACKUP=
             """
     )
 

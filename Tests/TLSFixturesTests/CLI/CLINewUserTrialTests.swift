@@ -220,4 +220,22 @@ struct CLINewUserTrialTests {
         CLIInputTests.expectOneLineError(result, mentioning: ["--client-key", "--client-cert", "not the key"])
         #expect(result.status == 1 && !result.stderr.contains("refused"), "\(result.combined)")
     }
+
+    @Test("probe https:// against a plain HTTP port says to use http://")
+    func plainHTTPPort() async throws {
+        try await withFixture("http", store: TestEnvironment.sharedStore) { fixture in
+            let result = try Self.cli(["probe", "https://localhost:\(fixture.port)/"])
+            #expect(result.status == 2)
+            #expect(result.stdout.contains("plain HTTP") && result.stdout.contains("use http://localhost:\(fixture.port)/"), "\(result.stdout)")
+        }
+    }
+
+    @Test("probe --help: the pin example trusts the built-in CA, and the exit statuses include the parser's 64")
+    func probeHelp() throws {
+        let help = try Self.cli(["probe", "--help"])
+        let flat = help.stdout.split(separator: "\n").map { $0.trimmingCharacters(in: .whitespaces) }.joined(separator: " ")
+        #expect(flat.contains("probe localhost:9838 --builtin-ca --pin"), "\(flat)")
+        #expect(flat.contains("64 a flag or value the parser does not take"), "\(flat)")
+        #expect(try Self.cli(["probe", "x:1", "--tls-min", "0.9"]).status == 64)
+    }
 }
