@@ -137,7 +137,7 @@ struct ServeCommand: AsyncParsableCommand {
             let serving = document.scenarios.filter { $0.status == .serving }.count
             let preparing = document.scenarios.filter { $0.status == .preparing }.count
             let later = preparing == 0 ? "" : " (and \(preparing) more once prepared)"
-            print("\nServing \(serving) scenarios\(later). Ctrl-C to stop.")
+            print("\nServing \(serving) scenario\(serving == 1 ? "" : "s")\(later). Ctrl-C to stop.")
         }
         fflush(nil)   // A pipe reader (a test, a script) sees the table now, not at exit.
         let signal = await ShutdownSignal.wait()

@@ -238,4 +238,17 @@ struct CLINewUserTrialTests {
         #expect(flat.contains("64 a flag or value the parser does not take"), "\(flat)")
         #expect(try Self.cli(["probe", "x:1", "--tls-min", "0.9"]).status == 64)
     }
+
+    // MARK: 10. Wording
+
+    @Test("wording: one scenario, one unsupported, whole seconds")
+    func wording() throws {
+        let directory = TestEnvironment.temporaryDirectory("trial-words").path
+        let prepared = try Self.cli(["prepare", "--dir", directory, "tls-v1-2"])
+        #expect(prepared.stdout.contains("Prepared 1 scenario in"), "\(prepared.stdout)")
+        let why = FixtureFleet.why(.unsupported(reason: "unsupported by the linked OpenSSL (x): no SSLv3"))
+        #expect(!why.contains("unsupported: unsupported"), "\(why)")
+        CLIInputTests.expectOneLineError(try Self.cli(["connections", "--wait", "31.0", "http://localhost:1/", "x"]),
+                                         mentioning: ["--wait 31 is out of range"])
+    }
 }
