@@ -150,6 +150,12 @@ public struct ScenarioCatalog: Sendable {
         }
     }
 
+    /// The highest port `serve` may use with `portBase`: the last scenario's, or the OCSP responder's above them all.
+    public func highestPort(portBase: Int = ScenarioCatalog.defaultPortBase) -> Int {
+        let reserved = portBase + (Self.reservedOffsets.keys.max() ?? 0)
+        return max(reserved, scenarios.compactMap { port(of: $0, portBase: portBase) }.max() ?? portBase)
+    }
+
     /// The port a scenario is served on with `portBase` (its catalog offset from `defaultPortBase` kept).
     public func port(of scenario: Scenario, portBase: Int = ScenarioCatalog.defaultPortBase) -> Int? {
         if let port = scenario.port { return port - ScenarioCatalog.defaultPortBase + portBase }

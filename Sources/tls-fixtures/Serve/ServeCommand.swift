@@ -102,8 +102,10 @@ struct ServeCommand: AsyncParsableCommand {
             return catalog
         }
         _ = try connectionSink()
-        if let highest = catalog.scenarios.compactMap({ catalog.port(of: $0, portBase: portBase) }).max(), highest > 65_535 {
-            throw CLIError("--port-base \(portBase) puts scenario ports above 65535; use a base of at most \(65_535 - (highest - portBase))")
+        let highest = catalog.highestPort(portBase: portBase)
+        if highest > 65_535 {
+            throw CLIError("--port-base \(portBase) puts ports above 65535 (the scenarios' and the OCSP responder's, up to "
+                           + "base + \(highest - portBase)); use a base of at most \(65_535 - (highest - portBase))")
         }
     }
 
@@ -159,9 +161,17 @@ struct ServeCommand: AsyncParsableCommand {
                          + "\(portBase)–\(highest), below 1024 where system services live (22 ssh, 53 DNS, 80 and 443 "
                          + "web); choose a base from 1024 to 32767, such as the default "
                          + "\(ScenarioCatalog.defaultPortBase)")
+        } else if portBase >= Self.ephemeralPortStart {
+            lines.append("warning: --port-base \(portBase) is in Linux's ephemeral range (from \(Self.ephemeralPortStart)), where "
+                         + "the system picks ports for outgoing connections and a fixture's port may be taken; choose a "
+                         + "base from 1024 to \(Self.ephemeralPortStart - 1), such as the default \(ScenarioCatalog.defaultPortBase)")
         }
         return lines
     }
+
+    /// Where Linux's ephemeral port range starts (net.ipv4.ip_local_port_range; IANA's is 49152): the README advises a
+    /// base below it.
+    static let ephemeralPortStart = 32_768
 
     /// The flags as the library's options (checked in `validate()` already).
     private func runnerOptions() throws -> ScenarioRunner.Options {
