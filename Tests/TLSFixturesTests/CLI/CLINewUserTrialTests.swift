@@ -205,6 +205,30 @@ struct CLINewUserTrialTests {
         #expect(help.stdout.contains("made if missing"), "--out-dir's making is documented")
     }
 
+    // MARK: 8. --port-base and the ports above the scenarios
+
+    @Test("serve --port-base counts the OCSP responder at base + 99, and warns from 32768 on")
+    func portBase() throws {
+        // The highest offset from the base serve listens on: the last scenario's, or the OCSP responder's above them.
+        let highest = max((ScenarioCatalog.builtIn.scenarios.compactMap(\.port).max() ?? 0) - ScenarioCatalog.defaultPortBase,
+                          ScenarioCatalog.revocationResponderOffset)
+        let over = try Self.cli(["serve", "--port-base", "\(65_536 - highest)", "tls-v1-2"])
+        CLIInputTests.expectOneLineError(over, mentioning: ["above 65535", "base + \(highest)", "at most \(65_535 - highest)"])
+        // In the ephemeral range: served, with one line of warning.
+        let base = try #require((0..<40).lazy.map { _ in Int.random(in: 40_000...(65_435 - highest)) }
+            .first { base in (base...(base + highest)).allSatisfy { Ports.canListen($0) } })
+        let result = try Self.cli(["serve", "--dir", TestEnvironment.sharedStore.directory.path, "--port-base", "\(base)", "tls-v1-2"],
+                                  timeout: 20)
+        #expect(result.timedOut, "\(result.combined)")
+        let warnings = result.stderr.split(separator: "\n").filter { $0.contains("ephemeral range") }
+        #expect(warnings.count == 1 && warnings[0].hasPrefix("warning: --port-base \(base)") && warnings[0].contains("32767"),
+                "\(result.stderr)")
+        // 11. The Control API line is a command that works: the JSON content type the API requires.
+        #expect(result.stdout.contains("curl -H 'Content-Type: application/json' -d '{\"scenario\": \"NAME\"}'"), "\(result.stdout)")
+        // 10. One scenario, not "1 scenarios".
+        #expect(result.stdout.contains("Serving 1 scenario."), "\(result.stdout)")
+    }
+
     // MARK: 9. probe's rough edges
 
     @Test("probe: a key that is not the certificate's is a usage error naming both flags, before connecting")
@@ -250,5 +274,16 @@ struct CLINewUserTrialTests {
         #expect(!why.contains("unsupported: unsupported"), "\(why)")
         CLIInputTests.expectOneLineError(try Self.cli(["connections", "--wait", "31.0", "http://localhost:1/", "x"]),
                                          mentioning: ["--wait 31 is out of range"])
+    }
+
+    // MARK: 11. POST examples
+
+    @Test("every POST example with curl in the README sends the JSON content type the control API requires")
+    func readmePostExamples() throws {
+        let readme = try String(contentsOf: TestEnvironment.packageRoot.appendingPathComponent("README.md"), encoding: .utf8)
+        let posts = readme.components(separatedBy: "curl ").dropFirst().map { String($0.prefix(300)) }
+            .filter { $0.contains("api/fixtures") && ($0.contains("-d ") || $0.contains("POST")) }
+        #expect(!posts.isEmpty)
+        for post in posts { #expect(post.contains("Content-Type: application/json"), "\(post)") }
     }
 }
