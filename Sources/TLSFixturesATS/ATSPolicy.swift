@@ -81,6 +81,21 @@ public struct ATSPolicy: Sendable, Equatable {
         throw ATSPolicyError.missingATSDictionary
     }
 
+    /// An app's plist as an ATS tool reads it: `parse(plist:)`, except that a plist with no `NSAppTransportSecurity`
+    /// key (most apps) is ATS's defaults, which is what such an app gets, with a one-line `note` saying so. A plist that
+    /// is not one, or whose key is not a dictionary, still throws.
+    public static func parseApp(plist data: Data) throws -> (policy: ATSPolicy, note: String?) {
+        do {
+            return (try parse(plist: data), nil)
+        } catch let error as ATSPolicyError where error.code == .missingATSDictionary {
+            return (.empty, missingKeyNote)
+        }
+    }
+
+    /// What `parseApp(plist:)` says of a plist without the key.
+    public static let missingKeyNote = "the property list has no NSAppTransportSecurity key: evaluating ATS's defaults, "
+        + "which is what an app without the key gets"
+
     static func topLevelDictionary(from data: Data) throws -> [String: ATSPlistValue] {
         // Two binary shapes crash or swamp Foundation's reader; refuse them before it sees them.
         if let problem = BinaryPlistPrecheck.problem(in: data) { throw ATSPolicyError.malformed(detail: "\(problem)") }

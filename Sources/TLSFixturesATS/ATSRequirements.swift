@@ -50,6 +50,15 @@ public struct ATSRequirements: Sendable, Codable, Equatable {
         self.rules = rules
     }
 
+    /// When ATS does not apply, the warning a tool prints before its result; nil when it applies.
+    public var exemptionWarning: String? { atsApplies ? nil : Self.exemptionWarning(exemptionReason) }
+
+    /// The one wording of that warning (`ATSVerdict.exemptionWarning` says the same).
+    static func exemptionWarning(_ reason: String?) -> String {
+        "ATS does not apply to this load: \(reason ?? "exempt"). The result says nothing about your ATS settings; "
+            + "use a qualified name (NAME.fixtures.test)."
+    }
+
     /// Requirements for a host ATS does not apply to.
     static func exempt(_ reason: String, notes: [String]) -> ATSRequirements {
         ATSRequirements(atsApplies: false, exemptionReason: reason, matchedExceptionDomain: nil,

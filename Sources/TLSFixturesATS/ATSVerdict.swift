@@ -146,6 +146,10 @@ public struct ATSVerdict: Sendable, Codable, Equatable, CustomStringConvertible 
     /// Every model rule this verdict rests on, with its confidence and source (docs/ATS-MODEL.md lists them all).
     public var rules: [ATSAppliedRule]
 
+    /// When ATS does not apply, the warning to print before the result (the same words as
+    /// `ATSRequirements.exemptionWarning`); nil when it applies.
+    public var exemptionWarning: String? { atsApplies ? nil : ATSRequirements.exemptionWarning(exemptionReason) }
+
     public var description: String {
         var lines = [allowed ? "ALLOW" : "BLOCK"]
         lines += violations.map { "  violation \($0)" }

@@ -37,6 +37,9 @@ package final class ConnectionEventSink: @unchecked Sendable {
             file = nil
             return
         }
+        guard !path.isEmpty else {
+            throw Refusal("--connection-log needs a file name, not an empty one; give a file to append to")
+        }
         let url = URL(fileURLWithPath: path)
         var isDirectory: ObjCBool = false
         if FileManager.default.fileExists(atPath: url.path, isDirectory: &isDirectory), isDirectory.boolValue {

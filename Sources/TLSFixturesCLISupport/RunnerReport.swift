@@ -49,7 +49,10 @@ package enum RunnerReport {
         lines.append("CA: \(caFile) (every chain here leads to it: curl --cacert \(ca); "
                      + "`tls-fixtures ca show\(storeArgument)` for the ways to trust it)")
         if let api = document.controlAPI {
-            lines.append("Control API: \(api) (POST {\"scenario\": \"NAME\"} starts one on a free port; TLSFixturesClient in iOS tests)")
+            // A command that works as printed: the API refuses a POST without the JSON content type (415), as a web
+            // page could send it.
+            lines.append("Control API: \(api) (start NAME on a free port: curl -H 'Content-Type: application/json' "
+                         + "-d '{\"scenario\": \"NAME\"}' \(api); TLSFixturesClient in iOS tests)")
             if let dashboard = document.dashboard {
                 lines.append("Ready: \(dashboard)api/health answers 200 once no scenario is preparing "
                              + "(`tls-fixtures wait \(dashboard)` waits for it)")

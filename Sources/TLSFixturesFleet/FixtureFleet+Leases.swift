@@ -92,6 +92,10 @@ extension FixtureFleet: FleetCommands {
             throw refusal
         } catch let unsupported as ScenarioUnsupported {
             throw FleetError(.cannotPrepare, unsupported.reason, fix: unsupported.fix, field: "scenario")
+        } catch let error as PKIError where error.code == .digestNotSignable {
+            // The library's fix names its Swift API; a control API client writes the scenario file's keys.
+            throw FleetError(.cannotPrepare, "cannot prepare \(scenario.name): \(error.reason)",
+                             fix: CertificatePlan.digestNotSignableFix, field: "scenario")
         } catch {
             throw FleetError(.cannotPrepare, "cannot prepare \(scenario.name): \(error)", field: "scenario")
         }

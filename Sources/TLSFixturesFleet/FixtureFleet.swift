@@ -744,12 +744,13 @@ extension FixtureFleet: FleetQueries, FixtureLookup {
     }
 
     /// Why a catalog fixture in `state` has no records here.
-    private static func why(_ state: FixtureState) -> String {
+    static func why(_ state: FixtureState) -> String {
         switch state {
         case .preparing(let making, _): return preparingReason(making: making)
         case .serving: return "it serves"
         case .servedByHelper: return "the legacy helper serves it, in a process of its own, which keeps no records"
-        case .unsupported(let reason): return "unsupported: \(reason)"
+        // The reason says "unsupported by the linked OpenSSL …" itself: not "unsupported: unsupported by …".
+        case .unsupported(let reason): return reason.hasPrefix("unsupported") ? reason : "unsupported: \(reason)"
         case .failed(let reason): return "failed: \(reason)"
         case .stopped: return "stopped"
         }

@@ -72,6 +72,17 @@ public final class CertificateAuthority: Sendable {
             + "every certificate it signed; \(fix)"
     }
 
+    /// One line when this CA's key is one default OpenSSL clients refuse (RSA below `CAOptions.minimumRSABits`): every
+    /// certificate it signed fails with "CA certificate key too weak"; nil otherwise. `name` and `store` say which CA.
+    public func weakKeyWarning(name: String = "the CA", store: String? = nil) -> String? {
+        let key = privateKey.description
+        guard key.type == .rsa, key.bits < CAOptions.minimumRSABits else { return nil }
+        let which = "\(name)" + (store.map { " in \($0)" } ?? "") + " (\(certificate.commonName ?? certificate.subject))"
+        return "\(which) has an RSA-\(key.bits) key: default OpenSSL clients (curl, Python, Node) refuse every certificate it "
+            + "signed (\"CA certificate key too weak\"); replace it with `tls-fixtures ca init --force` (initializeCA(ifExists: "
+            + ".replace)), then trust the new one where the old one was trusted"
+    }
+
     /// Default subject for a CA made on this machine: who and where, so a device's list of trusted roots tells
     /// you which developer's CA it is.
     public static var defaultCommonName: String {

@@ -75,8 +75,23 @@ public struct CAOptions: Sendable, Equatable {
     /// would end now and make a CA that is expired as it is made.
     public static let minimumDays = 2
 
-    /// Refuses options that would make a CA already expired (`expiredCA`) or past the dates a certificate can carry.
+    /// The smallest RSA key a CA may have without `allowWeakKey`: OpenSSL's default security level (2 on Debian,
+    /// Ubuntu and Homebrew) refuses a chain whose CA key is smaller ("CA certificate key too weak").
+    public static let minimumRSABits = 2048
+
+    /// Make a CA whose key default clients refuse (RSA below `minimumRSABits`), for testing that refusal.
+    public var allowWeakKey = false
+
+    /// Refuses options that would make a CA already expired (`expiredCA`), one whose key default clients refuse
+    /// (`weakCAKey`, unless `allowWeakKey`), or past the dates a certificate can carry.
     public func check() throws {
+        if case .rsa(let bits) = key, bits < CAOptions.minimumRSABits, !allowWeakKey {
+            throw PKIError(code: .weakCAKey, subject: "rsa:\(bits)",
+                           reason: "a CA with an RSA-\(bits) key would be refused by default OpenSSL clients (curl, Python, "
+                             + "Node: \"CA certificate key too weak\") for every certificate it signs",
+                           fix: "use rsa:\(CAOptions.minimumRSABits) or larger, or an EC key (the default); set allowWeakKey to "
+                             + "make it anyway")
+        }
         guard days >= CAOptions.minimumDays else {
             throw PKIError(code: .expiredCA, subject: "\(days)",
                            reason: "a CA of \(days) day\(days == 1 ? "" : "s") would be expired as it is made (its validity starts a day back)",
@@ -400,9 +415,9 @@ public final class CertificateStore: Sendable {
             }
             guard key.matches(certificate) else { throw PKIError.keyMismatch(path: keyFile.path) }
             let authority = CertificateAuthority(certificate: certificate, privateKey: key)
-            if let warning = authority.expiryWarning(name: id == .root ? "the built-in CA" : "the \(id.rawValue) CA", store: directory.path) {
-                warnOnce(warning)
-            }
+            let name = id == .root ? "the built-in CA" : "the \(id.rawValue) CA"
+            if let warning = authority.expiryWarning(name: name, store: directory.path) { warnOnce(warning) }
+            if let warning = authority.weakKeyWarning(name: name, store: directory.path) { warnOnce(warning) }
             return authority
         }
     }

@@ -87,7 +87,12 @@ package enum ExportWriter {
     package struct Destination: Sendable, Equatable {
         package var url: URL
         package var content: Content
-        package init(_ url: URL, _ content: Content) { self.url = url; self.content = content }
+        /// The folder may be made when missing: a folder the user named as a folder (`--out-dir`). A file's folder
+        /// must exist, so a mistyped path is refused rather than made.
+        package var makesFolder: Bool
+        package init(_ url: URL, _ content: Content, makesFolder: Bool = false) {
+            self.url = url; self.content = content; self.makesFolder = makesFolder
+        }
     }
 
     /// A chain (leaf first) and, when there is one, the leaf's key.
@@ -122,12 +127,17 @@ package enum ExportWriter {
     /// `NAME.pem` (chain as served), `NAME.key` (0600), `NAME.cer` (DER leaf), `NAME.p12` (leaf + key + chain) in `directory`.
     package static func destinations(name: String, in directory: URL, withKey: Bool = true) -> [Destination] {
         let all: [(String, Content)] = [("pem", .chainPEM), ("key", .key), ("cer", .certificateDER), ("p12", .pkcs12)]
-        return all.filter { withKey || !$0.1.needsKey }.map { Destination(directory.appendingPathComponent("\(name).\($0.0)"), $0.1) }
+        return all.filter { withKey || !$0.1.needsKey }.map {
+            Destination(directory.appendingPathComponent("\(name).\($0.0)"), $0.1, makesFolder: true)
+        }
     }
 
     /// Refuses a destination whose folder cannot be made or written (a file where a folder should be, a folder this
     /// process may not write to, a read-only file system), before anything is made.
     package static func checkWritable(_ destinations: [Destination]) throws {
+        for destination in destinations where !destination.makesFolder {
+            try checkFolderExists(destination.url.deletingLastPathComponent())
+        }
         for folder in Set(destinations.map { $0.url.deletingLastPathComponent().standardizedFileURL.path }) {
             try checkWritable(folder: URL(fileURLWithPath: folder))
         }
@@ -137,6 +147,13 @@ package enum ExportWriter {
                 throw PKIError.outputUnavailable(path: destination.url.path, problem: "it is a folder")
             }
         }
+    }
+
+    /// Refuses a file's folder that does not exist: a mistyped path is said, not made (as root it could be anywhere).
+    package static func checkFolderExists(_ folder: URL) throws {
+        guard !FileSystem.exists(folder) else { return }
+        throw PKIError.outputUnavailable(path: folder.path, problem: "no such folder",
+                                         fix: "make it first (mkdir -p \(folder.path)), or write to a folder that exists")
     }
 
     /// `folder`, or the nearest folder above it that exists when it does not: a folder this process can write to.
@@ -205,6 +222,7 @@ package enum ExportWriter {
 
     /// One certificate in one format.
     package static func write(_ data: Data, to url: URL, force: Bool) throws {
+        try checkFolderExists(url.deletingLastPathComponent())
         try checkWritable(folder: url.deletingLastPathComponent())
         if !force, let existing = try readOutput(url), existing != data {
             throw PKIError.fileExists(url.path)

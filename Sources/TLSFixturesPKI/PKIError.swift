@@ -112,6 +112,8 @@ extension ErrorCode where Owner == PKIError {
     public static var invalidSerial: Self { Self("invalidSerial") }
     /// A CA that would be, or is, expired: everything it signs fails with "certificate has expired".
     public static var expiredCA: Self { Self("expiredCA") }
+    /// A CA key default clients refuse (RSA below 2048 bits): everything it signs fails with "CA certificate key too weak".
+    public static var weakCAKey: Self { Self("weakCAKey") }
 }
 
 // One factory a code (a few share one), named as the cases of the enum this replaced so call sites read the same.
@@ -175,9 +177,10 @@ extension PKIError {
     }
 
     /// An output outside the store (`path`) that cannot be made or written, for `problem`.
-    package static func outputUnavailable(path: String, problem: String, file: String = #fileID, line: UInt = #line) -> PKIError {
+    package static func outputUnavailable(path: String, problem: String, fix: String = "choose a folder you can write to",
+                                          file: String = #fileID, line: UInt = #line) -> PKIError {
         var error = PKIError(code: .outputUnavailable, subject: path, reason: "cannot write to \(path): \(problem)",
-                             fix: "choose a folder you can write to", file: file, line: line)
+                             fix: fix, file: file, line: line)
         error.problem = problem
         return error
     }

@@ -10,6 +10,7 @@ package enum ProbeReport {
         var lines: [(String, String)] = [("Target", result.target + (result.connectedTo.map { " (connected to \($0))" } ?? ""))]
         if let failure = result.failure {
             lines.append(("Handshake", "FAILED: \(failure)"))
+            if let hint = plainHTTPHint(result) { lines.append(("Hint", hint)) }
         } else if result.protocolName != nil {
             lines.append(("Protocol", result.protocolName ?? "?"))
             if let cipher = result.cipher { lines.append(("Cipher", cipher.openssl == cipher.iana ? cipher.iana : "\(cipher.openssl) (\(cipher.iana))")) }
@@ -53,6 +54,16 @@ package enum ProbeReport {
         }
         if !tail.isEmpty { text += "\n" + table(tail) }
         return text
+    }
+
+    /// When the server answered the ClientHello with something that is not TLS ("wrong version number": an HTTP
+    /// server's 400 page), the port most likely speaks plain HTTP (the dashboard, the `http` scenario).
+    static func plainHTTPHint(_ result: ProbeResult) -> String? {
+        guard let failure = result.failure, failure.contains("wrong version number") else { return nil }
+        var hostPort = result.target
+        if let range = hostPort.range(of: "://") { hostPort = String(hostPort[range.upperBound...]) }
+        hostPort = String(hostPort.prefix { $0 != "/" })
+        return "the server did not answer in TLS: this port probably speaks plain HTTP; use http://\(hostPort)/"
     }
 
     /// The stapled OCSP answer in words: what it says of the leaf, and whether its issuer signed it.

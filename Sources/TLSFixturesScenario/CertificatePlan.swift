@@ -10,6 +10,12 @@ public struct CertificatePlan: Codable, Sendable, Hashable {
     public var keyName: String? = nil
     /// `root` (the built-in CA), `self`, or another built-in authority.
     public var issuer: String = "root"
+
+    /// The fix for a digest the plan's issuer cannot sign with (an EC issuer and md5), in the scenario file's keys: what
+    /// a control API client or a scenario file's author changes (the library's own fix names its Swift API).
+    package static let digestNotSignableFix = "sign with an RSA issuer (\"certificate\": {\"issuer\": \"rsa-intermediate\"}) "
+        + "or choose another \"digest\""
+
     /// The hash the issuer signs the leaf with; default SHA-256 (`sha1`, `md5` make the weak-signature scenarios).
     public var digest: SignatureDigest = .sha256
     /// Replaces the baseline hosts (`localhost` and `NAME.fixtures.test`).

@@ -60,10 +60,15 @@ public struct ScenarioCatalog: Sendable {
     /// Every `*.json` file in `directory`, sorted by file name. Each must be named after its scenario.
     public static func load(directory: URL) throws -> [Scenario] {
         let files: [String]
+        var isDirectory: ObjCBool = false
+        guard FileManager.default.fileExists(atPath: directory.path, isDirectory: &isDirectory) else {
+            throw ScenarioError.unreadable(directory.path, "no such folder")
+        }
+        guard isDirectory.boolValue else { throw ScenarioError.unreadable(directory.path, "it is a file, not a folder") }
         do {
             files = try FileManager.default.contentsOfDirectory(atPath: directory.path).filter { $0.hasSuffix(".json") }.sorted()
         } catch {
-            throw ScenarioError.unreadable(directory.path, (error as NSError).localizedFailureReason ?? "no such directory or no permission")
+            throw ScenarioError.unreadable(directory.path, "permission denied")
         }
         return try files.map { file in
             let url = directory.appendingPathComponent(file)
@@ -143,6 +148,12 @@ public struct ScenarioCatalog: Sendable {
         if let range = name.range(of: ".domains-"), names.contains(String(name[..<range.lowerBound])) {
             throw ScenarioError.certificateNameTaken(name, role: "the \(name[..<range.lowerBound]) scenario's certificate under serve --domain")
         }
+    }
+
+    /// The highest port `serve` may use with `portBase`: the last scenario's, or the OCSP responder's above them all.
+    public func highestPort(portBase: Int = ScenarioCatalog.defaultPortBase) -> Int {
+        let reserved = portBase + (Self.reservedOffsets.keys.max() ?? 0)
+        return max(reserved, scenarios.compactMap { port(of: $0, portBase: portBase) }.max() ?? portBase)
     }
 
     /// The port a scenario is served on with `portBase` (its catalog offset from `defaultPortBase` kept).
@@ -244,7 +255,8 @@ public struct ScenarioError: CodedError {
 
     /// `path` cannot be read, because of `why`.
     public static func unreadable(_ path: String, _ why: String) -> ScenarioError {
-        ScenarioError(code: .unreadable, reason: "cannot read scenarios from \(path): \(why)", source: path)
+        ScenarioError(code: .unreadable, reason: "cannot read scenarios from \(path): \(why)",
+                      fix: "give a folder of scenario files (NAME.json) this user can read", source: path)
     }
 
     /// The file at `path` holds the scenario `name` and is not named `name.json`.

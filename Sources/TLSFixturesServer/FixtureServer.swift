@@ -116,6 +116,13 @@ public struct FixtureError: CodedError {
                         + "ScenarioRunner.Options.portBase moves them all)", port: port, address: address)
     }
 
+    /// `address` is not one of this machine's (EADDRNOTAVAIL).
+    public static func addressNotAvailable(address: String, port: Int) -> FixtureError {
+        FixtureError(code: .addressNotAvailable, reason: "cannot listen on \(address) port \(port): \(String(cString: strerror(EADDRNOTAVAIL)))",
+                     fix: "bind an address of this machine (127.0.0.1, ::1, or one its interfaces have; "
+                        + "FixtureConfiguration.bindAddresses nil means loopback)", port: port, address: address)
+    }
+
     /// `address` port `port` cannot be listened on, for `reason`.
     public static func cannotBind(address: String, port: Int, reason: String) -> FixtureError {
         FixtureError(code: .cannotBind, reason: "cannot listen on \(address) port \(port): \(reason)", port: port, address: address)
@@ -329,6 +336,8 @@ public final class FixtureServer: Sendable {
             throw FixtureError.portInUse(port: port, address: address)
         } catch let error as IOError where error.errnoCode == EMFILE || error.errnoCode == ENFILE {
             throw FixtureError.tooManyOpenFiles(address: address, port: port)
+        } catch let error as IOError where error.errnoCode == EADDRNOTAVAIL {
+            throw FixtureError.addressNotAvailable(address: address, port: port)
         } catch let error as IOError {
             throw FixtureError.cannotBind(address: address, port: port, reason: String(cString: strerror(error.errnoCode)))
         } catch {
@@ -425,6 +434,8 @@ extension ErrorCode where Owner == FixtureError {
     public static var portInUse: Self { Self("portInUse") }
     /// The address cannot be listened on for another reason: not an address of this host, out of descriptors, …
     public static var cannotBind: Self { Self("cannotBind") }
+    /// The address to listen on is not one of this machine's.
+    public static var addressNotAvailable: Self { Self("addressNotAvailable") }
     /// `FixtureConfiguration.maximumConnections` below 1.
     public static var invalidConnectionLimit: Self { Self("invalidConnectionLimit") }
     /// `FixtureConfiguration.connectionRecordLimit` outside 1…100,000.

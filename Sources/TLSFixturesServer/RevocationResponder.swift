@@ -256,6 +256,7 @@ package final class RefusingPort: Sendable {
             let code = errno
             closeSocket(fd)
             if code == EADDRINUSE { throw FixtureError.portInUse(port: port, address: address) }
+            if code == EADDRNOTAVAIL { throw FixtureError.addressNotAvailable(address: address, port: port) }
             throw FixtureError.cannotBind(address: address, port: port, reason: String(cString: strerror(code)))
         }
         return fd

@@ -14,7 +14,7 @@ struct ATSCheck: AsyncParsableCommand {
             """
     )
 
-    @Option(help: ArgumentHelp("The app's Info.plist (XML or binary), or a plist holding just the NSAppTransportSecurity dictionary. Default: no NSAppTransportSecurity key, i.e. ATS's defaults.", valueName: "file"))
+    @Option(help: ArgumentHelp("The app's Info.plist (XML or binary), or a plist holding just the NSAppTransportSecurity dictionary. Without one, or without the key in it, ATS's defaults (what an app without the key gets).", valueName: "file"))
     var plist: String?
 
     @Argument(help: ArgumentHelp("The URL the app loads.", valueName: "url"))
@@ -35,8 +35,10 @@ struct ATSCheck: AsyncParsableCommand {
     func run() async throws {
         let policy: ATSPolicy
         if let plist {
-            let data = try UserFile.read(plist)
-            policy = try ATSPolicy.parse(plist: data)
+            let data = try FlagHints.read(plist, flag: "--plist")
+            let (parsed, note) = try ATSPolicy.parseApp(plist: data)
+            policy = parsed
+            if let note { Output.error("note: \(note)") }
             for warning in policy.warnings { Output.error("warning: \(warning)") }
         } else {
             policy = .empty
@@ -57,9 +59,7 @@ struct ATSCheck: AsyncParsableCommand {
 enum ATSVerdictText {
     static func text(_ verdict: ATSVerdict, url: String) -> String {
         var lines = ["\(verdict.allowed ? "ALLOWED" : "BLOCKED"): \(url)"]
-        if !verdict.atsApplies {
-            lines.append("!! ATS does not apply to this load: \(verdict.exemptionReason ?? "exempt"). The result says nothing about your ATS settings; use a qualified name (NAME.fixtures.test).")
-        }
+        if let warning = verdict.exemptionWarning { lines.append("!! \(warning)") }
         if let domain = verdict.matchedExceptionDomain { lines.append("Exception entry: \(domain)") }
         if let version = verdict.negotiatedVersion { lines.append("Negotiated: \(version) \(verdict.negotiatedSuite ?? "")") }
         for violation in verdict.violations { lines.append("  violates \(violation.rule.rawValue): \(violation.message) → likely \(violation.likelyError)") }

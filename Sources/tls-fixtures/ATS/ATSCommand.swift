@@ -72,7 +72,7 @@ struct ATSClientOptions: ParsableArguments {
         var options = ProbeOptions()
         if !trustCA.isEmpty {
             options.trustRoots = try trustCA.flatMap { path -> [Certificate] in
-                let data = try UserFile.read(path)
+                let data = try FlagHints.read(path, flag: "--trust-ca")
                 do { return try Certificate.read(data) } catch { throw CLIError("\(path) is not a PEM or DER certificate (\(error))") }
             }
         }

@@ -16,6 +16,8 @@ struct ATSDiagnose: AsyncParsableCommand {
             Detail line with the model's reason and the TLS client's own words.
             The header names the system modelled (--os, default iOS 17+): nscurl itself reports the TLS stack of the \
             Mac it runs on. --json prints the shape documented in docs/ATS-MODEL.md.
+            A host ATS does not apply to (localhost, an unqualified name, an IP address) gets a warning on standard \
+            error first, as `ats check` gives: its PASS says nothing about your ATS settings.
             Exit status: 0 when the default configuration passes, 2 when it fails, 1 on errors.
             """
     )
@@ -37,6 +39,9 @@ struct ATSDiagnose: AsyncParsableCommand {
 
     func run() async throws {
         let (parsedURL, target) = try client.target(url)
+        // As `ats check` says it: a PASS for an exempt host (localhost) says nothing about ATS.
+        let requirements = ATSRequirementsResolver(policy: .empty, options: try client.evaluationOptions()).resolve(url: parsedURL)
+        if let warning = requirements.exemptionWarning { Output.error("warning: \(warning)") }
         let handshaker = ATSLiveHandshaker(target: target, probeOptions: try client.probeOptions())
         let report = await ATSDiagnostics(options: try client.evaluationOptions()).run(url: parsedURL, handshaker: handshaker)
         if output.json {

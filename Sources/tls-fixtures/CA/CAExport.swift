@@ -17,7 +17,7 @@ struct CAExport: AsyncParsableCommand {
     @Option(help: ArgumentHelp("Format of the file.", valueName: "format"))
     var format: ExportFormat = .pem
 
-    @Option(help: ArgumentHelp("Output file (- for standard output, PEM only).", valueName: "file"))
+    @Option(help: ArgumentHelp("Output file, in a folder that exists (- for standard output, PEM only).", valueName: "file"))
     var out: String
 
     @Option(help: ArgumentHelp("Which authority to export.", valueName: "name"))
@@ -40,7 +40,10 @@ struct CAExport: AsyncParsableCommand {
             return
         }
         do { try store.requireOutside(URL(fileURLWithPath: out)) } catch let error as PKIError { throw CLIError("--out \(error)") }
-        try ExportWriter.write(data, to: URL(fileURLWithPath: out), force: force)
+        do { try ExportWriter.write(data, to: URL(fileURLWithPath: out), force: force) } catch let error as PKIError
+            where error.code == .outputUnavailable {
+            throw CLIError("--out: \(error.reason); \(error.fix ?? "choose a folder you can write to")")
+        }
         print("Wrote \(out) (\(format), \(data.count) bytes)")
     }
 }

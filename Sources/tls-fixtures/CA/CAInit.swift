@@ -20,7 +20,7 @@ struct CAInit: AsyncParsableCommand {
     @OptionGroup var storeOptions: StoreOptions
     @OptionGroup var output: OutputOptions
 
-    @Option(help: ArgumentHelp("Root key: rsa:BITS (BITS from 512 to 8192), an EC curve or ed25519.", valueName: "spec"))
+    @Option(help: ArgumentHelp("Root key: rsa:BITS (BITS from 2048 to 8192; 512 up with --allow-weak-key), an EC curve or ed25519.", valueName: "spec"))
     var key: KeySpec = .ec(.p256)
 
     @Option(help: "Common name of the root (default: swift-tls-fixtures CA USER@HOST).")
@@ -36,6 +36,10 @@ struct CAInit: AsyncParsableCommand {
     @Option(name: .customLong("domain"), help: ArgumentHelp(
         "Also permit this domain and every name under it (repeatable), for `serve --domain`.", valueName: "domain"))
     var domains: [String] = []
+
+    @Flag(help: ArgumentHelp("Make the CA even with a key default clients refuse (RSA below \(CAOptions.minimumRSABits) bits): "
+                             + "every certificate it signs then fails in curl, Python and Node with \"CA certificate key too weak\"."))
+    var allowWeakKey = false
 
     @Flag(help: "Replace an existing CA (moved aside, not deleted).")
     var force = false
@@ -54,12 +58,20 @@ struct CAInit: AsyncParsableCommand {
             throw CLIError("--domain adds to the CA's name constraints; with --no-name-constraints it already permits every name, so leave one out")
         }
         _ = try FlagHints.translating { try FixtureDomains.normalize(domains) }
+        // Before any store is touched: `--if-missing` with a weak key is refused too, as the key would be if made.
+        try FlagHints.translating { try caOptions().check() }
+    }
+
+    private func caOptions() throws -> CAOptions {
+        var options = CAOptions(key: key, commonName: name ?? CertificateAuthority.defaultCommonName,
+                                nameConstraints: !noNameConstraints, days: days, permittedDomains: try FixtureDomains.normalize(domains))
+        options.allowWeakKey = allowWeakKey
+        return options
     }
 
     func run() async throws {
         let store = storeOptions.store
-        let options = CAOptions(key: key, commonName: name ?? CertificateAuthority.defaultCommonName,
-                                nameConstraints: !noNameConstraints, days: days, permittedDomains: try FixtureDomains.normalize(domains))
+        let options = try caOptions()
         let replacing = force ? try? store.existingCA() : nil
         let (ca, created) = try store.initializeCA(options, ifExists: force ? .replace : ifMissing ? .keep : .refuse)
         // --if-missing with --domain: the CA that was kept must permit the domains, or `serve --domain` would fail later.
@@ -74,6 +86,9 @@ struct CAInit: AsyncParsableCommand {
         // A CA kept as it was is warned about as it is read (the store says so); a new one here.
         if created, let expiring = ca.expiryWarning(name: "the new CA", store: store.directory.path) {
             Output.error("warning: \(expiring)")
+        }
+        if created, let weak = ca.weakKeyWarning(name: "the new CA", store: store.directory.path) {
+            Output.error("warning: \(weak)")
         }
         if created && noNameConstraints {
             Output.error("warning: this CA has no name constraints: a device that trusts it will accept its certificates for any site")

@@ -10,7 +10,8 @@ struct CertIssue: AsyncParsableCommand {
             The certificate and its key are kept in the store under NAME and reused while nothing you pass changes; \
             --out-dir also writes NAME.pem (chain), NAME.key (0600), NAME.cer (DER) and NAME.p12 (password \
             "\(PKCS12Export.defaultPassword)"); --cert-file, --key-file, --p12-file and --bundle-file (key and chain in \
-            one PEM) write files named as you like. Every destination is checked before anything is written, so a \
+            one PEM) write files named as you like, in folders that exist (--out-dir's folder is made if missing). \
+            Every destination is checked before anything is written, so a \
             refusal (a different existing file without --force, a folder you cannot write to) changes neither the store \
             nor your files.
 
@@ -149,7 +150,7 @@ struct CertIssue: AsyncParsableCommand {
     @Flag(help: "Self-signed (same as --issuer self).")
     var selfSigned = false
 
-    @Option(help: ArgumentHelp("Also write NAME.pem, NAME.key, NAME.cer and NAME.p12 here.", valueName: "dir"))
+    @Option(help: ArgumentHelp("Also write NAME.pem, NAME.key, NAME.cer and NAME.p12 here (the folder is made if missing).", valueName: "dir"))
     var outDir: String?
 
     @Option(help: ArgumentHelp("Write the certificate chain (PEM) here.", valueName: "file"))
@@ -339,7 +340,7 @@ struct CertIssue: AsyncParsableCommand {
     private func issue(csr path: String, request: CertificateRequest, store: CertificateStore,
                        outputs: [(ExportWriter.Destination, String)]) async throws {
         let signingRequest: CertificateSigningRequest
-        do { signingRequest = try CertificateSigningRequest(try UserFile.read(path)) } catch let error as OpenSSLError {
+        do { signingRequest = try CertificateSigningRequest(try FlagHints.read(path, flag: "--csr")) } catch let error as OpenSSLError {
             throw CLIError("--csr \(path): \(error)")
         }
         // A new certificate (a new serial) differs from any file already there.
@@ -380,13 +381,13 @@ struct CertIssue: AsyncParsableCommand {
             switch error.code {
             case .fileExists: throw CLIError("\(option): \(error.reason); pass --force to replace it, or write somewhere else")
             case .insideStore: throw CLIError("\(option) \(error.reason); write it elsewhere")
-            default: throw CLIError("\(option): \(error.reason); choose a folder you can write to")
+            default: throw CLIError("\(option): \(error.reason); \(error.fix ?? "choose a folder you can write to")")
             }
         }
     }
 
     private func readCertificates(_ path: String, _ option: String) throws -> [Certificate] {
-        let data = try UserFile.read(path)
+        let data = try FlagHints.read(path, flag: option)
         let certificates: [Certificate]
         do { certificates = try Certificate.read(data) } catch { throw CLIError("\(option) \(path) is not a PEM or DER certificate (\(error))") }
         guard !certificates.isEmpty else { throw CLIError("\(option) \(path) contains no certificate") }
@@ -394,7 +395,7 @@ struct CertIssue: AsyncParsableCommand {
     }
 
     private func readKey(_ path: String, _ option: String) throws -> PrivateKey {
-        do { return try PrivateKey(pem: try UserFile.read(path)) } catch let error as OpenSSLError {
+        do { return try PrivateKey(pem: try FlagHints.read(path, flag: option)) } catch let error as OpenSSLError {
             throw CLIError("\(option) \(path): \(error)")
         }
     }

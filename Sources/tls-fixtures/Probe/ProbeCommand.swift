@@ -22,15 +22,16 @@ struct ProbeCommand: AsyncParsableCommand {
 
             Exit status: 0 handshake done, certificate verified (and a pin matched, when --pin is given), and a \
             default client completes the handshake too; 2 handshake failed; 3 certificate not verified; 4 no pin \
-            matched; 5 only the probe's permissive handshake completed: a default client refuses it; 1 usage or \
-            connection errors. When pins \
+            matched; 5 only the probe's permissive handshake completed: a default client refuses it; 1 errors (no \
+            connection, a file that cannot be read, flags that do not fit together); 64 a flag or value the parser \
+            does not take. When pins \
             are given and none matches, the HTTP request is not sent (as a pinning client would not send it), and the \
             report says so.
 
             Examples:
               tls-fixtures probe localhost:9810 --ca ~/.local/share/swift-tls-fixtures/ca/root.pem
               tls-fixtures probe https://tls-v1-0.fixtures.test:9810/ --resolve tls-v1-0.fixtures.test:9810:127.0.0.1 --tls-min 1.2
-              tls-fixtures probe localhost:9838 --pin sha256/BASE64= --pin sha256/BACKUP=
+              tls-fixtures probe localhost:9838 --builtin-ca --pin sha256/BASE64= --pin sha256/BACKUP=
             """
     )
 
@@ -91,6 +92,8 @@ struct ProbeCommand: AsyncParsableCommand {
         try probeTarget.apply(resolve: resolve)
         if tlsMin.value > tlsMax.value { throw CLIError("--tls-min \(tlsMin.value.word) is above --tls-max \(tlsMax.value.word)") }
         if (clientCert == nil) != (clientKey == nil) { throw CLIError("--client-cert and --client-key go together") }
+        // Before connecting: a pair that does not match is the user's mistake, not the server's refusal.
+        _ = try clientCredential()
         if ca != nil && builtinCA { throw CLIError("--ca and --builtin-ca each choose the trusted roots; give one") }
         _ = try pin.map(SPKIPin.parse)
         _ = try SecondsOption.check(timeout, "--timeout")
@@ -112,19 +115,14 @@ struct ProbeCommand: AsyncParsableCommand {
         options.sendHTTPRequest = !noHttp
         options.handshake = defaultClient ? .defaultClient : .permissive
         options.checkDefaultClient = true
-        if let ca { options.trustRoots = try readCertificates(ca) }
+        if let ca { options.trustRoots = try readCertificates(ca, "--ca") }
         if builtinCA {
             // Never make a CA here: a new one would trust nothing the fixtures serve.
             let store = storeOptions.store
             guard let root = try store.existingCA() else { throw PKIError.noCA(path: store.directory.path) }
             options.trustRoots = [root.certificate]
         }
-        if let clientCert, let clientKey {
-            let chain = try readCertificates(clientCert)
-            let keyData = try UserFile.read(clientKey)
-            let key = try PrivateKey(pem: keyData)
-            options.clientCredential = Credential(certificate: chain[0], privateKey: key, intermediates: Array(chain.dropFirst()), root: chain.last!)
-        }
+        options.clientCredential = try clientCredential()
         let host = servername ?? probeTarget.host
         let pinList = try pin.map(SPKIPin.parse)
         let policy: PinPolicy? = pinList.isEmpty ? nil : PinPolicy(pinMode.rule(pinList))
@@ -148,11 +146,26 @@ struct ProbeCommand: AsyncParsableCommand {
         if result.defaultClient?.outcome == "refuses" { throw ExitCode(5) }
     }
 
-    private func readCertificates(_ path: String) throws -> [Certificate] {
-        let data = try UserFile.read(path)
+    /// `--client-cert` and `--client-key` read and checked to be one pair; nil without them.
+    private func clientCredential() throws -> Credential? {
+        guard let clientCert, let clientKey else { return nil }
+        let chain = try readCertificates(clientCert, "--client-cert")
+        let key: PrivateKey
+        do { key = try PrivateKey(pem: try FlagHints.read(clientKey, flag: "--client-key")) } catch let error as OpenSSLError {
+            throw CLIError("--client-key \(clientKey): \(error)")
+        }
+        guard key.matches(chain[0]) else {
+            throw CLIError("--client-key \(clientKey) is not the key of --client-cert \(clientCert)'s certificate; give the key "
+                           + "that certificate was issued for")
+        }
+        return Credential(certificate: chain[0], privateKey: key, intermediates: Array(chain.dropFirst()), root: chain.last!)
+    }
+
+    private func readCertificates(_ path: String, _ option: String) throws -> [Certificate] {
+        let data = try FlagHints.read(path, flag: option)
         let certificates: [Certificate]
-        do { certificates = try Certificate.read(data) } catch { throw CLIError("\(path) is not a PEM or DER certificate (\(error))") }
-        guard !certificates.isEmpty else { throw CLIError("\(path) contains no certificate") }
+        do { certificates = try Certificate.read(data) } catch { throw CLIError("\(option) \(path) is not a PEM or DER certificate (\(error))") }
+        guard !certificates.isEmpty else { throw CLIError("\(option) \(path) contains no certificate") }
         return certificates
     }
 }

@@ -43,7 +43,7 @@ struct ConnectionsCommand: AsyncParsableCommand {
     func validate() throws {
         guard after >= 0 else { throw ValidationError("--after \(after) is not a connection id; give 0 or more") }
         guard wait.isFinite, (0...Double(FixtureAPI.maximumConnectionWait)).contains(wait) else {
-            throw ValidationError("--wait \(wait) is out of range; give seconds from 0 to "
+            throw ValidationError("--wait \(SecondsOption.text(wait)) is out of range; give seconds from 0 to "
                                   + "\(FixtureAPI.maximumConnectionWait)")
         }
         _ = try runnerURL()

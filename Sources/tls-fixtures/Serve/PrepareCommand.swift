@@ -48,7 +48,7 @@ struct PrepareCommand: AsyncParsableCommand {
         let report = Report(prepared: prepared, unsupported: unsupported, keysGenerated: PrivateKey.generatedCount - keys,
                             certificatesIssued: CertificateStore.issuedCount - issued, seconds: Date().timeIntervalSince(start))
         if output.json { try Output.json(report); return }
-        print("Prepared \(prepared.count) scenarios in \(store.directory.path): \(report.keysGenerated) keys generated, \(report.certificatesIssued) certificates issued (\(String(format: "%.1f", report.seconds)) s).")
+        print("Prepared \(prepared.count) scenario\(prepared.count == 1 ? "" : "s") in \(store.directory.path): \(report.keysGenerated) key\(report.keysGenerated == 1 ? "" : "s") generated, \(report.certificatesIssued) certificate\(report.certificatesIssued == 1 ? "" : "s") issued (\(String(format: "%.1f", report.seconds)) s).")
         for (name, reason) in unsupported.sorted(by: { $0.key < $1.key }) { print("Not served: \(name): \(reason)") }
     }
 }

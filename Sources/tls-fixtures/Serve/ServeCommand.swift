@@ -97,12 +97,15 @@ struct ServeCommand: AsyncParsableCommand {
         // ArgumentParser wraps what validate() throws, so the flags go into library errors here rather than in main.
         let catalog = try FlagHints.translating {
             _ = try FixtureDomains.normalize(domains)
-            return try source.catalog()
+            let catalog = try source.catalog()
+            _ = try catalog.scenarios(named: names)
+            return catalog
         }
-        _ = try catalog.scenarios(named: names)
         _ = try connectionSink()
-        if let highest = catalog.scenarios.compactMap({ catalog.port(of: $0, portBase: portBase) }).max(), highest > 65_535 {
-            throw CLIError("--port-base \(portBase) puts scenario ports above 65535; use a base of at most \(65_535 - (highest - portBase))")
+        let highest = catalog.highestPort(portBase: portBase)
+        if highest > 65_535 {
+            throw CLIError("--port-base \(portBase) puts ports above 65535 (the scenarios' and the OCSP responder's, up to "
+                           + "base + \(highest - portBase)); use a base of at most \(65_535 - (highest - portBase))")
         }
     }
 
@@ -110,12 +113,21 @@ struct ServeCommand: AsyncParsableCommand {
         let catalog = try source.catalog()
         let scenarios = names.isEmpty ? catalog.scenarios : try catalog.scenarios(named: names)
         if noDashboard { warnings().forEach(Output.error) }
-        let runner = try await ScenarioRunner.start(scenarios, catalog: catalog, store: storeOptions.store,
+        let runner: ScenarioRunner
+        do {
+            runner = try await ScenarioRunner.start(scenarios, catalog: catalog, store: storeOptions.store,
                                                     options: try runnerOptions(), progress: Self.show) { door in
-            // The first line, before any progress: the dashboard answers from now on.
-            if !output.json { print(RunnerReport.dashboardLine(door.dashboardURL)) }
-            fflush(nil)   // A pipe reader sees it now.
-            warnings().forEach(Output.error)
+                // The first line, before any progress: the dashboard answers from now on.
+                if !output.json { print(RunnerReport.dashboardLine(door.dashboardURL)) }
+                fflush(nil)   // A pipe reader sees it now.
+                warnings().forEach(Output.error)
+            }
+        } catch let error as FixtureError where error.code == .portInUse && error.port != nil && error.port == proxyPort {
+            // FlagHints' line names --port-base, which does not move the proxy's own port.
+            throw CLIError("\(error.reason); stop what listens there, or choose another --proxy-port (or leave it out: "
+                           + "the proxy then shares the dashboard's port)")
+        } catch let error as FixtureError where error.code == .addressNotAvailable {
+            throw CLIError(FlagHints.bindLine(error))
         }
         if let warning = runner.descriptorWarning { Output.error(warning) }
         let document = runner.document()
@@ -127,7 +139,7 @@ struct ServeCommand: AsyncParsableCommand {
             let serving = document.scenarios.filter { $0.status == .serving }.count
             let preparing = document.scenarios.filter { $0.status == .preparing }.count
             let later = preparing == 0 ? "" : " (and \(preparing) more once prepared)"
-            print("\nServing \(serving) scenarios\(later). Ctrl-C to stop.")
+            print("\nServing \(serving) scenario\(serving == 1 ? "" : "s")\(later). Ctrl-C to stop.")
         }
         fflush(nil)   // A pipe reader (a test, a script) sees the table now, not at exit.
         let signal = await ShutdownSignal.wait()
@@ -149,9 +161,17 @@ struct ServeCommand: AsyncParsableCommand {
                          + "\(portBase)–\(highest), below 1024 where system services live (22 ssh, 53 DNS, 80 and 443 "
                          + "web); choose a base from 1024 to 32767, such as the default "
                          + "\(ScenarioCatalog.defaultPortBase)")
+        } else if portBase >= Self.ephemeralPortStart {
+            lines.append("warning: --port-base \(portBase) is in Linux's ephemeral range (from \(Self.ephemeralPortStart)), where "
+                         + "the system picks ports for outgoing connections and a fixture's port may be taken; choose a "
+                         + "base from 1024 to \(Self.ephemeralPortStart - 1), such as the default \(ScenarioCatalog.defaultPortBase)")
         }
         return lines
     }
+
+    /// Where Linux's ephemeral port range starts (net.ipv4.ip_local_port_range; IANA's is 49152): the README advises a
+    /// base below it.
+    static let ephemeralPortStart = 32_768
 
     /// The flags as the library's options (checked in `validate()` already).
     private func runnerOptions() throws -> ScenarioRunner.Options {

@@ -1,4 +1,5 @@
 import ArgumentParser
+import Foundation
 import TLSFixtures
 
 /// The one place the CLI puts its flags into the library's errors.
@@ -27,6 +28,8 @@ enum FlagHints {
         .noCA: .instead("run `tls-fixtures ca init\(dir)` (or point --dir / TLS_FIXTURES_CERTS at an existing store)"),
         .storeUnavailable: .instead("choose another with --dir or TLS_FIXTURES_CERTS"),
         .expiredCA: .instead("give `ca init` at least \(CAOptions.minimumDays) --days (3650 by default)"),
+        .weakCAKey: .instead("use --key rsa:\(CAOptions.minimumRSABits) or larger, or leave --key out for EC P-256; "
+                             + "--allow-weak-key makes it anyway (to test that refusal)"),
         .damagedCA: .instead("restore it from a backup, or replace the CA with `tls-fixtures ca init --force\(dir)` (devices "
                              + "that trust the old one must then trust the new one)"),
         .untrustedStore: .also("(--dir or TLS_FIXTURES_CERTS)"),
@@ -43,6 +46,8 @@ enum FlagHints {
             case .instead(let text): return "\(error.reason); \(text)"
             case .also(let text): return "\(error.description) \(text)"
             }
+        case let error as FixtureError where error.code == .addressNotAvailable:
+            return bindLine(error)
         case let error as FixtureError where error.code == .portInUse:
             return "\(error.reason); stop what listens there, or choose other ports (--port-base N)"
         case let error as ScenarioError where error.code == .certificateNameTaken:
@@ -53,6 +58,8 @@ enum FlagHints {
                 + "the next free one"
         case let error as ScenarioError where error.code == .domainNamesDoNotFit:
             return "\(error.reason); serve it without --domain (name the scenarios to serve), or give it fewer extraHosts"
+        case let error as ScenarioError where error.code == .unreadable:
+            return "--scenarios: \(error.reason); give a folder of scenario files (NAME.json) this user can read"
         case let error as ScenarioError where error.code == .unknown:
             return "\(error.reason); `tls-fixtures scenarios list` shows them all"
         case let error as ProbeError where error.code == .unresolvedFixtureName:
@@ -78,6 +85,32 @@ enum FlagHints {
         default:
             return nil
         }
+    }
+
+    /// `serve --bind` with an address this machine does not have.
+    static func bindLine(_ error: FixtureError) -> String {
+        "--bind \(error.address ?? ""): not an address of this machine (\(error.reason)); use 127.0.0.1, ::1 or an address "
+            + "`ip addr` lists"
+    }
+
+    /// Reads the file a flag names (`flag` as the user typed it, such as `--ca`), saying which flag and what to do when
+    /// it cannot: the library's reason names only the file.
+    static func read(_ path: String, flag: String) throws -> Data {
+        do { return try UserFile.read(path) } catch let error as UserFileError {
+            throw CLIError(fileLine(error, flag: flag))
+        }
+    }
+
+    /// The line for a file `flag` names that cannot be read.
+    static func fileLine(_ error: UserFileError, flag: String) -> String {
+        let fix: String
+        switch error.code {
+        case .missing: fix = "check the path (a relative one starts from the current folder)"
+        case .permissionDenied: fix = "make it readable by this user (chmod, chown), or copy it somewhere you can read"
+        case .notRegular: fix = "give the path of a file"
+        default: fix = "give the path of the right file"
+        }
+        return "\(flag) \(error.path): \(error.problem); \(fix)"
     }
 
     /// Runs `body`, turning a library error into the CLI's line. For `validate()`: ArgumentParser wraps what it throws

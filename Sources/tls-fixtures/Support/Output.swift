@@ -55,6 +55,11 @@ struct CLIError: Error, CustomStringConvertible {
 /// Seconds options (`--timeout`, `--handshake-timeout`, …): checked in `validate()` against the library's one range
 /// (`Timeout`), so `inf`, `nan`, `1e20`, `0` or `-1` get one line naming the option instead of a trap or no limit.
 enum SecondsOption {
+    /// Seconds as the user would type them: `31`, not `31.0`; `0.5` as it is.
+    static func text(_ seconds: Double) -> String {
+        seconds.isFinite && seconds == seconds.rounded() && abs(seconds) < 1e15 ? String(Int64(seconds)) : "\(seconds)"
+    }
+
     static func check(_ seconds: Double, _ option: String) throws -> Timeout {
         do { return try Timeout(seconds: seconds, name: option) } catch let error as InvalidTimeout { throw CLIError(error.description) }
     }

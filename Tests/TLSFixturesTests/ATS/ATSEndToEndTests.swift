@@ -158,9 +158,11 @@ struct ATSEndToEndTests {
 
 @Suite("ats commands: input errors and the localhost warning")
 struct ATSCLITests {
-    @Test("malformed plist, a plist without NSAppTransportSecurity, a URL without a host: one-line errors", arguments: [
+    // A plist without NSAppTransportSecurity is not an error: it is ATS's defaults (CLINewUserTrialTests).
+    @Test("malformed plist, an NSAppTransportSecurity that is not a dictionary: one-line errors", arguments: [
         ("<plist><dict><key>broken", ["malformed property list", "plutil -lint"]),
-        ("<?xml version=\"1.0\"?><plist version=\"1.0\"><dict><key>CFBundleName</key><string>App</string></dict></plist>", ["NSAppTransportSecurity"]),
+        ("<?xml version=\"1.0\"?><plist version=\"1.0\"><dict><key>NSAppTransportSecurity</key><string>yes</string></dict></plist>",
+         ["NSAppTransportSecurity is a string", "<dict>"]),
     ])
     func plistErrors(contents: String, fragments: [String]) throws {
         let plist = try TestEnvironment.file(Data(contents.utf8), name: "Info.plist")

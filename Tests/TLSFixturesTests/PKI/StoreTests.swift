@@ -92,9 +92,9 @@ struct StoreTests {
         try ExportWriter.write(ca.certificate.der, to: folder.appendingPathComponent("ca.cer"), force: false)
         _ = try ExportWriter.write(try ca.issueServerCertificate(), name: "leaf", to: folder, force: false)
         #expect(FileSystem.mode(of: folder) == 0o700, "`ca export --out ~/ca.cer` must not open up ~")
-        // A folder it has to create is made readable (0755, less what the umask takes), as exports are meant to be
-        // shared: not the store's 0700.
-        try ExportWriter.write(ca.certificate.der, to: parent.appendingPathComponent("new/ca.cer"), force: false)
+        // A folder it has to create (an out-dir: a file's folder must exist) is made readable (0755, less what the umask
+        // takes), as exports are meant to be shared: not the store's 0700.
+        _ = try ExportWriter.write(try ca.issueServerCertificate(), name: "leaf", to: parent.appendingPathComponent("new"), force: false)
         #expect(FileSystem.mode(of: parent.appendingPathComponent("new")) == 0o755 & ~Self.umask)
     }
 

@@ -97,15 +97,18 @@ struct ValidationGapTests {
                      ("/dev/zero", "it is a device, not a regular file")]
         for (path, reason) in cases {
             Self.expectLine(try TestEnvironment.tlsFixtures(["cert", "show", path], timeout: 20), "cannot read \(path): \(reason)")
+            // A file a flag names: the flag, then what to give instead.
             Self.expectLine(try TestEnvironment.tlsFixtures(["ats", "check", "--plist", path, "https://x.fixtures.test/"], timeout: 20),
-                            "cannot read \(path): \(reason)")
-            Self.expectLine(try TestEnvironment.tlsFixtures(["probe", "127.0.0.1:9", "--ca", path], timeout: 20), "cannot read \(path): \(reason)")
+                            "--plist \(path): \(reason); give the path of a file")
+            Self.expectLine(try TestEnvironment.tlsFixtures(["probe", "127.0.0.1:9", "--ca", path], timeout: 20),
+                            "--ca \(path): \(reason); give the path of a file")
         }
         // A scenario folder holding a pipe named like a scenario file.
         let scenarios = TestEnvironment.temporaryDirectory("fifoscenario")
         #expect(mkfifo(scenarios.appendingPathComponent("a.json").path, 0o600) == 0)
         Self.expectLine(try TestEnvironment.tlsFixtures(["scenarios", "list", "--scenarios", scenarios.path], timeout: 20),
-                        "cannot read scenarios from \(scenarios.path)/a.json: it is a named pipe (FIFO), not a regular file")
+                        "--scenarios: cannot read scenarios from \(scenarios.path)/a.json: it is a named pipe (FIFO), not a regular file; "
+                            + "give a folder of scenario files (NAME.json) this user can read")
     }
 
     @Test("a binary plist nested 1,000 deep is named for what it is, not \"Unexpected character b\"")
