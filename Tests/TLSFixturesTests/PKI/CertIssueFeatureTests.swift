@@ -210,6 +210,8 @@ struct CertIssueFeatureTests {
         let (store, root, out) = try Self.newStore()
         let files = ["crt": out.appendingPathComponent("site.crt").path, "key": out.appendingPathComponent("private/site.key").path,
                      "p12": out.appendingPathComponent("site.pfx").path, "bundle": out.appendingPathComponent("site-bundle.pem").path]
+        // A file's folder must exist (a missing one is refused: CLINewUserTrialTests.outputFolders); the user makes it.
+        try FileManager.default.createDirectory(at: out.appendingPathComponent("private"), withIntermediateDirectories: true)
         _ = try Self.issue(store, ["--name", "site", "--host", "site.test", "--issuer", "intermediate", "--cert-file", files["crt"]!,
                                    "--key-file", files["key"]!, "--p12-file", files["p12"]!, "--bundle-file", files["bundle"]!])
         _ = try Self.judge(files["crt"]!, roots: root, name: "site.test")
