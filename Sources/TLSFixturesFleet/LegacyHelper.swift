@@ -18,12 +18,12 @@ package enum LegacyHelper {
 
     /// `$TLS_FIXTURES_LEGACY_HELPER` (`none`: no helper), else the helper of the checkout this executable was built in
     /// (found by walking up from it, as `.build/…/tls-fixtures` sits beside `.build-legacy/`); nil when there is none.
-    package static func locate(executable: URL? = Bundle.main.executableURL) -> URL? {
+    package static func locate(executable: URL? = nil) -> URL? {
         let fileManager = FileManager.default
         if let path = ProcessInfo.processInfo.environment[environmentVariable], !path.isEmpty {
             return path != "none" && fileManager.isExecutableFile(atPath: path) ? URL(fileURLWithPath: path) : nil
         }
-        var directory = executable?.resolvingSymlinksInPath().deletingLastPathComponent()
+        var directory = (executable ?? runningExecutable)?.resolvingSymlinksInPath().deletingLastPathComponent()
         for _ in 0..<6 {
             guard let current = directory else { break }
             let candidate = current.appendingPathComponent(relativePath)
@@ -31,6 +31,18 @@ package enum LegacyHelper {
             directory = current.deletingLastPathComponent()
         }
         return nil
+    }
+
+    /// This process's executable. On Linux from `/proc/self/exe`, not Foundation's `Bundle.main`, which traps when the
+    /// executable's folder is one this user may not read (a binary run by another user from a 0700 checkout).
+    private static var runningExecutable: URL? {
+        #if os(Linux)
+        // darwin-lint: allow proc — Linux only
+        guard let path = try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe") else { return nil }
+        return URL(fileURLWithPath: path)
+        #else
+        return Bundle.main.executableURL
+        #endif
     }
 }
 

@@ -516,7 +516,9 @@ struct ServeEndToEndTests {
         let process = Process()
         process.executableURL = URL(fileURLWithPath: "/usr/bin/setpriv")
         process.arguments = ["--reuid=65534", "--regid=65534", "--clear-groups", TestEnvironment.cli, "serve"] + arguments
-        process.environment = ["HOME": "/tmp", "PATH": ProcessInfo.processInfo.environment["PATH"] ?? "/usr/bin:/bin"]
+        // The tests' child environment (no legacy helper looked for: finding one asks Foundation's Bundle.main, which
+        // traps when the executable's folder is one nobody may not read, as a CI clone in a 0700 folder is).
+        process.environment = TestEnvironment.childEnvironment(TestEnvironment.nobodyEnvironment)
         process.standardOutput = try FileHandle(forWritingTo: log)
         process.standardError = process.standardOutput
         try process.run()

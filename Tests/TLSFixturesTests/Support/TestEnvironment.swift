@@ -110,19 +110,24 @@ enum TestEnvironment {
         try Subprocess.run([cli] + arguments, environment: environment, timeout: timeout)
     }
 
+    /// What a CLI run as "nobody" gets beside `childEnvironment`: `HOME=/tmp`, and a sanitizer's `log_path` (under
+    /// `.build-*`, which nobody may not reach) swapped for standard error.
+    static var nobodyEnvironment: [String: String] {
+        var environment = ["HOME": "/tmp"]
+        for name in ["ASAN_OPTIONS", "TSAN_OPTIONS"] {
+            guard let options = ProcessInfo.processInfo.environment[name] else { continue }
+            environment[name] = options.split(separator: ":").map { $0.hasPrefix("log_path=") ? "log_path=stderr" : String($0) }
+                .joined(separator: ":")
+        }
+        return environment
+    }
+
     /// Runs the CLI as "nobody" (uid 65534) when `asNobody`, else as the current user, with `HOME=/tmp`. Tests of
     /// unreadable and read-only stores need it when they run as root, because root ignores permission bits.
     /// "nobody" may not reach this checkout (a CI clone can sit in a 0700 directory), so a sanitizer's `log_path` under
     /// `.build-*` is swapped for standard error: a report then shows in the output these tests check, and fails them.
     static func tlsFixtures(asNobody: Bool, _ arguments: [String]) throws -> Subprocess.Result {
-        var environment = ["HOME": "/tmp"]
-        if asNobody {
-            for name in ["ASAN_OPTIONS", "TSAN_OPTIONS"] {
-                guard let options = ProcessInfo.processInfo.environment[name] else { continue }
-                environment[name] = options.split(separator: ":").map { $0.hasPrefix("log_path=") ? "log_path=stderr" : String($0) }
-                    .joined(separator: ":")
-            }
-        }
+        let environment = asNobody ? nobodyEnvironment : ["HOME": "/tmp"]
         let prefix = asNobody ? ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups"] : []
         return try Subprocess.run(prefix + [cli] + arguments, environment: environment, timeout: 120)
     }
