@@ -230,7 +230,12 @@ package struct TrustStores: Sendable {
                 throw unavailable(.system, file.path, error.problem ?? error.reason)
             }
         }
-        try runChecked(plan.tool, plan.arguments)
+        do { try runChecked(plan.tool, plan.arguments) } catch {
+            // The tool refused (a half-made root, say): the file it was given would otherwise stay behind and be picked
+            // up, unasked, by the next update of that store. Take it back out; a copy that was there before stays.
+            if !already { try? FileManager.default.removeItem(at: file) }
+            throw error
+        }
         return Outcome(store: .system, location: file.path, action: already ? "already installed" : "installed")
     }
 

@@ -122,6 +122,21 @@ struct LinuxTrustTests {
         #expect(try StoreSafetyTests.snapshot(root) == before, "a refused install changed the system store")
     }
 
+    /// A root update-ca-certificates cannot work in (here: empty, so it cannot enter etc/ssl/certs) fails the install
+    /// with the tool's own words, and the certificate file written for it is taken back out: left there, the next
+    /// update of that store, by anyone, would trust the CA unasked.
+    @Test("a system install the update tool refuses fails in one line and leaves no certificate file behind")
+    func refusedUpdateRollsBack() throws {
+        try #require(Self.updateCACertificates != nil, "Debian's ca-certificates package (update-ca-certificates) is needed")
+        let store = TestEnvironment.temporaryDirectory("install-rollback").path
+        #expect(try TestEnvironment.tlsFixtures(["ca", "init", "--dir", store]).status == 0)
+        let root = TestEnvironment.temporaryDirectory("trust-root-empty")
+        let refused = try TestEnvironment.tlsFixtures(["ca", "install", "--dir", store, "--system", "--trust-root", root.path])
+        CLIInputTests.expectOneLineError(refused, mentioning: ["update-ca-certificates", "failed", "etc/ssl/certs"])
+        let left = FileManager.default.enumerator(atPath: root.path)?.compactMap { $0 as? String }.filter { $0.hasSuffix(".crt") }
+        #expect(left == [], "a refused install left \(left ?? []) in the system store")
+    }
+
     @Test("the macOS keychain: add-trusted-cert to the login keychain, then remove-trusted-cert and delete-certificate by SHA-1 (seam)")
     func keychainThroughTheSeam() throws {
         let ca = try CertificateAuthority.ephemeral()
