@@ -1,5 +1,6 @@
 import Foundation
 import TLSFixturesFleet
+import TLSFixturesRunner
 import TLSFixturesWire
 
 /// Where `serve` writes each connection as it ends: a line of text on standard error (`--log-connections`), and the
@@ -73,6 +74,18 @@ package final class ConnectionEventSink: @unchecked Sendable {
         defer { lock.unlock() }
         if let line { FileHandle.standardError.write(Data(line.utf8)) }
         if let json { try? file?.write(contentsOf: json) }
+    }
+
+    /// Whether requests the proxy refused are wanted: the text log only (`--connection-log`'s lines are each one
+    /// fixture connection's record, and a refused proxy request never reached a fixture).
+    package var wantsProxyRefusals: Bool { text }
+
+    package func write(_ refusal: ProxyRefusal) {
+        guard text else { return }
+        let line = refusal.line + "\n"
+        lock.lock()
+        defer { lock.unlock() }
+        FileHandle.standardError.write(Data(line.utf8))
     }
 }
 

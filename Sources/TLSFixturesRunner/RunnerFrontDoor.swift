@@ -52,6 +52,8 @@ package final class RunnerFrontDoor: Sendable {
         package var headerTimeout: TimeAmount = .seconds(20)
         package var maximumConnections: Int? = nil
         package var logger = Logger(label: "tls-fixtures.runner")
+        /// Told each proxy request answered with an error rather than reaching a fixture.
+        package var proxyRefused: (@Sendable (ProxyRefusal) -> Void)? = nil
 
         package init(port: Int) { self.port = port }
     }
@@ -87,7 +89,7 @@ package final class RunnerFrontDoor: Sendable {
         let ownProxyPort = options.proxyPort != nil
         let services = RunnerServices(
             controlAPI: controlAPI, proxy: ownProxyPort ? nil : proxyPolicy, proxyElsewhere: options.proxyPort,
-            allowRemoteClients: options.allowRemoteClients)
+            allowRemoteClients: options.allowRemoteClients, proxyRefused: options.proxyRefused)
         let content = try DashboardContent(fleet: fleet, ca: ca, addresses: addresses)
         let dashboard = try await RunnerListener.listen(
             label: "dashboard", port: options.port, bindAddresses: options.bindAddresses,
@@ -95,7 +97,8 @@ package final class RunnerFrontDoor: Sendable {
         var proxy: RunnerListener? = nil
         if let proxyPort = options.proxyPort {
             let proxyServices = RunnerServices(
-                controlAPI: nil, proxy: proxyPolicy, allowRemoteClients: options.allowRemoteClients)
+                controlAPI: nil, proxy: proxyPolicy, allowRemoteClients: options.allowRemoteClients,
+                proxyRefused: options.proxyRefused)
             do {
                 proxy = try await RunnerListener.listen(
                     label: "proxy", port: proxyPort, bindAddresses: options.bindAddresses, limits: limits,

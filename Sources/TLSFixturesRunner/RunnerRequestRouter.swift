@@ -17,6 +17,8 @@ struct RunnerServices: Sendable {
     var proxyElsewhere: Int?
     /// Serve the API and the proxy to clients on other machines too (`serve --allow-remote-clients`).
     var allowRemoteClients = false
+    /// Told each proxy request answered with an error rather than reaching a fixture.
+    var proxyRefused: (@Sendable (ProxyRefusal) -> Void)? = nil
 }
 
 /// The HTTP handlers a CONNECT takes out of the pipeline once the tunnel is up.
@@ -200,7 +202,7 @@ final class RunnerRequestRouter: ChannelInboundHandler, RemovableChannelHandler 
         let entry: ServedFixture
         switch policy.target(authority: head.uri) {
         case .failure(let refusal):
-            refuse(context, head, HTTPResponseStatus(statusCode: refusal.status), refusal.reason, closing: true)
+            refuseProxying(context, head, HTTPResponseStatus(statusCode: refusal.status), refusal.reason)
             return
         case .success(let found):
             entry = found
@@ -214,7 +216,7 @@ final class RunnerRequestRouter: ChannelInboundHandler, RemovableChannelHandler 
             switch result {
             case .failure(let error):
                 router.state = .idle
-                router.refuse(context, head, .badGateway, "cannot reach the \(entry.scenario) fixture on port \(entry.port): \(error)", closing: true)
+                router.refuseProxying(context, head, .badGateway, "cannot reach the \(entry.scenario) fixture on port \(entry.port): \(error)")
                 router.setReading(context, true)
             case .success(let upstream):
                 Self.noteHop(upstream, authority: head.uri, in: policy.fixtures.proxyHops)
@@ -273,14 +275,13 @@ final class RunnerRequestRouter: ChannelInboundHandler, RemovableChannelHandler 
         let entry: ServedFixture
         switch policy.target(host: host, port: url.port ?? 80) {
         case .failure(let refusal):
-            refuse(context, head, HTTPResponseStatus(statusCode: refusal.status), refusal.reason, closing: true)
+            refuseProxying(context, head, HTTPResponseStatus(statusCode: refusal.status), refusal.reason)
             return
         case .success(let found):
             entry = found
         }
         guard entry.isCleartext else {
-            refuse(context, head, .badRequest, "port \(entry.port) is the \(entry.scenario) fixture, which speaks TLS: use https:// (a CONNECT through the proxy)",
-                   closing: true)
+            refuseProxying(context, head, .badRequest, "port \(entry.port) is the \(entry.scenario) fixture, which speaks TLS: use https:// (a CONNECT through the proxy)")
             return
         }
         var upstreamHead = HTTPRequestHead(version: .http1_1, method: head.method, uri: Self.originForm(url))
@@ -352,6 +353,14 @@ final class RunnerRequestRouter: ChannelInboundHandler, RemovableChannelHandler 
             router.queued = []
             for part in waiting { router.process(context, part) }
         }
+    }
+
+    /// A proxy request that will not reach a fixture: refused, and told to `proxyRefused` (the fixtures never see it).
+    private func refuseProxying(_ context: ChannelHandlerContext, _ head: HTTPRequestHead, _ status: HTTPResponseStatus, _ reason: String) {
+        services.proxyRefused?(ProxyRefusal(request: "\(head.method.rawValue) \(head.uri.escapingControlCharacters)",
+                                            peer: ConnectionRecorder.describe(context.channel.remoteAddress),
+                                            status: Int(status.code), reason: reason))
+        refuse(context, head, status, reason, closing: true)
     }
 
     private func refuse(_ context: ChannelHandlerContext, _ head: HTTPRequestHead, _ status: HTTPResponseStatus, _ reason: String,

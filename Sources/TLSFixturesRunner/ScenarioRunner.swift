@@ -27,6 +27,8 @@ package final class ScenarioRunner: Sendable {
         package var proxyPort: Int? = nil
         /// Let clients on other machines use the control API and the proxy (loopback only by default).
         package var allowRemoteClients = false
+        /// Told each request the proxy answers with an error instead of reaching a fixture (`serve --log-connections`).
+        package var proxyRefused: (@Sendable (ProxyRefusal) -> Void)? = nil
 
         package init() {}
 
@@ -63,6 +65,7 @@ package final class ScenarioRunner: Sendable {
                 door.bindAddresses = options.bindAddresses
                 door.proxyPort = options.proxyPort
                 door.allowRemoteClients = options.allowRemoteClients
+                door.proxyRefused = options.proxyRefused
                 door.idleTimeout = options.idleTimeout
                 door.headerTimeout = options.headerTimeout
                 door.maximumConnections = options.maximumConnections

@@ -44,7 +44,7 @@ package final class ConnectionRecorder {
     }
 
     /// `127.0.0.1:52114`, `[::1]:52114`.
-    static func describe(_ address: SocketAddress?) -> String {
+    package static func describe(_ address: SocketAddress?) -> String {
         guard let address, let ip = address.ipAddress, let port = address.port else {
             return address?.description ?? "?"
         }

@@ -429,6 +429,10 @@ struct ServeEndToEndTests {
         defer { serve.kill() }
         _ = try #require(try serve.document(timeout: 120), "serve did not start: \(serve.errors)")
         let root = store.certificatePath(.root).path
+        // A misspelled name through the proxy reaches no fixture: the proxy refuses it, and says so on standard error.
+        let misspelled = try Subprocess.run(["curl", "-sS", "--cacert", root, "--proxy", "http://127.0.0.1:\(base)",
+                                             "https://expird.fixtures.test:\(base + 31)/"])
+        #expect(misspelled.status == 56 && misspelled.stderr.contains("403"), "\(misspelled.combined)")
         let accepted = try Subprocess.run(["curl", "-sS", "--cacert", root, "-o", "/dev/null", "-w", "%{http_code}",
                                            "https://localhost:\(base + 1)/"])
         #expect(accepted.stdout == "200", "\(accepted.combined)")
@@ -467,6 +471,10 @@ struct ServeEndToEndTests {
         #expect(serve.errors.contains("ats-compliant :\(base + 1) #1 127.0.0.1:"), "\(serve.errors)")
         #expect(serve.errors.contains("expired :\(base + 31) #1 "), "\(serve.errors)")
         #expect(serve.errors.contains(bad.record.summary), "\(serve.errors)")
+        // The proxy's refusal is a line of its own (it is no fixture's connection, so not in the JSON Lines file: the
+        // user's line and the two connections above are all it holds).
+        #expect(serve.errors.contains("proxy: CONNECT expird.fixtures.test:\(base + 31) from 127.0.0.1:")
+                && serve.errors.contains("refused (403): port \(base + 31) is the expired fixture"), "\(serve.errors)")
         // The JSON document on standard output stays one document.
         #expect(try serve.document(timeout: 1) != nil)
     }
