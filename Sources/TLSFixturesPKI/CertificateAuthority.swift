@@ -61,7 +61,7 @@ public final class CertificateAuthority: Sendable {
         let end = certificate.notAfter
         let day = ISO8601DateFormatter.string(from: end, timeZone: TimeZone(identifier: "UTC")!, formatOptions: [.withFullDate])
         let which = "\(name)" + (store.map { " in \($0)" } ?? "") + " (\(certificate.commonName ?? certificate.subject))"
-        let fix = "replace it with `tls-fixtures ca init --force` (initializeCA(ifExists: .replace)), then trust the new one where the old one was trusted"
+        let fix = "replace it with `tls-fixtures ca init --force` (from Swift: initializeCA(ifExists: .replace)), then trust the new one where the old one was trusted"
         if end <= now {
             return "\(which) expired on \(day): clients refuse every certificate it signed (\"certificate has expired\"); \(fix)"
         }
@@ -79,8 +79,8 @@ public final class CertificateAuthority: Sendable {
         guard key.type == .rsa, key.bits < CAOptions.minimumRSABits else { return nil }
         let which = "\(name)" + (store.map { " in \($0)" } ?? "") + " (\(certificate.commonName ?? certificate.subject))"
         return "\(which) has an RSA-\(key.bits) key: default OpenSSL clients (curl, Python, Node) refuse every certificate it "
-            + "signed (\"CA certificate key too weak\"); replace it with `tls-fixtures ca init --force` (initializeCA(ifExists: "
-            + ".replace)), then trust the new one where the old one was trusted"
+            + "signed (\"CA certificate key too weak\"); replace it with `tls-fixtures ca init --force` (from Swift: "
+            + "initializeCA(ifExists: .replace)), then trust the new one where the old one was trusted"
     }
 
     /// Default subject for a CA made on this machine: who and where, so a device's list of trusted roots tells

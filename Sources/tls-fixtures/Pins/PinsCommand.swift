@@ -6,7 +6,7 @@ import TLSFixturesCLISupport
 struct PinsCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "pins",
-        abstract: "Pins for your app: an NSPinnedDomains snippet, a TrustKit configuration, and .cer files.",
+        abstract: "Pins for your app: an NSPinnedDomains snippet, .cer files, and with --domain a TrustKit configuration.",
         discussion: """
             Without a scenario: the published pins every pinning scenario is judged against — the `pinned` leaf key, \
             the built-in CA, and a backup key no server uses (TrustKit requires two pins). With a scenario: that \
@@ -15,9 +15,9 @@ struct PinsCommand: AsyncParsableCommand {
             certificate (client-cert-required), also the client identity: its certificate and key files and a .p12 \
             of both (exports/client.p12).
 
-            TrustKit refuses names outside the public suffix list, NAME.fixtures.test among them: with --domain (the \
-            domain `serve --domain` serves), the configurations are for NAME.DOMAIN and the leaf .cer is the one that \
-            names it.
+            TrustKit refuses names outside the public suffix list, NAME.fixtures.test among them, so its configuration \
+            comes with --domain only (the domain `serve --domain` serves): then both configurations are for \
+            NAME.DOMAIN and the leaf .cer is the one that names it.
             """
     )
 
@@ -55,11 +55,13 @@ struct PinsCommand: AsyncParsableCommand {
         print(try PinFormats.pinnedDomainsPlistXML(material.pinSet))
         print("\nTrustKit:\n")
         if domains.isEmpty {
+            // A configuration for this name would only be refused at TrustKit's start: say how to get one it takes.
             let command = "tls-fixtures pins \(scenario) --domain DOMAIN\(storeOptions.dirArgument)"
             print("TrustKit refuses \(material.domain): .test is not on the public suffix list. Serve the fixtures under a "
-                  + "domain of your own (`serve --domain DOMAIN`) and run `\(command)`.\n")
+                  + "domain of your own (`serve --domain DOMAIN`) and run `\(command)` for its configuration.")
+        } else {
+            print(try PinFormats.trustKitSwift(material.pinSet))
         }
-        print(try PinFormats.trustKitSwift(material.pinSet))
         print("\nCertificates for AFNetworking / Alamofire bundles (DER):")
         print("  \(material.caCertificateFile)")
         print("  \(material.leafCertificateFile)")

@@ -81,8 +81,10 @@ struct DomainPathTests {
         let store = try Self.domainStore()
         let plain = try TestEnvironment.tlsFixtures(["pins", "pinned", "--dir", store.path])
         #expect(plain.status == 0, "\(plain.combined)")
-        // Without a domain the TrustKit block is for a .test name, and the output says how to get one TrustKit takes.
+        // Without a domain there is no TrustKit block (TrustKit would refuse a .test name at its start): the output says
+        // how to get one TrustKit takes.
         #expect(plain.stdout.contains("TrustKit refuses pinned.fixtures.test"), "\(plain.stdout)")
+        #expect(!plain.stdout.contains("kTSKPinnedDomains"), "a TrustKit configuration for a .test name: \(plain.stdout)")
         #expect(plain.stdout.contains("pins pinned --domain DOMAIN --dir \(store.path)"), "\(plain.stdout)")
 
         let pins = try TestEnvironment.tlsFixtures(["pins", "pinned", "--domain", Self.domain, "--dir", store.path])
