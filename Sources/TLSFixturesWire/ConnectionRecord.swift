@@ -142,6 +142,8 @@ public struct ConnectionRecord: Sendable, Hashable, Codable, Identifiable {
                 ? "the handshake is still in progress" : "it closed before any TLS outcome was recorded"
         case .cleartext?:
             text = "a plain HTTP connection (no TLS)"
+        case .unrecognized(let kind)?:
+            text = "an outcome this version of TLSFixturesClient does not know (\"\(kind)\"): the runner is newer"
         case .handshakeCompleted(let handshake)?:
             text = "the handshake completed (\(handshake.protocol), \(handshake.cipher))"
         case .alertReceived(let alert, let phase)?:

@@ -10,7 +10,8 @@ extension ConnectionRecord {
     /// `{"kind": "closedWithoutAlert", "phase": "beforeClientHello"}`, `{"kind": "timedOut", "phase": …}`,
     /// `{"kind": "notTLS", "firstBytes": "GET / HTTP/1.1", "reason": "http request"}`, `{"kind": "cleartext"}`. Every
     /// key a kind has is present, `null` when it has no value (`"reason": null`, `"group": null`); decoding takes such a
-    /// key absent too.
+    /// key absent too. A kind this version does not know (from a newer runner) decodes as `unrecognized`, so the rest
+    /// of a connection list still reads.
     public enum Outcome: Sendable, Hashable, Codable {
         /// The handshake completed; what was agreed.
         case handshakeCompleted(Handshake)
@@ -32,6 +33,9 @@ extension ConnectionRecord {
         case notTLS(firstBytes: String, reason: String?)
         /// The plain-HTTP scenario: no TLS at all.
         case cleartext
+        /// A kind this version of the package does not know: the runner is newer than this client. Never a refusal or
+        /// an acceptance to `LoadJudge` (`LoadExpectationFailure.Code.unrecognizedOutcome`); update the client.
+        case unrecognized(kind: String)
 
         /// `notTLS`'s `firstBytes` keeps at most this many bytes of what the client sent.
         public static let maximumFirstBytes = 32
@@ -70,6 +74,7 @@ extension ConnectionRecord {
             case .timedOut: return "timedOut"
             case .notTLS: return "notTLS"
             case .cleartext: return "cleartext"
+            case .unrecognized(let kind): return kind
             }
         }
 
@@ -112,8 +117,7 @@ extension ConnectionRecord {
             case "cleartext":
                 self = .cleartext
             default:
-                throw DecodingError.dataCorruptedError(forKey: .kind, in: c,
-                                                       debugDescription: "unknown outcome kind \"\(kind)\"")
+                self = .unrecognized(kind: kind)
             }
         }
 
@@ -138,7 +142,7 @@ extension ConnectionRecord {
             case .notTLS(let firstBytes, let reason):
                 try c.encode(firstBytes, forKey: .firstBytes)
                 try c.encode(reason, forKey: .reason)
-            case .cleartext:
+            case .cleartext, .unrecognized:
                 break
             }
         }

@@ -38,6 +38,16 @@ public struct LoadExpectationFailure: CodedError {
                                    + "http:// one")
     }
 
+    /// The fixture recorded an outcome this version does not know (`Outcome.unrecognized`): a newer runner. Judging it
+    /// either way could pass a test for the wrong reason.
+    static func unrecognizedOutcome(place: String, evidence: ConnectionRecord, error: ThrownError?) -> LoadExpectationFailure {
+        LoadExpectationFailure(code: .unrecognizedOutcome,
+                               reason: "the client reached \(place), and the fixture recorded \(evidence.summary)"
+                                   + (error.map { " (the load threw \($0))" } ?? ""),
+                               fix: "use the same swift-tls-fixtures version for the runner (tls-fixtures --version) and "
+                                   + "the package your tests link")
+    }
+
     static func accepted(_ reason: String) -> LoadExpectationFailure {
         LoadExpectationFailure(code: .accepted, reason: reason)
     }
@@ -78,6 +88,8 @@ extension ErrorCode where Owner == LoadExpectationFailure {
     /// The load reached the fixture but sent something that is not TLS (plain HTTP to a TLS port), so it neither refused
     /// nor accepted the server.
     public static var notTLS: Self { Self("notTLS") }
+    /// The fixture recorded an outcome this version of the package does not know: the runner is newer than the client.
+    public static var unrecognizedOutcome: Self { Self("unrecognizedOutcome") }
     /// Expected refused: the connection from the load is still open, so how it ends is not known yet.
     public static var stillOpen: Self { Self("stillOpen") }
     /// Expected accepted: the client refused the fixture (or failed after it answered).

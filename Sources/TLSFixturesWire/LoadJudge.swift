@@ -47,6 +47,9 @@ public struct LoadJudge: Sendable {
         let error = ThrownError(thrown)
         guard !records.isEmpty else { return .neverReached(place: place, error: error) }
         let ended = records.filter { $0.endedAt != nil }
+        if let unknown = ended.last(where: \.hasUnrecognizedOutcome) {
+            return .unrecognizedOutcome(place: place, evidence: unknown, error: error)
+        }
         if let notTLS = ended.last(where: { $0.outcome?.kind == "notTLS" }), !ended.contains(where: { $0.outcome?.alert != nil }) {
             return .notTLS(place: place, evidence: notTLS, error: error)
         }
@@ -71,6 +74,7 @@ public struct LoadJudge: Sendable {
                 return .neverReached(place: place, error: error)
             }
             if record.outcome?.kind == "notTLS" { return .notTLS(place: place, evidence: record, error: error) }
+            if record.hasUnrecognizedOutcome { return .unrecognizedOutcome(place: place, evidence: record, error: error) }
             return .refused("the client refused \(place): \(record.summary) (the load threw \(error))")
         }
         if let record = records.last {
@@ -160,5 +164,13 @@ struct ThrownError: CustomStringConvertible {
         default:
             return "check the URL (fixture.url, or fixture.qualifiedURL with its host mapped to 127.0.0.1)"
         }
+    }
+}
+
+extension ConnectionRecord {
+    /// Whether its outcome is one this version does not know (`Outcome.unrecognized`).
+    var hasUnrecognizedOutcome: Bool {
+        if case .unrecognized? = outcome { return true }
+        return false
     }
 }

@@ -45,8 +45,13 @@ struct ConnectionRecordWireTests {
             let decoded = try FixtureAPI.decoder().decode(ConnectionRecord.Outcome.self, from: FixtureAPI.encoder().encode(outcome))
             #expect(decoded == outcome)
         }
+        // A kind from a newer runner decodes as unrecognized (the rest of its list still reads), keeps its name, and
+        // encodes back as that kind; a record without a kind is still an error.
+        let newer = try JSONDecoder().decode(ConnectionRecord.Outcome.self, from: Data(#"{"kind": "exploded", "shards": 3}"#.utf8))
+        #expect(newer == .unrecognized(kind: "exploded") && newer.kind == "exploded")
+        #expect(NSDictionary(dictionary: try Self.json(newer)) == NSDictionary(dictionary: ["kind": "exploded"]))
         #expect(throws: DecodingError.self) {
-            try JSONDecoder().decode(ConnectionRecord.Outcome.self, from: Data(#"{"kind": "exploded"}"#.utf8))
+            try JSONDecoder().decode(ConnectionRecord.Outcome.self, from: Data(#"{"phase": "beforeClientHello"}"#.utf8))
         }
         // A nil detail left out, as older runners wrote it, decodes as nil.
         #expect(try JSONDecoder().decode(ConnectionRecord.Outcome.self, from: Data(
@@ -249,6 +254,28 @@ struct ConnectionRecordWireTests {
     @Test("a refusal expectation names something: an empty one is refused")
     func emptyRefusal() {
         #expect(throws: DecodingError.self) { try JSONDecoder().decode(RefusalExpectation.self, from: Data("{}".utf8)) }
+    }
+
+    /// A newer runner may record an outcome this client cannot read. Counting it as a refusal (it threw, it reached the
+    /// fixture, no request was answered) would pass a "must reject" test on evidence nobody read.
+    @Test("an outcome this version does not know is neither a refusal nor an acceptance: both judges say to match the versions")
+    func unrecognizedOutcomeJudged() throws {
+        let newer = Self.record(.unrecognized(kind: "exploded"))
+        let refused = try #require(Self.judge.refused(thrown: URLError(.secureConnectionFailed), records: [newer]))
+        #expect(refused.code == .unrecognizedOutcome, "\(refused)")
+        #expect(refused.description.contains("\"exploded\"") && refused.description.contains("the runner is newer"), "\(refused)")
+        #expect(refused.fix?.contains("--version") == true)
+        let accepted = try #require(Self.judge.accepted(thrown: URLError(.secureConnectionFailed), records: [newer]))
+        #expect(accepted.code == .unrecognizedOutcome, "\(accepted)")
+        // Beside a known alert it still does not count: the load's last word is the one nobody can read.
+        let alert = Self.record(.alertReceived(.certificateExpired, phase: .afterServerFlight), id: 2)
+        #expect(Self.judge.refused(thrown: URLError(.serverCertificateHasBadDate), records: [alert, newer])?.code == .unrecognizedOutcome)
+        // A list that holds one still decodes whole.
+        var object = try Self.json(alert)
+        object["outcome"] = ["kind": "exploded", "shards": 3]
+        let list = try JSONSerialization.data(withJSONObject: [try Self.json(Self.record(Self.completed)), object])
+        let decoded = try FixtureAPI.decoder().decode([ConnectionRecord].self, from: list)
+        #expect(decoded.map(\.outcome) == [Self.completed, .unrecognized(kind: "exploded")])
     }
 
     @Test("plain HTTP to a TLS fixture is neither a refusal nor an acceptance: both judges say the client did not speak TLS")
