@@ -74,7 +74,7 @@ struct ServeCommand: AsyncParsableCommand {
 
     @Flag(help: ArgumentHelp(
         "Print a line on standard error for each connection to a fixture as it ends: who, through which proxy name, and how it went.",
-        discussion: "For example `expired :9831 #3 127.0.0.1:52114: the client sent certificate_expired(45) after the server's certificate`. `tls-fixtures connections NAME` shows a fixture's last 64 in full."))
+        discussion: "For example `expired :9831 #3 127.0.0.1:52114: the client sent certificate_expired(45) after the server's certificate`. Requests the proxy refused, which reach no fixture, get a line too: `proxy: CONNECT expird.fixtures.test:9831 from 127.0.0.1:52120 refused (403): …`. `tls-fixtures connections NAME` shows a fixture's last 64 in full."))
     var logConnections = false
 
     @Option(help: ArgumentHelp(
@@ -194,6 +194,7 @@ struct ServeCommand: AsyncParsableCommand {
         options.allowRemoteClients = allowRemoteClients
         let sink = try connectionSink()
         if sink.isActive { options.connectionEnded = { sink.write($0) } }
+        if sink.wantsProxyRefusals { options.proxyRefused = { sink.write($0) } }
         return options
     }
 
