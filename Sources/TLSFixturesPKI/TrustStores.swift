@@ -223,7 +223,8 @@ package struct TrustStores: Sendable {
 
     private func installSystem(_ certificate: Certificate, _ plan: SystemPlan) throws -> Outcome {
         let file = plan.directory.appendingPathComponent(fileName(certificate))
-        let already = (try? Data(contentsOf: file)) == certificate.pem
+        let before = try? Data(contentsOf: file)
+        let already = before == certificate.pem
         if !already {
             try FileSystem.createMissingDirectory(plan.directory, mode: 0o755)
             do { try FileSystem.writeAtomically(certificate.pem, to: file, mode: 0o644) } catch let error as PKIError {
@@ -232,8 +233,14 @@ package struct TrustStores: Sendable {
         }
         do { try runChecked(plan.tool, plan.arguments) } catch {
             // The tool refused (a half-made root, say): the file it was given would otherwise stay behind and be picked
-            // up, unasked, by the next update of that store. Take it back out; a copy that was there before stays.
-            if !already { try? FileManager.default.removeItem(at: file) }
+            // up, unasked, by the next update of that store. Put back what was there: nothing, or the file as it was.
+            if !already {
+                if let before {
+                    try? FileSystem.writeAtomically(before, to: file, mode: 0o644)
+                } else {
+                    try? FileManager.default.removeItem(at: file)
+                }
+            }
             throw error
         }
         return Outcome(store: .system, location: file.path, action: already ? "already installed" : "installed")

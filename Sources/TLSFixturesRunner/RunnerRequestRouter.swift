@@ -93,7 +93,12 @@ final class RunnerRequestRouter: ChannelInboundHandler, RemovableChannelHandler 
                 context.close(promise: nil)
             case .body(var bytes):
                 guard body.readableBytes + bytes.readableBytes <= FixtureAPI.maximumBodyBytes else {
-                    refuse(context, head, .payloadTooLarge, "the body is over \(FixtureAPI.maximumBodyBytes) bytes", closing: true)
+                    let reason = "the body is over \(FixtureAPI.maximumBodyBytes) bytes"
+                    if kind == .api {
+                        refuse(context, head, .payloadTooLarge, reason, closing: true)
+                    } else {
+                        refuseProxying(context, head, .payloadTooLarge, reason)
+                    }
                     return
                 }
                 body.writeBuffer(&bytes)
@@ -104,7 +109,11 @@ final class RunnerRequestRouter: ChannelInboundHandler, RemovableChannelHandler 
         case .idle:
             guard case .head(let head) = part else { return }
             if let problem = Self.hostProblem(head) {
-                refuse(context, head, .badRequest, problem, closing: true)
+                if let kind = classify(head), kind != .api {
+                    refuseProxying(context, head, .badRequest, problem)
+                } else {
+                    refuse(context, head, .badRequest, problem, closing: true)
+                }
                 return
             }
             guard let kind = classify(head) else {
@@ -132,8 +141,14 @@ final class RunnerRequestRouter: ChannelInboundHandler, RemovableChannelHandler 
 
     private func dispatch(_ context: ChannelHandlerContext, _ head: HTTPRequestHead, _ body: ByteBuffer, _ kind: Kind) {
         if !services.allowRemoteClients && !Self.isLoopback(context.channel.remoteAddress) {
-            refuse(context, head, .forbidden, "the control API and the proxy answer clients on this machine only "
-                   + "(`serve --allow-remote-clients` lets others in)", closing: true)
+            // A phone or another machine using the proxy: the likeliest refusal nobody would otherwise see.
+            let reason = "the control API and the proxy answer clients on this machine only "
+                + "(`serve --allow-remote-clients` lets others in)"
+            if kind == .api {
+                refuse(context, head, .forbidden, reason, closing: true)
+            } else {
+                refuseProxying(context, head, .forbidden, reason)
+            }
             return
         }
         switch kind {
@@ -264,12 +279,11 @@ final class RunnerRequestRouter: ChannelInboundHandler, RemovableChannelHandler 
     private func forward(_ context: ChannelHandlerContext, _ head: HTTPRequestHead, _ body: ByteBuffer) {
         guard let policy = services.proxy else { proxyNotHere(context, head); return }
         guard let url = URL(string: head.uri), let scheme = url.scheme?.lowercased(), let host = url.host else {
-            refuse(context, head, .badRequest, "\"\(head.uri.escapingControlCharacters)\" is not an absolute http:// URL", closing: true)
+            refuseProxying(context, head, .badRequest, "\"\(ProxyPolicy.shown(head.uri))\" is not an absolute http:// URL")
             return
         }
         guard scheme == "http" else {
-            refuse(context, head, .badRequest, "send https:// through the proxy as CONNECT (what URLSession and curl do), not as \(head.method.rawValue) \(scheme)://",
-                   closing: true)
+            refuseProxying(context, head, .badRequest, "send https:// through the proxy as CONNECT (what URLSession and curl do), not as \(head.method.rawValue) \(scheme)://")
             return
         }
         let entry: ServedFixture
@@ -308,15 +322,22 @@ final class RunnerRequestRouter: ChannelInboundHandler, RemovableChannelHandler 
             upstream.writeAndFlush(HTTPClientRequestPart.end(nil), promise: nil)
         }
         connected.whenFailure { promise.fail($0) }
-        let answer = promise.futureResult.map { forwarded -> HTTPAnswer in
+        let forwarded = promise.futureResult.map { forwarded -> HTTPAnswer in
             var answer = HTTPAnswer(status: forwarded.head.status, contentType: nil, body: Data(forwarded.body.readableBytesView))
             for (name, value) in forwarded.head.headers
             where !["connection", "keep-alive", "transfer-encoding", "content-length", "cache-control"].contains(name.lowercased()) {
                 answer.extraHeaders.append((name, value))
             }
             return answer
-        }.flatMapErrorThrowing { error in
-            HTTPAnswer.text(.badGateway, "cannot reach the \(entry.scenario) fixture on port \(entry.port): \(error)")
+        }
+        let refusal = proxyRefusal(context, head, .badGateway, "")
+        let told = services.proxyRefused
+        let answer = forwarded.flatMapErrorThrowing { error in
+            let reason = "cannot reach the \(entry.scenario) fixture on port \(entry.port): \(error)"
+            var said = refusal
+            said.reason = reason
+            told?(said)
+            return HTTPAnswer.text(.badGateway, reason)
         }
         wait(context, for: answer, head: head)
     }
@@ -357,10 +378,16 @@ final class RunnerRequestRouter: ChannelInboundHandler, RemovableChannelHandler 
 
     /// A proxy request that will not reach a fixture: refused, and told to `proxyRefused` (the fixtures never see it).
     private func refuseProxying(_ context: ChannelHandlerContext, _ head: HTTPRequestHead, _ status: HTTPResponseStatus, _ reason: String) {
-        services.proxyRefused?(ProxyRefusal(request: "\(head.method.rawValue) \(head.uri.escapingControlCharacters)",
-                                            peer: ConnectionRecorder.describe(context.channel.remoteAddress),
-                                            status: Int(status.code), reason: reason))
+        services.proxyRefused?(proxyRefusal(context, head, status, reason))
         refuse(context, head, status, reason, closing: true)
+    }
+
+    /// What `proxyRefused` is told: the request line bounded and escaped as the reasons quote a client's text.
+    private func proxyRefusal(_ context: ChannelHandlerContext, _ head: HTTPRequestHead, _ status: HTTPResponseStatus,
+                              _ reason: String) -> ProxyRefusal {
+        ProxyRefusal(request: "\(head.method.rawValue) \(ProxyPolicy.shown(head.uri))",
+                     peer: ConnectionRecorder.describe(context.channel.remoteAddress),
+                     status: Int(status.code), reason: reason)
     }
 
     private func refuse(_ context: ChannelHandlerContext, _ head: HTTPRequestHead, _ status: HTTPResponseStatus, _ reason: String,

@@ -143,7 +143,8 @@ public struct ConnectionRecord: Sendable, Hashable, Codable, Identifiable {
         case .cleartext?:
             text = "a plain HTTP connection (no TLS)"
         case .unrecognized(let kind)?:
-            text = "an outcome this version of TLSFixturesClient does not know (\"\(kind)\"): the runner is newer"
+            text = "an outcome of kind \"\(kind.escapingControlCharacters.prefix(64))\" that this version of swift-tls-fixtures "
+                + "cannot read: the runner is newer"
         case .handshakeCompleted(let handshake)?:
             text = "the handshake completed (\(handshake.protocol), \(handshake.cipher))"
         case .alertReceived(let alert, let phase)?:

@@ -10,8 +10,8 @@ extension ConnectionRecord {
     /// `{"kind": "closedWithoutAlert", "phase": "beforeClientHello"}`, `{"kind": "timedOut", "phase": …}`,
     /// `{"kind": "notTLS", "firstBytes": "GET / HTTP/1.1", "reason": "http request"}`, `{"kind": "cleartext"}`. Every
     /// key a kind has is present, `null` when it has no value (`"reason": null`, `"group": null`); decoding takes such a
-    /// key absent too. A kind this version does not know (from a newer runner) decodes as `unrecognized`, so the rest
-    /// of a connection list still reads.
+    /// key absent too. A kind this version does not know (from a newer runner), or a known kind whose details it cannot
+    /// read, decodes as `unrecognized`, so the rest of a connection list still reads.
     public enum Outcome: Sendable, Hashable, Codable {
         /// The handshake completed; what was agreed.
         case handshakeCompleted(Handshake)
@@ -93,31 +93,40 @@ extension ConnectionRecord {
         public init(from decoder: Decoder) throws {
             let c = try decoder.container(keyedBy: CodingKeys.self)
             let kind = try c.decode(String.self, forKey: .kind)
+            do {
+                self = try Self.decode(kind, c)
+            } catch {
+                // A known kind with details this version cannot read (a new phase, say) is as unknown as a new kind.
+                self = .unrecognized(kind: kind)
+            }
+        }
+
+        private static func decode(_ kind: String, _ c: KeyedDecodingContainer<CodingKeys>) throws -> Self {
             switch kind {
             case "handshakeCompleted":
-                self = .handshakeCompleted(Handshake(
+                return .handshakeCompleted(Handshake(
                     protocol: try c.decode(String.self, forKey: .protocol),
                     cipher: try c.decode(String.self, forKey: .cipher),
                     group: try c.decodeIfPresent(String.self, forKey: .group),
                     clientCertificate: try c.decode(Bool.self, forKey: .clientCertificate)))
             case "alertReceived":
-                self = .alertReceived(try c.decode(TLSAlert.self, forKey: .alert),
+                return .alertReceived(try c.decode(TLSAlert.self, forKey: .alert),
                                       phase: try c.decode(Phase.self, forKey: .phase))
             case "alertSent":
-                self = .alertSent(try c.decode(TLSAlert.self, forKey: .alert),
+                return .alertSent(try c.decode(TLSAlert.self, forKey: .alert),
                                   reason: try c.decodeIfPresent(String.self, forKey: .reason),
                                   phase: try c.decode(Phase.self, forKey: .phase))
             case "closedWithoutAlert":
-                self = .closedWithoutAlert(phase: try c.decode(Phase.self, forKey: .phase))
+                return .closedWithoutAlert(phase: try c.decode(Phase.self, forKey: .phase))
             case "timedOut":
-                self = .timedOut(phase: try c.decode(Phase.self, forKey: .phase))
+                return .timedOut(phase: try c.decode(Phase.self, forKey: .phase))
             case "notTLS":
-                self = .notTLS(firstBytes: try c.decode(String.self, forKey: .firstBytes),
+                return .notTLS(firstBytes: try c.decode(String.self, forKey: .firstBytes),
                                reason: try c.decodeIfPresent(String.self, forKey: .reason))
             case "cleartext":
-                self = .cleartext
+                return .cleartext
             default:
-                self = .unrecognized(kind: kind)
+                return .unrecognized(kind: kind)
             }
         }
 

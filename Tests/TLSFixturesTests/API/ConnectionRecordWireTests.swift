@@ -53,6 +53,9 @@ struct ConnectionRecordWireTests {
         #expect(throws: DecodingError.self) {
             try JSONDecoder().decode(ConnectionRecord.Outcome.self, from: Data(#"{"phase": "beforeClientHello"}"#.utf8))
         }
+        // A known kind with a detail this version cannot read (a phase added later) is as unreadable as a new kind.
+        #expect(try JSONDecoder().decode(ConnectionRecord.Outcome.self, from: Data(
+            #"{"kind": "alertReceived", "alert": 48, "phase": "duringRenegotiation"}"#.utf8)) == .unrecognized(kind: "alertReceived"))
         // A nil detail left out, as older runners wrote it, decodes as nil.
         #expect(try JSONDecoder().decode(ConnectionRecord.Outcome.self, from: Data(
             #"{"kind": "alertSent", "alert": 50, "phase": "beforeClientHello"}"#.utf8))
@@ -263,7 +266,7 @@ struct ConnectionRecordWireTests {
         let newer = Self.record(.unrecognized(kind: "exploded"))
         let refused = try #require(Self.judge.refused(thrown: URLError(.secureConnectionFailed), records: [newer]))
         #expect(refused.code == .unrecognizedOutcome, "\(refused)")
-        #expect(refused.description.contains("\"exploded\"") && refused.description.contains("the runner is newer"), "\(refused)")
+        #expect(refused.description.contains("\"exploded\"") && refused.description.contains("cannot read: the runner is newer"), "\(refused)")
         #expect(refused.fix?.contains("--version") == true)
         let accepted = try #require(Self.judge.accepted(thrown: URLError(.secureConnectionFailed), records: [newer]))
         #expect(accepted.code == .unrecognizedOutcome, "\(accepted)")

@@ -135,6 +135,15 @@ struct LinuxTrustTests {
         CLIInputTests.expectOneLineError(refused, mentioning: ["update-ca-certificates", "failed", "etc/ssl/certs"])
         let left = FileManager.default.enumerator(atPath: root.path)?.compactMap { $0 as? String }.filter { $0.hasSuffix(".crt") }
         #expect(left == [], "a refused install left \(left ?? []) in the system store")
+        // A file of that name that was there before, with other bytes (the same CA with CRLF line ends, say), is put
+        // back as it was, not deleted.
+        let ca = try CertificateStore(directory: URL(fileURLWithPath: store)).ca().certificate
+        let file = root.appendingPathComponent("usr/local/share/ca-certificates/\(TrustStores().fileName(ca))")
+        let earlier = Data(String(decoding: ca.pem, as: UTF8.self).replacingOccurrences(of: "\n", with: "\r\n").utf8)
+        try earlier.write(to: file)
+        let again = try TestEnvironment.tlsFixtures(["ca", "install", "--dir", store, "--system", "--trust-root", root.path])
+        #expect(again.status != 0, "\(again.combined)")
+        #expect(try Data(contentsOf: file) == earlier, "the file that was there before was not put back as it was")
     }
 
     @Test("the macOS keychain: add-trusted-cert to the login keychain, then remove-trusted-cert and delete-certificate by SHA-1 (seam)")

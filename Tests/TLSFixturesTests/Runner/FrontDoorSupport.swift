@@ -176,14 +176,15 @@ struct FrontDoorConnection {
     static func open(
         _ fleet: FakeFleet, controlAPI: Bool = true, proxy: Bool = true, proxyElsewhere: Int? = nil,
         dashboard: Bool = true,
-        client: String = "127.0.0.1", allowRemoteClients: Bool = false
+        client: String = "127.0.0.1", allowRemoteClients: Bool = false,
+        proxyRefused: (@Sendable (ProxyRefusal) -> Void)? = nil
     ) async throws -> FrontDoorConnection {
         let addresses = FrontDoorAddresses.Box()
         addresses.set(FrontDoorAddresses(dashboard: "http://localhost:9800/", proxy: Self.proxy))
         let services = RunnerServices(
             controlAPI: controlAPI ? ControlAPI(fleet: fleet, proxy: { addresses.value.proxy }) : nil,
             proxy: proxy ? ProxyPolicy(fixtures: fleet) : nil, proxyElsewhere: proxyElsewhere,
-            allowRemoteClients: allowRemoteClients)
+            allowRemoteClients: allowRemoteClients, proxyRefused: proxyRefused)
         let content = dashboard ? try DashboardContent(fleet: fleet, ca: Self.ca, addresses: addresses) : nil
         let channel = NIOAsyncTestingChannel()
         try await channel.testingEventLoop.executeInContext {

@@ -464,6 +464,39 @@ struct FrontDoorTests {
             "\(api.text)")
     }
 
+    /// `serve --log-connections` prints what `proxyRefused` is told: every proxy request that reached no fixture, so a
+    /// load the proxy stopped is never silent. Refusals of the control API are not the proxy's and are not told.
+    @Test("every refused proxy request is told to proxyRefused, with its request, peer and status; API refusals are not")
+    func proxyRefusalsTold() async throws {
+        let fleet = FakeFleet(served: [
+            40_001: ServedFixture(scenario: "expired", port: 40_001, isCleartext: false, address: "127.0.0.1")
+        ])
+        let told = Told()
+        let tell: @Sendable (ProxyRefusal) -> Void = { told.append($0) }
+        _ = try await FrontDoorConnection.open(fleet, proxyRefused: tell)
+            .send("CONNECT", "expird.fixtures.test:40001", headers: ["Host: expird.fixtures.test:40001"])
+        _ = try await FrontDoorConnection.open(fleet, proxyRefused: tell)
+            .send("GET", "https://expired.fixtures.test:40001/", headers: ["Host: expired.fixtures.test:40001"])
+        _ = try await FrontDoorConnection.open(fleet, proxyRefused: tell)
+            .send("GET", "http://expired.fixtures.test:40001/", headers: ["Host: expired.fixtures.test:40001"])
+        _ = try await FrontDoorConnection.open(fleet, client: "192.0.2.7", proxyRefused: tell)
+            .send("CONNECT", "expired.fixtures.test:40001", headers: ["Host: expired.fixtures.test:40001"])
+        _ = try await FrontDoorConnection.open(fleet, proxyRefused: tell)
+            .send("CONNECT", "expired.fixtures.test:40001", headers: ["Host: a", "Host: b"])
+        // Not the proxy's: the API refusing a remote client, a dashboard page that is not there.
+        _ = try await FrontDoorConnection.open(fleet, client: "192.0.2.7", proxyRefused: tell).send("GET", "/api/fixtures")
+        _ = try await FrontDoorConnection.open(fleet, proxyRefused: tell).send("GET", "/nosuch")
+        let lines = told.all.map { "\($0.request) \($0.status) \($0.peer)" }
+        #expect(lines == ["CONNECT expird.fixtures.test:40001 403 127.0.0.1:50000",
+                          "GET https://expired.fixtures.test:40001/ 400 127.0.0.1:50000",
+                          "GET http://expired.fixtures.test:40001/ 400 127.0.0.1:50000",
+                          "CONNECT expired.fixtures.test:40001 403 192.0.2.7:50000",
+                          "CONNECT expired.fixtures.test:40001 400 127.0.0.1:50000"], "\(told.all)")
+        #expect(told.all.first?.line.hasPrefix("proxy: CONNECT expird.fixtures.test:40001 from 127.0.0.1:50000 refused (403): port 40001 is the expired fixture") == true,
+                "\(told.all.first?.line ?? "nothing told")")
+        #expect(told.all.dropFirst(3).first?.reason.contains("--allow-remote-clients") == true)
+    }
+
     @Test("bytes that are not HTTP get one line and a close")
     func notHTTP() async throws {
         let door = try await FrontDoorConnection.open(FakeFleet())
@@ -472,4 +505,12 @@ struct FrontDoorTests {
         #expect(answer.status == 400 && answer.text == "400 not an HTTP request\n", "\(answer.text)")
         #expect(await !door.isOpen)
     }
+}
+
+/// What a front door told, in order.
+private final class Told: @unchecked Sendable {
+    private let lock = NSLock()
+    private var refusals: [ProxyRefusal] = []
+    func append(_ refusal: ProxyRefusal) { lock.withLock { refusals.append(refusal) } }
+    var all: [ProxyRefusal] { lock.withLock { refusals } }
 }
