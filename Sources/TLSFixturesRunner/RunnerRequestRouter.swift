@@ -330,13 +330,17 @@ final class RunnerRequestRouter: ChannelInboundHandler, RemovableChannelHandler 
             }
             return answer
         }
-        let refusal = proxyRefusal(context, head, .badGateway, "")
-        let told = services.proxyRefused
+        // Made only when someone listens: this is every forwarded request's path.
+        let tell = services.proxyRefused.map { told in
+            (told, proxyRefusal(context, head, .badGateway, ""))
+        }
         let answer = forwarded.flatMapErrorThrowing { error in
             let reason = "cannot reach the \(entry.scenario) fixture on port \(entry.port): \(error)"
-            var said = refusal
-            said.reason = reason
-            told?(said)
+            if let (told, made) = tell {
+                var refusal = made
+                refusal.reason = reason
+                told(refusal)
+            }
             return HTTPAnswer.text(.badGateway, reason)
         }
         wait(context, for: answer, head: head)
@@ -378,7 +382,7 @@ final class RunnerRequestRouter: ChannelInboundHandler, RemovableChannelHandler 
 
     /// A proxy request that will not reach a fixture: refused, and told to `proxyRefused` (the fixtures never see it).
     private func refuseProxying(_ context: ChannelHandlerContext, _ head: HTTPRequestHead, _ status: HTTPResponseStatus, _ reason: String) {
-        services.proxyRefused?(proxyRefusal(context, head, status, reason))
+        if let told = services.proxyRefused { told(proxyRefusal(context, head, status, reason)) }
         refuse(context, head, status, reason, closing: true)
     }
 

@@ -1,4 +1,5 @@
 import Foundation
+import NIOConcurrencyHelpers
 import NIOCore
 import Testing
 @testable import TLSFixtures
@@ -508,9 +509,8 @@ struct FrontDoorTests {
 }
 
 /// What a front door told, in order.
-private final class Told: @unchecked Sendable {
-    private let lock = NSLock()
-    private var refusals: [ProxyRefusal] = []
-    func append(_ refusal: ProxyRefusal) { lock.withLock { refusals.append(refusal) } }
-    var all: [ProxyRefusal] { lock.withLock { refusals } }
+private struct Told: Sendable {
+    private let refusals = NIOLockedValueBox<[ProxyRefusal]>([])
+    func append(_ refusal: ProxyRefusal) { refusals.withLockedValue { $0.append(refusal) } }
+    var all: [ProxyRefusal] { refusals.withLockedValue { $0 } }
 }
