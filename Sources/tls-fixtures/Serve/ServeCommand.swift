@@ -153,18 +153,20 @@ struct ServeCommand: AsyncParsableCommand {
             "warning: listening on \(address): these servers are deliberately insecure; anyone who can reach this "
                 + "address can use them"
         }
+        // Up to the OCSP responder at base + 99, as validate() counts them.
+        let highest = (try? source.catalog())?.highestPort(portBase: portBase) ?? portBase
         if portBase < 1024 {
             // Privileged ports (below 1024) belong to system services: 22 is ssh, 53 DNS, 80 and 443 web servers.
-            let catalog = try? source.catalog()
-            let highest = catalog?.scenarios.compactMap { catalog?.port(of: $0, portBase: portBase) }.max() ?? portBase
             lines.append("warning: --port-base \(portBase) puts the dashboard and fixtures on ports "
                          + "\(portBase)–\(highest), below 1024 where system services live (22 ssh, 53 DNS, 80 and 443 "
-                         + "web); choose a base from 1024 to 32767, such as the default "
+                         + "web); choose a base whose ports (base to base + \(highest - portBase)) stay from 1024 to "
+                         + "\(Self.ephemeralPortStart - 1), such as the default \(ScenarioCatalog.defaultPortBase)")
+        } else if highest >= Self.ephemeralPortStart {
+            lines.append("warning: --port-base \(portBase) puts ports up to \(highest) in Linux's ephemeral range (from "
+                         + "\(Self.ephemeralPortStart)), where the system picks ports for outgoing connections and a "
+                         + "fixture's port may be taken; choose a base whose ports (base to base + \(highest - portBase)) "
+                         + "stay from 1024 to \(Self.ephemeralPortStart - 1), such as the default "
                          + "\(ScenarioCatalog.defaultPortBase)")
-        } else if portBase >= Self.ephemeralPortStart {
-            lines.append("warning: --port-base \(portBase) is in Linux's ephemeral range (from \(Self.ephemeralPortStart)), where "
-                         + "the system picks ports for outgoing connections and a fixture's port may be taken; choose a "
-                         + "base from 1024 to \(Self.ephemeralPortStart - 1), such as the default \(ScenarioCatalog.defaultPortBase)")
         }
         return lines
     }
