@@ -49,7 +49,8 @@ struct ProxyPolicy: Sendable {
                     status: 403,
                     reason: "the proxy reaches fixtures by name only, such as \(example): ATS does not apply to "
                         + "\(asked), so a test through the proxy would pass whatever the server does; "
-                        + "https://localhost:PORT/ reaches a fixture directly, without the proxy"))
+                        + "\(served?.isCleartext == true ? "http" : "https")://localhost:PORT/ reaches a fixture directly, "
+                        + "without the proxy"))
         }
         guard Self.isDNSName(host), domains.contains(where: { host.hasSuffix("." + $0) }) else {
             let names = domains.map { "NAME.\($0)" }.joined(separator: ", ")

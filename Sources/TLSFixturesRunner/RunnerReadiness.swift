@@ -36,7 +36,7 @@ package enum RunnerReadiness {
             }
             if NIODeadline.now() + interval >= deadline {
                 throw RunnerError.notReady(
-                    runner, last?.summary ?? "nothing answers there (\(unreachable))", waited: timeout)
+                    runner, last?.summary ?? "nothing answers there (\(unreachable))", waited: timeout, answered: last != nil)
             }
             try await Task.sleep(nanoseconds: UInt64(interval.nanoseconds))
         }

@@ -330,17 +330,12 @@ final class RunnerRequestRouter: ChannelInboundHandler, RemovableChannelHandler 
             }
             return answer
         }
-        // Made only when someone listens: this is every forwarded request's path.
-        let tell = services.proxyRefused.map { told in
-            (told, proxyRefusal(context, head, .badGateway, ""))
-        }
+        // Every forwarded request passes here: the refusal is made only when the forward failed.
+        let told = services.proxyRefused
+        let peer = context.channel.remoteAddress
         let answer = forwarded.flatMapErrorThrowing { error in
             let reason = "cannot reach the \(entry.scenario) fixture on port \(entry.port): \(error)"
-            if let (told, made) = tell {
-                var refusal = made
-                refusal.reason = reason
-                told(refusal)
-            }
+            told?(Self.proxyRefusal(head, peer: peer, .badGateway, reason))
             return HTTPAnswer.text(.badGateway, reason)
         }
         wait(context, for: answer, head: head)
@@ -382,16 +377,15 @@ final class RunnerRequestRouter: ChannelInboundHandler, RemovableChannelHandler 
 
     /// A proxy request that will not reach a fixture: refused, and told to `proxyRefused` (the fixtures never see it).
     private func refuseProxying(_ context: ChannelHandlerContext, _ head: HTTPRequestHead, _ status: HTTPResponseStatus, _ reason: String) {
-        if let told = services.proxyRefused { told(proxyRefusal(context, head, status, reason)) }
+        if let told = services.proxyRefused { told(Self.proxyRefusal(head, peer: context.channel.remoteAddress, status, reason)) }
         refuse(context, head, status, reason, closing: true)
     }
 
     /// What `proxyRefused` is told: the request line bounded and escaped as the reasons quote a client's text.
-    private func proxyRefusal(_ context: ChannelHandlerContext, _ head: HTTPRequestHead, _ status: HTTPResponseStatus,
-                              _ reason: String) -> ProxyRefusal {
+    private static func proxyRefusal(_ head: HTTPRequestHead, peer: SocketAddress?, _ status: HTTPResponseStatus,
+                                     _ reason: String) -> ProxyRefusal {
         ProxyRefusal(request: "\(head.method.rawValue) \(ProxyPolicy.shown(head.uri))",
-                     peer: ConnectionRecorder.describe(context.channel.remoteAddress),
-                     status: Int(status.code), reason: reason)
+                     peer: ConnectionRecorder.describe(peer), status: Int(status.code), reason: reason)
     }
 
     private func refuse(_ context: ChannelHandlerContext, _ head: HTTPRequestHead, _ status: HTTPResponseStatus, _ reason: String,

@@ -131,6 +131,8 @@ package struct RunnerError: CodedError {
     package let code: Code
     package let reason: String
     package let fix: String?
+    /// For `notReady`: whether a runner answered at all (then it is still preparing, and starting one is no fix).
+    package var runnerAnswered = false
 
     /// No scenario asked for can be served (`reasons`: "NAME: why" each).
     static func nothingToServe(_ reasons: [String]) -> RunnerError {
@@ -142,11 +144,14 @@ package struct RunnerError: CodedError {
 
     /// The runner at `url` was still not ready after `waited` seconds: `what` (its health's summary, or why nothing
     /// answered).
-    static func notReady(_ url: URL, _ what: String, waited: TimeInterval) -> RunnerError {
-        RunnerError(
+    static func notReady(_ url: URL, _ what: String, waited: TimeInterval, answered: Bool) -> RunnerError {
+        var error = RunnerError(
             code: .notReady,
             reason: "the runner at \(url.absoluteString) is not ready after \(Self.seconds(waited)): \(what)",
-            fix: "wait longer (a first run makes an RSA-8192 key: about a minute), or start `tls-fixtures serve` there")
+            fix: "wait longer (a first run makes an RSA-8192 key: about a minute)"
+                + (answered ? "" : ", or start `tls-fixtures serve` there"))
+        error.runnerAnswered = answered
+        return error
     }
 
     private static func seconds(_ value: TimeInterval) -> String {

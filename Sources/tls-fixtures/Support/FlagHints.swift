@@ -73,7 +73,7 @@ enum FlagHints {
             return "\(error.reason); name scenarios this OpenSSL supports (`tls-fixtures scenarios list`)"
         case let error as RunnerError where error.code == .notReady:
             return "\(error.reason); wait longer (--timeout SECONDS: a first run makes an RSA-8192 key, about a "
-                + "minute), or start `tls-fixtures serve` there"
+                + "minute)" + (error.runnerAnswered ? "" : ", or start `tls-fixtures serve` there")
         case let error as RunnerError where error.code == .willNotServe:
             return "\(error.reason); wait for scenarios it serves (--scenario NAME), or serve the one you need"
         case let error as LegacyHelperError:

@@ -115,6 +115,11 @@ struct FirstRunReadinessTests {
         #expect(all.status == 1 && all.stderr.contains("is not ready after 5 s: still preparing ")
                 && all.stderr.contains("slow-dh"), "\(all.combined)")
         #expect(all.stderr.split(separator: "\n").count == 1 && all.stderr.contains("--timeout"), "\(all.stderr)")
+        // A runner answered, so starting one there is no fix; where nothing answers, it is.
+        #expect(!all.stderr.contains("start `tls-fixtures serve` there"), "\(all.stderr)")
+        let nobody = try TestEnvironment.tlsFixtures(["wait", "http://localhost:\(try Ports.freeRange(count: 1))", "--timeout", "1"])
+        #expect(nobody.status == 1 && nobody.stderr.contains("nothing answers there")
+                && nobody.stderr.contains("start `tls-fixtures serve` there"), "\(nobody.combined)")
         let never = try TestEnvironment.tlsFixtures(["wait", url, "--scenario", "ssl-v3", "--timeout", "60"])
         #expect(never.status == 1 && never.stderr.contains("ssl-v3 will not be served"), "\(never.combined)")
         let json = try TestEnvironment.tlsFixtures(["wait", url, "--scenario", "expired", "--json"])
