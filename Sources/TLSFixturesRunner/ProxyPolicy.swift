@@ -109,11 +109,7 @@ struct ProxyPolicy: Sendable {
     static func isDigit(_ byte: UInt8) -> Bool { (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(byte) }
 
     /// What the client sent, for a refusal: control characters escaped, and cut short (a name may be megabytes).
-    static func shown(_ text: String) -> String {
-        let limit = 80
-        let cut = text.count > limit ? String(text.prefix(limit)) + "…" : text
-        return cut.escapingControlCharacters
-    }
+    static func shown(_ text: String) -> String { text.quotedForMessage() }
 
     /// `host:port` or `[v6]:port`; an unbracketed IPv6 address (`::1:9801`) is not an authority (RFC 3986 §3.2.2).
     static func split(_ authority: String) -> (String, Int)? {

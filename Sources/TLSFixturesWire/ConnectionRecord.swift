@@ -143,7 +143,7 @@ public struct ConnectionRecord: Sendable, Hashable, Codable, Identifiable {
         case .cleartext?:
             text = "a plain HTTP connection (no TLS)"
         case .unrecognized(let kind)?:
-            text = "an outcome of kind \"\(kind.escapingControlCharacters.prefix(64))\" that this version of swift-tls-fixtures "
+            text = "an outcome of kind \"\(kind.quotedForMessage(limit: 64))\" that this version of swift-tls-fixtures "
                 + "cannot read: the runner is newer"
         case .handshakeCompleted(let handshake)?:
             text = "the handshake completed (\(handshake.protocol), \(handshake.cipher))"

@@ -17,6 +17,12 @@ extension String {
         }
         return String(out)
     }
+
+    /// At most `limit` characters of the text, then `…`, with control characters escaped after the cut (so no escape
+    /// is split): how a message quotes what a client or a runner sent.
+    package func quotedForMessage(limit: Int = 80) -> String {
+        (count > limit ? String(prefix(limit)) + "…" : self).escapingControlCharacters
+    }
 }
 
 private extension Unicode.Scalar {

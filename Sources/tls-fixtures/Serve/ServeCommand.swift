@@ -126,8 +126,6 @@ struct ServeCommand: AsyncParsableCommand {
             // FlagHints' line names --port-base, which does not move the proxy's own port.
             throw CLIError("\(error.reason); stop what listens there, or choose another --proxy-port (or leave it out: "
                            + "the proxy then shares the dashboard's port)")
-        } catch let error as FixtureError where error.code == .addressNotAvailable {
-            throw CLIError(FlagHints.bindLine(error))
         }
         if let warning = runner.descriptorWarning { Output.error(warning) }
         let document = runner.document()
