@@ -193,7 +193,7 @@ extension FixtureFleet: FleetCommands {
         let store = store
         let table = table
         let made = try await lanes.run(
-            slow: Self.slowWork(of: scenario, store: store, storage: storage) != nil, scenario: scenario.name,
+            slow: store.slowWork(preparing: scenario, storage: storage) != nil, scenario: scenario.name,
             stopping: { table.withLockedValue(\.stopping) }
         ) {
             try store.prepare(scenario, domains: domains, storage: storage)

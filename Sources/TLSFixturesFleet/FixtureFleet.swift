@@ -181,8 +181,8 @@ package final class FixtureFleet: Sendable {
         try options.fixtureConfiguration(port: 0).validate()
         var options = options
         options.domains = try FixtureDomains.normalize(options.domains)
-        // May generate a key: not on the cooperative pool.
-        let ca = try await NIOThreadPool.singleton.runIfActive { try store.ca() }
+        // May generate a key (an EC key: quick): not on the cooperative pool.
+        let ca = try await BlockingWork.prepare(.quick) { try store.ca() }
         try FixtureDomains.requirePermitted(options.domains, by: ca.certificate)
 
         var table = Table()
@@ -203,7 +203,7 @@ package final class FixtureFleet: Sendable {
                     port == 0 ? nil : try await PortReservation.hold(options.fixtureConfiguration(port: port))
                 table.members[.catalog(scenario.name)] = Member(
                     scenario: scenario,
-                    state: .preparing(making: slowWork(of: scenario, store: store) ?? "", reservation: reservation))
+                    state: .preparing(making: store.slowWork(preparing: scenario) ?? "", reservation: reservation))
             }
         } catch {
             await stopAll(in: table)
@@ -225,10 +225,10 @@ package final class FixtureFleet: Sendable {
     /// when none of the quick ones serves, the first failure throws once they are done, and the caller stops the fleet.
     package func serve(progress: @escaping @Sendable (Progress) -> Void = { _ in }) async throws {
         let held = catalogStates.map(\.scenario)
-        let slow = options.backgroundPreparation ? held.filter { Self.slowWork(of: $0, store: store) != nil } : []
+        let slow = options.backgroundPreparation ? held.filter { store.slowWork(preparing: $0) != nil } : []
         let quick = held.filter { scenario in !slow.contains { $0.name == scenario.name } }
         for scenario in slow {
-            let making = Self.slowWork(of: scenario, store: store) ?? "its keys"
+            let making = store.slowWork(preparing: scenario) ?? "its keys"
             progress(.preparingInBackground(scenario: scenario.name, making: making))
         }
         let failures = try await prepareAndServe(quick, progress: progress, announce: false)
@@ -281,7 +281,7 @@ package final class FixtureFleet: Sendable {
                 handshakeTimeout: options.handshakeTimeout, idleTimeout: options.idleTimeout)
             let store = store
             do {
-                process = try await NIOThreadPool.singleton.runIfActive {
+                process = try await BlockingWork.blockingIO {
                     try LegacyHelperProcess(
                         helper: path, names: forHelper.map(\.scenario.name), storeDirectory: store.directory,
                         listening: listening)
@@ -304,7 +304,7 @@ package final class FixtureFleet: Sendable {
         }
         let started = process
         if stopAgain {
-            try? await NIOThreadPool.singleton.runIfActive { started?.stop() }
+            try? await BlockingWork.blockingIO { started?.stop() }
             return
         }
         legacyHelper.withLockedValue { $0 = started }
@@ -336,24 +336,6 @@ package final class FixtureFleet: Sendable {
             default: continue
             }
         }
-    }
-
-    /// What makes `scenario` slow to prepare on this store, if anything: an RSA key of 4096 bits or more, or a DH group
-    /// of 2048 bits or more that has to be generated (not a named group, not made yet): seconds to a minute each.
-    /// Prepared in memory (an inline scenario), a key of its own is made every time: only a `keyName` is looked up.
-    static func slowWork(
-        of scenario: Scenario, store: CertificateStore, storage: PreparationStorage = .store
-    ) -> String? {
-        if let plan = scenario.certificate, case .rsa(let bits) = plan.key, bits >= 4096,
-            (storage == .memory && plan.keyName == nil)
-                || !store.hasKey(named: plan.keyName ?? scenario.name, spec: plan.key)
-        {
-            return "the \(plan.key) key"
-        }
-        if case .bits(let bits)? = scenario.tls?.dh, bits >= 2048, !store.hasDHParameters(bits: bits) {
-            return "a \(bits)-bit DH group"
-        }
-        return nil
     }
 
     /// Makes the slow scenarios on every core, then serves each on the port its reservation held.
@@ -507,7 +489,7 @@ package final class FixtureFleet: Sendable {
     ) async throws -> [String: Result<PreparedScenario, Error>] {
         // The CA first, once, so parallel preparations do not all wait on its lock.
         // May generate a key: not on the cooperative pool.
-        _ = try await NIOThreadPool.singleton.runIfActive { try store.ca() }
+        _ = try await BlockingWork.prepare(.quick) { try store.ca() }
         let ordered = Self.ordered(scenarios, store: store, order)
         let width = max(2, ProcessInfo.processInfo.activeProcessorCount)
         return await withTaskGroup(of: (String, Result<PreparedScenario, Error>).self) { group in
@@ -521,8 +503,10 @@ package final class FixtureFleet: Sendable {
                     {
                         progress(.generating(scenario: scenario.name, key: plan.key))
                     }
+                    // Slow keys on every core (finishing soonest is what matters here), quick ones beside them.
+                    let lane: BlockingWork.Lane = store.slowWork(preparing: scenario) == nil ? .quick : .everyCore
                     let result = await Result {
-                        try await NIOThreadPool.singleton.runIfActive {
+                        try await BlockingWork.prepare(lane) {
                             try store.prepare(scenario, domains: domains, revocationEndpoints: revocationEndpoints)
                         }
                     }
@@ -603,7 +587,7 @@ package final class FixtureFleet: Sendable {
         wakeSettleWaiters()
         await revocationServices?.stop()
         if let helper = legacyHelper.withLockedValue({ $0 }) {
-            try? await NIOThreadPool.singleton.runIfActive { helper.stop() }
+            try? await BlockingWork.blockingIO { helper.stop() }
         }
     }
 

@@ -14,7 +14,7 @@ package final class PortReservation: Sendable {
     /// Binds where the fixture will listen (`configuration`'s addresses and port, loopback by default).
     static func hold(_ configuration: FixtureConfiguration) async throws -> PortReservation {
         // Binding may resolve a name: not on the cooperative pool.
-        try await NIOThreadPool.singleton.runIfActive {
+        try await BlockingWork.prepare(.quick) {
             PortReservation(
                 port: try RefusingPort(
                     addresses: configuration.bindAddresses.flatMap { $0.isEmpty ? nil : $0 }, port: configuration.port,

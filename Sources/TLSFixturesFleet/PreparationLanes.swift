@@ -1,31 +1,22 @@
 import Foundation
 import NIOConcurrencyHelpers
-import NIOPosix
+import TLSFixturesServer
 
 /// Where the control API's starts are prepared: two lanes, so a start that needs no slow key never waits behind one
 /// that does.
 ///
-/// - The slow lane: a start that must make an RSA key of 4096 bits or more, or a DH group (`FixtureFleet.slowWork`:
-///   seconds to a minute of one core each), on threads of its own, `slowWidth` at once. At most
+/// - The slow lane: a start that must make an RSA key of 4096 bits or more, or a DH group
+///   (`CertificateStore.slowWork(preparing:)`: seconds to a minute of one core each), in `BlockingWork.Lane.slow`.
+///   At most
 ///   `Options.maximumSlowStarts` such starts are admitted (running or queued); one more is refused at once with
 ///   `FleetError.busy` (the front door asks the client to retry later) instead of queueing for minutes.
-/// - The quick lane: everything else (a key that exists, an EC or RSA-2048 key, reading the store, issuing a leaf).
+/// - The quick lane: everything else (a key that exists, an EC or RSA-2048 key, reading the store, issuing a leaf), in
+///   `BlockingWork.Lane.quick`.
 ///
-/// Neither is `NIOThreadPool.singleton`, which the catalog's own background preparation keeps busy on a first run.
+/// Neither is where the catalog's own background preparation runs on a first run (`BlockingWork.Lane.everyCore`).
 /// The threads are the process's (key generation competes for the same cores whichever fleet asks); the admission
 /// count is the fleet's.
 package final class PreparationLanes: Sendable {
-    /// Half the cores (at least one): slow keys never take every core from the quick lane and the event loops.
-    static let slowWidth = max(1, ProcessInfo.processInfo.activeProcessorCount / 2)
-    private static let slowPool = started(NIOThreadPool(numberOfThreads: slowWidth))
-    private static let quickPool = started(
-        NIOThreadPool(numberOfThreads: max(2, ProcessInfo.processInfo.activeProcessorCount)))
-
-    private static func started(_ pool: NIOThreadPool) -> NIOThreadPool {
-        pool.start()
-        return pool
-    }
-
     /// What the slow lane does with a start, in order (a test waits on these rather than on time).
     package enum Event: Sendable, Equatable {
         /// Counted against `maximumSlowStarts`; queued until a slow thread is free.
@@ -53,7 +44,7 @@ package final class PreparationLanes: Sendable {
         slow: Bool, scenario: String, stopping: @escaping @Sendable () -> Bool,
         _ body: @escaping @Sendable () throws -> T
     ) async throws -> T {
-        guard slow else { return try await Self.quickPool.runIfActive(body) }
+        guard slow else { return try await BlockingWork.prepare(.quick, body) }
         let limit = maximumSlowStarts
         let admittedNow = admitted.withLockedValue { count -> Bool in
             guard count < limit else { return false }
@@ -67,7 +58,7 @@ package final class PreparationLanes: Sendable {
             observer?(.finished(scenario: scenario))
         }
         let observer = observer
-        return try await Self.slowPool.runIfActive {
+        return try await BlockingWork.prepare(.slow) {
             if stopping() { throw FleetError.stopping }
             observer?(.started(scenario: scenario))
             let made = try body()

@@ -77,7 +77,7 @@ package struct ServerFactsCollector: Sendable {
     }
 
     package func collect(_ target: ProbeTarget) async throws -> ServerFacts {
-        // Dozens of blocking handshakes: on NIO's blocking-I/O pool, as TLSProbe.probe does, not the cooperative pool.
-        try await NIOThreadPool.singleton.runIfActive { try self.collect(target) }
+        // Dozens of blocking handshakes: on a thread of their own, as TLSProbe.probe's are, not the cooperative pool.
+        try await BlockingWork.blockingIO { try self.collect(target) }
     }
 }

@@ -122,9 +122,10 @@ public struct TLSProbe: Sendable {
         }
     }
 
-    /// The same, off the cooperative thread pool.
+    /// The same, off the cooperative thread pool, on a thread of its own (`BlockingWork.blockingIO`): a probe may wait
+    /// out its timeouts, and no other work in the process waits for it.
     public func probe(_ target: ProbeTarget) async throws -> ProbeResult {
-        try await NIOThreadPool.singleton.runIfActive { try self.probe(target) }
+        try await BlockingWork.blockingIO { try self.probe(target) }
     }
 
     private func exchange(_ target: ProbeTarget) -> ProbeHTTPExchange {

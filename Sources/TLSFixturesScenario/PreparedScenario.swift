@@ -118,6 +118,21 @@ extension CertificateStore {
         var endpoints: RevocationEndpoints?
     }
 
+    /// What makes preparing `scenario` on this store slow, if anything: an RSA key of 4096 bits or more, or a DH group
+    /// of 2048 bits or more that has to be generated (not a named group, not made yet): seconds to a minute each.
+    /// Prepared in memory (an inline scenario), a key of its own is made every time: only a `keyName` is looked up.
+    package func slowWork(preparing scenario: Scenario, storage: PreparationStorage = .store) -> String? {
+        if let plan = scenario.certificate, case .rsa(let bits) = plan.key, bits >= 4096,
+            (storage == .memory && plan.keyName == nil) || !hasKey(named: plan.keyName ?? scenario.name, spec: plan.key)
+        {
+            return "the \(plan.key) key"
+        }
+        if case .bits(let bits)? = scenario.tls?.dh, bits >= 2048, !hasDHParameters(bits: bits) {
+            return "a \(bits)-bit DH group"
+        }
+        return nil
+    }
+
     /// Everything needed to serve `scenario`, from this store: certificates are generated on first use and reused after;
     /// within a process the whole preparation is done once per scenario. `domains` adds `NAME.DOMAIN` to a leaf that
     /// names the baseline hosts (`serve --domain`); such a leaf is kept apart from the plain one (`certificateName`),

@@ -252,10 +252,13 @@ public final class FixtureServer: Sendable {
         }
     }
 
-    /// Prepares off the cooperative thread pool: the first preparation may generate keys (RSA-8192 takes seconds).
+    /// Prepares off the cooperative thread pool: the first preparation may generate keys (RSA-8192 takes seconds), and
+    /// one that does runs in `BlockingWork`'s slow lane, so it holds up no quick one.
     static func prepare(_ scenario: Scenario, store: CertificateStore,
                         revocationEndpoints: RevocationEndpoints = .serveDefault) async throws -> PreparedScenario {
-        try await NIOThreadPool.singleton.runIfActive { try store.prepare(scenario, revocationEndpoints: revocationEndpoints) }
+        try await BlockingWork.prepare(store.slowWork(preparing: scenario) == nil ? .quick : .slow) {
+            try store.prepare(scenario, revocationEndpoints: revocationEndpoints)
+        }
     }
 
     /// Serves a credential of your own — from `CertificateAuthority.ephemeral()`, say — with `scenario`'s TLS settings

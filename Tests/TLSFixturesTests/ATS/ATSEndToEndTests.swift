@@ -6,7 +6,7 @@ import TLSFixturesCLISupport
 /// The ATS model against real fixtures: every verdict comes from facts gathered by real handshakes.
 @Suite("ATS model against served scenarios")
 struct ATSEndToEndTests {
-    static let store = TestEnvironment.suiteStore("ATSEndToEnd", slowKeys: true)
+    static var store: CertificateStore { get async { await TestEnvironment.suiteStoreWithSlowKeys("ATSEndToEnd") } }
 
     /// Starts a scenario and observes it as an ATS test would (by its qualified name, device roots trusted). nil only
     /// for a scenario whose file declares what the linked OpenSSL may lack (`expect.handshake.requires`: `ssl-v3`,
@@ -131,7 +131,7 @@ struct ATSEndToEndTests {
         let scenario = try ScenarioCatalog.builtIn.scenario(named: name)
         let expected = try #require(scenario.expect.pins)
         // The app's pins: the published pinned key, the built-in CA, and the `pinned` certificate as a .cer.
-        let pinned = try Self.store.prepare(try ScenarioCatalog.builtIn.scenario(named: "pinned"))
+        let pinned = try await Self.store.prepare(try ScenarioCatalog.builtIn.scenario(named: "pinned"))
         let leafPin = pinned.pins.pinnedLeaf
         let caPin = pinned.pins.ca
         let certificate = try #require(pinned.credential?.certificate.der)

@@ -9,7 +9,7 @@ import Darwin
 #endif
 
 /// This suite's store (TestEnvironment.suiteStore): its own CA, keys and leaves for this run.
-private var descriptorLimitStore: CertificateStore { TestEnvironment.suiteStore("DescriptorLimit", slowKeys: true) }
+private func descriptorLimitStore() async -> CertificateStore { await TestEnvironment.suiteStoreWithSlowKeys("DescriptorLimit") }
 
 /// macOS starts every process with a soft limit of 256 open files, and refuses (EINVAL) a soft limit above
 /// kern.maxfilesperproc even when the hard limit is unlimited, which it is by default. The raise is clamped, checked,
@@ -75,8 +75,9 @@ struct DescriptorLimitTests {
     }
 
     /// `tls-fixtures serve` (every scenario) under a bash `ulimit`, until its report is out.
-    static func serve(limit: String, _ names: [String] = []) throws
+    static func serve(limit: String, _ names: [String] = []) async throws
         -> (stderr: String, limits: String, document: CatalogDocument) {
+        let store = await descriptorLimitStore()
         let base = try ServeEndToEndTests.freePortBase()
         let scratch = TestEnvironment.temporaryDirectory("ulimit")
         let out = scratch.appendingPathComponent("out"), err = scratch.appendingPathComponent("err")
@@ -85,7 +86,7 @@ struct DescriptorLimitTests {
         let process = Process()
         process.executableURL = URL(fileURLWithPath: "/bin/bash")
         process.arguments = ["-c", "ulimit \(limit) && exec \"$0\" \"$@\"", TestEnvironment.cli, "serve", "--json", "--port-base", "\(base)",
-                             "--dir", descriptorLimitStore.directory.path] + names
+                             "--dir", store.directory.path] + names
         process.environment = TestEnvironment.childEnvironment()
         process.standardOutput = try FileHandle(forWritingTo: out)
         process.standardError = try FileHandle(forWritingTo: err)
@@ -94,15 +95,15 @@ struct DescriptorLimitTests {
         let deadline = Date().addingTimeInterval(300)   // a cold store makes an RSA-8192 key first
         var document: CatalogDocument? = nil
         while document == nil && process.isRunning && Date() < deadline {
-            usleep(100_000)
+            try await Task.sleep(for: .milliseconds(100))
             document = (try? Data(contentsOf: out)).flatMap { try? JSONDecoder().decode(CatalogDocument.self, from: $0) }
         }
         let stderr = (try? String(contentsOf: err, encoding: .utf8)) ?? ""
         let served = try #require(document, "serve under ulimit \(limit) did not report: \(stderr)")
         // It serves, whatever the limit: the ats-compliant port answers a real handshake.
         if let port = served.scenarios.first(where: { $0.name == "ats-compliant" })?.port {
-            let probe = TLSProbe(trusting: [try descriptorLimitStore.ca().certificate])
-            let result = try probe.probe(ProbeTarget(host: "localhost", port: port))
+            let probe = TLSProbe(trusting: [try store.ca().certificate])
+            let result = try await probe.probe(ProbeTarget(host: "localhost", port: port))
             #expect(result.failure == nil && result.http?.status == 200, "under ulimit \(limit): \(result.failure ?? "")")
         }
         let limits = limits(of: process.processIdentifier)
@@ -135,8 +136,8 @@ struct DescriptorLimitTests {
     @Test("serve under `ulimit -Sn 256` (a Mac's default): raised to the hard limit, no warning",
           .enabled(if: FileDescriptorLimit.raiseOnce().hard > 1_024,
                    "shows a raise above 256, which this run's hard limit (\(FileDescriptorLimit.raiseOnce().hard)) does not allow"))
-    func softLimit() throws {
-        let (stderr, limits, _) = try Self.serve(limit: "-Sn 256")
+    func softLimit() async throws {
+        let (stderr, limits, _) = try await Self.serve(limit: "-Sn 256")
         // Every scenario at 256 files warns (hardLimit shows it), so no warning shows the raise on any OS; Linux also
         // reads the exact soft limit the served process ended with from /proc.
         #expect(!stderr.contains("warning: this process may open only"), "\(stderr)")
@@ -150,23 +151,24 @@ struct DescriptorLimitTests {
     }
 
     @Test("serve under `ulimit -n 256` (hard): every scenario still served, and one line says the limit is short")
-    func hardLimit() throws {
-        let (stderr, _, document) = try Self.serve(limit: "-n 256")
+    func hardLimit() async throws {
+        let (stderr, _, document) = try await Self.serve(limit: "-n 256")
         // Every scenario of the catalog is in the report (and `serve` checked each one answers).
         #expect(document.scenarios.map(\.name) == ScenarioCatalog.builtIn.names)
         let warnings = stderr.split(separator: "\n").filter { $0.contains("warning: this process may open only 256 files") }
         #expect(warnings.count == 1, "\(stderr)")
         #expect(warnings.first?.contains("ulimit -n") == true)
         // Three scenarios fit in 256: no warning.
-        let (few, _, _) = try Self.serve(limit: "-n 256", ["ats-compliant", "tls-v1-2", "expired"])
+        let (few, _, _) = try await Self.serve(limit: "-n 256", ["ats-compliant", "tls-v1-2", "expired"])
         #expect(!few.contains("warning: this process may open only"), "\(few)")
     }
 
     @Test("too few descriptors to listen at all: a one-line error naming the limit and the fix, not a crash")
-    func tooFewToListen() throws {
+    func tooFewToListen() async throws {
+        let store = await descriptorLimitStore()
         let base = try ServeEndToEndTests.freePortBase()
         let result = try Subprocess.run(["/bin/bash", "-c", "ulimit -n 48 && exec \"$0\" \"$@\"", TestEnvironment.cli, "serve",
-                                         "--port-base", "\(base)", "--dir", descriptorLimitStore.directory.path],
+                                         "--port-base", "\(base)", "--dir", store.directory.path],
                                         timeout: 300)
         #expect(result.status == 1 && !result.timedOut, "\(result.combined)")
         // Progress lines (keys made now, or in the background on a cold store) are not part of the error.

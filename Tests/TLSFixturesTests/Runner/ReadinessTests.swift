@@ -99,8 +99,11 @@ struct ReadinessTests {
 
         let serving = Task { try await fleet.serve() }
         // Woken when it leaves preparing: ats-compliant serves while expired is still held back.
-        guard case .serving(let fixture)? = await fleet.settled("ats-compliant", within: .seconds(120)) else {
-            Issue.record("ats-compliant did not serve")
+        let settled = await fleet.settled("ats-compliant", within: .seconds(120))
+        guard case .serving(let fixture)? = settled else {
+            Issue.record("ats-compliant did not serve within 120 s: \(settled.map { "\($0)" } ?? "still preparing")")
+            gate.release("expired")
+            await fleet.stop()
             return
         }
         #expect(fixture.port == (try port("ats-compliant")) && Ports.accepts(fixture.port))

@@ -59,7 +59,7 @@ struct ScanFindingsTests {
     /// with the same sha1-leaf certificate) does sign with SHA-1 for the same SHA-1-only client.
     @Test("control: a level-0 server without the baseline policy signs with SHA-1 for a SHA-1-only client")
     func detectorControl() async throws {
-        let prepared = try E2E.store.prepare(try ScenarioCatalog.builtIn.scenario(named: "sha1-leaf"))
+        let prepared = try await E2E.store.prepare(try ScenarioCatalog.builtIn.scenario(named: "sha1-leaf"))
         let credential = try #require(prepared.credential)
         let certFile = try External.pemFile([credential.certificate], name: "leaf.pem")
         let keyFile = try External.file(try credential.privateKey.pem, name: "leaf.key")

@@ -8,7 +8,7 @@ import TLSFixturesCLISupport
 /// `ScenarioExpectations.swift`.
 @Suite("ScenarioEndToEnd: every scenario from the client side", .requires(Tools.openssl))
 struct ScenarioEndToEndTests {
-    static var store: CertificateStore { TestEnvironment.suiteStore("ScenarioEndToEnd", slowKeys: true) }
+    static var store: CertificateStore { get async { await TestEnvironment.suiteStoreWithSlowKeys("ScenarioEndToEnd") } }
 
     static func start(_ name: String, port: Int = 0) async throws -> FixtureServer {
         try await FixtureServer.start(name, store: store, configuration: FixtureConfiguration(port: port))
@@ -131,7 +131,7 @@ struct ScenarioEndToEndTests {
             #expect(leaf.keyType == expected.keyType && leaf.keyBits == expected.keyBits,
                     "\(name): leaf key \(leaf.keyType) \(leaf.keyBits), expected \(expected.keyType) \(expected.keyBits)")
             if expected.leafSignature.count > 1 { checkSignatureMatchesIssuer(name, leaf, fixture: fixture, sent: result.presentedChain, roots: roots) }
-            checkWhatIsDifferent(name, chain: result.presentedChain, fixture: fixture)
+            await checkWhatIsDifferent(name, chain: result.presentedChain, fixture: fixture)
         }
 
         // The server's own account of the connection, in the JSON every request gets.
@@ -215,7 +215,7 @@ struct ScenarioEndToEndTests {
     }
 
     /// The one thing the catalog says is different ("what is deliberately different"), and the baseline everywhere else.
-    private func checkWhatIsDifferent(_ name: String, chain: [CertificateFacts], fixture: FixtureServer) {
+    private func checkWhatIsDifferent(_ name: String, chain: [CertificateFacts], fixture: FixtureServer) async {
         guard let leaf = chain.first else { return }
         let now = Date()
         let day: TimeInterval = 86_400
@@ -325,7 +325,7 @@ struct ScenarioEndToEndTests {
             #expect(leaf.spkiSHA256 == pins.pinnedLeaf && pins.leaf == pins.pinnedLeaf, "\(name): not the published pinned key")
         case "pin-reissued":
             #expect(leaf.spkiSHA256 == pins.pinnedLeaf, "\(name): not the pinned key")
-            if let pinned = try? Self.store.prepare(try ScenarioCatalog.builtIn.scenario(named: "pinned")).chainSent.first {
+            if let pinned = try? await Self.store.prepare(try ScenarioCatalog.builtIn.scenario(named: "pinned")).chainSent.first {
                 #expect(pinned.der != leaf.der, "\(name): the same certificate as pinned, not a new one")
             }
         case "pin-rotated-key", "pin-mitm":

@@ -57,13 +57,23 @@ enum TestEnvironment {
     private static let suiteStores = NIOLockedValueBox([String: CertificateStore]())
 
     /// The store of one suite, made for this run: its CA, keys and leaves are the suite's alone, so no suite's
-    /// results depend on what another did to a store. `slowKeys`: the RSA-4096 and RSA-8192 scenario keys (10-60 s
-    /// to make) are copied in from the shared store, made there once per run, so a suite serving every scenario does
-    /// not make its own; they are keys only, every certificate is issued by the suite's own CA.
-    static func suiteStore(_ suite: String, slowKeys: Bool = false) -> CertificateStore {
-        // Made (once) before the lock is taken: a suite that needs no slow keys never waits for them.
-        let keys = slowKeys ? ((try? slowScenarioKeys.get()) ?? []) : []
-        return suiteStores.withLockedValue { stores in
+    /// results depend on what another did to a store.
+    static func suiteStore(_ suite: String) -> CertificateStore { suiteStore(suite, seededWith: []) }
+
+    /// `suiteStore(_:)` with the RSA-4096 and RSA-8192 scenario keys (10-60 s to make, far more on a busy machine)
+    /// copied in from the shared store, made there once per run, so a suite serving every scenario does not make its
+    /// own; they are keys only, every certificate is issued by the suite's own CA.
+    ///
+    /// Async, and the keys are made on a thread of their own: a test process on 2 cores has 2 cooperative threads, and
+    /// tests that waited for these keys synchronously held both, so every other test in the process stood still while
+    /// the RSA-8192 key was made (a fleet's 120 s wait for a scenario it had prepared ran out that way in CI).
+    static func suiteStoreWithSlowKeys(_ suite: String) async -> CertificateStore {
+        let keys = (try? await slowScenarioKeys.value) ?? []
+        return suiteStore(suite, seededWith: keys)
+    }
+
+    private static func suiteStore(_ suite: String, seededWith keys: [URL]) -> CertificateStore {
+        suiteStores.withLockedValue { stores in
             if let store = stores[suite] { return store }
             let directory = runDirectory.appendingPathComponent("suite-\(suite)")
             if !keys.isEmpty {
@@ -83,16 +93,23 @@ enum TestEnvironment {
         }
     }
 
-    /// The key files of `rsa4096` and `rsa8192` in the shared store, made there on first use.
-    private static let slowScenarioKeys: Result<[URL], Error> = Result {
-        for name in ["rsa4096", "rsa8192"] {
-            let spec = try ScenarioCatalog.builtIn.scenario(named: name).certificate?.key ?? .rsa(bits: 2048)
-            _ = try sharedStore.key(named: name, spec: spec)
+    /// The key files of `rsa4096` and `rsa8192` in the shared store, made there on first use, on a thread of their own
+    /// (never a cooperative one).
+    private static let slowScenarioKeys = Task<[URL], Error> {
+        try await withCheckedThrowingContinuation { continuation in
+            Thread.detachNewThread {
+                continuation.resume(with: Result {
+                    for name in ["rsa4096", "rsa8192"] {
+                        let spec = try ScenarioCatalog.builtIn.scenario(named: name).certificate?.key ?? .rsa(bits: 2048)
+                        _ = try sharedStore.key(named: name, spec: spec)
+                    }
+                    let keys = sharedStore.directory.appendingPathComponent("keys")
+                    let names = try FileManager.default.contentsOfDirectory(atPath: keys.path)
+                        .filter { $0.hasPrefix("rsa4096.") || $0.hasPrefix("rsa8192.") }
+                    return names.map { keys.appendingPathComponent($0) }
+                })
+            }
         }
-        let keys = sharedStore.directory.appendingPathComponent("keys")
-        let names = try FileManager.default.contentsOfDirectory(atPath: keys.path)
-            .filter { $0.hasPrefix("rsa4096.") || $0.hasPrefix("rsa8192.") }
-        return names.map { keys.appendingPathComponent($0) }
     }
 
     /// A fresh, empty directory, removed at process exit by the OS's tmp cleaning (never reused). Mode 0755 whatever
