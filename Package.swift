@@ -165,6 +165,8 @@ let package = Package(
                 "TLSFixturesClientXCTest", "tls-fixtures",
                 // The runner's suites reach the fleet's and the front door's internals (@testable).
                 "TLSFixturesFleet", "TLSFixturesRunner",
+                // BlockingWorkTests hold the server layer's own pools (BlockingWork).
+                "TLSFixturesServer",
                 "tls-fixtures-client-check",
                 // The OpenSSL owners' tests call OpenSSL directly (the one other importer of COpenSSL).
                 "COpenSSL",
