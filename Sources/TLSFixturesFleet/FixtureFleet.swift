@@ -181,8 +181,8 @@ package final class FixtureFleet: Sendable {
         try options.fixtureConfiguration(port: 0).validate()
         var options = options
         options.domains = try FixtureDomains.normalize(options.domains)
-        // May generate a key (an EC key: quick): not on the cooperative pool.
-        let ca = try await BlockingWork.prepare(.quick) { try store.ca() }
+        // Reads the CA (or makes it: an EC key, a moment): not on the cooperative pool, nor behind key generation.
+        let ca = try await BlockingWork.blockingIO { try store.ca() }
         try FixtureDomains.requirePermitted(options.domains, by: ca.certificate)
 
         var table = Table()
@@ -489,7 +489,7 @@ package final class FixtureFleet: Sendable {
     ) async throws -> [String: Result<PreparedScenario, Error>] {
         // The CA first, once, so parallel preparations do not all wait on its lock.
         // May generate a key: not on the cooperative pool.
-        _ = try await BlockingWork.prepare(.quick) { try store.ca() }
+        _ = try await BlockingWork.blockingIO { try store.ca() }
         let ordered = Self.ordered(scenarios, store: store, order)
         let width = max(2, ProcessInfo.processInfo.activeProcessorCount)
         return await withTaskGroup(of: (String, Result<PreparedScenario, Error>).self) { group in

@@ -13,8 +13,8 @@ package final class PortReservation: Sendable {
 
     /// Binds where the fixture will listen (`configuration`'s addresses and port, loopback by default).
     static func hold(_ configuration: FixtureConfiguration) async throws -> PortReservation {
-        // Binding may resolve a name: not on the cooperative pool.
-        try await BlockingWork.prepare(.quick) {
+        // Binding may resolve a name: not on the cooperative pool, nor behind key generation.
+        try await BlockingWork.blockingIO {
             PortReservation(
                 port: try RefusingPort(
                     addresses: configuration.bindAddresses.flatMap { $0.isEmpty ? nil : $0 }, port: configuration.port,

@@ -71,7 +71,7 @@ package final class ScenarioRunner: Sendable {
                 door.headerTimeout = options.headerTimeout
                 door.maximumConnections = options.maximumConnections
                 door.logger = options.fleet.fixtureConfiguration(port: options.portBase).logger
-                let ca = try await BlockingWork.prepare(.quick) { try store.ca().certificate }
+                let ca = try await BlockingWork.blockingIO { try store.ca().certificate }
                 let opened = try await RunnerFrontDoor.open(fleet: fleet, ca: ca, options: door)
                 frontDoor = opened
                 listening(opened)

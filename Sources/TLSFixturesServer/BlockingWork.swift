@@ -4,14 +4,15 @@ import NIOPosix
 /// Where the kit's blocking work runs: never on the cooperative pool, and never on `NIOThreadPool.singleton`, which
 /// NIO's own file I/O and the code around ours share. Each kind has threads of its own, so none waits behind another:
 ///
-/// - `Lane.quick` preparation (a key that exists, an EC or RSA-2048 key, reading the store, issuing a leaf, holding a
-///   port): as many threads as cores.
+/// - `Lane.quick` preparation (a key that exists, an EC or RSA-2048 key, reading the store, issuing a leaf): as many
+///   threads as cores.
 /// - `Lane.slow` preparation (`CertificateStore.slowWork(preparing:)`: an RSA key of 4096 bits or more, a DH group:
 ///   seconds to a minute of one core each) while fixtures serve: half the cores (at least one), so slow keys never
 ///   take every core from quick work and the event loops.
 /// - `Lane.everyCore`: the catalog's own slow preparation (`serve` on a first run, `tls-fixtures prepare`), where
 ///   finishing soonest is what matters: as many threads as cores.
-/// - Blocking network I/O (a probe's handshakes, which may wait out a timeout without using a core): a thread each.
+/// - Blocking I/O (a probe's handshakes, which may wait out a timeout without using a core; binding a port; reading
+///   the CA): a thread each, so it never queues behind key generation.
 ///
 /// A test process that starts fixtures and probes them from many tests at once used to run all of it on the
 /// singleton's threads (one per core): a few probes waiting out timeouts, or one RSA-8192 key, held every one of them,
@@ -42,7 +43,7 @@ package enum BlockingWork {
         }
     }
 
-    /// Runs blocking network I/O on a thread of its own.
+    /// Runs blocking I/O on a thread of its own.
     package static func blockingIO<T: Sendable>(_ body: @escaping @Sendable () throws -> T) async throws -> T {
         try await withCheckedThrowingContinuation { continuation in
             Thread.detachNewThread { continuation.resume(with: Result(catching: body)) }

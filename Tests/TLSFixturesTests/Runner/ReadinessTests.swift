@@ -70,7 +70,12 @@ func connectErrno(_ port: Int) -> Int32 {
 struct ReadinessTests {
     static let catalog = ScenarioCatalog.builtIn
 
-    static func options(gate: PreparationGate, startWait: TimeAmount = .seconds(60)) throws -> FixtureFleet.Options {
+    /// How long a test waits for a scenario the fleet prepares: an upper bound that only a hang reaches. Preparation
+    /// queues behind every other test's in this process (dozens of suites making keys in stores of their own on 2 cores
+    /// took a quick one 50 s), so it is far above what `serve` alone needs.
+    static let preparationBound = TimeAmount.seconds(300)
+
+    static func options(gate: PreparationGate, startWait: TimeAmount = preparationBound) throws -> FixtureFleet.Options {
         var options = FixtureFleet.Options()
         options.portBase = try ServeEndToEndTests.freePortBase()
         options.preparationGate = gate.gate
@@ -99,9 +104,9 @@ struct ReadinessTests {
 
         let serving = Task { try await fleet.serve() }
         // Woken when it leaves preparing: ats-compliant serves while expired is still held back.
-        let settled = await fleet.settled("ats-compliant", within: .seconds(120))
+        let settled = await fleet.settled("ats-compliant", within: Self.preparationBound)
         guard case .serving(let fixture)? = settled else {
-            Issue.record("ats-compliant did not serve within 120 s: \(settled.map { "\($0)" } ?? "still preparing")")
+            Issue.record("ats-compliant did not serve within \(Self.preparationBound.nanoseconds / 1_000_000_000) s: \(settled.map { "\($0)" } ?? "still preparing")")
             gate.release("expired")
             await fleet.stop()
             return
@@ -112,7 +117,7 @@ struct ReadinessTests {
         #expect(connectErrno(try port("expired")) == ECONNREFUSED, "a port still preparing must refuse, not reset")
         #expect(fleet.health(asking: ["ats-compliant"]).ready, "a scenario asked about by name is ready once it serves")
         let unsupported = fleet.health(asking: ["ssl-v3"])
-        guard case .unsupported? = await fleet.settled("ssl-v3", within: .seconds(60)) else {
+        guard case .unsupported? = await fleet.settled("ssl-v3", within: Self.preparationBound) else {
             Issue.record("ssl-v3 is not unsupported")
             return
         }
