@@ -18,6 +18,9 @@ struct PinsCommand: AsyncParsableCommand {
             TrustKit refuses names outside the public suffix list, NAME.fixtures.test among them, so its configuration \
             comes with --domain only (the domain `serve --domain` serves): then both configurations are for \
             NAME.DOMAIN and the leaf .cer is the one that names it.
+
+            A revocation scenario's leaf names the OCSP responder and CRL of the `serve` it is served by: give the \
+            same --port-base as that `serve`, so the leaf .cer and the URLs printed are the ones it presents.
             """
     )
 
@@ -29,20 +32,28 @@ struct PinsCommand: AsyncParsableCommand {
         valueName: "domain"))
     var domain: String?
 
+    @Option(help: ArgumentHelp(
+        "The --port-base of the `serve` the pins are for: a revocation scenario's leaf names its OCSP responder and CRL there.",
+        valueName: "port"))
+    var portBase = ScenarioCatalog.defaultPortBase
+
     @OptionGroup var storeOptions: StoreOptions
     @OptionGroup var source: ScenarioSourceOptions
     @OptionGroup var output: OutputOptions
 
     func validate() throws {
-        _ = try FlagHints.translating { try source.catalog().scenario(named: scenario) }
+        let catalog = try FlagHints.translating { try source.catalog() }
+        _ = try FlagHints.translating { try catalog.scenario(named: scenario) }
         _ = try FlagHints.translating { try FixtureDomains.normalize(domain.map { [$0] } ?? []) }
+        try PortBaseOption.check(portBase, catalog: catalog)
     }
 
     func run() async throws {
         let store = storeOptions.store
         let domains = try FixtureDomains.normalize(domain.map { [$0] } ?? [])
         if !domains.isEmpty { try FixtureDomains.requirePermitted(domains, by: try store.ca().certificate) }
-        let prepared = try store.prepare(try source.catalog().scenario(named: scenario), domains: domains)
+        let prepared = try store.prepare(try source.catalog().scenario(named: scenario), domains: domains,
+                                         revocationEndpoints: .serve(portBase: portBase))
         var material = try store.pinMaterial(for: prepared)
         // The name the app connects by, and the name its pinning configuration must carry.
         if let first = domains.first { material.domain = "\(prepared.scenario.name).\(first)" }

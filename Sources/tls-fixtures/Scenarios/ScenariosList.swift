@@ -19,6 +19,10 @@ struct ScenariosList: AsyncParsableCommand {
     @Option(help: ArgumentHelp("Port of the dashboard; scenario ports follow it.", valueName: "port"))
     var portBase = ScenarioCatalog.defaultPortBase
 
+    func validate() throws {
+        try PortBaseOption.check(portBase, catalog: try FlagHints.translating { try source.catalog() })
+    }
+
     func run() async throws {
         let catalog = try source.catalog()
         let entries = catalog.scenarios.map { CatalogEntry(scenario: $0, port: catalog.port(of: $0, portBase: portBase), status: .listed) }

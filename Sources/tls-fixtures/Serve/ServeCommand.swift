@@ -83,16 +83,12 @@ struct ServeCommand: AsyncParsableCommand {
     var connectionLog: String?
 
     func validate() throws {
-        guard (1...65_535).contains(portBase) else { throw CLIError("--port-base must be a TCP port (1–65535)") }
         _ = try SecondsOption.check(handshakeTimeout, "--handshake-timeout")
         _ = try SecondsOption.check(idleTimeout, "--idle-timeout")
         _ = try SecondsOption.check(headerTimeout, "--header-timeout")
         if let maxConnections, maxConnections < 1 { throw CLIError("--max-connections must be at least 1") }
         if let path = legacyHelper, path != "none", !FileManager.default.isExecutableFile(atPath: path) {
             throw CLIError("--legacy-helper \(path) is not an executable; build it with `make legacy-openssl`, or pass none")
-        }
-        if let proxyPort, !(1...65_535).contains(proxyPort) || proxyPort == portBase {
-            throw CLIError("--proxy-port must be a TCP port (1–65535) other than the dashboard's (--port-base \(portBase))")
         }
         // ArgumentParser wraps what validate() throws, so the flags go into library errors here rather than in main.
         let catalog = try FlagHints.translating {
@@ -102,10 +98,9 @@ struct ServeCommand: AsyncParsableCommand {
             return catalog
         }
         _ = try connectionSink()
-        let highest = catalog.highestPort(portBase: portBase)
-        if highest > 65_535 {
-            throw CLIError("--port-base \(portBase) puts ports above 65535 (the scenarios' and the OCSP responder's, up to "
-                           + "base + \(highest - portBase)); use a base of at most \(65_535 - (highest - portBase))")
+        try PortBaseOption.check(portBase, catalog: catalog)
+        if let proxyPort, !(1...65_535).contains(proxyPort) || proxyPort == portBase {
+            throw CLIError("--proxy-port must be a TCP port (1–65535) other than the dashboard's (--port-base \(portBase))")
         }
     }
 

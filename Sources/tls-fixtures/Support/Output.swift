@@ -65,6 +65,19 @@ enum SecondsOption {
     }
 }
 
+/// `--port-base` (`serve`'s, and `pins`', whose revocation leaves name `serve`'s OCSP responder and CRL): a TCP port
+/// that leaves every port the catalog puts above it (the scenarios' and the responder's) at most 65535.
+enum PortBaseOption {
+    static func check(_ portBase: Int, catalog: ScenarioCatalog) throws {
+        guard (1...65_535).contains(portBase) else { throw CLIError("--port-base must be a TCP port (1–65535)") }
+        let highest = catalog.highestPort(portBase: portBase)
+        if highest > 65_535 {
+            throw CLIError("--port-base \(portBase) puts ports above 65535 (the scenarios' and the OCSP responder's, up to "
+                           + "base + \(highest - portBase)); use a base of at most \(65_535 - (highest - portBase))")
+        }
+    }
+}
+
 /// An error as `--json` prints it on standard output: `{"error": {"message": …, "code": …, "exitCode": …}}`, the one
 /// shape every command's failure has (README, "JSON output"). The plain line still goes to standard error.
 enum JSONError {

@@ -2,6 +2,7 @@ import Foundation
 import Testing
 @testable import TLSFixtures
 @testable import TLSFixturesRunner
+import TLSFixturesCLISupport
 
 /// `tls-fixtures serve` as a user runs it: a subprocess on fixed ports, judged from outside.
 @Suite("serve, dashboard and probe, end to end", .serialized)
@@ -364,6 +365,20 @@ struct ServeEndToEndTests {
         let asked = try TestEnvironment.openssl(["ocsp", "-issuer", issuerFile, "-CAfile", caFile, "-cert", leafFile,
                                                  "-url", "http://localhost:\(responder)/ocsp"])
         #expect(asked.stdout.contains("\(leafFile): revoked") && asked.combined.contains("Response verify OK"), "\(asked.combined)")
+        // `pins revoked` for this serve's --port-base writes the leaf it presents and names its responder; for
+        // another base (the default), a leaf naming that base's, not this one.
+        let served = try Certificate(pem: Data(try #require(transcript.certificatesPEM.first).utf8))
+        for (pinsBase, same) in [(base, true), (ScenarioCatalog.defaultPortBase, false)] {
+            let pins = try TestEnvironment.tlsFixtures(["pins", "revoked", "--port-base", "\(pinsBase)", "--json",
+                                                        "--dir", store.directory.path])
+            let material = try JSONDecoder().decode(PinMaterial.self, from: pins.stdoutData)
+            let written = try Data(contentsOf: URL(fileURLWithPath: material.leafCertificateFile))
+            #expect((written == served.der) == same, "pins --port-base \(pinsBase): the .cer is \(same ? "not " : "")the served leaf")
+            let pinsResponder = pinsBase + ScenarioCatalog.revocationResponderOffset
+            #expect(material.revocationSources?.ocsp == ["http://localhost:\(pinsResponder)/ocsp"],
+                    "pins --port-base \(pinsBase): \(String(describing: material.revocationSources))")
+            #expect(material.leaf == served.spkiSHA256, "the key pin is the same whatever the base")
+        }
         // The dashboard says what each means for Apple.
         let page = try Subprocess.run(["curl", "-sS", "-f", "http://localhost:\(base)/"])
         #expect(page.stdout.contains("Apple by default:") && page.stdout.contains("SecRevocationServer.c"), "dashboard lacks the revocation notes")
