@@ -225,6 +225,13 @@ package struct TrustStores: Sendable {
         let file = plan.directory.appendingPathComponent(fileName(certificate))
         let before = try? Data(contentsOf: file)
         let already = before == certificate.pem
+        // The folders this install makes, deepest first: taken back out, with the file, if the tool refuses.
+        var made: [URL] = []
+        var folder = plan.directory
+        while !FileSystem.exists(folder) && folder.path != "/" {
+            made.append(folder)
+            folder.deleteLastPathComponent()
+        }
         if !already {
             try FileSystem.createMissingDirectory(plan.directory, mode: 0o755)
             do { try FileSystem.writeAtomically(certificate.pem, to: file, mode: 0o644) } catch let error as PKIError {
@@ -240,6 +247,8 @@ package struct TrustStores: Sendable {
                 } else {
                     try? FileManager.default.removeItem(at: file)
                 }
+                // rmdir: only a folder left empty goes.
+                for folder in made where rmdir(folder.path) != 0 { break }
             }
             throw error
         }

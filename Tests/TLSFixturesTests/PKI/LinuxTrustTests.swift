@@ -135,11 +135,15 @@ struct LinuxTrustTests {
         CLIInputTests.expectOneLineError(refused, mentioning: ["update-ca-certificates", "failed", "etc/ssl/certs"])
         let left = FileManager.default.enumerator(atPath: root.path)?.compactMap { $0 as? String }.filter { $0.hasSuffix(".crt") }
         #expect(left == [], "a refused install left \(left ?? []) in the system store")
+        // Nor the folders it made for it: the root is as empty as it was.
+        let folders = try FileManager.default.contentsOfDirectory(atPath: root.path)
+        #expect(folders == [], "a refused install left \(folders) in \(root.path)")
         // A file of that name that was there before, with other bytes (the same CA with CRLF line ends, say), is put
         // back as it was, not deleted.
         let ca = try CertificateStore(directory: URL(fileURLWithPath: store)).ca().certificate
         let file = root.appendingPathComponent("usr/local/share/ca-certificates/\(TrustStores().fileName(ca))")
         let earlier = Data(String(decoding: ca.pem, as: UTF8.self).replacingOccurrences(of: "\n", with: "\r\n").utf8)
+        try FileManager.default.createDirectory(at: file.deletingLastPathComponent(), withIntermediateDirectories: true)
         try earlier.write(to: file)
         let again = try TestEnvironment.tlsFixtures(["ca", "install", "--dir", store, "--system", "--trust-root", root.path])
         #expect(again.status != 0, "\(again.combined)")
