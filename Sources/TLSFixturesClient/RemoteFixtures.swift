@@ -205,11 +205,10 @@ public struct RemoteFixtures: Sendable {
             } catch let error as RemoteFixtureError where error.code == .runnerUnreachable {
                 last = "nothing answers there (\(error.reason))"
             }
-            // A fifth of a second between questions, as for a runner that is starting.
-            guard Date().addingTimeInterval(0.2) < deadline else {
-                throw RemoteFixtureError.notReady(url: runnerURL, what: last, waited: timeout)
-            }
-            try await Task.sleep(nanoseconds: 200_000_000)
+            // A fifth of a second between questions, as for a runner that is starting; the last at the deadline.
+            let left = deadline.timeIntervalSinceNow
+            guard left > 0 else { throw RemoteFixtureError.notReady(url: runnerURL, what: last, waited: timeout) }
+            try await Task.sleep(nanoseconds: UInt64(min(0.2, left) * 1_000_000_000))
         }
     }
 

@@ -34,11 +34,13 @@ package enum RunnerReadiness {
                 unreachable = Self.describe(error)
                 last = nil
             }
-            if NIODeadline.now() + interval >= deadline {
+            // The last question is asked at the deadline, not one interval before it.
+            let now = NIODeadline.now()
+            if now >= deadline {
                 throw RunnerError.notReady(
                     runner, last?.summary ?? "nothing answers there (\(unreachable))", waited: timeout, answered: last != nil)
             }
-            try await Task.sleep(nanoseconds: UInt64(interval.nanoseconds))
+            try await Task.sleep(nanoseconds: UInt64(min(interval, deadline - now).nanoseconds))
         }
     }
 

@@ -3,6 +3,7 @@ import Testing
 @testable import TLSFixtures
 import TLSFixturesCLISupport
 import TLSFixturesClient
+import TLSFixturesRunner
 
 #if canImport(Glibc)
 import Glibc
@@ -136,11 +137,19 @@ struct FirstRunReadinessTests {
         let fixture = try await client.start("expired")
         #expect(Ports.accepts(fixture.port))
         await fixture.stop()
+        let began = ContinuousClock.now
         let notYet = try await #require(throws: RemoteFixtureError.self) {
             try await client.waitUntilReady(timeout: 5)
         }
         #expect(notYet.code == .notReady && notYet.reason.contains("still preparing ")
                 && notYet.reason.contains("slow-dh"), "\(notYet)")
+        // It asks until the timeout given, not until one interval before it (a floor: load only lengthens a wait).
+        #expect(ContinuousClock.now - began >= .seconds(5), "waitUntilReady gave up early")
+        let libraryBegan = ContinuousClock.now
+        await #expect(throws: RunnerError.self) {
+            try await RunnerReadiness.wait(runner: URL(string: url)!, timeout: 2)
+        }
+        #expect(ContinuousClock.now - libraryBegan >= .seconds(2), "RunnerReadiness.wait (tls-fixtures wait) gave up early")
 
         // Issue 29, item 11: serve says where the CA is, and its proxy line works as printed.
         #expect(serve.waitFor("Ctrl-C to stop", timeout: 60), "\(serve.text)")
