@@ -696,7 +696,8 @@ extension FixtureFleet: FleetQueries, FixtureLookup {
             }
             fixture = serving
         case (.catalog(let name), nil):
-            throw .noSuchScenario(name, inCatalog: catalog.names.contains(name))
+            let inCatalog = catalog.names.contains(name)
+            throw .noSuchScenario(name, inCatalog: inCatalog, suggestion: inCatalog ? nil : catalog.closest(to: name))
         case (.catalog(let name), let member?):
             guard let serving = member.state.fixture else { throw .notServing(name, Self.why(member.state)) }
             fixture = serving

@@ -58,12 +58,13 @@ package struct FleetError: CodedError {
         fix: "stop some, by id or by session, or let their leases end")
 
     /// No catalog fixture `name` in this runner: not a catalog name at all, or one `serve` was not asked to serve.
-    package static func noSuchScenario(_ name: String, inCatalog: Bool) -> FleetError {
+    package static func noSuchScenario(_ name: String, inCatalog: Bool, suggestion: String? = nil) -> FleetError {
         FleetError(
             .noSuchScenario,
             inCatalog
                 ? "this runner does not serve \(name) on its catalog port (serve was given other names)"
-                : "no scenario \"\(name)\" in this runner's catalog",
+                : "no scenario \"\(name)\" in this runner's catalog"
+                    + (suggestion.map { " (did you mean \"\($0)\"?)" } ?? ""),
             fix: inCatalog
                 ? "read the records of a fixture you started by its id, or name \(name) to serve"
                 : "the catalog document (/scenarios.json) lists them")

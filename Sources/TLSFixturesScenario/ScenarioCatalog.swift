@@ -174,7 +174,7 @@ public struct ScenarioCatalog: Sendable {
     /// The catalog name within `max(2, n / 3)` edits of `name` (n its length), nearest first. The distance is at least
     /// the difference in length, so only names that close in length are compared: a name far longer than any (a
     /// megabyte sent to the control API) costs one comparison of lengths per scenario, not a megabyte of edits each.
-    private func closest(to name: String) -> String? {
+    package func closest(to name: String) -> String? {
         let length = name.count
         let limit = max(2, length / 3)
         let ranked = names.filter { abs($0.count - length) <= limit }.map { ($0, Self.distance($0, name)) }

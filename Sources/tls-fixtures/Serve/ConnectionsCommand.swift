@@ -41,9 +41,10 @@ struct ConnectionsCommand: AsyncParsableCommand {
     @OptionGroup var output: OutputOptions
 
     func validate() throws {
-        guard after >= 0 else { throw ValidationError("--after \(after) is not a connection id; give 0 or more") }
+        // Values out of range are bad input, exit 1, as for every other command (64 is for what the parser refuses).
+        guard after >= 0 else { throw CLIError("--after \(after) is not a connection id; give 0 or more") }
         guard wait.isFinite, (0...Double(FixtureAPI.maximumConnectionWait)).contains(wait) else {
-            throw ValidationError("--wait \(SecondsOption.text(wait)) is out of range; give seconds from 0 to "
+            throw CLIError("--wait \(SecondsOption.text(wait)) is out of range; give seconds from 0 to "
                                   + "\(FixtureAPI.maximumConnectionWait)")
         }
         _ = try runnerURL()

@@ -88,6 +88,12 @@ struct ConnectionRecordsEndToEndTests {
         #expect(missing.status != 0, "\(missing.combined)")
         #expect(missing.stderr.contains("no scenario \"no-such-scenario\""), "\(missing.combined)")
         #expect(missing.stderr.split(separator: "\n").count == 1, "\(missing.stderr)")
+        let misspelt = try TestEnvironment.tlsFixtures(["connections", "expird", "--runner", runner.url])
+        #expect(misspelt.status == 1 && misspelt.stderr.contains("did you mean \"expired\"?"), "\(misspelt.combined)")
+        for (bad, option) in [(["--wait", "31"], "--wait"), (["--after=-1"], "--after")] {
+            let refused = try TestEnvironment.tlsFixtures(["connections", "expired", "--runner", runner.url] + bad)
+            #expect(refused.status == 1 && refused.stderr.contains(option), "\(bad): \(refused.combined)")
+        }
 
         // Plain HTTP through the proxy (an absolute-form GET, forwarded): the record names the host the client asked.
         let http = try await remote.start("http")
