@@ -6,14 +6,15 @@ import TLSFixturesServer
 /// that does.
 ///
 /// - The slow lane: a start that must make an RSA key of 4096 bits or more, or a DH group
-///   (`CertificateStore.slowWork(preparing:)`: seconds to a minute of one core each), in `BlockingWork.Lane.slow`.
-///   At most
-///   `Options.maximumSlowStarts` such starts are admitted (running or queued); one more is refused at once with
-///   `FleetError.busy` (the front door asks the client to retry later) instead of queueing for minutes.
-/// - The quick lane: everything else (a key that exists, an EC or RSA-2048 key, reading the store, issuing a leaf), in
-///   `BlockingWork.Lane.quick`.
+///   (`CertificateStore.slowWork(preparing:)`: seconds to a minute of one core each), on threads of its own
+///   (`BlockingWork.Lane.requested(slow: true)`, half the cores). At most `Options.maximumSlowStarts` such starts
+///   are admitted (running or queued); one more is refused at once with `FleetError.busy` (the front door asks the
+///   client to retry later) instead of queueing for minutes.
+/// - The quick lane: everything else (a key that exists, an EC or RSA-2048 key, reading the store, issuing a leaf), on
+///   threads of its own too (`BlockingWork.Lane.requested(slow: false)`).
 ///
-/// Neither is where the catalog's own background preparation runs on a first run (`BlockingWork.Lane.everyCore`).
+/// Neither is where the catalog's own background preparation runs on a first run, nor where fixtures started through
+/// the library in the same process are prepared.
 /// The threads are the process's (key generation competes for the same cores whichever fleet asks); the admission
 /// count is the fleet's.
 package final class PreparationLanes: Sendable {
@@ -44,7 +45,7 @@ package final class PreparationLanes: Sendable {
         slow: Bool, scenario: String, stopping: @escaping @Sendable () -> Bool,
         _ body: @escaping @Sendable () throws -> T
     ) async throws -> T {
-        guard slow else { return try await BlockingWork.prepare(.quick, body) }
+        guard slow else { return try await BlockingWork.prepare(.requested(slow: false), body) }
         let limit = maximumSlowStarts
         let admittedNow = admitted.withLockedValue { count -> Bool in
             guard count < limit else { return false }
@@ -58,7 +59,7 @@ package final class PreparationLanes: Sendable {
             observer?(.finished(scenario: scenario))
         }
         let observer = observer
-        return try await BlockingWork.prepare(.slow) {
+        return try await BlockingWork.prepare(.requested(slow: true)) {
             if stopping() { throw FleetError.stopping }
             observer?(.started(scenario: scenario))
             let made = try body()

@@ -11,6 +11,9 @@ import NIOPosix
 ///   take every core from quick work and the event loops.
 /// - `Lane.everyCore`: the catalog's own slow preparation (`serve` on a first run, `tls-fixtures prepare`), where
 ///   finishing soonest is what matters: as many threads as cores.
+/// - `Lane.requested`: a start a control API client waits for (`PreparationLanes`, which also bounds how many slow
+///   ones it admits): a quick and a slow lane of their own, as wide as the two above, so a runner's clients never
+///   queue behind fixtures the same process prepares through the library (a test process's), nor behind the catalog.
 /// - Blocking I/O (a probe's handshakes, which may wait out a timeout without using a core; binding a port; reading
 ///   the CA): a thread each, so it never queues behind key generation.
 ///
@@ -20,6 +23,7 @@ import NIOPosix
 package enum BlockingWork {
     package enum Lane: Sendable {
         case quick, slow, everyCore
+        case requested(slow: Bool)
     }
 
     /// `Lane.slow`'s threads: half the cores (at least one).
@@ -28,6 +32,8 @@ package enum BlockingWork {
     private static let quickPool = started(NIOThreadPool(numberOfThreads: coreWidth))
     private static let slowPool = started(NIOThreadPool(numberOfThreads: slowWidth))
     private static let everyCorePool = started(NIOThreadPool(numberOfThreads: coreWidth))
+    private static let requestedQuickPool = started(NIOThreadPool(numberOfThreads: coreWidth))
+    private static let requestedSlowPool = started(NIOThreadPool(numberOfThreads: slowWidth))
 
     private static func started(_ pool: NIOThreadPool) -> NIOThreadPool {
         pool.start()
@@ -40,6 +46,8 @@ package enum BlockingWork {
         case .quick: try await quickPool.runIfActive(body)
         case .slow: try await slowPool.runIfActive(body)
         case .everyCore: try await everyCorePool.runIfActive(body)
+        case .requested(slow: false): try await requestedQuickPool.runIfActive(body)
+        case .requested(slow: true): try await requestedSlowPool.runIfActive(body)
         }
     }
 
