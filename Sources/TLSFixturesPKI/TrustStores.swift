@@ -225,34 +225,36 @@ package struct TrustStores: Sendable {
         let file = plan.directory.appendingPathComponent(fileName(certificate))
         let before = try? Data(contentsOf: file)
         let already = before == certificate.pem
-        // The folders this install makes, deepest first: taken back out, with the file, if the tool refuses.
+        if already {
+            try runChecked(plan.tool, plan.arguments)
+            return Outcome(store: .system, location: file.path, action: "already installed")
+        }
+        // The folders this install makes, deepest first: taken back out, with the file, if it fails part-way.
         var made: [URL] = []
         var folder = plan.directory
         while !FileSystem.exists(folder) && folder.path != "/" {
             made.append(folder)
             folder.deleteLastPathComponent()
         }
-        if !already {
+        do {
             try FileSystem.createMissingDirectory(plan.directory, mode: 0o755)
             do { try FileSystem.writeAtomically(certificate.pem, to: file, mode: 0o644) } catch let error as PKIError {
                 throw unavailable(.system, file.path, error.problem ?? error.reason)
             }
-        }
-        do { try runChecked(plan.tool, plan.arguments) } catch {
+            try runChecked(plan.tool, plan.arguments)
+        } catch {
             // The tool refused (a half-made root, say): the file it was given would otherwise stay behind and be picked
             // up, unasked, by the next update of that store. Put back what was there: nothing, or the file as it was.
-            if !already {
-                if let before {
-                    try? FileSystem.writeAtomically(before, to: file, mode: 0o644)
-                } else {
-                    try? FileManager.default.removeItem(at: file)
-                }
-                // rmdir: only a folder left empty goes.
-                for folder in made where rmdir(folder.path) != 0 { break }
+            if let before {
+                try? FileSystem.writeAtomically(before, to: file, mode: 0o644)
+            } else {
+                try? FileManager.default.removeItem(at: file)
             }
+            // rmdir: only a folder left empty goes.
+            for folder in made where rmdir(folder.path) != 0 { break }
             throw error
         }
-        return Outcome(store: .system, location: file.path, action: already ? "already installed" : "installed")
+        return Outcome(store: .system, location: file.path, action: "installed")
     }
 
     private func installNSS(_ certificate: Certificate, pemFile: URL, certutil: String,

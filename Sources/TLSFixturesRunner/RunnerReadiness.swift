@@ -21,7 +21,8 @@ package enum RunnerReadiness {
         var unreachable = "nothing answered yet"
         while true {
             do {
-                let health = try await target.ask(until: deadline)
+                // The question asked at the deadline still gets an interval to be answered.
+                let health = try await target.ask(until: max(deadline, .now() + interval))
                 if health.ready { return health }
                 if health.status == .unavailable || health.status == .stopping {
                     throw RunnerError.willNotServe(runner, health.summary)

@@ -19,12 +19,10 @@ struct ScenariosList: AsyncParsableCommand {
     @Option(help: ArgumentHelp("Port of the dashboard; scenario ports follow it.", valueName: "port"))
     var portBase = ScenarioCatalog.defaultPortBase
 
-    func validate() throws {
-        try PortBaseOption.check(portBase, catalog: try FlagHints.translating { try source.catalog() })
-    }
-
     func run() async throws {
+        // Here rather than in validate(), which would wrap a catalog error and lose its code for --json.
         let catalog = try source.catalog()
+        try PortBaseOption.check(portBase, catalog: catalog)
         let entries = catalog.scenarios.map { CatalogEntry(scenario: $0, port: catalog.port(of: $0, portBase: portBase), status: .listed) }
         let document = CatalogDocument(dashboard: nil, scenarios: entries)
         if output.json {

@@ -97,11 +97,12 @@ struct ServeCommand: AsyncParsableCommand {
             _ = try catalog.scenarios(named: names)
             return catalog
         }
-        _ = try connectionSink()
         try PortBaseOption.check(portBase, catalog: catalog)
         if let proxyPort, !(1...65_535).contains(proxyPort) || proxyPort == portBase {
             throw CLIError("--proxy-port must be a TCP port (1–65535) other than the dashboard's (--port-base \(portBase))")
         }
+        // Last: it creates the log file, which a refusal above must not leave behind.
+        _ = try connectionSink()
     }
 
     func run() async throws {

@@ -11,22 +11,26 @@ import Testing
 /// than hanging it).
 private final class ThreadHold: Sendable {
     private let released = DispatchSemaphore(value: 0)
-    private let started = DispatchSemaphore(value: 0)
     private let count: Int
     private let holding = NIOLockedValueBox(0)
 
     init(_ count: Int, _ run: @escaping @Sendable (@escaping @Sendable () -> Void) -> Void) {
         self.count = count
         for _ in 0..<count {
-            run { [released, started, holding] in
+            run { [released, holding] in
                 holding.withLockedValue { $0 += 1 }
-                started.signal()
                 _ = released.wait(timeout: .now() + 60)
                 holding.withLockedValue { $0 -= 1 }
             }
         }
-        // Every thread is taken before the test goes on.
-        for _ in 0..<count { started.wait() }
+    }
+
+    /// Whether every thread was taken within 30 s (awaited, not blocked on: a hold submitted through a task needs the
+    /// cooperative thread this runs on).
+    func taken() async throws -> Bool {
+        let deadline = ContinuousClock.now + .seconds(30)
+        while !intact && ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(10)) }
+        return intact
     }
 
     /// Whether every thread is still held: false once one let go (released, or its minute ran out).
@@ -56,6 +60,9 @@ extension ReliabilitySuite {
                 singleton.release()
                 slow.release()
             }
+            // Every thread is taken before the test goes on.
+            try #require(try await singleton.taken(), "NIO's blocking pool was not all taken")
+            try #require(try await slow.taken(), "the slow lane was not all taken")
             let store = TestEnvironment.suiteStore("BlockingWork")
             let result = try await withFixture("ats-compliant", store: store) { fixture in
                 try await TLSProbe(trusting: [fixture.caCertificate]).probe(ProbeTarget(host: "localhost", port: fixture.port))
