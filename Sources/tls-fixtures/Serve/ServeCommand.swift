@@ -123,6 +123,8 @@ struct ServeCommand: AsyncParsableCommand {
             throw CLIError("\(error.reason); stop what listens there, or choose another --proxy-port (or leave it out: "
                            + "the proxy then shares the dashboard's port)")
         }
+        // Before the report: a signal sent the moment a caller reads it must find its handler in place.
+        let shutdown = ShutdownSignal.listen()
         if let warning = runner.descriptorWarning { Output.error(warning) }
         let document = runner.document()
         if output.json {
@@ -136,7 +138,7 @@ struct ServeCommand: AsyncParsableCommand {
             print("\nServing \(serving) scenario\(serving == 1 ? "" : "s")\(later). Ctrl-C to stop.")
         }
         fflush(nil)   // A pipe reader (a test, a script) sees the table now, not at exit.
-        let signal = await ShutdownSignal.wait()
+        let signal = await shutdown.wait()
         Output.error("\(signal == SIGTERM ? "SIGTERM" : "interrupt"): stopping…")
         await runner.stop()
     }
