@@ -2,6 +2,7 @@ import Foundation
 import NIOConcurrencyHelpers
 import Testing
 @testable import TLSFixtures
+import TLSFixturesServer
 
 #if canImport(Glibc)
 import Glibc
@@ -96,19 +97,15 @@ enum TestEnvironment {
     /// The key files of `rsa4096` and `rsa8192` in the shared store, made there on first use, on a thread of their own
     /// (never a cooperative one).
     private static let slowScenarioKeys = Task<[URL], Error> {
-        try await withCheckedThrowingContinuation { continuation in
-            Thread.detachNewThread {
-                continuation.resume(with: Result {
-                    for name in ["rsa4096", "rsa8192"] {
-                        let spec = try ScenarioCatalog.builtIn.scenario(named: name).certificate?.key ?? .rsa(bits: 2048)
-                        _ = try sharedStore.key(named: name, spec: spec)
-                    }
-                    let keys = sharedStore.directory.appendingPathComponent("keys")
-                    let names = try FileManager.default.contentsOfDirectory(atPath: keys.path)
-                        .filter { $0.hasPrefix("rsa4096.") || $0.hasPrefix("rsa8192.") }
-                    return names.map { keys.appendingPathComponent($0) }
-                })
+        try await BlockingWork.blockingIO {
+            for name in ["rsa4096", "rsa8192"] {
+                let spec = try ScenarioCatalog.builtIn.scenario(named: name).certificate?.key ?? .rsa(bits: 2048)
+                _ = try sharedStore.key(named: name, spec: spec)
             }
+            let keys = sharedStore.directory.appendingPathComponent("keys")
+            let names = try FileManager.default.contentsOfDirectory(atPath: keys.path)
+                .filter { $0.hasPrefix("rsa4096.") || $0.hasPrefix("rsa8192.") }
+            return names.map { keys.appendingPathComponent($0) }
         }
     }
 
