@@ -59,12 +59,12 @@ extension ATSLikelyError {
 
     static let appTransportSecurity = ATSLikelyError(
         urlErrorCode: -1022, urlErrorName: "NSURLErrorAppTransportSecurityRequiresSecureConnection")
-    static let expired = ATSLikelyError(urlErrorCode: -1201, urlErrorName: "NSURLErrorServerCertificateHasBadDate",
-                                        streamErrorCode: -9814, streamErrorName: "errSSLCertExpired")
-    static let notYetValid = ATSLikelyError(urlErrorCode: -1204, urlErrorName: "NSURLErrorServerCertificateNotYetValid",
-                                            streamErrorCode: -9815, streamErrorName: "errSSLCertNotYetValid")
-    static let unknownRoot = ATSLikelyError(urlErrorCode: -1203, urlErrorName: "NSURLErrorServerCertificateHasUnknownRoot",
-                                            streamErrorCode: -9812, streamErrorName: "errSSLUnknownRootCert")
+    // Trust failures: public URLSession logs from iOS 12 to 18 show -1202 with the reason in the stream code for each
+    // of these, and none shows -1201, -1203 or -1204 (the scenario files cite them; docs/apple-evidence.md).
+    static let expired = untrusted(-9814, "errSSLCertExpired")
+    /// No log seen: a guess, as the scenario file says.
+    static let notYetValid = untrusted()
+    static let unknownRoot = untrusted(-9813, "errSSLNoRootCert")
     static let badURL = ATSLikelyError(urlErrorCode: -1000, urlErrorName: "NSURLErrorBadURL")
     static let clientCertificateRequired = ATSLikelyError(urlErrorCode: -1206,
                                                           urlErrorName: "NSURLErrorClientCertificateRequired")

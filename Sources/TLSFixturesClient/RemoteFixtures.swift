@@ -116,6 +116,10 @@ public struct RemoteFixtures: Sendable {
     private struct Refusal { var since: Date; var gaveUp = false }
     private static let refusals = Locked<[String: Refusal]>([:])
 
+    /// The runner's proxy, on the runner's own port: it resolves `NAME.fixtures.test` to the runner's fixtures (a
+    /// runner started with `serve --domain` resolves more: `RemoteFixture.proxy` lists them).
+    public var proxy: FixtureProxy { FixtureProxy(host: runnerURL.host ?? "localhost", port: runnerURL.port ?? 9800) }
+
     // MARK: Starting
 
     /// Starts the scenario `name` (a built-in one, or one the runner loaded with `--scenarios`) on a free port.

@@ -25,18 +25,41 @@ extension XCTestCase {
     }
 }
 
-/// Fails the test, at the call, unless the client refused `fixture`: `load` threw, a connection from it reached the
-/// fixture, and it ended without a request being answered — and, where the scenario says what its refusing clients
-/// object to, for that reason (`RemoteFixture.expectRefused`). The failure says what happened instead: the client never
-/// reached the fixture (and why, from the error it threw), or it accepted the certificate.
+/// Fails the test, at the call, unless your client refuses the scenario `name` for its reason, proven by difference
+/// (`RemoteFixtures.expectRefused(_:url:wait:_:)`): `load` runs once on a fresh fixture of the scenario's control, which
+/// must be accepted, and once on a fresh fixture of the scenario, which must be refused at its step. The failure says
+/// which half failed: "your client refuses the control too … it does not trust the kit's CA", "your client accepted
+/// pin-rotated-key …: no pin was checked". Returns what each half showed (nil when the check failed); its notes
+/// (an Apple error code other than the scenario file's, say) are printed.
 ///
 /// ```swift
-/// func testExpiredIsRefused() async throws {
-///     let fixture = try await startRemoteFixture("expired")
-///     let session = URLSession(configuration: .fixtures(through: try XCTUnwrap(fixture.proxy)))
-///     await XCTAssertRefused(fixture) { try await session.data(from: fixture.qualifiedURL) }
+/// func testExpiredIsRefused() async {
+///     let session = URLSession(configuration: .fixtures(through: RemoteFixtures().proxy))
+///     await XCTAssertRefused("expired") { url in try await session.data(from: url) }
 /// }
 /// ```
+@discardableResult
+public func XCTAssertRefused<T>(_ name: String, runner: RemoteFixtures = RemoteFixtures(),
+                                url: FixtureURLChoice = .qualifiedName, wait: TimeInterval = 5,
+                                _ message: @autoclosure () -> String = "", file: StaticString = #filePath,
+                                line: UInt = #line, isolation: isolated (any Actor)? = #isolation,
+                                _ load: (URL) async throws -> T) async -> RefusalVerdict? {
+    do {
+        let verdict = try await runner.expectRefused(name, url: url, wait: wait, load)
+        for note in verdict.notes { print("note: \(note)") }
+        return verdict
+    } catch {
+        let prefix = message()
+        XCTFail(prefix.isEmpty ? "\(error)" : "\(prefix): \(error)", file: file, line: line)
+        return nil
+    }
+}
+
+/// Fails the test, at the call, unless the client refused `fixture`, as far as one fixture, which others may share,
+/// can show it (`RemoteFixture.expectRefused`): `load` threw, one connection from it reached the fixture, and it ended
+/// at the scenario's step without a request. A handshake that completed and closed without a request fails as
+/// `unproven`, and several connections in the window as `ambiguous`: the form above, which takes the scenario's name,
+/// proves more.
 public func XCTAssertRefused<T>(_ fixture: RemoteFixture, checkingReason: Bool = true, wait: TimeInterval = 5,
                                 _ message: @autoclosure () -> String = "", file: StaticString = #filePath,
                                 line: UInt = #line, isolation: isolated (any Actor)? = #isolation,

@@ -676,7 +676,7 @@ extension FixtureFleet: FleetQueries, FixtureLookup {
 
     /// The records of `key`'s connections after `cursor`, as `FixtureServer.connections(after:wait:)` gives them:
     /// once one has settled, or when `wait` has passed. A leased fixture by its id, a catalog one by its name.
-    package func connections(of key: Key, after cursor: Int, wait: Duration) async throws(FleetError)
+    package func connections(of key: Key, after cursor: ConnectionCursor, wait: Duration) async throws(FleetError)
         -> ConnectionList
     {
         let (member, stopped) = table.withLockedValue { table -> (Member?, StoppedFixtures.Entry?) in
@@ -689,7 +689,7 @@ extension FixtureFleet: FleetQueries, FixtureLookup {
             if member == nil, let stopped {
                 // Nothing more will come: answer at once, whatever the wait.
                 return ConnectionList(connections: stopped.log.records(after: cursor), latestID: stopped.log.latestID,
-                                      stopped: stopped.stopped)
+                                      latestRequestNumber: stopped.log.latestRequestNumber, stopped: stopped.stopped)
             }
             guard let member, member.lease != nil, let serving = member.state.fixture else {
                 throw absence(of: id)
@@ -703,7 +703,8 @@ extension FixtureFleet: FleetQueries, FixtureLookup {
             fixture = serving
         }
         let records = await fixture.connections(after: cursor, wait: wait)
-        return ConnectionList(connections: records, latestID: fixture.latestConnectionID)
+        let now = fixture.cursor
+        return ConnectionList(connections: records, latestID: now.connection, latestRequestNumber: now.request)
     }
 
     package func recentConnections(last limit: Int) -> [String: ConnectionList] {
@@ -713,7 +714,8 @@ extension FixtureFleet: FleetQueries, FixtureLookup {
             let latest = fixture.latestConnectionID
             guard latest > 0 else { continue }
             let records = fixture.log.records(after: max(0, latest - limit))
-            lists[scenario.name] = ConnectionList(connections: Array(records.suffix(limit)), latestID: latest)
+            lists[scenario.name] = ConnectionList(connections: Array(records.suffix(limit)), latestID: latest,
+                                                  latestRequestNumber: fixture.log.latestRequestNumber)
         }
         return lists
     }

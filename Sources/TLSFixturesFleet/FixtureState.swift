@@ -101,7 +101,7 @@ package protocol FleetQueries: Sendable {
     func leasedFixtures(session: String?) -> [FixtureDescription]
     /// The connection records of a leased fixture (by id) or a catalog one (by name) after `cursor`, once one has
     /// settled or `wait` has passed (`FixtureServer.connections(after:wait:)`).
-    func connections(of fixture: FixtureFleet.Key, after cursor: Int, wait: Duration) async throws(FleetError)
+    func connections(of fixture: FixtureFleet.Key, after cursor: ConnectionCursor, wait: Duration) async throws(FleetError)
         -> ConnectionList
     /// The last `limit` connection records of each catalog fixture serving in this process, by scenario name, at
     /// once: what the dashboard shows beside the browser's own result. Fixtures with no records are left out.

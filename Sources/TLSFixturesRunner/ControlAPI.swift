@@ -168,7 +168,8 @@ struct ControlAPI: Sendable {
         return health.status == .preparing ? answer.adding("Retry-After", "1") : answer
     }
 
-    /// The fixture's records after `?after=N` (default 0: every one kept), waiting up to `?wait=S` seconds
+    /// The fixture's records after `?after=N` (default 0: every one kept) — and, with `?requestsAfter=M`, older
+    /// connections that answered a request numbered above M — waiting up to `?wait=S` seconds
     /// (`FixtureAPI.maximumConnectionWait` at most; default 0, at once) for one to settle. The wait is a task on the
     /// fleet's connection log, woken by every change: it holds no thread, and the connection's other requests queue.
     private func connections(of fixture: FixtureFleet.Key, _ request: Request) async throws -> HTTPAnswer {
@@ -176,8 +177,9 @@ struct ControlAPI: Sendable {
         return .json(.ok, try await fleet.connections(of: fixture, after: after, wait: wait))
     }
 
-    static func connectionQuery(_ uri: String) throws -> (after: Int, wait: Duration) {
+    static func connectionQuery(_ uri: String) throws -> (after: ConnectionCursor, wait: Duration) {
         var after = 0
+        var requestsAfter = Int.max
         var wait = Duration.zero
         let query = uri.split(separator: "?", maxSplits: 1).dropFirst().first ?? ""
         for pair in query.split(separator: "&") {
@@ -191,6 +193,13 @@ struct ControlAPI: Sendable {
                             + "from 0 (latestID of the last answer)", field: "after")
                 }
                 after = number
+            case "requestsAfter":
+                guard let number = Int(value), number >= 0 else {
+                    throw ControlAPIFailure(
+                        400, "requestsAfter=\(value.escapingControlCharacters) is not a request number; give a whole "
+                            + "number from 0 (latestRequestNumber of the last answer)", field: "requestsAfter")
+                }
+                requestsAfter = number
             case "wait":
                 let limit = FixtureAPI.maximumConnectionWait
                 guard let seconds = Double(value), seconds.isFinite, (0...Double(limit)).contains(seconds) else {
@@ -202,10 +211,11 @@ struct ControlAPI: Sendable {
             default:
                 let name = parts[0].escapingControlCharacters
                 throw ControlAPIFailure(
-                    400, "unknown query parameter \"\(name)\" (known: after=ID, wait=SECONDS)", field: parts[0])
+                    400, "unknown query parameter \"\(name)\" (known: after=ID, requestsAfter=N, wait=SECONDS)",
+                    field: parts[0])
             }
         }
-        return (after, wait)
+        return (ConnectionCursor(connection: after, request: requestsAfter), wait)
     }
 
     private func withProxy(_ description: FixtureDescription) -> FixtureDescription {

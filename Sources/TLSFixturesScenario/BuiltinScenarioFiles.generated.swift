@@ -287,6 +287,8 @@ package enum BuiltinScenarioFiles {
       }
     ],
     "refusal": {
+      "control": "ats-compliant",
+      "step": "negotiation",
       "alerts": [
         "protocol_version"
       ],
@@ -294,7 +296,8 @@ package enum BuiltinScenarioFiles {
         "urlErrorCode": -1200,
         "urlErrorName": "NSURLErrorSecureConnectionFailed",
         "streamErrorCode": -9836,
-        "streamErrorName": "errSSLPeerProtocolVersion"
+        "streamErrorName": "errSSLPeerProtocolVersion",
+        "source": "Network.framework reports -9836 for a protocol-version mismatch (https://developer.apple.com/forums/thread/786077, iOS 18.3); nscurl reports -1200 for a TLS version the client refuses (https://gist.github.com/phillip5094/eaa6a61d0ff60106d8287c12d7d75a5c)"
       }
     }
   }
@@ -368,6 +371,8 @@ package enum BuiltinScenarioFiles {
       }
     ],
     "refusal": {
+      "control": "ats-compliant",
+      "step": "negotiation",
       "alerts": [
         "protocol_version"
       ],
@@ -375,7 +380,8 @@ package enum BuiltinScenarioFiles {
         "urlErrorCode": -1200,
         "urlErrorName": "NSURLErrorSecureConnectionFailed",
         "streamErrorCode": -9836,
-        "streamErrorName": "errSSLPeerProtocolVersion"
+        "streamErrorName": "errSSLPeerProtocolVersion",
+        "source": "Network.framework reports -9836 for a protocol-version mismatch (https://developer.apple.com/forums/thread/786077, iOS 18.3); nscurl reports -1200 for a TLS version the client refuses (https://gist.github.com/phillip5094/eaa6a61d0ff60106d8287c12d7d75a5c)"
       }
     }
   }
@@ -412,6 +418,8 @@ package enum BuiltinScenarioFiles {
     },
     "note": "Most OpenSSL builds (Debian's, Homebrew's) are compiled without SSLv3; the fixture is then reported as unsupported, never served as something else.",
     "refusal": {
+      "control": "ats-compliant",
+      "step": "negotiation",
       "alerts": [
         "protocol_version"
       ],
@@ -419,7 +427,8 @@ package enum BuiltinScenarioFiles {
         "urlErrorCode": -1200,
         "urlErrorName": "NSURLErrorSecureConnectionFailed",
         "streamErrorCode": -9836,
-        "streamErrorName": "errSSLPeerProtocolVersion"
+        "streamErrorName": "errSSLPeerProtocolVersion",
+        "source": "Network.framework reports -9836 for a protocol-version mismatch (https://developer.apple.com/forums/thread/786077, iOS 18.3); nscurl reports -1200 for a TLS version the client refuses (https://gist.github.com/phillip5094/eaa6a61d0ff60106d8287c12d7d75a5c)"
       }
     }
   }
@@ -460,6 +469,8 @@ package enum BuiltinScenarioFiles {
     },
     "clients": [],
     "refusal": {
+      "control": "ats-compliant",
+      "step": "negotiation",
       "alerts": [
         "handshake_failure"
       ],
@@ -467,7 +478,8 @@ package enum BuiltinScenarioFiles {
         "urlErrorCode": -1200,
         "urlErrorName": "NSURLErrorSecureConnectionFailed",
         "streamErrorCode": -9824,
-        "streamErrorName": "errSSLPeerHandshakeFail"
+        "streamErrorName": "errSSLPeerHandshakeFail",
+        "source": "Apple's TLS logs a handshake_failure(40) alert from a server with no shared suite (https://github.com/datatheorem/TrustKit/issues/223, iOS 13 simulator), and URLSession reported such failures as -9824 (https://github.com/apptentive/apptentive-ios/issues/152, iOS 9/10); iOS 13 and later offer no DHE suites (https://github.com/apple/swift-nio/issues/1542)"
       }
     }
   }
@@ -519,6 +531,8 @@ package enum BuiltinScenarioFiles {
       }
     ],
     "refusal": {
+      "control": "ats-compliant",
+      "step": "negotiation",
       "alerts": [
         "handshake_failure"
       ],
@@ -526,7 +540,8 @@ package enum BuiltinScenarioFiles {
         "urlErrorCode": -1200,
         "urlErrorName": "NSURLErrorSecureConnectionFailed",
         "streamErrorCode": -9824,
-        "streamErrorName": "errSSLPeerHandshakeFail"
+        "streamErrorName": "errSSLPeerHandshakeFail",
+        "source": "Apple's TLS logs a handshake_failure(40) alert from a server with no shared suite (https://github.com/datatheorem/TrustKit/issues/223, iOS 13 simulator), and URLSession reported such failures as -9824 (https://github.com/apptentive/apptentive-ios/issues/152, iOS 9/10); iOS 13 and later offer no DHE suites (https://github.com/apple/swift-nio/issues/1542)"
       }
     }
   }
@@ -588,6 +603,8 @@ package enum BuiltinScenarioFiles {
       }
     ],
     "refusal": {
+      "control": "ats-compliant",
+      "step": "negotiation",
       "alerts": [
         "handshake_failure",
         "insufficient_security"
@@ -596,7 +613,8 @@ package enum BuiltinScenarioFiles {
         "urlErrorCode": -1200,
         "urlErrorName": "NSURLErrorSecureConnectionFailed",
         "streamErrorCode": -9824,
-        "streamErrorName": "errSSLPeerHandshakeFail"
+        "streamErrorName": "errSSLPeerHandshakeFail",
+        "source": "Apple's TLS logs a handshake_failure(40) alert from a server with no shared suite (https://github.com/datatheorem/TrustKit/issues/223, iOS 13 simulator), and URLSession reported such failures as -9824 (https://github.com/apptentive/apptentive-ios/issues/152, iOS 9/10); iOS 13 and later offer no DHE suites (https://github.com/apple/swift-nio/issues/1542)"
       }
     }
   }
@@ -680,6 +698,8 @@ package enum BuiltinScenarioFiles {
       }
     ],
     "refusal": {
+      "control": "ats-compliant",
+      "step": "negotiation",
       "alerts": [
         "handshake_failure",
         "insufficient_security"
@@ -688,7 +708,8 @@ package enum BuiltinScenarioFiles {
         "urlErrorCode": -1200,
         "urlErrorName": "NSURLErrorSecureConnectionFailed",
         "streamErrorCode": -9824,
-        "streamErrorName": "errSSLPeerHandshakeFail"
+        "streamErrorName": "errSSLPeerHandshakeFail",
+        "source": "Apple's TLS logs a handshake_failure(40) alert from a server with no shared suite (https://github.com/datatheorem/TrustKit/issues/223, iOS 13 simulator), and URLSession reported such failures as -9824 (https://github.com/apptentive/apptentive-ios/issues/152, iOS 9/10); iOS 13 and later offer no DHE suites (https://github.com/apple/swift-nio/issues/1542)"
       }
     }
   }
@@ -751,6 +772,8 @@ package enum BuiltinScenarioFiles {
     },
     "note": "Debian's and Homebrew's OpenSSL 3 are built without RC4; the fixture is then reported as unsupported.",
     "refusal": {
+      "control": "ats-compliant",
+      "step": "negotiation",
       "alerts": [
         "handshake_failure"
       ],
@@ -758,7 +781,8 @@ package enum BuiltinScenarioFiles {
         "urlErrorCode": -1200,
         "urlErrorName": "NSURLErrorSecureConnectionFailed",
         "streamErrorCode": -9824,
-        "streamErrorName": "errSSLPeerHandshakeFail"
+        "streamErrorName": "errSSLPeerHandshakeFail",
+        "source": "Apple's TLS logs a handshake_failure(40) alert from a server with no shared suite (https://github.com/datatheorem/TrustKit/issues/223, iOS 13 simulator), and URLSession reported such failures as -9824 (https://github.com/apptentive/apptentive-ios/issues/152, iOS 9/10); iOS 13 and later offer no DHE suites (https://github.com/apple/swift-nio/issues/1542)"
       }
     }
   }
@@ -793,6 +817,8 @@ package enum BuiltinScenarioFiles {
     },
     "note": "Debian's and Homebrew's OpenSSL 3 are built without 3DES; the fixture is then reported as unsupported.",
     "refusal": {
+      "control": "ats-compliant",
+      "step": "negotiation",
       "alerts": [
         "handshake_failure"
       ],
@@ -800,7 +826,8 @@ package enum BuiltinScenarioFiles {
         "urlErrorCode": -1200,
         "urlErrorName": "NSURLErrorSecureConnectionFailed",
         "streamErrorCode": -9824,
-        "streamErrorName": "errSSLPeerHandshakeFail"
+        "streamErrorName": "errSSLPeerHandshakeFail",
+        "source": "Apple's TLS logs a handshake_failure(40) alert from a server with no shared suite (https://github.com/datatheorem/TrustKit/issues/223, iOS 13 simulator), and URLSession reported such failures as -9824 (https://github.com/apptentive/apptentive-ios/issues/152, iOS 9/10); iOS 13 and later offer no DHE suites (https://github.com/apple/swift-nio/issues/1542)"
       }
     }
   }
@@ -852,6 +879,8 @@ package enum BuiltinScenarioFiles {
       }
     ],
     "refusal": {
+      "control": "ats-compliant",
+      "step": "negotiation",
       "alerts": [
         "handshake_failure"
       ],
@@ -859,7 +888,8 @@ package enum BuiltinScenarioFiles {
         "urlErrorCode": -1200,
         "urlErrorName": "NSURLErrorSecureConnectionFailed",
         "streamErrorCode": -9824,
-        "streamErrorName": "errSSLPeerHandshakeFail"
+        "streamErrorName": "errSSLPeerHandshakeFail",
+        "source": "Apple's TLS logs a handshake_failure(40) alert from a server with no shared suite (https://github.com/datatheorem/TrustKit/issues/223, iOS 13 simulator), and URLSession reported such failures as -9824 (https://github.com/apptentive/apptentive-ios/issues/152, iOS 9/10); iOS 13 and later offer no DHE suites (https://github.com/apple/swift-nio/issues/1542)"
       }
     }
   }
@@ -917,6 +947,8 @@ package enum BuiltinScenarioFiles {
       }
     ],
     "refusal": {
+      "control": "ats-compliant",
+      "step": "certificate",
       "alerts": [
         "bad_certificate"
       ],
@@ -924,7 +956,8 @@ package enum BuiltinScenarioFiles {
         "urlErrorCode": -1200,
         "urlErrorName": "NSURLErrorSecureConnectionFailed",
         "streamErrorCode": -9884,
-        "streamErrorName": "errSSLATSLeafCertificateHashAlgorithmViolation"
+        "streamErrorName": "errSSLATSLeafCertificateHashAlgorithmViolation",
+        "source": null
       }
     }
   }
@@ -984,6 +1017,8 @@ package enum BuiltinScenarioFiles {
       }
     ],
     "refusal": {
+      "control": "intermediate",
+      "step": "certificate",
       "alerts": [
         "bad_certificate"
       ],
@@ -991,7 +1026,8 @@ package enum BuiltinScenarioFiles {
         "urlErrorCode": -1200,
         "urlErrorName": "NSURLErrorSecureConnectionFailed",
         "streamErrorCode": -9885,
-        "streamErrorName": "errSSLATSCertificateHashAlgorithmViolation"
+        "streamErrorName": "errSSLATSCertificateHashAlgorithmViolation",
+        "source": null
       }
     }
   }
@@ -1028,6 +1064,8 @@ package enum BuiltinScenarioFiles {
     },
     "clients": [],
     "refusal": {
+      "control": "ats-compliant",
+      "step": "certificate",
       "alerts": [
         "bad_certificate"
       ],
@@ -1035,7 +1073,8 @@ package enum BuiltinScenarioFiles {
         "urlErrorCode": -1200,
         "urlErrorName": "NSURLErrorSecureConnectionFailed",
         "streamErrorCode": -9884,
-        "streamErrorName": "errSSLATSLeafCertificateHashAlgorithmViolation"
+        "streamErrorName": "errSSLATSLeafCertificateHashAlgorithmViolation",
+        "source": null
       }
     }
   }
@@ -1120,6 +1159,8 @@ package enum BuiltinScenarioFiles {
       }
     ],
     "refusal": {
+      "control": "ats-compliant",
+      "step": "certificate",
       "alerts": [
         "bad_certificate"
       ],
@@ -1127,7 +1168,8 @@ package enum BuiltinScenarioFiles {
         "urlErrorCode": -1200,
         "urlErrorName": "NSURLErrorSecureConnectionFailed",
         "streamErrorCode": -9883,
-        "streamErrorName": "errSSLATSMinimumKeySizeViolation"
+        "streamErrorName": "errSSLATSMinimumKeySizeViolation",
+        "source": null
       }
     }
   }
@@ -1190,6 +1232,8 @@ package enum BuiltinScenarioFiles {
       }
     ],
     "refusal": {
+      "control": "ats-compliant",
+      "step": "certificate",
       "alerts": [
         "bad_certificate"
       ],
@@ -1197,7 +1241,8 @@ package enum BuiltinScenarioFiles {
         "urlErrorCode": -1200,
         "urlErrorName": "NSURLErrorSecureConnectionFailed",
         "streamErrorCode": -9883,
-        "streamErrorName": "errSSLATSMinimumKeySizeViolation"
+        "streamErrorName": "errSSLATSMinimumKeySizeViolation",
+        "source": null
       }
     }
   }
@@ -1230,6 +1275,8 @@ package enum BuiltinScenarioFiles {
     },
     "clients": [],
     "refusal": {
+      "control": "ats-compliant",
+      "step": "certificate",
       "alerts": [
         "unknown_ca"
       ],
@@ -1237,7 +1284,8 @@ package enum BuiltinScenarioFiles {
         "urlErrorCode": -1202,
         "urlErrorName": "NSURLErrorServerCertificateUntrusted",
         "streamErrorCode": -9813,
-        "streamErrorName": "errSSLNoRootCert"
+        "streamErrorName": "errSSLNoRootCert",
+        "source": "URLSession log of a self-signed leaf on iOS 18: -1202 with _kCFStreamErrorCodeKey -9813 (https://github.com/maitrungduc1410/WebRTC-Demo/issues/47). When App Transport Security applies to the host (a qualified name), the same failure has been reported as -1200 with -9802 (Apple DTS, https://developer.apple.com/forums/thread/760524, iOS 18 simulator)."
       }
     }
   }
@@ -1274,14 +1322,17 @@ package enum BuiltinScenarioFiles {
     },
     "clients": [],
     "refusal": {
+      "control": "ats-compliant",
+      "step": "certificate",
       "alerts": [
         "unknown_ca"
       ],
       "apple": {
-        "urlErrorCode": -1203,
-        "urlErrorName": "NSURLErrorServerCertificateHasUnknownRoot",
-        "streamErrorCode": -9812,
-        "streamErrorName": "errSSLUnknownRootCert"
+        "urlErrorCode": -1202,
+        "urlErrorName": "NSURLErrorServerCertificateUntrusted",
+        "streamErrorCode": -9813,
+        "streamErrorName": "errSSLNoRootCert",
+        "source": "URLSession logs of a chain to an untrusted root: -1202 [3:-9813] (https://github.com/nicolasgomollon/AppSales-Mobile/issues/62, https://github.com/wordpress-mobile/WordPress-iOS/issues/19165); no public log shows -1203. When App Transport Security applies to the host (a qualified name), the same failure has been reported as -1200 with -9802 (Apple DTS, https://developer.apple.com/forums/thread/760524, iOS 18 simulator)."
       }
     }
   }
@@ -1311,14 +1362,21 @@ package enum BuiltinScenarioFiles {
     },
     "clients": [],
     "refusal": {
+      "control": "ats-compliant",
+      "step": "certificate",
       "alerts": [
         "bad_certificate"
       ],
+      "lateCheck": {
+        "clients": "libcurl (curl, and URLSession on Linux: FoundationNetworking)",
+        "source": "curl's lib/vtls/openssl.c: the host name is matched by ossl_verifyhost() once SSL_connect() has completed (ossl_connect_step3), not by OpenSSL's verify callback"
+      },
       "apple": {
         "urlErrorCode": -1202,
         "urlErrorName": "NSURLErrorServerCertificateUntrusted",
         "streamErrorCode": -9843,
-        "streamErrorName": "errSSLHostNameMismatch"
+        "streamErrorName": "errSSLHostNameMismatch",
+        "source": "Firefox for iOS maps -9843 to a host-name mismatch, from inspecting the NSError (ErrorPageHelper.swift, https://github.com/mozilla-mobile/firefox-ios); a captive-portal log shows -1202 with -9843. When App Transport Security applies to the host (a qualified name), the same failure has been reported as -1200 with -9802 (Apple DTS, https://developer.apple.com/forums/thread/760524, iOS 18 simulator)."
       }
     }
   }
@@ -1378,6 +1436,8 @@ package enum BuiltinScenarioFiles {
       }
     ],
     "refusal": {
+      "control": "ats-compliant",
+      "step": "certificate",
       "alerts": [
         "bad_certificate"
       ],
@@ -1385,7 +1445,8 @@ package enum BuiltinScenarioFiles {
         "urlErrorCode": -1202,
         "urlErrorName": "NSURLErrorServerCertificateUntrusted",
         "streamErrorCode": -9843,
-        "streamErrorName": "errSSLHostNameMismatch"
+        "streamErrorName": "errSSLHostNameMismatch",
+        "source": null
       }
     }
   }
@@ -1436,14 +1497,17 @@ package enum BuiltinScenarioFiles {
     },
     "clients": [],
     "refusal": {
+      "control": "ats-compliant",
+      "step": "certificate",
       "alerts": [
         "certificate_expired"
       ],
       "apple": {
-        "urlErrorCode": -1201,
-        "urlErrorName": "NSURLErrorServerCertificateHasBadDate",
+        "urlErrorCode": -1202,
+        "urlErrorName": "NSURLErrorServerCertificateUntrusted",
         "streamErrorCode": -9814,
-        "streamErrorName": "errSSLCertExpired"
+        "streamErrorName": "errSSLCertExpired",
+        "source": "URLSession log of an expired certificate: -1202 with -9814 (https://github.com/bang590/JSPatch/issues/871); Firefox for iOS maps -9814 to an expired certificate from inspecting the NSError (ErrorPageHelper.swift, https://github.com/mozilla-mobile/firefox-ios); no public log shows -1201. When App Transport Security applies to the host (a qualified name), the same failure has been reported as -1200 with -9802 (Apple DTS, https://developer.apple.com/forums/thread/760524, iOS 18 simulator)."
       }
     }
   }
@@ -1474,14 +1538,15 @@ package enum BuiltinScenarioFiles {
     },
     "clients": [],
     "refusal": {
+      "control": "ats-compliant",
+      "step": "certificate",
       "alerts": [
         "bad_certificate"
       ],
       "apple": {
-        "urlErrorCode": -1204,
-        "urlErrorName": "NSURLErrorServerCertificateNotYetValid",
-        "streamErrorCode": -9815,
-        "streamErrorName": "errSSLCertNotYetValid"
+        "urlErrorCode": -1202,
+        "urlErrorName": "NSURLErrorServerCertificateUntrusted",
+        "source": null
       }
     }
   }
@@ -1535,12 +1600,15 @@ package enum BuiltinScenarioFiles {
     },
     "clients": [],
     "refusal": {
+      "control": "ats-compliant",
+      "step": "certificate",
       "alerts": [
         "unsupported_certificate"
       ],
       "apple": {
         "urlErrorCode": -1202,
-        "urlErrorName": "NSURLErrorServerCertificateUntrusted"
+        "urlErrorName": "NSURLErrorServerCertificateUntrusted",
+        "source": null
       }
     }
   }
@@ -1577,6 +1645,8 @@ package enum BuiltinScenarioFiles {
     "note": "Browsers that fetch missing intermediates (AIA) may still connect; the fixture has no AIA URL on purpose.",
     "clients": [],
     "refusal": {
+      "control": "intermediate",
+      "step": "certificate",
       "alerts": [
         "unknown_ca"
       ],
@@ -1584,7 +1654,8 @@ package enum BuiltinScenarioFiles {
         "urlErrorCode": -1202,
         "urlErrorName": "NSURLErrorServerCertificateUntrusted",
         "streamErrorCode": -9813,
-        "streamErrorName": "errSSLNoRootCert"
+        "streamErrorName": "errSSLNoRootCert",
+        "source": null
       }
     }
   }
@@ -1624,6 +1695,8 @@ package enum BuiltinScenarioFiles {
       }
     ],
     "refusal": {
+      "control": "ats-compliant",
+      "step": "certificate",
       "alerts": [
         "certificate_unknown"
       ],
@@ -1631,7 +1704,8 @@ package enum BuiltinScenarioFiles {
         "urlErrorCode": -1202,
         "urlErrorName": "NSURLErrorServerCertificateUntrusted",
         "streamErrorCode": -9807,
-        "streamErrorName": "errSSLXCertChainInvalid"
+        "streamErrorName": "errSSLXCertChainInvalid",
+        "source": null
       }
     }
   }
@@ -1705,6 +1779,8 @@ package enum BuiltinScenarioFiles {
     },
     "clients": [],
     "refusal": {
+      "control": "pinned",
+      "step": "afterHandshake",
       "alerts": [
         "certificate_unknown"
       ]
@@ -1733,6 +1809,8 @@ package enum BuiltinScenarioFiles {
     },
     "clients": [],
     "refusal": {
+      "control": "pinned",
+      "step": "afterHandshake",
       "alerts": [
         "certificate_unknown"
       ],
@@ -1740,7 +1818,8 @@ package enum BuiltinScenarioFiles {
         "urlErrorCode": -1200,
         "urlErrorName": "NSURLErrorSecureConnectionFailed",
         "streamErrorCode": -9802,
-        "streamErrorName": "errSSLFatalAlert"
+        "streamErrorName": "errSSLFatalAlert",
+        "source": "NSPinnedDomains: a pin mismatch fails with -1200 and -9802, an ATS block no delegate can lift (Quinn, Apple DTS, https://developer.apple.com/forums/thread/731368). Pinning in a URLSessionDelegate that cancels the challenge fails with -999 instead (Alamofire and TrustKit maintainers: https://github.com/Alamofire/Alamofire/issues/2089, https://github.com/datatheorem/TrustKit/issues/39)"
       }
     }
   }
@@ -1780,6 +1859,8 @@ package enum BuiltinScenarioFiles {
     "note": "Trusted because the device is assumed to trust the interception root (as with a debugging proxy's CA); every pin must still fail.",
     "clients": [],
     "refusal": {
+      "control": "pinned",
+      "step": "afterHandshake",
       "alerts": [
         "certificate_unknown"
       ],
@@ -1787,7 +1868,8 @@ package enum BuiltinScenarioFiles {
         "urlErrorCode": -1200,
         "urlErrorName": "NSURLErrorSecureConnectionFailed",
         "streamErrorCode": -9802,
-        "streamErrorName": "errSSLFatalAlert"
+        "streamErrorName": "errSSLFatalAlert",
+        "source": "NSPinnedDomains: a pin mismatch fails with -1200 and -9802, an ATS block no delegate can lift (Quinn, Apple DTS, https://developer.apple.com/forums/thread/731368). Pinning in a URLSessionDelegate that cancels the challenge fails with -999 instead (Alamofire and TrustKit maintainers: https://github.com/Alamofire/Alamofire/issues/2089, https://github.com/datatheorem/TrustKit/issues/39)"
       }
     }
   }
@@ -1811,13 +1893,16 @@ package enum BuiltinScenarioFiles {
     },
     "note": "Connect with the client certificate the store issues (certs/client.pem, keys/client.*.key; `tls-fixtures pins client-cert-required` shows the paths).",
     "refusal": {
+      "control": "ats-compliant",
+      "step": "clientCertificate",
       "alerts": [
         "certificate_required",
         "handshake_failure"
       ],
       "apple": {
         "urlErrorCode": -1206,
-        "urlErrorName": "NSURLErrorClientCertificateRequired"
+        "urlErrorName": "NSURLErrorClientCertificateRequired",
+        "source": "URLSession logs: -1206 \"The server \u2026 requires a client certificate\" (https://github.com/Alamofire/Alamofire/issues/2714, https://developer.apple.com/forums/thread/795263)"
       }
     }
   }
@@ -1838,9 +1923,12 @@ package enum BuiltinScenarioFiles {
       }
     },
     "refusal": {
+      "control": "ats-compliant",
+      "step": "beforeConnecting",
       "apple": {
         "urlErrorCode": -1022,
-        "urlErrorName": "NSURLErrorAppTransportSecurityRequiresSecureConnection"
+        "urlErrorName": "NSURLErrorAppTransportSecurityRequiresSecureConnection",
+        "source": "Apple's documentation of URLError.Code.appTransportSecurityRequiresSecureConnection (https://developer.apple.com/documentation/foundation/urlerror/code/apptransportsecurityrequiressecureconnection); ATS exempts localhost, so load the qualified name"
       }
     }
   }
@@ -1887,6 +1975,8 @@ package enum BuiltinScenarioFiles {
     },
     "clients": [],
     "refusal": {
+      "control": "ats-compliant",
+      "step": "negotiation",
       "alerts": [
         "protocol_version"
       ],
@@ -1894,7 +1984,8 @@ package enum BuiltinScenarioFiles {
         "urlErrorCode": -1200,
         "urlErrorName": "NSURLErrorSecureConnectionFailed",
         "streamErrorCode": -9836,
-        "streamErrorName": "errSSLPeerProtocolVersion"
+        "streamErrorName": "errSSLPeerProtocolVersion",
+        "source": "Network.framework reports -9836 for a protocol-version mismatch (https://developer.apple.com/forums/thread/786077, iOS 18.3); nscurl reports -1200 for a TLS version the client refuses (https://gist.github.com/phillip5094/eaa6a61d0ff60106d8287c12d7d75a5c)"
       }
     }
   }
@@ -1957,7 +2048,11 @@ package enum BuiltinScenarioFiles {
         "outcome": "reject",
         "because": "BoringSSL cannot evaluate iPAddress name constraints: a leaf that names an address under a CA that has them fails (X509_V_ERR_UNSUPPORTED_CONSTRAINT_TYPE, reported as CERTIFICATE_VERIFY_FAILED)"
       }
-    ]
+    ],
+    "refusal": {
+      "control": "ats-compliant",
+      "step": "certificate"
+    }
   }
 }
 """#),
@@ -1994,7 +2089,11 @@ package enum BuiltinScenarioFiles {
       "apple": "loads: ATS checks no revocation, and default trust fetches no OCSP response or CRL for a certificate that is not Extended Validation (Security/trust/trustd/SecRevocationServer.c, SecPathBuilderCheckRevocation)",
       "appleWithRevocationPolicy": "fails: with SecPolicyCreateRevocation (kSecRevocationOCSPMethod or kSecRevocationUseAnyAvailableMethod) trustd asks the OCSP responder, which answers revoked"
     },
-    "clients": []
+    "clients": [],
+    "refusal": {
+      "control": "ocsp-good-stapled",
+      "step": "certificate"
+    }
   }
 }
 """#),
@@ -2054,12 +2153,15 @@ package enum BuiltinScenarioFiles {
       }
     ],
     "refusal": {
+      "control": "ocsp-good-stapled",
+      "step": "certificate",
       "alerts": [
         "certificate_revoked"
       ],
       "apple": {
         "urlErrorCode": -1202,
-        "urlErrorName": "NSURLErrorServerCertificateUntrusted"
+        "urlErrorName": "NSURLErrorServerCertificateUntrusted",
+        "source": null
       }
     }
   }
@@ -2145,7 +2247,11 @@ package enum BuiltinScenarioFiles {
         "outcome": "reject",
         "because": "GnuTLS enforces the TLS Feature extension (RFC 7633): \"The certificate requires the server to include an OCSP status in its response, but the OCSP status is missing\""
       }
-    ]
+    ],
+    "refusal": {
+      "control": "ocsp-good-stapled",
+      "step": "certificate"
+    }
   }
 }
 """#),
@@ -2183,7 +2289,11 @@ package enum BuiltinScenarioFiles {
       "apple": "loads: ATS checks no revocation, and default trust fetches no OCSP response or CRL for a certificate that is not Extended Validation (Security/trust/trustd/SecRevocationServer.c, SecPathBuilderCheckRevocation)",
       "appleWithRevocationPolicy": "loads: an unreachable responder is not fatal (\"best attempt\"); with kSecRevocationRequirePositiveResponse it fails (Apple's documentation of that flag; trustd has no CRL to fall back on)"
     },
-    "clients": []
+    "clients": [],
+    "refusal": {
+      "control": "ocsp-good-stapled",
+      "step": "certificate"
+    }
   }
 }
 """#),
@@ -2221,7 +2331,11 @@ package enum BuiltinScenarioFiles {
       "apple": "loads: ATS checks no revocation, and default trust fetches no OCSP response or CRL for a certificate that is not Extended Validation (Security/trust/trustd/SecRevocationServer.c, SecPathBuilderCheckRevocation)",
       "appleWithRevocationPolicy": "loads: trustd fetches no CRLs and the leaf names no OCSP responder; with kSecRevocationRequirePositiveResponse it fails for want of any answer"
     },
-    "clients": []
+    "clients": [],
+    "refusal": {
+      "control": "ocsp-good-stapled",
+      "step": "certificate"
+    }
   }
 }
 """#),
@@ -2343,7 +2457,11 @@ package enum BuiltinScenarioFiles {
         "outcome": "reject",
         "because": "Go's crypto/tls refuses handshake messages over 65536 bytes (maxHandshake), a limit no Config changes"
       }
-    ]
+    ],
+    "refusal": {
+      "control": "ats-compliant",
+      "step": "certificate"
+    }
   }
 }
 """#),
@@ -2394,6 +2512,8 @@ package enum BuiltinScenarioFiles {
       }
     ],
     "refusal": {
+      "control": "ats-compliant",
+      "step": "negotiation",
       "alerts": [
         "handshake_failure"
       ],
@@ -2401,7 +2521,8 @@ package enum BuiltinScenarioFiles {
         "urlErrorCode": -1200,
         "urlErrorName": "NSURLErrorSecureConnectionFailed",
         "streamErrorCode": -9824,
-        "streamErrorName": "errSSLPeerHandshakeFail"
+        "streamErrorName": "errSSLPeerHandshakeFail",
+        "source": "Apple's TLS logs a handshake_failure(40) alert from a server with no shared suite (https://github.com/datatheorem/TrustKit/issues/223, iOS 13 simulator), and URLSession reported such failures as -9824 (https://github.com/apptentive/apptentive-ios/issues/152, iOS 9/10); iOS 13 and later offer no DHE suites (https://github.com/apple/swift-nio/issues/1542)"
       }
     }
   }

@@ -15,6 +15,8 @@ package final class ConnectionLog: Sendable {
         /// Records by `(id - 1) % capacity`; grows to `capacity`, then wraps.
         var ring: [ConnectionRecord] = []
         var nextID = 1
+        /// The number the next answered request gets, on any connection (`ConnectionRecord.Request.number`).
+        var nextRequest = 1
         /// Bumped by every change; a waiter registers against the version it last read.
         var version = 0
         var waiters: [Int: Waiter] = [:]
@@ -44,8 +46,22 @@ package final class ConnectionLog: Sendable {
     /// The id the next connection gets, less one: a cursor for "everything from now on".
     package var latestID: Int { state.withLockedValue { $0.nextID - 1 } }
 
+    /// The number of the latest answered request, 0 before the first.
+    package var latestRequestNumber: Int { state.withLockedValue { $0.nextRequest - 1 } }
+
+    /// Where the log stands now: its latest connection and its latest answered request.
+    package var cursor: ConnectionCursor {
+        state.withLockedValue { ConnectionCursor(connection: $0.nextID - 1, request: $0.nextRequest - 1) }
+    }
+
     /// The records kept whose id is above `cursor`, oldest first.
     package func records(after cursor: Int) -> [ConnectionRecord] {
+        state.withLockedValue { state in Self.records(in: state, after: cursor, capacity: capacity) }
+    }
+
+    /// The records kept after `cursor` (`ConnectionCursor.window`), oldest first: connections opened since, and older
+    /// ones that answered a request since.
+    package func records(after cursor: ConnectionCursor) -> [ConnectionRecord] {
         state.withLockedValue { state in Self.records(in: state, after: cursor, capacity: capacity) }
     }
 
@@ -54,6 +70,12 @@ package final class ConnectionLog: Sendable {
         guard cursor < state.nextID - 1 else { return [] }
         let first = max(cursor + 1, state.nextID - state.ring.count)
         return (first ..< state.nextID).map { state.ring[($0 - 1) % capacity] }
+    }
+
+    private static func records(in state: State, after cursor: ConnectionCursor, capacity: Int) -> [ConnectionRecord] {
+        guard cursor.request < state.nextRequest - 1 else { return records(in: state, after: cursor.connection,
+                                                                           capacity: capacity) }
+        return cursor.window(state.ring.sorted { $0.id < $1.id })
     }
 
     // MARK: Writing
@@ -99,10 +121,36 @@ package final class ConnectionLog: Sendable {
         return result
     }
 
+    /// Records an answered request on the record `id`, numbering it among the fixture's requests; returns the number
+    /// (nil when the ring no longer holds the record, as for a flood that outran it).
+    package func answered(_ id: Int, method: String, path: String, status: Int) -> Int? {
+        change { state in
+            let slot = (id - 1) % capacity
+            guard slot < state.ring.count, state.ring[slot].id == id else { return nil }
+            let number = state.nextRequest
+            state.nextRequest += 1
+            if state.ring[slot].requests.count < ConnectionRecord.maximumRecordedRequests {
+                // A client chooses the path; keep a record's size bounded whatever it sends.
+                state.ring[slot].requests.append(.init(method: String(method.prefix(32)), path: String(path.prefix(512)),
+                                                       status: status, number: number))
+            }
+            state.ring[slot].requestCount += 1
+            state.ring[slot].lastRequestNumber = number
+            return number
+        }
+    }
+
     // MARK: Waiting
 
     /// Records above `cursor` once `ready` holds for them, or once `deadline` passes (then whatever is there).
     package func records(after cursor: Int, until deadline: NIODeadline,
+                         where ready: @Sendable ([ConnectionRecord]) -> Bool) async -> [ConnectionRecord] {
+        await records(after: ConnectionCursor(connection: cursor, request: Int.max), until: deadline, where: ready)
+    }
+
+    /// Records after `cursor` (`ConnectionCursor.window`) once `ready` holds for them, or once `deadline` passes (then
+    /// whatever is there).
+    package func records(after cursor: ConnectionCursor, until deadline: NIODeadline,
                          where ready: @Sendable ([ConnectionRecord]) -> Bool) async -> [ConnectionRecord] {
         while true {
             let (records, version) = state.withLockedValue { state in

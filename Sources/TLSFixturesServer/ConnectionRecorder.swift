@@ -82,15 +82,11 @@ package final class ConnectionRecorder {
         log.update(id) { if $0.alertAfterHandshake == nil { $0.alertAfterHandshake = alert } }
     }
 
-    package func served(method: String, path: String, status: Int) {
-        log.update(id) { record in
-            if record.requests.count < ConnectionRecord.maximumRecordedRequests {
-                // A client chooses the path; keep a record's size bounded whatever it sends.
-                record.requests.append(.init(method: String(method.prefix(32)), path: String(path.prefix(512)),
-                                             status: status))
-            }
-            record.requestCount += 1
-        }
+    /// A request was answered; returns its number among the fixture's requests (for the answer's
+    /// `X-TLS-Fixture-Request` stamp), nil when the ring has dropped this record.
+    @discardableResult
+    package func served(method: String, path: String, status: Int) -> Int? {
+        log.answered(id, method: method, path: path, status: status)
     }
 
     /// The connection closed. A connection that never got an outcome (plain TCP closed before any TLS, say) gets one.

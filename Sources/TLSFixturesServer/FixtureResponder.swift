@@ -84,6 +84,8 @@ final class FixtureResponder: ChannelInboundHandler {
 
     /// Where each answered request is recorded (the fixture's connection record).
     private let recorder: ConnectionRecorder?
+    /// The port this connection was accepted on, for the answers' stamp; read once.
+    private var stampPort: Int?
 
     init(scenarioName: String, cache: FixtureAnswerCache = FixtureAnswerCache(), recorder: ConnectionRecorder? = nil) {
         self.scenarioName = scenarioName
@@ -163,10 +165,17 @@ final class FixtureResponder: ChannelInboundHandler {
             last = answer
             lastRequest = (request.method, request.uri, request.version)
         }
-        recorder?.served(method: request.method.rawValue, path: request.uri, status: 200)
+        let number = recorder?.served(method: request.method.rawValue, path: request.uri, status: 200)
         let isHTTP10 = request.version.major == 1 && request.version.minor == 0
-        var response = context.channel.allocator.buffer(capacity: answer.head.readableBytes + answer.body.readableBytes + 26)
+        var response = context.channel.allocator.buffer(capacity: answer.head.readableBytes + answer.body.readableBytes + 80)
         response.writeImmutableBuffer(answer.head)
+        if let number, let recorder {
+            // Which fixture, connection and request answered: a check that holds the client's response knows by it
+            // that the answer was this load's, not a cache's, a mock's or another fixture's.
+            let port = stampPort ?? context.channel.localAddress?.port ?? 0
+            stampPort = port
+            response.writeString("\(ResponseStamp.header): \(port)/\(recorder.id)/\(number)\r\n")
+        }
         if !keepAlive { response.writeStaticString("Connection: close\r\n") }
         else if isHTTP10 { response.writeStaticString("Connection: keep-alive\r\n") }
         response.writeStaticString("\r\n")

@@ -46,6 +46,10 @@ public struct ConnectionRecord: Sendable, Hashable, Codable, Identifiable {
     public var requests: [Request]
     /// How many requests were answered in all (`requests` keeps the first few).
     public var requestCount: Int
+    /// The number of the latest request answered on this connection, counted across the fixture's connections from 1
+    /// (`Request.number`): a kept-alive connection opened before a test's cursor shows by it that it answered a
+    /// request after the cursor. nil before the first request (and from runners that did not count).
+    public var lastRequestNumber: Int?
 
     /// `requests` keeps at most this many: a keep-alive client may send any number, and a record's size is bounded.
     public static let maximumRecordedRequests = 16
@@ -53,14 +57,16 @@ public struct ConnectionRecord: Sendable, Hashable, Codable, Identifiable {
     /// Memberwise: each argument sets the property of the same name, unchecked.
     public init(id: Int, acceptedAt: Date, endedAt: Date? = nil, peer: String, proxy: Proxy? = nil,
                 clientHello: ClientHello? = nil, outcome: Outcome? = nil, alertAfterHandshake: TLSAlert? = nil,
-                requests: [Request] = [], requestCount: Int? = nil) {
+                requests: [Request] = [], requestCount: Int? = nil, lastRequestNumber: Int? = nil) {
         self.id = id; self.acceptedAt = acceptedAt; self.endedAt = endedAt; self.peer = peer; self.proxy = proxy
         self.clientHello = clientHello; self.outcome = outcome; self.alertAfterHandshake = alertAfterHandshake
         self.requests = requests; self.requestCount = requestCount ?? requests.count
+        self.lastRequestNumber = lastRequestNumber ?? requests.compactMap(\.number).max()
     }
 
     private enum CodingKeys: String, CodingKey {
         case id, acceptedAt, endedAt, peer, proxy, clientHello, outcome, alertAfterHandshake, requests, requestCount
+        case lastRequestNumber
     }
 
     /// Every key, `null` for what is not known (the README's promise for JSON output); `init(from:)`, synthesized,
@@ -77,6 +83,7 @@ public struct ConnectionRecord: Sendable, Hashable, Codable, Identifiable {
         try c.encode(alertAfterHandshake, forKey: .alertAfterHandshake)
         try c.encode(requests, forKey: .requests)
         try c.encode(requestCount, forKey: .requestCount)
+        try c.encode(lastRequestNumber, forKey: .lastRequestNumber)
     }
 
     /// The runner's proxy carried this connection.
@@ -96,6 +103,10 @@ public struct ConnectionRecord: Sendable, Hashable, Codable, Identifiable {
         public var path: String
         /// The status answered: 200, or 400 for a request that could not be parsed.
         public var status: Int
+        /// Its number among every request the fixture answered, on any connection, from 1: the order in which they
+        /// were answered, and the `request` of the `X-TLS-Fixture-Request` header the answer carried. nil from runners
+        /// that did not count.
+        public var number: Int?
 
         /// `method` and `path` of a request that could not be parsed (bytes that are not HTTP), answered 400.
         public static let malformed = "(malformed)"
@@ -104,9 +115,28 @@ public struct ConnectionRecord: Sendable, Hashable, Codable, Identifiable {
         public var isMalformed: Bool { method == Self.malformed }
 
         /// Memberwise: each argument sets the property of the same name, unchecked.
-        public init(method: String, path: String, status: Int) {
-            self.method = method; self.path = path; self.status = status
+        public init(method: String, path: String, status: Int, number: Int? = nil) {
+            self.method = method; self.path = path; self.status = status; self.number = number
         }
+
+        private enum CodingKeys: String, CodingKey { case method, path, status, number }
+
+        /// Every key, `number` `null` when not counted.
+        public func encode(to encoder: Encoder) throws {
+            var c = encoder.container(keyedBy: CodingKeys.self)
+            try c.encode(method, forKey: .method)
+            try c.encode(path, forKey: .path)
+            try c.encode(status, forKey: .status)
+            try c.encode(number, forKey: .number)
+        }
+    }
+
+    /// Whether this connection answered a request after `cursor`: any request, for a connection opened after it; one
+    /// numbered above the cursor's, for a kept-alive connection opened before it.
+    public func answeredRequest(after cursor: ConnectionCursor) -> Bool {
+        guard requestCount > 0 else { return false }
+        if let last = lastRequestNumber { return last > cursor.request }
+        return id > cursor.connection
     }
 
     /// Where the handshake was, from the server's side, when it ended without completing.

@@ -21,11 +21,56 @@ public struct LoadExpectationFailure: CodedError {
         self.fix = fix
     }
 
-    /// No connection from the load reached the fixture; `error` is what the load threw.
-    static func neverReached(place: String, error: ThrownError) -> LoadExpectationFailure {
-        LoadExpectationFailure(code: .neverReached,
-                               reason: "the client never reached \(place) (the load threw \(error))",
-                               fix: error.neverReachedHint)
+    /// No connection from the load reached the fixture; `error` is what the load threw. `others` are records that
+    /// arrived meanwhile and are not the load's (its error says it made no connection): another client's.
+    static func neverReached(place: String, error: ThrownError, others: [ConnectionRecord]) -> LoadExpectationFailure {
+        var reason = "the client never reached \(place) (the load threw \(error))"
+        if !others.isEmpty {
+            reason += "; meanwhile another client's connection\(others.count == 1 ? "" : "s") arrived, not counted: "
+                + Self.list(others)
+        }
+        return LoadExpectationFailure(code: .neverReached, reason: reason, fix: error.neverReachedHint)
+    }
+
+    /// The window holds connections the check cannot tell apart: another client of a shared fixture, or a client that
+    /// connected more than once.
+    static func ambiguous(place: String, records: [ConnectionRecord], error: ThrownError?) -> LoadExpectationFailure {
+        LoadExpectationFailure(code: .ambiguous,
+                               reason: "\(records.count) connections reached \(place) while the load ran, and nothing "
+                                   + "says which was this load's: " + list(records)
+                                   + (error.map { " (the load threw \($0))" } ?? ""),
+                               fix: "give the check a fixture nobody else uses: the differential form "
+                                   + "expectRefused(\"NAME\") { url in … } starts fresh ones of its own")
+    }
+
+    /// The only evidence is a handshake that completed and closed without a request, which a pin check, a host-name
+    /// check, a client that verifies nothing and a crash all leave.
+    static func unproven(place: String, scenario: String, evidence: ConnectionRecord,
+                         error: ThrownError) -> LoadExpectationFailure {
+        LoadExpectationFailure(code: .unproven,
+                               reason: "the client completed the handshake with \(place) and closed without a request "
+                                   + "(\(evidence.summary)); on its own that proves no refusal: a pin check, a host-name "
+                                   + "check, a client that verifies nothing and one that failed for its own reason "
+                                   + "(it threw \(error)) all look like this",
+                               fix: "use the differential form, expectRefused(\"\(scenario)\") { url in … }, which "
+                                   + "also loads the scenario's control and tells them apart")
+    }
+
+    /// The differential check of `scenario`, which states no refusal: a control, or a scenario without
+    /// `expect.refusal`.
+    public static func noRefusal(scenario: String) -> LoadExpectationFailure {
+        LoadExpectationFailure(code: .noRefusal,
+                               reason: "\(scenario) states no refusal: every verifying client accepts it (a control), "
+                                   + "or its scenario file has no expect.refusal",
+                               fix: "expect a refusal of a scenario that has one (tls-fixtures scenarios list), and "
+                                   + "check \(scenario) with expectAccepted")
+    }
+
+    /// `#3 from 127.0.0.1:52114: the client sent …; #4 …`, at most five.
+    static func list(_ records: [ConnectionRecord]) -> String {
+        var items = records.prefix(5).map { "#\($0.id) from \($0.peer): \($0.summary)" }
+        if records.count > 5 { items.append("and \(records.count - 5) more") }
+        return items.joined(separator: "; ")
     }
 
     /// The load reached the fixture but spoke something other than TLS to it (plain HTTP to a TLS port): it neither
@@ -96,4 +141,14 @@ extension ErrorCode where Owner == LoadExpectationFailure {
     public static var refused: Self { Self("refused") }
     /// Expected accepted: the load returned, but the fixture answered no request of it.
     public static var noRequestServed: Self { Self("noRequestServed") }
+    /// Connections the check cannot tell apart arrived while the load ran (another client of a shared fixture).
+    public static var ambiguous: Self { Self("ambiguous") }
+    /// Expected refused: the only evidence is a handshake that completed and closed without a request, which proves no
+    /// refusal on its own (use the differential form).
+    public static var unproven: Self { Self("unproven") }
+    /// The differential check: the client refused the scenario's control too, so its refusal of the scenario proves
+    /// nothing (an untrusted CA, a client that sends no request).
+    public static var controlRefused: Self { Self("controlRefused") }
+    /// The differential check: the scenario states no refusal (a control, or a scenario without `expect.refusal`).
+    public static var noRefusal: Self { Self("noRefusal") }
 }

@@ -50,7 +50,7 @@ final class RemoteXCTestExampleTests: XCTestCase {
         let fixture = try await startRemoteFixture("untrusted-root", runner: runner)   // stopped in teardown
         // What a client refusing it for its reason shows: the alert the fixture records, and Apple's error code.
         XCTAssertEqual(fixture.scenario.expect.refusal?.alerts, [.unknownCA])
-        XCTAssertEqual(fixture.scenario.expect.refusal?.apple?.urlErrorCode, -1203)
+        XCTAssertEqual(fixture.scenario.expect.refusal?.apple?.error.urlErrorCode, -1202)
 
         // Passes only if the load threw AND the fixture saw this client refuse it, for that reason. A DNS failure,
         // the proxy's 403, a runner still starting or a wrong port fails here, saying which.

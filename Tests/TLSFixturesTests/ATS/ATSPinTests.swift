@@ -75,7 +75,7 @@ final class ATSPinTests: XCTestCase {
                 // The reference: a pin mismatch fails with -1200 / -9802, as the scenario file states it.
                 XCTAssertEqual(blocked.likelyError?.urlErrorCode, -1200)
                 XCTAssertEqual(blocked.likelyError?.streamErrorCode, -9802)
-                XCTAssertEqual(blocked.likelyError, try ScenarioCatalog.builtIn.scenario(named: name).expect.refusal?.apple, name)
+                XCTAssertEqual(blocked.likelyError, try ScenarioCatalog.builtIn.scenario(named: name).expect.refusal?.apple?.error, name)
             }
         }
     }

@@ -264,10 +264,12 @@ final class ATSReferenceTableTests: XCTestCase {
         ATSReferenceCase(name: "arbitrary loads + trust override accepts expired", url: https,
                       policy: [ATSKey.allowsArbitraryLoads: true], facts: expired,
                       options: ios(.ios17) { $0.trustOverride = true }, allowed: true, atsApplies: false),
-        // §Keys, NSAllowsArbitraryLoads: without the override default trust still rejects it (-1201).
+        // §Keys, NSAllowsArbitraryLoads: without the override default trust still rejects it. The reference's
+        // "-1201 bad date" is a header name; public URLSession logs of expired certificates show -1202 with -9814
+        // underneath (https://github.com/bang590/JSPatch/issues/871; docs/apple-evidence.md §1).
         ATSReferenceCase(name: "arbitrary loads alone keeps default trust", url: https,
                       policy: [ATSKey.allowsArbitraryLoads: true], facts: expired, allowed: false, rule: .trustChain,
-                      urlError: -1201),
+                      urlError: -1202),
         // §Keys, NSExceptionAllowsInsecureHTTPLoads: "Does not lower the TLS version or cipher rules."
         ATSReferenceCase(name: "insecure loads + override does not lower TLS version", url: https,
                       policy: domainEntry([ATSKey.exceptionAllowsInsecureHTTPLoads: true]), facts: tls10,
@@ -457,10 +459,11 @@ final class ATSReferenceTableTests: XCTestCase {
         ATSReferenceCase(name: "unable to get issuer: -1202", url: https,
                       facts: withLeaf(chainError: F.verifyError(20, "unable to get local issuer certificate")) { _ in },
                       allowed: false, rule: .trustChain, urlError: -1202),
-        // §Default requirements: "-1204 not yet valid".
-        ATSReferenceCase(name: "not yet valid: -1204", url: https,
+        // §Default requirements: "-1204 not yet valid" names the header's code; no public log shows Apple using it
+        // (trust failures are -1202 in every log found, docs/apple-evidence.md §1), so the model says -1202, a guess.
+        ATSReferenceCase(name: "not yet valid: -1202", url: https,
                       facts: withLeaf(chainError: F.verifyError(9, "certificate is not yet valid")) { $0.notBefore = F.now + F.day },
-                      allowed: false, rule: .trustChain, urlError: -1204),
+                      allowed: false, rule: .trustChain, urlError: -1202),
     ]
 
     func testReferenceTable() {

@@ -51,7 +51,7 @@ struct FleetTests {
         await loop.advanceTime(by: .milliseconds(999))
         #expect((try? fleet.leasedFixture(id: short.id)) != nil, "the lease ended early")
         // A client that connects and hangs up: a record the test reads after the lease ends.
-        let cursor = try await fleet.connections(of: .leased(short.id), after: 0, wait: .zero).latestID
+        let cursor = try await fleet.connections(of: .leased(short.id), after: .start, wait: .zero).cursor
         try RawConnection(port: short.port).close()
         _ = try await fleet.connections(of: .leased(short.id), after: cursor, wait: .seconds(10))
         await loop.advanceTime(by: .milliseconds(1))

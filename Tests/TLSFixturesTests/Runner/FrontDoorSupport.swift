@@ -121,10 +121,10 @@ final class FakeFleet: FleetQueries, FleetCommands, FixtureLookup, Sendable {
         recent.withLockedValue { $0 }.mapValues { ConnectionList(connections: Array($0.connections.suffix(limit)), latestID: $0.latestID) }
     }
 
-    func connections(of key: FixtureFleet.Key, after cursor: Int, wait: Duration) async throws(FleetError)
+    func connections(of key: FixtureFleet.Key, after cursor: ConnectionCursor, wait: Duration) async throws(FleetError)
         -> ConnectionList
     {
-        connectionsAsked.withLockedValue { $0.append((key, cursor, wait)) }
+        connectionsAsked.withLockedValue { $0.append((key, cursor.connection, wait)) }
         if let gate = connectionsGate.withLockedValue({ $0 }) { await gate.pass() }
         guard let list = connectionLists.withLockedValue({ $0[key] }) else {
             switch key {
