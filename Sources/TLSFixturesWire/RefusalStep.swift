@@ -55,7 +55,10 @@ public enum RefusalStep: String, Codable, Sendable, Hashable, CaseIterable, Cust
         case (.negotiation, .alertSent(_, _, let phase)?):
             return phase != .afterServerFlight
         case (.negotiation, .alertReceived(let alert, let phase)?):
-            return phase != .beforeClientHello && Self.negotiationAlerts.contains(alert)
+            // An alert that names no reason counts once the server has answered: OpenSSL 3's client refuses a TLS 1.0
+            // server's legacy signature with internal_error(80) ("legacy sigalg disallowed or unsupported").
+            return Self.negotiationAlerts.contains(alert) && phase != .beforeClientHello
+                || alert.isUnspecificObjection && phase == .afterServerFlight
         case (.negotiation, .closedWithoutAlert(.afterServerFlight)?):
             return true
         case (.certificate, .alertReceived(_, .afterServerFlight)?),

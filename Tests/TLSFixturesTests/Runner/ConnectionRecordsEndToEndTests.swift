@@ -112,7 +112,8 @@ struct ConnectionRecordsEndToEndTests {
         #expect(Set(httpEntry.keys) == ["record", "atsOffer"] && httpEntry["atsOffer"] is NSNull, "\(httpJSON.stdout)")
         let httpRecord = try #require(httpEntry["record"] as? [String: Any])
         #expect(Set(httpRecord.keys) == ["id", "acceptedAt", "endedAt", "peer", "proxy", "clientHello", "outcome",
-                                         "alertAfterHandshake", "requests", "requestCount"], "\(httpJSON.stdout)")
+                                         "alertAfterHandshake", "requests", "requestCount", "lastRequestNumber"],
+                "\(httpJSON.stdout)")
         #expect(httpRecord["clientHello"] is NSNull && httpRecord["alertAfterHandshake"] is NSNull, "\(httpJSON.stdout)")
 
         // Names the runner does not serve here are 404s that say so; a wait over the limit is a 400 naming it.

@@ -51,7 +51,10 @@ struct FleetTests {
         await loop.advanceTime(by: .milliseconds(999))
         #expect((try? fleet.leasedFixture(id: short.id)) != nil, "the lease ended early")
         // A client that connects and hangs up: a record the test reads after the lease ends.
-        let cursor = try await fleet.connections(of: .leased(short.id), after: .start, wait: .zero).cursor
+        // Past the connection Ports.accepts made above: its record is opened when the fixture accepts it, which may
+        // be after Ports.accepts returned, so wait for it (it closed at once) rather than race it.
+        let cursor = try await fleet.connections(of: .leased(short.id), after: .start, wait: .seconds(10)).cursor
+        #expect(cursor.connection == 1, "Ports.accepts's connection was not recorded")
         try RawConnection(port: short.port).close()
         _ = try await fleet.connections(of: .leased(short.id), after: cursor, wait: .seconds(10))
         await loop.advanceTime(by: .milliseconds(1))

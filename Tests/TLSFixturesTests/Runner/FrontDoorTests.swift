@@ -342,7 +342,8 @@ struct FrontDoorTests {
         #expect(leased.status == 200, "\(leased.text)")
         #expect(try leased.decode(ConnectionList.self) == ConnectionList(connections: [record], latestID: 9))
         let keys = try JSONSerialization.jsonObject(with: leased.body) as? [String: Any]
-        #expect(Set(keys?.keys.map { $0 } ?? []) == ["connections", "latestID", "stopped"], "\(leased.text)")
+        #expect(Set(keys?.keys.map { $0 } ?? []) == ["connections", "latestID", "latestRequestNumber", "stopped"],
+                "\(leased.text)")
         #expect(keys?["stopped"] is NSNull, "a running fixture's stopped is null: \(leased.text)")
         let catalog = try await door.send("GET", "/api/scenarios/expired/connections")
         #expect(try catalog.status == 200 && catalog.decode(ConnectionList.self).latestID == 0, "\(catalog.text)")

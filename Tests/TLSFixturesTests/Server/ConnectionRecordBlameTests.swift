@@ -86,7 +86,7 @@ struct ConnectionRecordBlameTests {
             let record = try await EndToEnd.onlyRecord(fixture, after: cursor)
             client.close()
             #expect(record.outcome == .cleartext)
-            #expect(record.requests == [.init(method: "(malformed)", path: "(malformed)", status: 400)])
+            #expect(record.requests == [.init(method: "(malformed)", path: "(malformed)", status: 400, number: 1)])
             #expect(record.requestCount == 1)
             #expect(record.summary == "a plain HTTP connection (no TLS) and the server answered 400 to a malformed request",
                     "\(record.summary)")

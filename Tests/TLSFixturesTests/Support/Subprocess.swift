@@ -16,11 +16,15 @@ struct Subprocess {
     /// A started child whose input and output are temporary files rather than pipes, so a chatty child can never block
     /// on a full pipe, and a process short of descriptors gets an error rather than Foundation's trap in `Pipe()`. The
     /// parent's copies are closed once the child has its own: a running child holds no descriptor here.
-    final class Running {
+    final class Running: @unchecked Sendable {
         let process = Process()
         private let scratch: URL
         private let outURL: URL
         private let errURL: URL
+        /// Resumed by the process's termination handler: how an async test waits without holding a thread.
+        private let termination = Termination()
+        /// How long a child has to exit after SIGTERM before it gets SIGKILL (a hung `serve` must not hang the test).
+        static let killGrace: TimeInterval = 10
 
         init(_ arguments: [String], environment: [String: String]?, currentDirectory: URL?, stdin: Data?,
              checked: Bool = true) throws {
@@ -51,17 +55,46 @@ struct Subprocess {
             process.standardInput = handles[0]
             process.standardOutput = handles[1]
             process.standardError = handles[2]
+            let termination = termination
+            process.terminationHandler = { _ in termination.finish() }
             try process.run()
         }
 
+        /// Waits for the child to exit, up to `timeout`; past it, SIGTERM, and SIGKILL `killGrace` later. Blocks the
+        /// calling thread: for synchronous tests. An async test awaits `finished(timeout:)`.
         func wait(timeout: TimeInterval) -> Result {
-            let deadline = Date().addingTimeInterval(timeout)
             var timedOut = false
-            while process.isRunning {
-                if Date() > deadline { timedOut = true; process.terminate(); break }
-                usleep(5_000)
+            if !termination.wait(until: Date().addingTimeInterval(timeout)) {
+                timedOut = true
+                stop()
+                if !termination.wait(until: Date().addingTimeInterval(Self.killGrace)) {
+                    kill(process.processIdentifier, SIGKILL)
+                    _ = termination.wait(until: .distantFuture)
+                }
             }
-            process.waitUntilExit()
+            return collect(timedOut: timedOut)
+        }
+
+        /// The same, awaited: no thread waits while the child runs.
+        func finished(timeout: TimeInterval) async -> Result {
+            var timedOut = false
+            if await !termination.finished(within: timeout) {
+                timedOut = true
+                stop()
+                if await !termination.finished(within: Self.killGrace) {
+                    kill(process.processIdentifier, SIGKILL)
+                    _ = await termination.finished(within: .infinity)
+                }
+            }
+            return collect(timedOut: timedOut)
+        }
+
+        /// SIGTERM, if it still runs.
+        func stop() {
+            if process.isRunning { process.terminate() }
+        }
+
+        private func collect(timedOut: Bool) -> Result {
             defer { try? FileManager.default.removeItem(at: scratch) }
             let outData = (try? Data(contentsOf: outURL)) ?? Data()
             return Result(status: process.terminationStatus, stdout: String(decoding: outData, as: UTF8.self),
@@ -85,15 +118,75 @@ struct Subprocess {
     /// sleeping, not by holding one of the concurrency pool's threads, which on two cores are two, and which the
     /// runner's own async work (a control API start, say) needs while the command waits for its answer.
     @discardableResult
-    static func runAwaiting(_ arguments: [String], timeout: TimeInterval = 60) async throws -> Result {
-        let running = try launch(arguments)
-        let deadline = Date().addingTimeInterval(timeout)
-        while running.process.isRunning && Date() < deadline { try await Task.sleep(for: .milliseconds(5)) }
-        return running.wait(timeout: 0)
+    static func runAwaiting(_ arguments: [String], stdin: Data? = nil, environment: [String: String]? = nil,
+                            currentDirectory: URL? = nil, timeout: TimeInterval = 60) async throws -> Result {
+        try await launch(arguments, stdin: stdin, environment: environment, currentDirectory: currentDirectory)
+            .finished(timeout: timeout)
     }
 
     /// Runs exactly `arguments`, no tool check: how `Tools` asks a program what it is.
     static func runUnchecked(_ arguments: [String], timeout: TimeInterval = 60) throws -> Result {
         try Running(arguments, environment: nil, currentDirectory: nil, stdin: nil, checked: false).wait(timeout: timeout)
+    }
+}
+
+/// A child's exit, as a flag a thread can wait on and a continuation a task can await: set once, by the process's
+/// termination handler.
+final class Termination: @unchecked Sendable {
+    private let condition = NSCondition()
+    private var done = false
+    private var waiters: [UUID: CheckedContinuation<Bool, Never>] = [:]
+
+    func finish() {
+        condition.lock()
+        done = true
+        let resumed = waiters
+        waiters.removeAll()
+        condition.broadcast()
+        condition.unlock()
+        for continuation in resumed.values { continuation.resume(returning: true) }
+    }
+
+    /// Blocks until the exit or `deadline`; whether it exited.
+    func wait(until deadline: Date) -> Bool {
+        condition.lock()
+        defer { condition.unlock() }
+        while !done {
+            if !condition.wait(until: deadline) { return done }
+        }
+        return true
+    }
+
+    /// Awaits the exit for up to `seconds`; whether it exited. Holds no thread meanwhile.
+    func finished(within seconds: TimeInterval) async -> Bool {
+        let id = UUID()
+        var timer: Task<Void, Never>?
+        let exited = await withCheckedContinuation { (continuation: CheckedContinuation<Bool, Never>) in
+            condition.lock()
+            if done {
+                condition.unlock()
+                continuation.resume(returning: true)
+                return
+            }
+            waiters[id] = continuation
+            condition.unlock()
+            // Started once the continuation is registered, so an early expiry cannot miss it.
+            if seconds.isFinite {
+                let nanoseconds = UInt64(max(0, min(seconds, 86_400)) * 1_000_000_000)
+                timer = Task {
+                    try? await Task.sleep(nanoseconds: nanoseconds)
+                    self.expire(id)
+                }
+            }
+        }
+        timer?.cancel()
+        return exited
+    }
+
+    private func expire(_ id: UUID) {
+        condition.lock()
+        let continuation = waiters.removeValue(forKey: id)
+        condition.unlock()
+        continuation?.resume(returning: false)
     }
 }
