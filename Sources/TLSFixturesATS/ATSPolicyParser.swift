@@ -111,12 +111,18 @@ struct ATSPolicyParser {
             warn(path, "domain key contains a scheme and never matches; write only the host name")
             return .unusable
         }
-        if key.contains("/"), ATSIPNetwork(key) == nil {
-            warn(path, "domain key contains a path or an invalid CIDR prefix and never matches")
-            return .unusable
-        }
-        if let network = ATSIPNetwork(key) {
-            return .network(network)
+        if key.contains("/") {
+            // Apple files every key holding a "/" as a CIDR range (`set_ats_overrides`); one its parser cannot read
+            // stays in that table without an address, so it never matches anything.
+            switch ATSCIDRKey.read(key) {
+            case .success(let reading):
+                for adjustment in reading.adjustments { warn(path, "read as \(reading.network): \(adjustment)") }
+                return .network(reading.network)
+            case .failure(let refusal):
+                warn(path, "Apple's parser does not read this as a CIDR range (\(refusal)), and a key holding a \"/\" is "
+                     + "never looked up as a host: the entry never matches")
+                return .unusable
+            }
         }
         if let ip = ATSIPAddress(key), !key.hasPrefix("[") {
             return .ip(ip)
