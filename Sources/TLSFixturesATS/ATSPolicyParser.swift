@@ -201,17 +201,48 @@ struct ATSPolicyParser {
         }
         var hashes: [String] = []
         for (index, item) in items.enumerated() {
-            let itemPath = path + ["[\(index)]"]
-            guard case .dictionary(let identity) = item, let hash = identity[ATSKey.spkiSHA256Base64]?.stringValue else {
-                warn(itemPath, "expected a dictionary with a \(ATSKey.spkiSHA256Base64) string; ignored")
-                continue
-            }
-            if Data(base64Encoded: hash)?.count != 32 {
-                warn(itemPath, "\(ATSKey.spkiSHA256Base64) is not base64 of a 32-byte SHA-256 digest; it can never match")
-            }
-            hashes.append(hash)
+            if let hash = identity(item, path: path + ["[\(index)]"]) { hashes.append(hash) }
         }
         return hashes
+    }
+
+    /// One identity as Apple reads it (Security/OSX/sec/Security/SecPolicy.c, `parseNSPinnedDomains`): an item that is
+    /// not a dictionary, or whose `SPKI-SHA256-BASE64` is not a string, or decodes to nothing, is skipped; the digest is
+    /// decoded as `SPKIPin.decodedAsNSPinnedDomains` says, so spaces and line breaks do not change it. Returns the
+    /// digest in canonical base64 (what certificates are compared with), the text as written for a digest of the
+    /// wrong length (it never matches), or nil for a skipped item.
+    private mutating func identity(_ item: ATSPlistValue, path: [String]) -> String? {
+        guard case .dictionary(let identity) = item else {
+            warn(path, "expected a dictionary with a \(ATSKey.spkiSHA256Base64) string, found \(item.typeName); "
+                 + "Apple skips the item")
+            return nil
+        }
+        guard let value = identity[ATSKey.spkiSHA256Base64] else {
+            warn(path, "has no \(ATSKey.spkiSHA256Base64) key; Apple skips the item")
+            return nil
+        }
+        guard case .string(let text) = value else {
+            warn(path + [ATSKey.spkiSHA256Base64], "expected a base64 string, found \(value.typeName); Apple reads only a "
+                 + "string and skips the item (write the base64 text in a <string>)")
+            return nil
+        }
+        guard let digest = SPKIPin.decodedAsNSPinnedDomains(text) else {
+            warn(path + [ATSKey.spkiSHA256Base64], "holds no base64 at all; Apple skips the item")
+            return nil
+        }
+        let canonical = digest.base64EncodedString()
+        guard digest.count == 32 else {
+            let hint = text.hasPrefix("sha256/") ? " (the sha256/ prefix is TrustKit's spelling: write the bare base64)" : ""
+            warn(path + [ATSKey.spkiSHA256Base64], "decodes to \(digest.count) bytes as Apple reads it, not a 32-byte "
+                 + "SHA-256 digest, so it can never match\(hint)")
+            return text
+        }
+        let written = text.filter { !$0.isWhitespace }
+        if written != canonical {
+            warn(path + [ATSKey.spkiSHA256Base64], "Apple's decoder skips what is not base64 and stops after the padding: "
+                 + "this pins \(canonical)")
+        }
+        return canonical
     }
 
     // MARK: - Values
