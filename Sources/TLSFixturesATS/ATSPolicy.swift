@@ -170,8 +170,8 @@ public struct ATSExceptionDomain: Sendable, Equatable {
     /// Required CT for this domain on earlier systems (iOS 10–12); no effect later, where CT is enforced for public
     /// certificates whatever this says.
     public var requiresCertificateTransparency: Bool?
-    /// The `NSThirdPartyException*` keys, parsed so the older reading (`ATSReadings.ThirdPartyKeys.asPlainKeys`) can
-    /// use them; Apple's current parser ignores them. `nil` when the entry has none.
+    /// The `NSThirdPartyException*` keys, parsed so the iOS 9 reading (`ATSReadings.ThirdPartyKeys`) can use them;
+    /// Apple's current parser ignores them. `nil` when the entry has none.
     public var thirdParty: ATSThirdPartyExceptionKeys?
 }
 
@@ -327,6 +327,13 @@ public enum ATSKey {
     public static let pinnedLeafIdentities = "NSPinnedLeafIdentities"
     /// The key of each pin dictionary in those arrays: base64 of the SHA-256 of the DER SPKI.
     public static let spkiSHA256Base64 = "SPKI-SHA256-BASE64"
+
+    /// Each `NSThirdPartyException*` key beside the plain exception key it stood for on iOS 9.
+    public static let thirdPartyTwins: [(thirdParty: String, plain: String)] = [
+        (thirdPartyAllowsInsecureHTTPLoads, exceptionAllowsInsecureHTTPLoads),
+        (thirdPartyMinimumTLSVersion, exceptionMinimumTLSVersion),
+        (thirdPartyRequiresForwardSecrecy, exceptionRequiresForwardSecrecy),
+    ]
 
     /// The keys allowed directly inside `NSAppTransportSecurity`.
     public static let topLevel: Set<String> = [

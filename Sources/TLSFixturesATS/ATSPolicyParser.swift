@@ -42,11 +42,7 @@ struct ATSPolicyParser {
         ATSKey.includesSubdomains, ATSKey.exceptionAllowsInsecureHTTPLoads, ATSKey.exceptionMinimumTLSVersion,
         ATSKey.exceptionRequiresForwardSecrecy, ATSKey.requiresCertificateTransparency,
     ]
-    private static let thirdPartyKeys: [(thirdParty: String, plain: String)] = [
-        (ATSKey.thirdPartyAllowsInsecureHTTPLoads, ATSKey.exceptionAllowsInsecureHTTPLoads),
-        (ATSKey.thirdPartyMinimumTLSVersion, ATSKey.exceptionMinimumTLSVersion),
-        (ATSKey.thirdPartyRequiresForwardSecrecy, ATSKey.exceptionRequiresForwardSecrecy),
-    ]
+    private static let thirdPartyKeys = ATSKey.thirdPartyTwins
 
     private mutating func exceptionDomains(_ value: ATSPlistValue?) -> [String: ATSExceptionDomain] {
         guard let value else { return [:] }
@@ -83,8 +79,8 @@ struct ATSPolicyParser {
                 minimumTLSVersion: tlsVersion(entry, ATSKey.thirdPartyMinimumTLSVersion, path: path),
                 requiresForwardSecrecy: boolean(entry, ATSKey.thirdPartyRequiresForwardSecrecy, path: path))
             for (thirdPartyKey, plain) in Self.thirdPartyKeys where entry[thirdPartyKey] != nil {
-                warn(path + [thirdPartyKey], "ignored: Apple's current ATS parser reads only \(plain) (the NSThirdParty "
-                     + "keys left the documentation in 2016); write \(plain) instead")
+                warn(path + [thirdPartyKey], "read as \(plain) only on iOS 9, whose documentation listed it (until "
+                     + "2016-09-13), and ignored from iOS 10, whose parser reads only \(plain); write \(plain) instead")
             }
         }
         let known = Self.exceptionKeys.union(Self.thirdPartyKeys.map(\.thirdParty))

@@ -233,14 +233,17 @@ public struct ATSRequirementsResolver: Sendable {
         var minimum = entry.minimumTLSVersion
         var forwardSecrecy = entry.requiresForwardSecrecy
         if let thirdParty = entry.thirdParty {
-            log.add(.thirdPartyKeys, reading: options.readings.thirdPartyKeys.rawValue)
-            if options.readings.thirdPartyKeys == .asPlainKeys {
+            let reading = options.readings.thirdPartyKeys.effective(on: options.profile)
+            log.add(.thirdPartyKeys, reading: reading.rawValue)
+            if reading == .asPlainKeys {
                 insecure = insecure ?? thirdParty.allowsInsecureHTTPLoads
                 minimum = minimum ?? thirdParty.minimumTLSVersion
                 forwardSecrecy = forwardSecrecy ?? thirdParty.requiresForwardSecrecy
+                notes.append("the NSThirdPartyException* keys of \"\(entry.key)\" act as their plain twins on "
+                             + "\(options.profile) (a plain key present wins)")
             } else {
-                notes.append("the NSThirdPartyException* keys of \"\(entry.key)\" have no effect: Apple's current parser "
-                             + "reads only the plain exception keys")
+                notes.append("the NSThirdPartyException* keys of \"\(entry.key)\" have no effect on \(options.profile): "
+                             + "only iOS 9 read them; Apple's parser reads only the plain exception keys")
             }
         }
         if insecure != nil { log.add(.insecureHTTPLoadsKey) }
