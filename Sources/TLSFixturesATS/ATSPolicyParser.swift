@@ -282,10 +282,20 @@ struct ATSPolicyParser {
         return nil
     }
 
+    /// A version string as `sec_protocol_configuration_protocol_string_to_version` reads it (SecProtocolConfiguration.m):
+    /// exactly `TLSv1.` and one digit 0–3, read from the string's UTF-8 C string (so up to a NUL). It also takes
+    /// `DTLSv1.0` and `DTLSv1.2`, DTLS versions a TLS connection cannot use; what iOS then does is not known, so the
+    /// model keeps TLS 1.2 and says so.
     private mutating func tlsVersion(_ dictionary: [String: ATSPlistValue], _ key: String, path: [String]) -> TLSVersion? {
         guard let value = dictionary[key] else { return nil }
         let allowed = ["TLSv1.0", "TLSv1.1", "TLSv1.2", "TLSv1.3"]
-        guard case .string(let text) = value, allowed.contains(text), let version = TLSVersion(rawValue: text) else {
+        if case .string(let written) = value, ["DTLSv1.0", "DTLSv1.2"].contains(String(written.prefix { $0 != "\0" })) {
+            warn(path + [key], "\"\(written)\" is a DTLS version: Apple's parser takes it, but a TLS connection cannot use "
+                 + "it and what iOS does then is not documented; the model keeps the default TLSv1.2")
+            return nil
+        }
+        guard case .string(let written) = value, case let text = String(written.prefix { $0 != "\0" }),
+              allowed.contains(text), let version = TLSVersion(rawValue: text) else {
             if value.stringValue == nil { note(.wrongTypeIsAbsent) }
             warn(path + [key], "\(value.stringValue.map { "\"\($0)\"" } ?? value.typeName) is not one of "
                  + "\(allowed.joined(separator: ", ")); ignored, so the default TLSv1.2 applies")
