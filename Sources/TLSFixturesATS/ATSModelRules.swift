@@ -22,6 +22,7 @@ public enum ATSModelRule: String, Sendable, Codable, CaseIterable {
     case httpBlocked = "http-blocked"
     case exceptionEntryReplacesTopLevel = "exception-entry-replaces-top-level"
     case exceptionDomainKeys = "exception-domain-keys"
+    case builtInExceptions = "built-in-exceptions"
     case exceptionIncludesSubdomains = "exception-includes-subdomains"
     case ipExceptionKeys = "ip-exception-keys"
     case localExemption = "local-exemption"
@@ -73,6 +74,10 @@ public enum ATSModelRule: String, Sendable, Codable, CaseIterable {
             return "A matching NSExceptionDomains entry, even an empty one, decides alone: the top-level keys do not apply to that host"
         case .exceptionDomainKeys:
             return "Exception-domain keys are looked up exactly as written: lowercase, and a trailing dot matches only a host written with one"
+        case .builtInExceptions:
+            return "Apple's parser registers exception entries of its own for every app (apple.com, ls.apple.com, gs.apple.com, "
+                + "geo.apple.com, is.autonavi.com, apple-mapkit.com, setup.icloud.com: HTTP allowed, no forward secrecy, "
+                + "subdomains included); an app's entry under the same key replaces one"
         case .exceptionIncludesSubdomains:
             return "NSIncludesSubdomains in an exception entry reaches every subdomain, at any depth"
         case .ipExceptionKeys:
@@ -170,6 +175,11 @@ public enum ATSModelRule: String, Sendable, Codable, CaseIterable {
                 + "\(t), testExceptionRaisesSecurityRequirements"
         case .exceptionDomainKeys:
             return "\(d)/nsexceptiondomains (lowercase; the trailing-dot rule); \(c), sec_protocol_configuration_find_exception_for_host"
+        case .builtInExceptions:
+            return "\(c), sec_protocol_configuration_register_builtin_exceptions (called for every configuration by "
+                + "sec_protocol_configuration_create_with_builder in Security/protocol/SecProtocolTypes.m, before "
+                + "sec_protocol_configuration_set_ats_overrides); \(t), testBuiltInExceptions and "
+                + "testExceptionOverridesBuiltInException"
         case .exceptionIncludesSubdomains:
             return "\(c), sec_protocol_configuration_find_exception_for_host (walks every parent); \(t), testIncludesSubdomains; "
                 + "the current \(d)/nsexceptiondomains reads \"one additional path component\""

@@ -61,6 +61,9 @@ public enum ATSOSProfile: String, Sendable, Codable, CaseIterable, Comparable, C
     /// The `NSThirdPartyException*` keys were documented for iOS 9 only (they left the Information Property List Key
     /// Reference on 2016-09-13, the day iOS 10 shipped).
     var readsThirdPartyExceptionKeys: Bool { self == .ios9 }
+    /// Apple's built-in exception entries (apple.com and six more) are in its parser from Security-59306 (iOS 13) on;
+    /// what earlier systems did is not published.
+    var hasBuiltInExceptions: Bool { self >= .ios13 }
     /// IP and CIDR exception keys arrived with iOS 17.
     var supportsIPExceptionKeys: Bool { self >= .ios17 }
     /// The iOS 13 certificate rules (RSA ≥ 2048, no SHA-1, SAN required, EKU, 825 days).
