@@ -81,7 +81,8 @@ public enum ATSCIDRKey {
             case UInt8(ascii: "0")...UInt8(ascii: "9"):
                 break
             default:
-                let shown = Unicode.Scalar(byte).isASCII ? "\"\(Character(Unicode.Scalar(byte)))\"" : "a non-ASCII character"
+                let scalar = Unicode.Scalar(byte)
+                let shown = scalar.isASCII ? "\"\(Character(scalar))\"" : "a non-ASCII character"
                 return refuse("\(shown) is not allowed (only digits, a–f, \".\", \":\" and one \"/\")")
             }
         }
@@ -90,8 +91,9 @@ public enum ATSCIDRKey {
         guard let bits = prefixValue(prefixText) else { return refuse("nothing after the slash") }
         var adjustments: [String] = []
         if prefixText.count > 1, prefixText.first == UInt8(ascii: "0") {
-            adjustments.append("the prefix /\(String(decoding: prefixText, as: UTF8.self)) starts with 0, so Apple's parser "
-                               + "reads it as an octal number: /\(bits)")
+            let written = String(decoding: prefixText, as: UTF8.self)
+            adjustments.append("the prefix /\(written) starts with 0, so Apple's parser reads it as an octal number: "
+                               + "/\(bits)")
         }
         let address = Array(text[..<slash])
         let written = String(decoding: address, as: UTF8.self)
@@ -113,8 +115,9 @@ public enum ATSCIDRKey {
             }
             let network = ATSIPNetwork(address: ATSIPAddress(bytes: bytes), prefixLength: bits)
             if paddedDots != dots {
-                adjustments.append("\"\(written)\" has \(dots) dot\(dots == 1 ? "" : "s"), so Apple's parser pads it with "
-                                   + ".0 to \(network.address)")
+                let counted = "\(dots) dot\(dots == 1 ? "" : "s")"
+                adjustments.append("\"\(written)\" has \(counted), so Apple's parser pads it with .0 to "
+                                   + "\(network.address)")
             }
             return .success(Reading(network: network, adjustments: adjustments))
         }
@@ -126,8 +129,8 @@ public enum ATSCIDRKey {
         var completed = address
         if !doubleColon, colons < 7 {
             guard address.count + 3 < ipv6Buffer else {
-                return refuse("\(address.count) characters before the slash leave no room for the \"::\" Apple's parser "
-                              + "appends to a network written without one")
+                return refuse("\(address.count) characters before the slash leave no room for the \"::\" Apple's "
+                              + "parser appends to a network written without one")
             }
             completed += [UInt8(ascii: ":"), UInt8(ascii: ":")]
         }
@@ -135,7 +138,8 @@ public enum ATSCIDRKey {
             return refuse("\"\(String(decoding: completed, as: UTF8.self))\" is not an IPv6 address")
         }
         if completed != address {
-            adjustments.append("\"\(written)\" has no \"::\" and fewer than eight groups, so Apple's parser appends \"::\"")
+            adjustments.append("\"\(written)\" has no \"::\" and fewer than eight groups, so Apple's parser "
+                               + "appends \"::\"")
         }
         return .success(Reading(network: ATSIPNetwork(address: ATSIPAddress(bytes: bytes), prefixLength: bits),
                                 adjustments: adjustments))
@@ -156,8 +160,8 @@ public enum ATSCIDRKey {
         return value
     }
 
-    /// Apple's libc `inet_pton(AF_INET, …)` (Libc net/inet_pton.c, `inet_pton4`): four decimal parts separated by single
-    /// dots, each at most 255; leading zeros are allowed and read as decimal.
+    /// Apple's libc `inet_pton(AF_INET, …)` (Libc net/inet_pton.c, `inet_pton4`): four decimal parts separated by
+    /// single dots, each at most 255; leading zeros are allowed and read as decimal.
     static func inetPton4(_ text: [UInt8]) -> [UInt8]? {
         var parts: [UInt8] = []
         var current = 0

@@ -75,9 +75,9 @@ public enum ATSModelRule: String, Sendable, Codable, CaseIterable {
         case .exceptionDomainKeys:
             return "Exception-domain keys are looked up exactly as written: lowercase, and a trailing dot matches only a host written with one"
         case .builtInExceptions:
-            return "Apple's parser registers exception entries of its own for every app (apple.com, ls.apple.com, gs.apple.com, "
-                + "geo.apple.com, is.autonavi.com, apple-mapkit.com, setup.icloud.com: HTTP allowed, no forward secrecy, "
-                + "subdomains included); an app's entry under the same key replaces one"
+            return "Apple's parser registers exception entries of its own for every app (apple.com, ls.apple.com, "
+                + "gs.apple.com, geo.apple.com, is.autonavi.com, apple-mapkit.com, setup.icloud.com: HTTP allowed, no "
+                + "forward secrecy, subdomains included); an app's entry under the same key replaces one"
         case .exceptionIncludesSubdomains:
             return "NSIncludesSubdomains in an exception entry reaches every subdomain, at any depth"
         case .ipExceptionKeys:
@@ -105,8 +105,8 @@ public enum ATSModelRule: String, Sendable, Codable, CaseIterable {
         case .inMediaIsNotAKey:
             return "NSAllowsArbitraryLoadsInMedia is not a key (a documentation typo, corrected 2016-11-14): it is unknown and has no effect"
         case .thirdPartyKeys:
-            return "NSThirdPartyException* keys act as their plain twins on iOS 9, whose documentation listed them, and are "
-                + "ignored from iOS 10: Apple's parser reads only the plain exception keys"
+            return "NSThirdPartyException* keys act as their plain twins on iOS 9, whose documentation listed them, and "
+                + "are ignored from iOS 10: Apple's parser reads only the plain exception keys"
         case .minimumTLSVersionKey:
             return "NSExceptionMinimumTLSVersion takes TLSv1.0, TLSv1.1, TLSv1.2 or TLSv1.3; any other value leaves TLS 1.2"
         case .forwardSecrecyKey:
@@ -215,10 +215,10 @@ public enum ATSModelRule: String, Sendable, Codable, CaseIterable {
             return "Information Property List Key Reference, revision history 2016-11-14; "
                 + "\(c), sec_protocol_configuration_set_ats_overrides (reads NSAllowsArbitraryLoadsForMedia only)"
         case .thirdPartyKeys:
-            return "Information Property List Key Reference, NSAppTransportSecurity (iOS 9: the three NSThirdPartyException* keys "
-                + "listed beside their plain twins), revision history 2016-09-13 (\"Removed all mention of the following "
-                + "third-party-server exception keys\", the day iOS 10 shipped); \(c), sec_protocol_configuration_set_ats_overrides "
-                + "(plain keys only, from Security-59306); CFNetwork is closed"
+            return "Information Property List Key Reference, NSAppTransportSecurity (iOS 9: the three "
+                + "NSThirdPartyException* keys listed beside their plain twins), revision history 2016-09-13 (\"Removed "
+                + "all mention of the following third-party-server exception keys\", the day iOS 10 shipped); \(c), "
+                + "sec_protocol_configuration_set_ats_overrides (plain keys only, from Security-59306); CFNetwork is closed"
         case .minimumTLSVersionKey:
             return "\(d)/nsexceptiondomains; \(c), sec_protocol_configuration_protocol_string_to_version; "
                 + "\(t), testMinTLSVersionDisallowedStrings"

@@ -182,12 +182,13 @@ public struct ATSExceptionDomain: Sendable, Equatable {
     /// Security-61901): HTTP allowed, forward secrecy not required, subdomains included; TLS 1.0 for the maps hosts.
     /// An app's own entry under the same key replaces one (`set_ats_overrides` runs after them).
     public static let builtIn: [ATSExceptionDomain] = [
-        ("apple.com", TLSVersion.tls1_2), ("ls.apple.com", .tls1_0), ("gs.apple.com", .tls1_0), ("geo.apple.com", .tls1_0),
-        ("is.autonavi.com", .tls1_0), ("apple-mapkit.com", .tls1_0), ("setup.icloud.com", .tls1_2),
+        ("apple.com", TLSVersion.tls1_2), ("ls.apple.com", .tls1_0), ("gs.apple.com", .tls1_0),
+        ("geo.apple.com", .tls1_0), ("is.autonavi.com", .tls1_0), ("apple-mapkit.com", .tls1_0),
+        ("setup.icloud.com", .tls1_2),
     ].map { key, version in
         ATSExceptionDomain(key: key, keyKind: .dns, includesSubdomains: true, allowsInsecureHTTPLoads: true,
-                           minimumTLSVersion: version, requiresForwardSecrecy: false, requiresCertificateTransparency: nil,
-                           thirdParty: nil, isBuiltIn: true)
+                           minimumTLSVersion: version, requiresForwardSecrecy: false,
+                           requiresCertificateTransparency: nil, thirdParty: nil, isBuiltIn: true)
     }
 }
 

@@ -115,8 +115,8 @@ struct ATSPolicyParser {
                 for adjustment in reading.adjustments { warn(path, "read as \(reading.network): \(adjustment)") }
                 return .network(reading.network)
             case .failure(let refusal):
-                warn(path, "Apple's parser does not read this as a CIDR range (\(refusal)), and a key holding a \"/\" is "
-                     + "never looked up as a host: the entry never matches")
+                warn(path, "Apple's parser does not read this as a CIDR range (\(refusal)), and a key holding a "
+                     + "\"/\" is never looked up as a host: the entry never matches")
                 return .unusable
             }
         }
@@ -202,11 +202,11 @@ struct ATSPolicyParser {
         return hashes
     }
 
-    /// One identity as Apple reads it (Security/OSX/sec/Security/SecPolicy.c, `parseNSPinnedDomains`): an item that is
-    /// not a dictionary, or whose `SPKI-SHA256-BASE64` is not a string, or decodes to nothing, is skipped; the digest is
-    /// decoded as `SPKIPin.decodedAsNSPinnedDomains` says, so spaces and line breaks do not change it. Returns the
-    /// digest in canonical base64 (what certificates are compared with), the text as written for a digest of the
-    /// wrong length (it never matches), or nil for a skipped item.
+    /// One identity as Apple reads it (Security/OSX/sec/Security/SecPolicy.c, `parseNSPinnedDomains`): an item that
+    /// is not a dictionary, or whose `SPKI-SHA256-BASE64` is not a string, or decodes to nothing, is skipped; the
+    /// digest is decoded as `SPKIPin.decodedAsNSPinnedDomains` says, so spaces and line breaks do not change it.
+    /// Returns the digest in canonical base64 (what certificates are compared with), the text as written for a digest
+    /// of the wrong length (it never matches), or nil for a skipped item.
     private mutating func identity(_ item: ATSPlistValue, path: [String]) -> String? {
         guard case .dictionary(let identity) = item else {
             warn(path, "expected a dictionary with a \(ATSKey.spkiSHA256Base64) string, found \(item.typeName); "
@@ -218,8 +218,8 @@ struct ATSPolicyParser {
             return nil
         }
         guard case .string(let text) = value else {
-            warn(path + [ATSKey.spkiSHA256Base64], "expected a base64 string, found \(value.typeName); Apple reads only a "
-                 + "string and skips the item (write the base64 text in a <string>)")
+            warn(path + [ATSKey.spkiSHA256Base64], "expected a base64 string, found \(value.typeName); Apple reads "
+                 + "only a string and skips the item (write the base64 text in a <string>)")
             return nil
         }
         guard let digest = SPKIPin.decodedAsNSPinnedDomains(text) else {
@@ -228,15 +228,16 @@ struct ATSPolicyParser {
         }
         let canonical = digest.base64EncodedString()
         guard digest.count == 32 else {
-            let hint = text.hasPrefix("sha256/") ? " (the sha256/ prefix is TrustKit's spelling: write the bare base64)" : ""
+            let hint = text.hasPrefix("sha256/")
+                ? " (the sha256/ prefix is TrustKit's spelling: write the bare base64)" : ""
             warn(path + [ATSKey.spkiSHA256Base64], "decodes to \(digest.count) bytes as Apple reads it, not a 32-byte "
                  + "SHA-256 digest, so it can never match\(hint)")
             return text
         }
         let written = text.filter { !$0.isWhitespace }
         if written != canonical {
-            warn(path + [ATSKey.spkiSHA256Base64], "Apple's decoder skips what is not base64 and stops after the padding: "
-                 + "this pins \(canonical)")
+            warn(path + [ATSKey.spkiSHA256Base64], "Apple's decoder skips what is not base64 and stops after the "
+                 + "padding: this pins \(canonical)")
         }
         return canonical
     }
@@ -282,16 +283,16 @@ struct ATSPolicyParser {
         return nil
     }
 
-    /// A version string as `sec_protocol_configuration_protocol_string_to_version` reads it (SecProtocolConfiguration.m):
-    /// exactly `TLSv1.` and one digit 0–3, read from the string's UTF-8 C string (so up to a NUL). It also takes
+    /// A version string as `sec_protocol_configuration_protocol_string_to_version` reads it
+    /// (SecProtocolConfiguration.m): exactly `TLSv1.` and one digit 0–3, read from the string's UTF-8 C string (so up to a NUL). It also takes
     /// `DTLSv1.0` and `DTLSv1.2`, DTLS versions a TLS connection cannot use; what iOS then does is not known, so the
     /// model keeps TLS 1.2 and says so.
     private mutating func tlsVersion(_ dictionary: [String: ATSPlistValue], _ key: String, path: [String]) -> TLSVersion? {
         guard let value = dictionary[key] else { return nil }
         let allowed = ["TLSv1.0", "TLSv1.1", "TLSv1.2", "TLSv1.3"]
         if case .string(let written) = value, ["DTLSv1.0", "DTLSv1.2"].contains(String(written.prefix { $0 != "\0" })) {
-            warn(path + [key], "\"\(written)\" is a DTLS version: Apple's parser takes it, but a TLS connection cannot use "
-                 + "it and what iOS does then is not documented; the model keeps the default TLSv1.2")
+            warn(path + [key], "\"\(written)\" is a DTLS version: Apple's parser takes it, but a TLS connection "
+                 + "cannot use it and what iOS does then is not documented; the model keeps the default TLSv1.2")
             return nil
         }
         guard case .string(let written) = value, case let text = String(written.prefix { $0 != "\0" }),

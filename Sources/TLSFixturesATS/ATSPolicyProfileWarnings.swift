@@ -12,8 +12,9 @@ extension ATSPolicy {
             ignored.append(ATSPolicyWarning(keyPath: path, message: message))
         }
         if !profile.hasLocalExemptionAndNewKeys {
-            for key in [ATSKey.allowsLocalNetworking, ATSKey.allowsArbitraryLoadsForMedia, ATSKey.allowsArbitraryLoadsInWebContent]
-            where dictionary[key] != nil {
+            let newer = [ATSKey.allowsLocalNetworking, ATSKey.allowsArbitraryLoadsForMedia,
+                         ATSKey.allowsArbitraryLoadsInWebContent]
+            for key in newer where dictionary[key] != nil {
                 ignore([key], "\(profile) ignores this key: it arrived in iOS 10")
             }
         }
@@ -40,8 +41,8 @@ extension ATSPolicy {
             }
             let raw = rawEntries[key]?.dictionaryValue ?? [:]
             for (thirdParty, plain) in ATSKey.thirdPartyTwins where thirdPartyIgnored && raw[thirdParty] != nil {
-                ignore(path + [thirdParty], "\(profile) ignores this key: only iOS 9 read the NSThirdPartyException* keys "
-                       + "(documented until 2016-09-13); write \(plain)")
+                ignore(path + [thirdParty], "\(profile) ignores this key: only iOS 9 read the NSThirdPartyException* "
+                       + "keys (documented until 2016-09-13); write \(plain)")
             }
         }
         let replaced = Set(ignored.map(\.keyPath))

@@ -90,7 +90,8 @@ public struct ATSDomainMatcher: Sendable {
 
     /// The exception entry for a host: for a DNS name the key spelled exactly as the host (a trailing dot
     /// included), then the nearest ancestor whose entry has `NSIncludesSubdomains` — Apple's built-in entries
-    /// (`ATSExceptionDomain.builtIn`, iOS 13+) among them, unless the app wrote the same key; for an IP literal (iOS 17+) the
+    /// (`ATSExceptionDomain.builtIn`, iOS 13+) among them, unless the app wrote the same key; for an IP literal
+    /// (iOS 17+) the
     /// literal, then the longest CIDR prefix. A DNS key never matches an IP connection, and an IP or CIDR key never
     /// matches a name. (Security/protocol/SecProtocolConfiguration.m, `sec_protocol_configuration_find_exception_for_host`
     /// and `_find_cidr_exception`.)
@@ -225,9 +226,10 @@ public struct ATSRequirementsResolver: Sendable {
         case .dns, .unusable: log.add(entry.isBuiltIn ? .builtInExceptions : .exceptionDomainKeys)
         }
         if entry.isBuiltIn {
-            notes.append("\"\(entry.key)\" is one of the exceptions Apple's parser registers for every app: HTTP allowed, "
-                         + "\(entry.minimumTLSVersion ?? .tls1_2) or later, forward secrecy not required, subdomains included; "
-                         + "an NSExceptionDomains entry of your own under that key replaces it")
+            let minimum = entry.minimumTLSVersion ?? .tls1_2
+            notes.append("\"\(entry.key)\" is one of the exceptions Apple's parser registers for every app: HTTP "
+                         + "allowed, \(minimum) or later, forward secrecy not required, subdomains included; an "
+                         + "NSExceptionDomains entry of your own under that key replaces it")
         }
         if entry.keyKind == .dns, entry.key != host.exceptionLookupName {
             log.add(.exceptionIncludesSubdomains, reading: options.readings.subdomains.rawValue)
@@ -254,8 +256,8 @@ public struct ATSRequirementsResolver: Sendable {
                 notes.append("the NSThirdPartyException* keys of \"\(entry.key)\" act as their plain twins on "
                              + "\(options.profile) (a plain key present wins)")
             } else {
-                notes.append("the NSThirdPartyException* keys of \"\(entry.key)\" have no effect on \(options.profile): "
-                             + "only iOS 9 read them; Apple's parser reads only the plain exception keys")
+                notes.append("the NSThirdPartyException* keys of \"\(entry.key)\" have no effect on "
+                             + "\(options.profile): only iOS 9 read them; Apple's parser reads only the plain exception keys")
             }
         }
         if insecure != nil { log.add(.insecureHTTPLoadsKey) }

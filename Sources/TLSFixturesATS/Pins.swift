@@ -140,8 +140,8 @@ public enum SPKIPin {
     }
 
     /// The bytes Apple makes of an `NSPinnedDomains` `SPKI-SHA256-BASE64` string, or nil where it makes none and skips
-    /// the identity. Security/OSX/sec/Security/SecPolicy.c, `CreateCFDataFromBase64CFString`, decodes the string's UTF-8
-    /// with `SecBase64Decode` (OSX/sec/Security/SecBase64.c, flags `kSecB64_F_STOP_ON_NOTHING`), whose rules are:
+    /// the identity. Security/OSX/sec/Security/SecPolicy.c, `CreateCFDataFromBase64CFString`, decodes the string's
+    /// UTF-8 with `SecBase64Decode` (OSX/sec/Security/SecBase64.c, flags `kSecB64_F_STOP_ON_NOTHING`), whose rules are:
     /// - every character outside the base64 alphabet and `=` is skipped: spaces, tabs, line breaks, and anything else;
     /// - characters are taken four at a time; a `=` counts as a zero in its place, and a quartet with padding ends the
     ///   decoding (what follows it is ignored); a letter after a `=` within a quartet cancels the padding;

@@ -262,7 +262,8 @@ final class ATSPolicyParserTests: XCTestCase {
         XCTAssertEqual(policy.warnings.count, 4)
         // Read on iOS 9 only: the parser knows no profile, so it says both (ATSPolicy.warnings(for:) says which).
         XCTAssertTrue(policy.warnings.allSatisfy {
-            $0.key.hasPrefix("NSThirdPartyException") && $0.message.hasPrefix("read as") && $0.message.contains("ignored from iOS 10")
+            $0.key.hasPrefix("NSThirdPartyException") && $0.message.hasPrefix("read as")
+                && $0.message.contains("ignored from iOS 10")
         }, "\(policy.warnings)")
     }
 
