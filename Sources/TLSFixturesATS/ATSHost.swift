@@ -27,6 +27,12 @@ public struct ATSIPAddress: Sendable, Hashable, CustomStringConvertible {
         }
     }
 
+    /// The address whose bytes these are: 4 for IPv4, 16 for IPv6.
+    init(bytes: [UInt8]) {
+        precondition(bytes.count == 4 || bytes.count == 16, "an IP address has 4 or 16 bytes")
+        self.bytes = bytes
+    }
+
     /// Strict dotted quad: exactly four decimal parts 0–255 (no `127.1` shorthand, which URL hosts never carry).
     static func parseIPv4(_ text: String) -> [UInt8]? {
         let parts = text.split(separator: ".", omittingEmptySubsequences: false)
@@ -111,18 +117,21 @@ public struct ATSIPAddress: Sendable, Hashable, CustomStringConvertible {
 
 /// A CIDR block such as `10.0.0.0/8` or `fd00::/8`: an iOS 17 `NSExceptionDomains` key.
 public struct ATSIPNetwork: Sendable, Hashable, CustomStringConvertible {
-    /// The block's first address as written (host bits are compared only up to the prefix).
+    /// The block's address as written (host bits are compared only up to the prefix).
     public let address: ATSIPAddress
     /// The number of leading bits that must match: 0–32 for IPv4, 0–128 for IPv6.
     public let prefixLength: Int
 
-    /// Parses `ADDRESS/PREFIX`; nil when either half is malformed or the prefix is too long for the address.
+    /// Reads `ADDRESS/PREFIX` as Apple's ATS parser reads an exception key (`ATSCIDRKey`: `10/8` is 10.0.0.0/8, `/010`
+    /// is octal); nil where Apple's parser refuses the text.
     public init?(_ text: String) {
-        let parts = text.split(separator: "/", omittingEmptySubsequences: false)
-        guard parts.count == 2, let address = ATSIPAddress(String(parts[0])), let prefix = Int(parts[1]),
-              prefix >= 0, prefix <= address.bytes.count * 8 else { return nil }
+        guard case .success(let reading) = ATSCIDRKey.read(text) else { return nil }
+        self = reading.network
+    }
+
+    init(address: ATSIPAddress, prefixLength: Int) {
         self.address = address
-        self.prefixLength = prefix
+        self.prefixLength = prefixLength
     }
 
     /// True when `ip` is of the same family and its first `prefixLength` bits equal the block's.

@@ -22,6 +22,7 @@ public enum ATSModelRule: String, Sendable, Codable, CaseIterable {
     case httpBlocked = "http-blocked"
     case exceptionEntryReplacesTopLevel = "exception-entry-replaces-top-level"
     case exceptionDomainKeys = "exception-domain-keys"
+    case builtInExceptions = "built-in-exceptions"
     case exceptionIncludesSubdomains = "exception-includes-subdomains"
     case ipExceptionKeys = "ip-exception-keys"
     case localExemption = "local-exemption"
@@ -73,6 +74,10 @@ public enum ATSModelRule: String, Sendable, Codable, CaseIterable {
             return "A matching NSExceptionDomains entry, even an empty one, decides alone: the top-level keys do not apply to that host"
         case .exceptionDomainKeys:
             return "Exception-domain keys are looked up exactly as written: lowercase, and a trailing dot matches only a host written with one"
+        case .builtInExceptions:
+            return "Apple's parser registers exception entries of its own for every app (apple.com, ls.apple.com, "
+                + "gs.apple.com, geo.apple.com, is.autonavi.com, apple-mapkit.com, setup.icloud.com: HTTP allowed, no "
+                + "forward secrecy, subdomains included); an app's entry under the same key replaces one"
         case .exceptionIncludesSubdomains:
             return "NSIncludesSubdomains in an exception entry reaches every subdomain, at any depth"
         case .ipExceptionKeys:
@@ -100,7 +105,8 @@ public enum ATSModelRule: String, Sendable, Codable, CaseIterable {
         case .inMediaIsNotAKey:
             return "NSAllowsArbitraryLoadsInMedia is not a key (a documentation typo, corrected 2016-11-14): it is unknown and has no effect"
         case .thirdPartyKeys:
-            return "NSThirdPartyException* keys are ignored: Apple's current parser reads only the plain exception keys"
+            return "NSThirdPartyException* keys act as their plain twins on iOS 9, whose documentation listed them, and "
+                + "are ignored from iOS 10: Apple's parser reads only the plain exception keys"
         case .minimumTLSVersionKey:
             return "NSExceptionMinimumTLSVersion takes TLSv1.0, TLSv1.1, TLSv1.2 or TLSv1.3; any other value leaves TLS 1.2"
         case .forwardSecrecyKey:
@@ -169,6 +175,11 @@ public enum ATSModelRule: String, Sendable, Codable, CaseIterable {
                 + "\(t), testExceptionRaisesSecurityRequirements"
         case .exceptionDomainKeys:
             return "\(d)/nsexceptiondomains (lowercase; the trailing-dot rule); \(c), sec_protocol_configuration_find_exception_for_host"
+        case .builtInExceptions:
+            return "\(c), sec_protocol_configuration_register_builtin_exceptions (called for every configuration by "
+                + "sec_protocol_configuration_create_with_builder in Security/protocol/SecProtocolTypes.m, before "
+                + "sec_protocol_configuration_set_ats_overrides); \(t), testBuiltInExceptions and "
+                + "testExceptionOverridesBuiltInException"
         case .exceptionIncludesSubdomains:
             return "\(c), sec_protocol_configuration_find_exception_for_host (walks every parent); \(t), testIncludesSubdomains; "
                 + "the current \(d)/nsexceptiondomains reads \"one additional path component\""
@@ -204,8 +215,10 @@ public enum ATSModelRule: String, Sendable, Codable, CaseIterable {
             return "Information Property List Key Reference, revision history 2016-11-14; "
                 + "\(c), sec_protocol_configuration_set_ats_overrides (reads NSAllowsArbitraryLoadsForMedia only)"
         case .thirdPartyKeys:
-            return "\(c), sec_protocol_configuration_set_ats_overrides (plain keys only); the NSThirdPartyException* keys left "
-                + "Apple's documentation in 2016; CFNetwork is closed"
+            return "Information Property List Key Reference, NSAppTransportSecurity (iOS 9: the three "
+                + "NSThirdPartyException* keys listed beside their plain twins), revision history 2016-09-13 (\"Removed "
+                + "all mention of the following third-party-server exception keys\", the day iOS 10 shipped); \(c), "
+                + "sec_protocol_configuration_set_ats_overrides (plain keys only, from Security-59306); CFNetwork is closed"
         case .minimumTLSVersionKey:
             return "\(d)/nsexceptiondomains; \(c), sec_protocol_configuration_protocol_string_to_version; "
                 + "\(t), testMinTLSVersionDisallowedStrings"
@@ -289,7 +302,7 @@ public enum ATSModelRule: String, Sendable, Codable, CaseIterable {
         switch self {
         case .exceptionIncludesSubdomains: return "ATSReadings.subdomains = .oneExtraLabel"
         case .ios17ExternalIPs, .privateIPsAreLocal: return "ATSReadings.ipAddresses = .every"
-        case .thirdPartyKeys: return "ATSReadings.thirdPartyKeys = .asPlainKeys"
+        case .thirdPartyKeys: return "ATSReadings.thirdPartyKeys = .asPlainKeys or .ignored, on every profile"
         case .cipherSuites: return "ATSReadings.cipherSuites = .documented2015"
         case .dheWithoutATS: return "ATSReadings.dhe = .neverOffered"
         case .webViewPins: return "ATSReadings.webViewPins = .enforced"

@@ -58,6 +58,12 @@ public enum ATSOSProfile: String, Sendable, Codable, CaseIterable, Comparable, C
     var hasLocalExemptionAndNewKeys: Bool { self >= .ios10 }
     /// Every IP literal counts as local on iOS 10–16; from iOS 17 only loopback and local addresses do.
     var exemptsAllIPLiterals: Bool { self >= .ios10 && self < .ios17 }
+    /// The `NSThirdPartyException*` keys were documented for iOS 9 only (they left the Information Property List Key
+    /// Reference on 2016-09-13, the day iOS 10 shipped).
+    var readsThirdPartyExceptionKeys: Bool { self == .ios9 }
+    /// Apple's built-in exception entries (apple.com and six more) are in its parser from Security-59306 (iOS 13) on;
+    /// what earlier systems did is not published.
+    var hasBuiltInExceptions: Bool { self >= .ios13 }
     /// IP and CIDR exception keys arrived with iOS 17.
     var supportsIPExceptionKeys: Bool { self >= .ios17 }
     /// The iOS 13 certificate rules (RSA ≥ 2048, no SHA-1, SAN required, EKU, 825 days).
@@ -133,10 +139,20 @@ public struct ATSReadings: Sendable, Codable, Equatable {
 
     /// What the `NSThirdPartyException*` keys do.
     public enum ThirdPartyKeys: String, Sendable, Codable, CaseIterable {
-        /// Nothing: Apple's current parser reads only the plain keys. Default.
+        /// What the chosen OS did (the default): each acts as its plain twin on iOS 9, whose documentation listed them
+        /// (Information Property List Key Reference, until 2016-09-13); ignored from iOS 10 (removed from the
+        /// documentation the day iOS 10 shipped; Apple's parser, open since Security-59306, reads only the plain keys).
+        case byProfile
+        /// Nothing, on every profile: Apple's current parser reads only the plain keys.
         case ignored
-        /// The older reading: each acts as its plain twin (the plain key wins when both are present).
+        /// Each acts as its plain twin on every profile (the plain key wins when both are present).
         case asPlainKeys
+
+        /// `.ignored` or `.asPlainKeys`: what the keys do on `profile` under this reading.
+        public func effective(on profile: ATSOSProfile) -> ThirdPartyKeys {
+            guard self == .byProfile else { return self }
+            return profile.readsThirdPartyExceptionKeys ? .asPlainKeys : .ignored
+        }
     }
 
     /// Whether Apple's client offers DHE_RSA suites when ATS does not apply.
@@ -174,7 +190,7 @@ public struct ATSReadings: Sendable, Codable, Equatable {
 
     /// Memberwise: each argument sets the property of the same name, unchecked.
     public init(subdomains: Subdomains = .everySubdomain, cipherSuites: CipherSuites = .currentSource,
-                ipAddresses: IPAddresses = .externalOnly, thirdPartyKeys: ThirdPartyKeys = .ignored,
+                ipAddresses: IPAddresses = .externalOnly, thirdPartyKeys: ThirdPartyKeys = .byProfile,
                 dhe: DHE = .offeredWithoutATS, webViewPins: WebViewPins = .notEnforced) {
         self.subdomains = subdomains
         self.cipherSuites = cipherSuites

@@ -170,9 +170,26 @@ public struct ATSExceptionDomain: Sendable, Equatable {
     /// Required CT for this domain on earlier systems (iOS 10–12); no effect later, where CT is enforced for public
     /// certificates whatever this says.
     public var requiresCertificateTransparency: Bool?
-    /// The `NSThirdPartyException*` keys, parsed so the older reading (`ATSReadings.ThirdPartyKeys.asPlainKeys`) can
-    /// use them; Apple's current parser ignores them. `nil` when the entry has none.
+    /// The `NSThirdPartyException*` keys, parsed so the iOS 9 reading (`ATSReadings.ThirdPartyKeys`) can use them;
+    /// Apple's current parser ignores them. `nil` when the entry has none.
     public var thirdParty: ATSThirdPartyExceptionKeys?
+    /// One of the entries Apple's parser registers for every app before reading its dictionary (`builtIn`), not one
+    /// the app wrote.
+    public var isBuiltIn = false
+
+    /// The entries Security/protocol/SecProtocolConfiguration.m registers for every configuration, third-party apps
+    /// included (`sec_protocol_configuration_register_builtin_exceptions`, the same seven from Security-59306 to
+    /// Security-61901): HTTP allowed, forward secrecy not required, subdomains included; TLS 1.0 for the maps hosts.
+    /// An app's own entry under the same key replaces one (`set_ats_overrides` runs after them).
+    public static let builtIn: [ATSExceptionDomain] = [
+        ("apple.com", TLSVersion.tls1_2), ("ls.apple.com", .tls1_0), ("gs.apple.com", .tls1_0),
+        ("geo.apple.com", .tls1_0), ("is.autonavi.com", .tls1_0), ("apple-mapkit.com", .tls1_0),
+        ("setup.icloud.com", .tls1_2),
+    ].map { key, version in
+        ATSExceptionDomain(key: key, keyKind: .dns, includesSubdomains: true, allowsInsecureHTTPLoads: true,
+                           minimumTLSVersion: version, requiresForwardSecrecy: false,
+                           requiresCertificateTransparency: nil, thirdParty: nil, isBuiltIn: true)
+    }
 }
 
 /// The `NSThirdPartyException*` twins of the exception keys (removed from Apple's documentation in 2016).
@@ -327,6 +344,13 @@ public enum ATSKey {
     public static let pinnedLeafIdentities = "NSPinnedLeafIdentities"
     /// The key of each pin dictionary in those arrays: base64 of the SHA-256 of the DER SPKI.
     public static let spkiSHA256Base64 = "SPKI-SHA256-BASE64"
+
+    /// Each `NSThirdPartyException*` key beside the plain exception key it stood for on iOS 9.
+    public static let thirdPartyTwins: [(thirdParty: String, plain: String)] = [
+        (thirdPartyAllowsInsecureHTTPLoads, exceptionAllowsInsecureHTTPLoads),
+        (thirdPartyMinimumTLSVersion, exceptionMinimumTLSVersion),
+        (thirdPartyRequiresForwardSecrecy, exceptionRequiresForwardSecrecy),
+    ]
 
     /// The keys allowed directly inside `NSAppTransportSecurity`.
     public static let topLevel: Set<String> = [

@@ -42,11 +42,7 @@ struct ATSPolicyParser {
         ATSKey.includesSubdomains, ATSKey.exceptionAllowsInsecureHTTPLoads, ATSKey.exceptionMinimumTLSVersion,
         ATSKey.exceptionRequiresForwardSecrecy, ATSKey.requiresCertificateTransparency,
     ]
-    private static let thirdPartyKeys: [(thirdParty: String, plain: String)] = [
-        (ATSKey.thirdPartyAllowsInsecureHTTPLoads, ATSKey.exceptionAllowsInsecureHTTPLoads),
-        (ATSKey.thirdPartyMinimumTLSVersion, ATSKey.exceptionMinimumTLSVersion),
-        (ATSKey.thirdPartyRequiresForwardSecrecy, ATSKey.exceptionRequiresForwardSecrecy),
-    ]
+    private static let thirdPartyKeys = ATSKey.thirdPartyTwins
 
     private mutating func exceptionDomains(_ value: ATSPlistValue?) -> [String: ATSExceptionDomain] {
         guard let value else { return [:] }
@@ -83,8 +79,8 @@ struct ATSPolicyParser {
                 minimumTLSVersion: tlsVersion(entry, ATSKey.thirdPartyMinimumTLSVersion, path: path),
                 requiresForwardSecrecy: boolean(entry, ATSKey.thirdPartyRequiresForwardSecrecy, path: path))
             for (thirdPartyKey, plain) in Self.thirdPartyKeys where entry[thirdPartyKey] != nil {
-                warn(path + [thirdPartyKey], "ignored: Apple's current ATS parser reads only \(plain) (the NSThirdParty "
-                     + "keys left the documentation in 2016); write \(plain) instead")
+                warn(path + [thirdPartyKey], "read as \(plain) only on iOS 9, whose documentation listed it (until "
+                     + "2016-09-13), and ignored from iOS 10, whose parser reads only \(plain); write \(plain) instead")
             }
         }
         let known = Self.exceptionKeys.union(Self.thirdPartyKeys.map(\.thirdParty))
@@ -111,12 +107,18 @@ struct ATSPolicyParser {
             warn(path, "domain key contains a scheme and never matches; write only the host name")
             return .unusable
         }
-        if key.contains("/"), ATSIPNetwork(key) == nil {
-            warn(path, "domain key contains a path or an invalid CIDR prefix and never matches")
-            return .unusable
-        }
-        if let network = ATSIPNetwork(key) {
-            return .network(network)
+        if key.contains("/") {
+            // Apple files every key holding a "/" as a CIDR range (`set_ats_overrides`); one its parser cannot read
+            // stays in that table without an address, so it never matches anything.
+            switch ATSCIDRKey.read(key) {
+            case .success(let reading):
+                for adjustment in reading.adjustments { warn(path, "read as \(reading.network): \(adjustment)") }
+                return .network(reading.network)
+            case .failure(let refusal):
+                warn(path, "Apple's parser does not read this as a CIDR range (\(refusal)), and a key holding a "
+                     + "\"/\" is never looked up as a host: the entry never matches")
+                return .unusable
+            }
         }
         if let ip = ATSIPAddress(key), !key.hasPrefix("[") {
             return .ip(ip)
@@ -195,17 +197,49 @@ struct ATSPolicyParser {
         }
         var hashes: [String] = []
         for (index, item) in items.enumerated() {
-            let itemPath = path + ["[\(index)]"]
-            guard case .dictionary(let identity) = item, let hash = identity[ATSKey.spkiSHA256Base64]?.stringValue else {
-                warn(itemPath, "expected a dictionary with a \(ATSKey.spkiSHA256Base64) string; ignored")
-                continue
-            }
-            if Data(base64Encoded: hash)?.count != 32 {
-                warn(itemPath, "\(ATSKey.spkiSHA256Base64) is not base64 of a 32-byte SHA-256 digest; it can never match")
-            }
-            hashes.append(hash)
+            if let hash = identity(item, path: path + ["[\(index)]"]) { hashes.append(hash) }
         }
         return hashes
+    }
+
+    /// One identity as Apple reads it (Security/OSX/sec/Security/SecPolicy.c, `parseNSPinnedDomains`): an item that
+    /// is not a dictionary, or whose `SPKI-SHA256-BASE64` is not a string, or decodes to nothing, is skipped; the
+    /// digest is decoded as `SPKIPin.decodedAsNSPinnedDomains` says, so spaces and line breaks do not change it.
+    /// Returns the digest in canonical base64 (what certificates are compared with), the text as written for a digest
+    /// of the wrong length (it never matches), or nil for a skipped item.
+    private mutating func identity(_ item: ATSPlistValue, path: [String]) -> String? {
+        guard case .dictionary(let identity) = item else {
+            warn(path, "expected a dictionary with a \(ATSKey.spkiSHA256Base64) string, found \(item.typeName); "
+                 + "Apple skips the item")
+            return nil
+        }
+        guard let value = identity[ATSKey.spkiSHA256Base64] else {
+            warn(path, "has no \(ATSKey.spkiSHA256Base64) key; Apple skips the item")
+            return nil
+        }
+        guard case .string(let text) = value else {
+            warn(path + [ATSKey.spkiSHA256Base64], "expected a base64 string, found \(value.typeName); Apple reads "
+                 + "only a string and skips the item (write the base64 text in a <string>)")
+            return nil
+        }
+        guard let digest = SPKIPin.decodedAsNSPinnedDomains(text) else {
+            warn(path + [ATSKey.spkiSHA256Base64], "holds no base64 at all; Apple skips the item")
+            return nil
+        }
+        let canonical = digest.base64EncodedString()
+        guard digest.count == 32 else {
+            let hint = text.hasPrefix("sha256/")
+                ? " (the sha256/ prefix is TrustKit's spelling: write the bare base64)" : ""
+            warn(path + [ATSKey.spkiSHA256Base64], "decodes to \(digest.count) bytes as Apple reads it, not a 32-byte "
+                 + "SHA-256 digest, so it can never match\(hint)")
+            return text
+        }
+        let written = text.filter { !$0.isWhitespace }
+        if written != canonical {
+            warn(path + [ATSKey.spkiSHA256Base64], "Apple's decoder skips what is not base64 and stops after the "
+                 + "padding: this pins \(canonical)")
+        }
+        return canonical
     }
 
     // MARK: - Values
@@ -249,10 +283,20 @@ struct ATSPolicyParser {
         return nil
     }
 
+    /// A version string as `sec_protocol_configuration_protocol_string_to_version` reads it
+    /// (SecProtocolConfiguration.m): exactly `TLSv1.` and one digit 0–3, read from the string's UTF-8 C string (so up to a NUL). It also takes
+    /// `DTLSv1.0` and `DTLSv1.2`, DTLS versions a TLS connection cannot use; what iOS then does is not known, so the
+    /// model keeps TLS 1.2 and says so.
     private mutating func tlsVersion(_ dictionary: [String: ATSPlistValue], _ key: String, path: [String]) -> TLSVersion? {
         guard let value = dictionary[key] else { return nil }
         let allowed = ["TLSv1.0", "TLSv1.1", "TLSv1.2", "TLSv1.3"]
-        guard case .string(let text) = value, allowed.contains(text), let version = TLSVersion(rawValue: text) else {
+        if case .string(let written) = value, ["DTLSv1.0", "DTLSv1.2"].contains(String(written.prefix { $0 != "\0" })) {
+            warn(path + [key], "\"\(written)\" is a DTLS version: Apple's parser takes it, but a TLS connection "
+                 + "cannot use it and what iOS does then is not documented; the model keeps the default TLSv1.2")
+            return nil
+        }
+        guard case .string(let written) = value, case let text = String(written.prefix { $0 != "\0" }),
+              allowed.contains(text), let version = TLSVersion(rawValue: text) else {
             if value.stringValue == nil { note(.wrongTypeIsAbsent) }
             warn(path + [key], "\(value.stringValue.map { "\"\($0)\"" } ?? value.typeName) is not one of "
                  + "\(allowed.joined(separator: ", ")); ignored, so the default TLSv1.2 applies")

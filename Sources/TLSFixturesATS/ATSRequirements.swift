@@ -89,7 +89,9 @@ public struct ATSDomainMatcher: Sendable {
     }
 
     /// The exception entry for a host: for a DNS name the key spelled exactly as the host (a trailing dot
-    /// included), then the nearest ancestor whose entry has `NSIncludesSubdomains`; for an IP literal (iOS 17+) the
+    /// included), then the nearest ancestor whose entry has `NSIncludesSubdomains` — Apple's built-in entries
+    /// (`ATSExceptionDomain.builtIn`, iOS 13+) among them, unless the app wrote the same key; for an IP literal
+    /// (iOS 17+) the
     /// literal, then the longest CIDR prefix. A DNS key never matches an IP connection, and an IP or CIDR key never
     /// matches a name. (Security/protocol/SecProtocolConfiguration.m, `sec_protocol_configuration_find_exception_for_host`
     /// and `_find_cidr_exception`.)
@@ -105,8 +107,14 @@ public struct ATSDomainMatcher: Sendable {
             // Longest prefix wins; ties (same block written twice) break by key for determinism.
             return networks.max { ($0.1, $1.0.key) < ($1.1, $0.0.key) }?.0
         }
-        let dnsEntries = Dictionary(entries.filter { $0.keyKind == .dns }.map { ($0.key, $0) },
+        var dnsEntries = Dictionary(entries.filter { $0.keyKind == .dns }.map { ($0.key, $0) },
                                     uniquingKeysWith: { first, _ in first })
+        if profile.hasBuiltInExceptions {
+            // Apple registers these first; the app's entry under the same key replaces one.
+            for entry in ATSExceptionDomain.builtIn where policy.exceptionDomains[entry.key] == nil {
+                dnsEntries[entry.key] = entry
+            }
+        }
         let name = host.exceptionLookupName
         if let exact = dnsEntries[name] { return exact }
         // Apple walks from the host to each parent (`a.b.example.com.` → `b.example.com.` → `example.com.` → `com.`);
@@ -215,7 +223,13 @@ public struct ATSRequirementsResolver: Sendable {
         var notes = notes
         switch entry.keyKind {
         case .ip, .network: log.add(.ipExceptionKeys)
-        case .dns, .unusable: log.add(.exceptionDomainKeys)
+        case .dns, .unusable: log.add(entry.isBuiltIn ? .builtInExceptions : .exceptionDomainKeys)
+        }
+        if entry.isBuiltIn {
+            let minimum = entry.minimumTLSVersion ?? .tls1_2
+            notes.append("\"\(entry.key)\" is one of the exceptions Apple's parser registers for every app: HTTP "
+                         + "allowed, \(minimum) or later, forward secrecy not required, subdomains included; an "
+                         + "NSExceptionDomains entry of your own under that key replaces it")
         }
         if entry.keyKind == .dns, entry.key != host.exceptionLookupName {
             log.add(.exceptionIncludesSubdomains, reading: options.readings.subdomains.rawValue)
@@ -233,14 +247,17 @@ public struct ATSRequirementsResolver: Sendable {
         var minimum = entry.minimumTLSVersion
         var forwardSecrecy = entry.requiresForwardSecrecy
         if let thirdParty = entry.thirdParty {
-            log.add(.thirdPartyKeys, reading: options.readings.thirdPartyKeys.rawValue)
-            if options.readings.thirdPartyKeys == .asPlainKeys {
+            let reading = options.readings.thirdPartyKeys.effective(on: options.profile)
+            log.add(.thirdPartyKeys, reading: reading.rawValue)
+            if reading == .asPlainKeys {
                 insecure = insecure ?? thirdParty.allowsInsecureHTTPLoads
                 minimum = minimum ?? thirdParty.minimumTLSVersion
                 forwardSecrecy = forwardSecrecy ?? thirdParty.requiresForwardSecrecy
+                notes.append("the NSThirdPartyException* keys of \"\(entry.key)\" act as their plain twins on "
+                             + "\(options.profile) (a plain key present wins)")
             } else {
-                notes.append("the NSThirdPartyException* keys of \"\(entry.key)\" have no effect: Apple's current parser "
-                             + "reads only the plain exception keys")
+                notes.append("the NSThirdPartyException* keys of \"\(entry.key)\" have no effect on "
+                             + "\(options.profile): only iOS 9 read them; Apple's parser reads only the plain exception keys")
             }
         }
         if insecure != nil { log.add(.insecureHTTPLoadsKey) }

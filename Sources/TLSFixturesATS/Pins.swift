@@ -138,6 +138,53 @@ public enum SPKIPin {
         guard let digest = Data(base64Encoded: base64), digest.count == 32 else { throw PinFormatError.malformedPin(text) }
         return base64
     }
+
+    /// The bytes Apple makes of an `NSPinnedDomains` `SPKI-SHA256-BASE64` string, or nil where it makes none and skips
+    /// the identity. Security/OSX/sec/Security/SecPolicy.c, `CreateCFDataFromBase64CFString`, decodes the string's
+    /// UTF-8 with `SecBase64Decode` (OSX/sec/Security/SecBase64.c, flags `kSecB64_F_STOP_ON_NOTHING`), whose rules are:
+    /// - every character outside the base64 alphabet and `=` is skipped: spaces, tabs, line breaks, and anything else;
+    /// - characters are taken four at a time; a `=` counts as a zero in its place, and a quartet with padding ends the
+    ///   decoding (what follows it is ignored); a letter after a `=` within a quartet cancels the padding;
+    /// - a last quartet that never fills up is dropped;
+    /// - an empty string, or one that decodes to no byte, gives nothing.
+    /// The result may have any length; only one of 32 bytes can equal a certificate's SPKI SHA-256
+    /// (trust/trustd/SecPolicyServer.c, `SecPolicyCheckLeafSPKISHA256` compares the data as a whole).
+    public static func decodedAsNSPinnedDomains(_ text: String) -> Data? {
+        var output: [UInt8] = []
+        var quartet: [UInt8] = []
+        var padding = 0
+        for byte in text.utf8 {
+            if byte == UInt8(ascii: "=") {
+                quartet.append(0)
+                padding += 1
+            } else if let value = base64Value(byte) {
+                padding = 0
+                quartet.append(value)
+            } else {
+                continue
+            }
+            guard quartet.count == 4 else { continue }
+            output.append(quartet[0] << 2 | (quartet[1] & 0x30) >> 4)
+            if padding != 2 {
+                output.append((quartet[1] & 0x0f) << 4 | (quartet[2] & 0x3c) >> 2)
+                if padding != 1 { output.append((quartet[2] & 0x03) << 6 | quartet[3]) }
+            }
+            quartet = []
+            if padding != 0 { break }
+        }
+        return output.isEmpty ? nil : Data(output)
+    }
+
+    private static func base64Value(_ byte: UInt8) -> UInt8? {
+        switch byte {
+        case UInt8(ascii: "A")...UInt8(ascii: "Z"): return byte - UInt8(ascii: "A")
+        case UInt8(ascii: "a")...UInt8(ascii: "z"): return byte - UInt8(ascii: "a") + 26
+        case UInt8(ascii: "0")...UInt8(ascii: "9"): return byte - UInt8(ascii: "0") + 52
+        case UInt8(ascii: "+"): return 62
+        case UInt8(ascii: "/"): return 63
+        default: return nil
+        }
+    }
 }
 
 /// How a list of pins is checked, named as `probe --pin-mode` names it.

@@ -39,7 +39,8 @@ struct ATSCheck: AsyncParsableCommand {
             let (parsed, note) = try ATSPolicy.parseApp(plist: data)
             policy = parsed
             if let note { Output.error("note: \(note)") }
-            for warning in policy.warnings { Output.error("warning: \(warning)") }
+            // The warnings of the chosen OS: a key it ignores is named as such.
+            for warning in policy.warnings(for: try client.evaluationOptions()) { Output.error("warning: \(warning)") }
         } else {
             policy = .empty
         }

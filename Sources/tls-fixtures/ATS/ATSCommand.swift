@@ -42,8 +42,8 @@ struct ATSClientOptions: ParsableArguments {
     @Option(help: ArgumentHelp("IP literals on iOS 17+: external (the default: loopback and local-network addresses stay exempt, as the iOS 17 release notes and Apple's test say) or all (every IP literal falls under ATS, as the NSAllowsLocalNetworking page reads).", valueName: "reading"))
     var ipAddresses = Spelled<ATSReadings.IPAddresses>(.externalOnly)
 
-    @Option(help: ArgumentHelp("NSThirdPartyException* keys: ignore (the default, as Apple's current parser does) or plain (the older reading: each acts as its plain twin).", valueName: "reading"))
-    var thirdPartyKeys = Spelled<ATSReadings.ThirdPartyKeys>(.ignored)
+    @Option(help: ArgumentHelp("NSThirdPartyException* keys: profile (the default: each acts as its plain twin on ios9, whose documentation listed them, and is ignored from ios10), ignore (on every profile) or plain (each acts as its plain twin on every profile).", valueName: "reading"))
+    var thirdPartyKeys = Spelled<ATSReadings.ThirdPartyKeys>(.byProfile)
 
     @Option(help: ArgumentHelp("DHE suites with ATS out of the way: offered (the default, as the catalog assumes) or refused (Apple's source lists DHE only in a legacy group).", valueName: "reading"))
     var dhe = Spelled<ATSReadings.DHE>(.offeredWithoutATS)

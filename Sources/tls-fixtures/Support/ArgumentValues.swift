@@ -129,6 +129,7 @@ extension ATSReadings.IPAddresses: CommandLineSpelled {
 extension ATSReadings.ThirdPartyKeys: CommandLineSpelled {
     var word: String {
         switch self {
+        case .byProfile: return "profile"
         case .ignored: return "ignore"
         case .asPlainKeys: return "plain"
         }
