@@ -1065,9 +1065,13 @@ package enum BuiltinScenarioFiles {
     "clients": [],
     "refusal": {
       "control": "ats-compliant",
-      "step": "certificate",
+      "step": [
+        "certificate",
+        "negotiation"
+      ],
       "alerts": [
-        "bad_certificate"
+        "bad_certificate",
+        "decrypt_error"
       ],
       "apple": {
         "urlErrorCode": -1200,
@@ -1235,8 +1239,14 @@ package enum BuiltinScenarioFiles {
       "control": "ats-compliant",
       "step": "certificate",
       "alerts": [
-        "bad_certificate"
+        "bad_certificate",
+        "unsupported_certificate",
+        "insufficient_security"
       ],
+      "lateCheck": {
+        "clients": "Node.js",
+        "source": "observed in the client matrix's records (docs/clients.json, Debian 12: make matrix): Node completes the handshake with this RSA-512 leaf and closes without a request (EE certificate key too weak)"
+      },
       "apple": {
         "urlErrorCode": -1200,
         "urlErrorName": "NSURLErrorSecureConnectionFailed",
@@ -1369,7 +1379,7 @@ package enum BuiltinScenarioFiles {
       ],
       "lateCheck": {
         "clients": "libcurl (curl, and URLSession on Linux: FoundationNetworking)",
-        "source": "curl's lib/vtls/openssl.c: the host name is matched by ossl_verifyhost() once SSL_connect() has completed (ossl_connect_step3), not by OpenSSL's verify callback"
+        "source": "curl's lib/vtls/openssl.c: the host name is matched by ossl_verifyhost() once SSL_connect() has completed (ossl_connect_step3), not by OpenSSL's verify callback; observed in the client matrix's records (docs/clients.json, Debian 12: make matrix) for curl and URLSession"
       },
       "apple": {
         "urlErrorCode": -1202,
@@ -1541,7 +1551,8 @@ package enum BuiltinScenarioFiles {
       "control": "ats-compliant",
       "step": "certificate",
       "alerts": [
-        "bad_certificate"
+        "bad_certificate",
+        "certificate_expired"
       ],
       "apple": {
         "urlErrorCode": -1202,
@@ -1976,10 +1987,18 @@ package enum BuiltinScenarioFiles {
     "clients": [],
     "refusal": {
       "control": "ats-compliant",
-      "step": "negotiation",
-      "alerts": [
-        "protocol_version"
+      "step": [
+        "negotiation",
+        "certificate"
       ],
+      "alerts": [
+        "protocol_version",
+        "unknown_ca"
+      ],
+      "lateCheck": {
+        "clients": "NSS (tstclnt)",
+        "source": "observed in the client matrix's records (docs/clients.json, Debian 12: make matrix): NSS completes this TLS 1.0 static-RSA handshake and sends bad_certificate(42) after it"
+      },
       "apple": {
         "urlErrorCode": -1200,
         "urlErrorName": "NSURLErrorSecureConnectionFailed",

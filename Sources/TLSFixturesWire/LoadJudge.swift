@@ -195,10 +195,36 @@ public struct LoadJudge: Sendable {
 
     // MARK: Holding a refusal to its expectation
 
+    /// Whether `records`, a client's connections to a fixture of the scenario that nobody else used, show it refusing
+    /// the scenario at one of its steps, for its reason (`expectation` is required): the step they showed, or why not.
+    /// What the client matrix and a report card check of every refusal; `thrown` is what the client reported, if it
+    /// reported an error at all.
+    public func refusalShown(by records: [ConnectionRecord], thrown: Error? = nil)
+        -> Result<RefusalStep, LoadExpectationFailure>
+    {
+        guard let expectation else { return .failure(.noRefusal(scenario: scenario)) }
+        let error = ThrownError(thrown ?? ClientRefused())
+        let evidence = records.filter(\.carriesEvidence)
+        if let served = evidence.first(where: { $0.requestCount > 0 }) {
+            return .failure(.accepted("\(place) answered a request (\(served.summary)): the client accepted it"))
+        }
+        guard !evidence.isEmpty else { return .failure(.neverReached(place: place, error: error, others: [])) }
+        let refusal = refusal(of: expectation, shownBy: evidence, error: error)
+        if let failure = refusal.failure { return .failure(failure) }
+        return .success(refusal.step ?? expectation.step)
+    }
+
+    /// The error of a client that refused without one of its own to report (a command's exit status).
+    private struct ClientRefused: Error, CustomStringConvertible {
+        var description: String { "the client reported a refusal" }
+    }
+
     /// What a scenario half showed: a failure, or nil with notes.
     struct Refusal {
         var failure: LoadExpectationFailure?
         var notes: [String] = []
+        /// The step the evidence showed.
+        var step: RefusalStep?
     }
 
     /// Whether `records` (each carrying evidence) show a refusal at the expectation's step, for its reason.
@@ -206,7 +232,8 @@ public struct LoadJudge: Sendable {
                  error: ThrownError) -> Refusal {
         var notes: [String] = []
         let late = expectation.lateCheck != nil
-        for record in records where !expectation.step.isShown(by: record, acceptingLateChecks: late) {
+        for record in records where !expectation.steps.contains(where: { $0.isShown(by: record,
+                                                                                acceptingLateChecks: late) }) {
             if let failure = unreadable(record, error: error) { return Refusal(failure: failure) }
             return Refusal(failure: wrongStep(record, expectation: expectation, error: error))
         }
@@ -218,7 +245,7 @@ public struct LoadJudge: Sendable {
         if let evidence = records.last(where: { ($0.outcome?.alert ?? $0.alertAfterHandshake) != nil }),
            let alert = evidence.outcome?.alert ?? evidence.alertAfterHandshake, !expectation.alerts.isEmpty,
            !expectation.alerts.contains(alert), !alert.isUnspecificObjection,
-           !(expectation.step == .negotiation && RefusalStep.negotiationAlerts.contains(alert)) {
+           !(expectation.steps.contains(.negotiation) && RefusalStep.negotiationAlerts.contains(alert)) {
             let expected = expectation.alerts.map(\.description).joined(separator: " or ")
             return Refusal(failure: .refusedForAnotherReason("the client refused \(place), but not for "
                 + "\(scenario)'s reason: \(evidence.summary); a client refusing \(scenario) for its reason ends with "
@@ -227,12 +254,15 @@ public struct LoadJudge: Sendable {
         let apple = appleCheck(error, step: expectation.step, expected: expectation.apple, evidence: records)
         if let failure = apple.failure { return Refusal(failure: failure) }
         notes += apple.notes
-        return Refusal(failure: nil, notes: notes)
+        let shown = expectation.steps.first { step in
+            records.allSatisfy { step.isShown(by: $0, acceptingLateChecks: late) }
+        }
+        return Refusal(failure: nil, notes: notes, step: shown ?? expectation.step)
     }
 
     private func wrongStep(_ record: ConnectionRecord, expectation: RefusalExpectation,
                            error: ThrownError) -> LoadExpectationFailure {
-        let step = expectation.step
+        let step = expectation.steps.map(\.description).joined(separator: ", or ")
         if record.closedAfterHandshakeWithoutRequest {
             return .refusedForAnotherReason("the client completed the handshake with \(place) and then closed "
                 + "without a request (\(record.summary)): it did not refuse the server \(step), where \(scenario)'s "
@@ -312,7 +342,7 @@ public struct LoadJudge: Sendable {
         switch (controlHalf.failure, scenarioHalf.failure) {
         case (nil, nil):
             return .success(RefusalVerdict(
-                scenario: scenario.scenario, control: control.scenario, step: expectation.step,
+                scenario: scenario.scenario, control: control.scenario, step: scenarioHalf.step ?? expectation.step,
                 controlEvidence: controlHalf.evidence, refusalEvidence: scenarioHalf.evidence,
                 notes: controlHalf.notes + scenarioHalf.notes))
         case (let controlFailure?, let scenarioFailure):
@@ -337,6 +367,7 @@ public struct LoadJudge: Sendable {
         var evidence: String
         var failure: LoadExpectationFailure?
         var notes: [String] = []
+        var step: RefusalStep?
     }
 
     private func controlAccepted(_ load: Load) -> Half {
@@ -405,7 +436,7 @@ public struct LoadJudge: Sendable {
         }
         let refusal = refusal(of: expectation, shownBy: evidence, error: error)
         let shown = evidence.last(where: { $0.outcome?.alert != nil }) ?? evidence.last!
-        return Half(evidence: shown.summary, failure: refusal.failure, notes: refusal.notes)
+        return Half(evidence: shown.summary, failure: refusal.failure, notes: refusal.notes, step: refusal.step)
     }
 
     /// What accepting a scenario means, by its step: the sentence after "your client accepted expired (…):".
@@ -428,7 +459,7 @@ public struct RefusalVerdict: Sendable, Hashable, CustomStringConvertible {
     public var scenario: String
     /// Its control, accepted.
     public var control: String
-    /// Where the refusal was expected, and seen.
+    /// The step the refusal was seen at (one of the scenario's `steps`).
     public var step: RefusalStep
     /// What the control's fixture saw (`the handshake completed (…) and GET / was answered 200`).
     public var controlEvidence: String

@@ -15,8 +15,12 @@ public struct RefusalExpectation: Codable, Sendable, Hashable {
     /// scenarios, `intermediate` for the two-level chains): a client that refuses this scenario for its reason accepts
     /// that one. Every control is a scenario every client of the matrix accepts.
     public var control: String
-    /// Where a refusing client stops.
-    public var step: RefusalStep
+    /// Where a refusing client stops: one step, or for a scenario that breaks more than one thing (a combination, or a
+    /// certificate some clients cannot even be offered) each step a refusing client may stop at, the usual one first.
+    /// JSON: `"step": "certificate"` or `"step": ["negotiation", "certificate"]`.
+    public var steps: [RefusalStep]
+    /// The usual step (the first of `steps`).
+    public var step: RefusalStep { steps[0] }
     /// The alerts that end a refused handshake for this reason, either way: the one an OpenSSL-family client sends for
     /// the scenario's verify error (OpenSSL's `ssl_x509err2alert` table: `certificate_expired` for an expired leaf,
     /// `unknown_ca` for an unknown issuer), or the one the server sends when it cannot agree (`protocol_version`,
@@ -34,10 +38,10 @@ public struct RefusalExpectation: Codable, Sendable, Hashable {
     public var apple: AppleExpectation?
 
     /// Memberwise: each argument sets the property of the same name, unchecked.
-    public init(control: String, step: RefusalStep, alerts: [TLSAlert] = [], lateCheck: LateCheck? = nil,
-                apple: AppleExpectation? = nil) {
+    public init(control: String, step: RefusalStep, alsoAt others: [RefusalStep] = [], alerts: [TLSAlert] = [],
+                lateCheck: LateCheck? = nil, apple: AppleExpectation? = nil) {
         self.control = control
-        self.step = step
+        self.steps = [step] + others.filter { $0 != step }
         self.alerts = alerts
         self.lateCheck = lateCheck
         self.apple = apple
@@ -103,17 +107,26 @@ public struct RefusalExpectation: Codable, Sendable, Hashable {
                 "a refusal names its control: the scenario a client refusing this one accepts (\"ats-compliant\", "
                     + "\"pinned\" for pin scenarios), which the differential check loads beside it"))
         }
-        guard let step = try c.decodeIfPresent(RefusalStep.self, forKey: .step) else {
-            let steps = RefusalStep.allCases.map(\.rawValue).joined(separator: ", ")
+        let known = RefusalStep.allCases.map(\.rawValue).joined(separator: ", ")
+        let steps: [RefusalStep]
+        if let one = try? c.decodeIfPresent(RefusalStep.self, forKey: .step) {
+            steps = [one]
+        } else if let several = try? c.decodeIfPresent([RefusalStep].self, forKey: .step), !several.isEmpty,
+                  Set(several).count == several.count {
+            steps = several
+        } else if c.contains(.step) {
+            throw DecodingError.dataCorruptedError(forKey: .step, in: c, debugDescription:
+                "a step is one of \(known), or a list of different ones")
+        } else {
             throw DecodingError.keyNotFound(CodingKeys.step, .init(codingPath: c.codingPath, debugDescription:
-                "a refusal names its step, where a refusing client stops: one of \(steps)"))
+                "a refusal names its step, where a refusing client stops: one of \(known)"))
         }
         self.control = control
-        self.step = step
+        self.steps = steps
         alerts = try c.decodeIfPresent([TLSAlert].self, forKey: .alerts) ?? []
         lateCheck = try c.decodeIfPresent(LateCheck.self, forKey: .lateCheck)
         apple = try c.decodeIfPresent(AppleExpectation.self, forKey: .apple)
-        if lateCheck != nil && step != .certificate {
+        if lateCheck != nil && !steps.contains(.certificate) {
             throw DecodingError.dataCorruptedError(forKey: .lateCheck, in: c, debugDescription:
                 "lateCheck widens the certificate step to a close after the handshake; step \(step.rawValue) "
                     + "has no use for it")
@@ -124,7 +137,7 @@ public struct RefusalExpectation: Codable, Sendable, Hashable {
     public func encode(to encoder: Encoder) throws {
         var c = encoder.container(keyedBy: CodingKeys.self)
         try c.encode(control, forKey: .control)
-        try c.encode(step, forKey: .step)
+        if steps.count == 1 { try c.encode(step, forKey: .step) } else { try c.encode(steps, forKey: .step) }
         if !alerts.isEmpty { try c.encode(alerts.map(\.name), forKey: .alerts) }
         try c.encodeIfPresent(lateCheck, forKey: .lateCheck)
         try c.encodeIfPresent(apple, forKey: .apple)

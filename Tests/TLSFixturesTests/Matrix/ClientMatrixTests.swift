@@ -84,13 +84,22 @@ struct ClientMatrixTests {
                 let because = expected.because.map { " (\($0))" } ?? ""
                 let outcome = "\(name) × \(client.rawValue): expected \(expected.outcome.rawValue)\(because)"
                 #expect((accepted ? ClientOutcome.accept : .reject) == expected.outcome, "\(outcome), got \(observed.detail)")
-                // A refusal is proven, not inferred: the fixture saw this client arrive on this row (each client has a
-                // serve of its own, so nobody else's connection can stand in for it).
+                // A verdict is proven, not inferred: the fixture's records back it (each client has a serve of its
+                // own, so nobody else's connection can stand in). A refusal ended at the scenario's step, for its
+                // reason, without a request (the differential judge's rule, `LoadJudge.refusalShown`); an acceptance
+                // was answered. pyca judges a chain it fetched with verification off, so only its arrival counts.
+                let server = try #require(observed.server, "\(name) × \(client.rawValue): no server-side record in the report")
+                #expect(server.finding == nil, "\(name) × \(client.rawValue): \(server.finding ?? "")")
                 if !accepted {
-                    let server = try #require(observed.server, "\(name) × \(client.rawValue): no server-side record in the report")
                     #expect(!server.connections.isEmpty,
                             "\(name) × \(client.rawValue) refused (\(observed.detail)), but the fixture saw no connection from it: not proven")
-                    refusalsProven += server.connections.isEmpty ? 0 : 1
+                    if client != .pyca, case .failure(let why) = MatrixEnvironment.refusalShown(scenario, server) {
+                        let text = "\(name) × \(client.rawValue) refused (\(observed.detail)), but the fixture's "
+                            + "records do not show the scenario's refusal: \(why.reason)"
+                        Issue.record(Comment(rawValue: text))
+                    } else {
+                        refusalsProven += 1
+                    }
                 }
             }
         }
@@ -138,22 +147,30 @@ struct CommittedMatrixDocumentationTests {
         #expect(compared > 400, "only \(compared) verdicts compared")
     }
 
-    @Test("docs/clients.json shows every refusal on a scenario's own row reaching its fixture (a refusal proven)")
-    func committedRefusalsArrived() throws {
+    /// The scenario files' steps and late checks were written from this report; it keeps them saying the same thing
+    /// (what the clients do now is `ClientMatrixTests`' to hold them to).
+    @Test("docs/clients.json and the scenario files' refusal steps agree: each refusal recorded there shows its step")
+    func committedRefusalsMatchSteps() throws {
         let report = try MatrixEnvironment.committedReport()
+        let catalog = try MatrixEnvironment.catalog()
         var refusals = 0
         for row in report.rows where row.primary {
-            for (client, result) in row.results where result.accepted == false {
+            let scenario = try catalog.scenario(named: row.scenario)
+            for (client, result) in row.results where result.accepted == false && client != MatrixClient.pyca.rawValue {
                 refusals += 1
-                let connections = result.server?.connections ?? []
-                #expect(!connections.isEmpty, "\(row.scenario) × \(client): refused (\(result.detail)) but the fixture saw no connection: re-run `make matrix`")
+                let server = try #require(result.server, "\(row.scenario) × \(client): no records: re-run `make matrix`")
+                if case .failure(let why) = MatrixEnvironment.refusalShown(scenario, server) {
+                    let text = "\(row.scenario) × \(client): the scenario file's refusal disagrees with docs/clients.json: "
+                        + why.reason
+                    Issue.record(Comment(rawValue: text))
+                }
             }
         }
         #expect(refusals > 200, "only \(refusals) refusals in docs/clients.json")
     }
 
-    @Test("docs/clients.json shows every control verified everywhere, and only Java taking a www.apple.com leaf")
-    func committedMustShow() throws {
+    @Test("docs/clients.json and the scenario files agree on the controls and the must-refuse list (documentation consistency)")
+    func committedControlsAndRefusalsAgree() throws {
         let report = try MatrixEnvironment.committedReport()
         let catalog = try MatrixEnvironment.catalog()
         #expect(report.clients.allSatisfy { $0.status == "ok" }, "docs/clients.json was made with clients missing")
@@ -200,6 +217,19 @@ enum MatrixEnvironment {
     static var liveClients: [MatrixClient] {
         HostOS.current == .linux ? MatrixClient.allCases : [.swiftNIOSSL, .gnutls, .pyca]
     }
+    /// Whether a cell's records show the scenario's refusal at one of its steps, for its reason (`LoadJudge`).
+    /// The matrix's clients trust the built-in CA alone: a scenario whose file assumes another root trusted (`pin-mitm`
+    /// and its interception root) is refused by them at the certificate, by trust, whatever its own refusal says.
+    static func refusalShown(_ scenario: Scenario, _ server: Report.Server) -> Result<RefusalStep, LoadExpectationFailure> {
+        var expectation = scenario.expect.refusal
+        if scenario.expect.trustedRoots != nil, let control = expectation?.control {
+            expectation = RefusalExpectation(control: control, step: .certificate)
+        }
+        let records = server.connections.enumerated().map { $0.element.record(id: $0.offset + 1) }
+        return LoadJudge(scenario: scenario.name, target: "its fixture", expectation: expectation,
+                         judgesAppleErrors: false).refusalShown(by: records)
+    }
+
     /// scripts/matrix.py's OUT_OF_SCOPE: scenarios the matrix does not judge.
     static let outOfScope: Set<String> = ["http", "client-cert-required"]
 
@@ -223,11 +253,28 @@ enum MatrixEnvironment {
         /// The fixture's records of one cell, as docs/clients.json keeps them, with their summary and, where they do not
         /// back the client's verdict, why.
         struct Server: Decodable {
+            /// A record as docs/clients.json keeps it (scripts/matrix.py's `compact_record`: no ids, times or ports).
             struct Connection: Decodable {
-                struct Outcome: Decodable { var kind: String }
+                var peer: String?
                 var serverName: String?
-                var outcome: Outcome?
+                var outcome: ConnectionRecord.Outcome?
+                var alertAfterHandshake: TLSAlert?
                 var requestCount: Int
+                var open: Bool?
+
+                /// The record it was made from, as far as the judge reads one.
+                func record(id: Int) -> ConnectionRecord {
+                    let date = Date(timeIntervalSince1970: 0)
+                    let hello = serverName.map {
+                        ConnectionRecord.ClientHello(serverName: $0, legacyVersion: "TLSv1.2", supportedVersions: [],
+                                                     cipherSuites: [], groups: [], signatureAlgorithms: [], alpn: [],
+                                                     extensions: [])
+                    }
+                    return ConnectionRecord(id: id, acceptedAt: date, endedAt: open == true ? nil : date,
+                                            peer: peer == "IPv6" ? "[::1]:1" : "127.0.0.1:1", clientHello: hello,
+                                            outcome: outcome, alertAfterHandshake: alertAfterHandshake,
+                                            requestCount: requestCount)
+                }
             }
             var short: String
             var connections: [Connection]
