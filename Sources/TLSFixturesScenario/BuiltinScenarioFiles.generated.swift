@@ -290,7 +290,8 @@ package enum BuiltinScenarioFiles {
       "control": "ats-compliant",
       "step": "negotiation",
       "alerts": [
-        "protocol_version"
+        "protocol_version",
+        "internal_error"
       ],
       "apple": {
         "urlErrorCode": -1200,
@@ -374,7 +375,8 @@ package enum BuiltinScenarioFiles {
       "control": "ats-compliant",
       "step": "negotiation",
       "alerts": [
-        "protocol_version"
+        "protocol_version",
+        "internal_error"
       ],
       "apple": {
         "urlErrorCode": -1200,
@@ -1993,7 +1995,8 @@ package enum BuiltinScenarioFiles {
       ],
       "alerts": [
         "protocol_version",
-        "unknown_ca"
+        "unknown_ca",
+        "bad_certificate"
       ],
       "lateCheck": {
         "clients": "NSS (tstclnt)",
