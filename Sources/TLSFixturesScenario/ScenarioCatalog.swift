@@ -54,7 +54,30 @@ public struct ScenarioCatalog: Sendable {
                 ports[port] = scenario.name
             }
         }
-        return ScenarioCatalog(scenarios: builtIn.scenarios + user)
+        let catalog = ScenarioCatalog(scenarios: builtIn.scenarios + user)
+        for scenario in user {
+            try catalog.validateControl(of: scenario, file: directory.appendingPathComponent("\(scenario.name).json").path)
+        }
+        return catalog
+    }
+
+    /// A refusal's control (`expect.refusal.control`) is a scenario of this catalog that every verifying client
+    /// accepts: a TLS scenario with no refusal of its own.
+    public func validateControl(of scenario: Scenario, file: String? = nil) throws {
+        guard let control = scenario.expect.refusal?.control else { return }
+        let source = file ?? "scenario \(scenario.name)"
+        guard let found = scenarios.first(where: { $0.name == control }) else {
+            throw ScenarioError.badControl(source, control, "no scenario of that name",
+                                           suggestion: closest(to: control))
+        }
+        if found.isCleartext {
+            throw ScenarioError.badControl(source, control, "it is plain HTTP, so it proves nothing about TLS",
+                                           suggestion: nil)
+        }
+        if found.expect.refusal != nil {
+            throw ScenarioError.badControl(source, control, "it has a refusal of its own, so clients refuse it too",
+                                           suggestion: nil)
+        }
     }
 
     /// Every `*.json` file in `directory`, sorted by file name. Each must be named after its scenario.
@@ -299,6 +322,17 @@ public struct ScenarioError: CodedError {
 extension ScenarioError {
     /// The leaf of `scenario` would name `names` hosts with `NAME.DOMAIN` added for each of `domains`: more than
     /// `CertificateProfile.maximumSubjectAltNames`, and its own listed hosts leave no filler to give way.
+    /// A refusal whose control cannot serve as one.
+    public static func badControl(_ source: String, _ control: String, _ why: String, suggestion: String?)
+        -> ScenarioError
+    {
+        ScenarioError(code: .badControl, reason: "\(source): expect.refusal.control \"\(control)\" cannot be the "
+                          + "control: \(why)" + (suggestion.map { " (did you mean \"\($0)\"?)" } ?? ""),
+                      fix: "name a scenario every verifying client accepts that differs from this one only in its "
+                          + "defect: ats-compliant for most, pinned for pin scenarios, intermediate for two-level chains",
+                      source: source)
+    }
+
     public static func domainNamesDoNotFit(scenario: String, names: Int, domains: [String]) -> ScenarioError {
         ScenarioError(code: .domainNamesDoNotFit,
                       reason: "scenario \"\(scenario)\" cannot also name "
@@ -330,4 +364,6 @@ extension ErrorCode where Owner == ScenarioError {
     /// A scenario whose leaf cannot also name `NAME.DOMAIN` for the domains asked for (`serve --domain`): too many
     /// names for one certificate.
     public static var domainNamesDoNotFit: Self { Self("domainNamesDoNotFit") }
+    /// A refusal's control names no scenario, or one that clients refuse too.
+    public static var badControl: Self { Self("badControl") }
 }

@@ -124,3 +124,46 @@ struct CatalogTests {
         #expect { try ScenarioCatalog.builtIn.scenario(named: "zzzzzzzzzzzz") } throws: { !"\($0)".contains("did you mean") }
     }
 }
+
+/// The differential judge's controls: one fact per scenario file (`expect.refusal.control`), held to what it claims.
+@Suite("Refusal controls and steps")
+struct RefusalControlTests {
+    @Test("a scenario any client may refuse names its control, which every client of the matrix and ATS accept")
+    func controls() throws {
+        let catalog = ScenarioCatalog.builtIn
+        var controls = Set<String>()
+        for scenario in catalog.scenarios {
+            try catalog.validateControl(of: scenario)
+            let expect = scenario.expect
+            let refusedBySomeone = expect.verify.map { $0 != "ok" } ?? false || expect.ats == .block
+                || MatrixClient.allCases.contains { expect.outcome(for: $0)?.outcome == .reject }
+            if refusedBySomeone || expect.pins?.leafSPKI == false {
+                let refusal = try #require(expect.refusal, "\(scenario.name) may be refused but names no control")
+                controls.insert(refusal.control)
+            }
+        }
+        #expect(controls == ["ats-compliant", "intermediate", "pinned", "ocsp-good-stapled"], "\(controls)")
+        for name in controls {
+            let control = try catalog.scenario(named: name)
+            #expect(control.expect.verify == "ok" && control.expect.ats == .allow, "\(name)")
+            for client in MatrixClient.allCases {
+                #expect(control.expect.outcome(for: client)?.outcome == .accept, "\(name) × \(client.rawValue)")
+            }
+        }
+    }
+
+    @Test("a user scenario whose control is unknown, refused, or cleartext is refused in one line naming the fix")
+    func badControls() throws {
+        for (control, words) in [("ats-complaint", "did you mean \"ats-compliant\""), ("expired", "a refusal of its own"),
+                                 ("http", "plain HTTP")] {
+            let directory = TestEnvironment.temporaryDirectory("controls")
+            let json = #"{"name": "mine", "group": "custom", "summary": "s", "tls": {}, "certificate": {}, "#
+                + #""expect": {"ats": "allow", "refusal": {"control": ""# + control + #"", "step": "certificate"}}}"#
+            try Data(json.utf8).write(to: directory.appendingPathComponent("mine.json"))
+            let error = #expect(throws: ScenarioError.self) { try ScenarioCatalog.withUserScenarios(from: directory) }
+            #expect(error?.code == .badControl && error?.description.contains(words) == true,
+                    "\(String(describing: error))")
+            #expect(error?.description.contains("\n") == false)
+        }
+    }
+}
