@@ -41,20 +41,27 @@ build: deps
 	@scripts/ensure-deps.sh xctest
 	swift build
 
-# --- Install (README, "Getting the tool") ----------------------------------------------------------------------------
+# --- Install (docs/cli.md, "Getting the tool") -------------------------------------------------------------------
 # The GNU conventions: PREFIX (default /usr/local), BINDIR under it, DESTDIR prepended to both for staged installs
 # (packagers), so `make install PREFIX=$$HOME/.local` needs no root. One file is installed: the CLI links OpenSSL
 # dynamically (Homebrew's or the system's) and needs nothing else at run time. CONFIGURATION=debug installs the debug
 # build instead of the release one; SKIP_BUILD=1 installs what is already built, from PRODUCTS (default: that
 # configuration's products folder). The tests install the debug products of their own run that way: a release build
 # takes minutes, and a `swift build` inside `swift test` would wait on the build folder's lock.
+# Under sudo (a PREFIX only root may write, such as /usr/local/bin on an Apple silicon Mac) the build runs as the user
+# who ran sudo, so .build and SwiftPM's caches stay theirs; only the copy runs as root.
 PREFIX ?= /usr/local
 BINDIR ?= $(PREFIX)/bin
 CONFIGURATION ?= release
-PRODUCTS ?= $$(swift build -c $(CONFIGURATION) --show-bin-path)
+# On a Mac the dependency check runs as that user too: it asks that user's Homebrew (Debian's apt-get wants root).
+UNDER_SUDO := $(and $(SUDO_USER),$(filter 0,$(shell id -u)),$(filter-out root,$(SUDO_USER)))
+AS_USER := $(if $(UNDER_SUDO),sudo -H -u $(SUDO_USER) env PATH="$$PATH" )
+DEPS_AS_USER := $(if $(filter Darwin,$(shell uname -s)),$(AS_USER))
+PRODUCTS ?= $$($(AS_USER)swift build -c $(CONFIGURATION) --show-bin-path)
 
 install:
-	@if [ -z "$(SKIP_BUILD)" ]; then scripts/ensure-deps.sh core && swift build -c $(CONFIGURATION) --product tls-fixtures; fi
+	@if [ -z "$(SKIP_BUILD)" ]; then $(DEPS_AS_USER)scripts/ensure-deps.sh core \
+	  && $(AS_USER)swift build -c $(CONFIGURATION) --product tls-fixtures; fi
 	install -d "$(DESTDIR)$(BINDIR)"
 	install -m 0755 "$(PRODUCTS)/tls-fixtures" "$(DESTDIR)$(BINDIR)/tls-fixtures"
 	@echo "Installed $(DESTDIR)$(BINDIR)/tls-fixtures"
@@ -117,7 +124,7 @@ bench bench-quick: deps
 # target's imports to its declared dependencies, keeps COpenSSL inside TLSFixturesOpenSSL and the ATS model Foundation
 # only (LayerGraphTests tests it). check-toolchain-floor.py holds every manifest and resolved dependency to the Swift the
 # README states (ToolchainFloorTests), and actionlint.sh lints the workflows (the macOS one runs nowhere else before
-# GitHub does).
+# GitHub does; it installs a pinned actionlint into .build-lint/venv when none is on PATH).
 lint:
 	@python3 scripts/lint-darwin.py
 	@python3 scripts/check-client-graph.py
