@@ -29,7 +29,7 @@ help:
 	@echo "make bench-quick the same in short runs (< 2 min after the build), for CI: checks that it runs (Linux only)"
 	@echo "make test-asan   the test suite under AddressSanitizer;  make test-tsan: ThreadSanitizer"
 	@echo "make fuzz        run the libFuzzer targets for a bounded time (Linux only: the toolchain's libFuzzer)"
-	@echo "On macOS: brew install openssl@3 pkg-config (plus curl python3 for every test); see README, On macOS"
+	@echo "On macOS: brew install openssl@3 pkg-config (plus curl python3 for every test); see docs/macos.md"
 	@echo "make matrix      every scenario against every client TLS stack (Linux; writes docs/CLIENTS.md, docs/clients.json)"
 	@echo "make legacy-openssl  build an OpenSSL with SSLv3/RC4/3DES and the helper serve runs for ssl-v3, rc4, 3des (opt-in)"
 	@echo "make test-legacy     prove those three with that OpenSSL's own s_client (builds it first; opt-in)"
@@ -53,9 +53,9 @@ build: deps
 PREFIX ?= /usr/local
 BINDIR ?= $(PREFIX)/bin
 CONFIGURATION ?= release
-# On a Mac the dependency check runs as that user too: it asks that user's Homebrew (Debian's apt-get wants root).
 UNDER_SUDO := $(and $(SUDO_USER),$(filter 0,$(shell id -u)),$(filter-out root,$(SUDO_USER)))
 AS_USER := $(if $(UNDER_SUDO),sudo -H -u $(SUDO_USER) env PATH="$$PATH" )
+# On a Mac the dependency check runs as that user too: it asks that user's Homebrew (Debian's apt-get wants root).
 DEPS_AS_USER := $(if $(filter Darwin,$(shell uname -s)),$(AS_USER))
 PRODUCTS ?= $$($(AS_USER)swift build -c $(CONFIGURATION) --show-bin-path)
 
@@ -175,15 +175,15 @@ test-legacy: legacy-openssl
 	scripts/test-legacy.sh
 
 # Scenarios/*.json is the catalog, and the one place a scenario is edited. This target makes everything else from it:
-# the library's embedded copy (generated Swift), then the README's table (printed by the CLI that embeds it). `make
-# test` fails first, naming this target, when the embedded copy is stale, and the suite when the README's table is.
+# the library's embedded copy (generated Swift), then the table in docs/scenarios.md (printed by the CLI that embeds
+# it). `make test` fails first, naming this target, when the embedded copy is stale, and the suite when the table is.
 # Not a SwiftPM build-tool plugin: every Xcode user of the package would have to trust and enable it (CI passes
 # -skipPackagePluginValidation), for a file that changes only when a scenario does.
 scenarios:
 	python3 scripts/generate-builtin-scenarios.py
 	swift build --product tls-fixtures
 	mkdir -p .build && "$$(swift build --show-bin-path)/tls-fixtures" scenarios list --markdown > .build/scenario-table.md
-	python3 scripts/generate-builtin-scenarios.py --readme-table .build/scenario-table.md
+	python3 scripts/generate-builtin-scenarios.py --table .build/scenario-table.md
 
 # --- Sanitizers -------------------------------------------------------------------------------------------------
 # The whole suite (in the same two processes as `make test`) under AddressSanitizer or ThreadSanitizer, each in its own scratch path so .build is never touched.
