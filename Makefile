@@ -80,14 +80,17 @@ run: deps
 # debug build of the checkout uses it (bench-quick's too), so one does not recompile what another built.
 SWIFT_WARNINGS := -Xswiftc -warnings-as-errors
 
-# Two processes: ReliabilitySuite measures this process's descriptors, threads and memory and churns through
-# thousands of ephemeral ports, so it runs alone, after everything else (which runs in parallel).
+# Three processes: DocExamplesConsumerTests builds the documentation's examples as a user's package (in
+# .build/doc-examples; minutes the first time, seconds after), alone and first, so its build competes with no test;
+# ReliabilitySuite measures this process's descriptors, threads and memory and churns through thousands of ephemeral
+# ports, so it runs alone, after everything else (which runs in parallel).
 # TLS_FIXTURES_MATRIX_REQUIRED: the live client matrix (ClientMatrixTests) must run; a missing client fails it.
-# Both runs' output goes to .build/test-logs as well; scripts/test-summary.py then prints one line (tests passed,
+# Every run's output goes to .build/test-logs as well; scripts/test-summary.py then prints one line (tests passed,
 # failed, skipped) and under it every skip with its reason and the stacks the client matrix ran. With TLS_FIXTURES_CI=1
 # (.ci/run) a skip fails the target: CI installs everything, so every test must run there.
 # TEST_ENV: set before each test process starts, so no test changes the environment while others read it: a fresh
-# store for the run (the README examples' default store; each suite makes its own beside it) and no legacy helper.
+# store for the run (the documentation examples' default store; each suite makes its own beside it) and no legacy
+# helper.
 TEST_LOGS := .build/test-logs
 TEST_ENV = TLS_FIXTURES_TEST_STORE=$(CURDIR)/$(1)/test-store TLS_FIXTURES_CERTS=$(CURDIR)/$(1)/test-store \
   TLS_FIXTURES_LEGACY_HELPER=none
@@ -97,10 +100,12 @@ test: deps lint matrix-test-clients
 	swift build --build-tests $(SWIFT_WARNINGS)
 	@rm -rf $(TEST_LOGS) .build/test-store && mkdir -p $(TEST_LOGS)
 	set -o pipefail; status=0; export $(call TEST_ENV,.build); \
-	  TLS_FIXTURES_MATRIX_REQUIRED=1 swift test --skip-build --skip ReliabilitySuite 2>&1 | tee $(TEST_LOGS)/parallel.log \
-	    || status=1; \
+	  swift test --skip-build --filter DocExamplesConsumerTests 2>&1 | tee $(TEST_LOGS)/doc-examples.log || status=1; \
+	  TLS_FIXTURES_MATRIX_REQUIRED=1 swift test --skip-build --skip ReliabilitySuite --skip DocExamplesConsumerTests 2>&1 \
+	    | tee $(TEST_LOGS)/parallel.log || status=1; \
 	  swift test --skip-build --filter ReliabilitySuite 2>&1 | tee $(TEST_LOGS)/reliability.log || status=1; \
-	  python3 scripts/test-summary.py $(TEST_LOGS)/parallel.log $(TEST_LOGS)/reliability.log || status=1; exit $$status
+	  python3 scripts/test-summary.py $(TEST_LOGS)/doc-examples.log $(TEST_LOGS)/parallel.log \
+	    $(TEST_LOGS)/reliability.log || status=1; exit $$status
 
 # Release build of the CLI and the in-process benchmark, then scripts/bench/run.py drives them, nginx, openssl s_server
 # and wrk (installed by ensure-deps when missing). ARGS passes options through, e.g. ARGS="--only handshake".
