@@ -109,6 +109,31 @@ struct DocExamplesTests {
         #expect(try DocExample.readmeManifest().contains(".product(name: \"TLSFixturesClient\""))
     }
 
+    /// The split moved sections between pages: every link from one page to another, or to a heading, still lands.
+    @Test("every relative link in the documentation names a file that exists, and a heading there when it has #")
+    func linksLand() throws {
+        let root = TestEnvironment.packageRoot
+        var broken: [String] = []
+        for page in try Documentation.pages() where page.path != "docs/CLIENTS.md" {
+            let folder = root.appendingPathComponent(page.path).deletingLastPathComponent()
+            for link in page.text.matches(of: /\]\(([^)\s]+)\)/).map({ String($0.output.1) })
+            where !link.contains("://") && !link.hasPrefix("mailto:") {
+                let parts = link.split(separator: "#", maxSplits: 1, omittingEmptySubsequences: false).map(String.init)
+                let target = parts[0].isEmpty ? root.appendingPathComponent(page.path)
+                    : folder.appendingPathComponent(parts[0]).standardizedFileURL
+                guard FileManager.default.fileExists(atPath: target.path) else {
+                    broken.append("\(page.path): \(link) (no such file)")
+                    continue
+                }
+                if parts.count == 2, target.pathExtension == "md",
+                   !Documentation.anchors(in: try String(contentsOf: target, encoding: .utf8)).contains(parts[1]) {
+                    broken.append("\(page.path): \(link) (no such heading)")
+                }
+            }
+        }
+        #expect(broken == [], "\(broken)")
+    }
+
     @Test("the scenario table in docs/scenarios.md is the catalog's (stale: run `make scenarios`)")
     func tableMatchesCatalog() throws {
         let page = try Documentation.page("docs/scenarios.md")

@@ -66,3 +66,23 @@ enum Documentation {
         text.split(whereSeparator: { $0 == " " || $0 == "\n" }).joined(separator: " ")
     }
 }
+
+extension Documentation {
+    /// The anchor GitHub gives a heading: lowercased, every character but letters, digits, spaces and hyphens dropped,
+    /// spaces made hyphens (`## 1. Start the runner, and wait` → `1-start-the-runner-and-wait`).
+    static func anchor(_ heading: String) -> String {
+        let text = heading.drop { $0 == "#" }.trimmingCharacters(in: .whitespaces).lowercased()
+        return String(text.compactMap { $0 == " " ? "-" : ($0.isLetter || $0.isNumber || $0 == "-" || $0 == "_") ? $0 : nil })
+    }
+
+    /// The anchors of a page's headings (outside code blocks).
+    static func anchors(in text: String) -> Set<String> {
+        var inCode = false
+        var found = Set<String>()
+        for line in text.components(separatedBy: "\n") {
+            if line.hasPrefix("```") { inCode.toggle() }
+            if !inCode && line.hasPrefix("#") { found.insert(anchor(line)) }
+        }
+        return found
+    }
+}
