@@ -72,7 +72,11 @@ extension Documentation {
     /// spaces made hyphens (`## 1. Start the runner, and wait` → `1-start-the-runner-and-wait`).
     static func anchor(_ heading: String) -> String {
         let text = heading.drop { $0 == "#" }.trimmingCharacters(in: .whitespaces).lowercased()
-        return String(text.compactMap { $0 == " " ? "-" : ($0.isLetter || $0.isNumber || $0 == "-" || $0 == "_") ? $0 : nil })
+        return String(text.compactMap { character -> Character? in
+            if character == " " { return "-" }
+            let kept = character.isLetter || character.isNumber || character == "-" || character == "_"
+            return kept ? character : nil
+        })
     }
 
     /// The anchors of a page's headings (outside code blocks).
