@@ -29,7 +29,7 @@ help:
 	@echo "make bench-quick the same in short runs (< 2 min after the build), for CI: checks that it runs (Linux only)"
 	@echo "make test-asan   the test suite under AddressSanitizer;  make test-tsan: ThreadSanitizer"
 	@echo "make fuzz        run the libFuzzer targets for a bounded time (Linux only: the toolchain's libFuzzer)"
-	@echo "On macOS: brew install openssl@3 pkg-config (plus curl python3 for every test); see README, On macOS"
+	@echo "On macOS: brew install openssl@3 pkg-config (plus curl python3 for every test); see docs/macos.md"
 	@echo "make matrix      every scenario against every client TLS stack (Linux; writes docs/CLIENTS.md, docs/clients.json)"
 	@echo "make legacy-openssl  build an OpenSSL with SSLv3/RC4/3DES and the helper serve runs for ssl-v3, rc4, 3des (opt-in)"
 	@echo "make test-legacy     prove those three with that OpenSSL's own s_client (builds it first; opt-in)"
@@ -41,20 +41,27 @@ build: deps
 	@scripts/ensure-deps.sh xctest
 	swift build
 
-# --- Install (README, "Getting the tool") ----------------------------------------------------------------------------
+# --- Install (docs/cli.md, "Getting the tool") -------------------------------------------------------------------
 # The GNU conventions: PREFIX (default /usr/local), BINDIR under it, DESTDIR prepended to both for staged installs
 # (packagers), so `make install PREFIX=$$HOME/.local` needs no root. One file is installed: the CLI links OpenSSL
 # dynamically (Homebrew's or the system's) and needs nothing else at run time. CONFIGURATION=debug installs the debug
 # build instead of the release one; SKIP_BUILD=1 installs what is already built, from PRODUCTS (default: that
 # configuration's products folder). The tests install the debug products of their own run that way: a release build
 # takes minutes, and a `swift build` inside `swift test` would wait on the build folder's lock.
+# Under sudo (a PREFIX only root may write, such as /usr/local/bin on an Apple silicon Mac) the build runs as the user
+# who ran sudo, so .build and SwiftPM's caches stay theirs; only the copy runs as root.
 PREFIX ?= /usr/local
 BINDIR ?= $(PREFIX)/bin
 CONFIGURATION ?= release
-PRODUCTS ?= $$(swift build -c $(CONFIGURATION) --show-bin-path)
+UNDER_SUDO := $(and $(SUDO_USER),$(filter 0,$(shell id -u)),$(filter-out root,$(SUDO_USER)))
+AS_USER := $(if $(UNDER_SUDO),sudo -H -u $(SUDO_USER) env PATH="$$PATH" )
+# On a Mac the dependency check runs as that user too: it asks that user's Homebrew (Debian's apt-get wants root).
+DEPS_AS_USER := $(if $(filter Darwin,$(shell uname -s)),$(AS_USER))
+PRODUCTS ?= $$($(AS_USER)swift build -c $(CONFIGURATION) --show-bin-path)
 
 install:
-	@if [ -z "$(SKIP_BUILD)" ]; then scripts/ensure-deps.sh core && swift build -c $(CONFIGURATION) --product tls-fixtures; fi
+	@if [ -z "$(SKIP_BUILD)" ]; then $(DEPS_AS_USER)scripts/ensure-deps.sh core \
+	  && $(AS_USER)swift build -c $(CONFIGURATION) --product tls-fixtures; fi
 	install -d "$(DESTDIR)$(BINDIR)"
 	install -m 0755 "$(PRODUCTS)/tls-fixtures" "$(DESTDIR)$(BINDIR)/tls-fixtures"
 	@echo "Installed $(DESTDIR)$(BINDIR)/tls-fixtures"
@@ -73,14 +80,17 @@ run: deps
 # debug build of the checkout uses it (bench-quick's too), so one does not recompile what another built.
 SWIFT_WARNINGS := -Xswiftc -warnings-as-errors
 
-# Two processes: ReliabilitySuite measures this process's descriptors, threads and memory and churns through
-# thousands of ephemeral ports, so it runs alone, after everything else (which runs in parallel).
+# Three processes: DocExamplesConsumerTests builds the documentation's examples as a user's package (in
+# .build/doc-examples; minutes the first time, seconds after), alone and first, so its build competes with no test;
+# ReliabilitySuite measures this process's descriptors, threads and memory and churns through thousands of ephemeral
+# ports, so it runs alone, after everything else (which runs in parallel).
 # TLS_FIXTURES_MATRIX_REQUIRED: the live client matrix (ClientMatrixTests) must run; a missing client fails it.
-# Both runs' output goes to .build/test-logs as well; scripts/test-summary.py then prints one line (tests passed,
+# Every run's output goes to .build/test-logs as well; scripts/test-summary.py then prints one line (tests passed,
 # failed, skipped) and under it every skip with its reason and the stacks the client matrix ran. With TLS_FIXTURES_CI=1
 # (.ci/run) a skip fails the target: CI installs everything, so every test must run there.
 # TEST_ENV: set before each test process starts, so no test changes the environment while others read it: a fresh
-# store for the run (the README examples' default store; each suite makes its own beside it) and no legacy helper.
+# store for the run (the documentation examples' default store; each suite makes its own beside it) and no legacy
+# helper.
 TEST_LOGS := .build/test-logs
 TEST_ENV = TLS_FIXTURES_TEST_STORE=$(CURDIR)/$(1)/test-store TLS_FIXTURES_CERTS=$(CURDIR)/$(1)/test-store \
   TLS_FIXTURES_LEGACY_HELPER=none
@@ -90,10 +100,12 @@ test: deps lint matrix-test-clients
 	swift build --build-tests $(SWIFT_WARNINGS)
 	@rm -rf $(TEST_LOGS) .build/test-store && mkdir -p $(TEST_LOGS)
 	set -o pipefail; status=0; export $(call TEST_ENV,.build); \
-	  TLS_FIXTURES_MATRIX_REQUIRED=1 swift test --skip-build --skip ReliabilitySuite 2>&1 | tee $(TEST_LOGS)/parallel.log \
-	    || status=1; \
+	  swift test --skip-build --filter DocExamplesConsumerTests 2>&1 | tee $(TEST_LOGS)/doc-examples.log || status=1; \
+	  TLS_FIXTURES_MATRIX_REQUIRED=1 swift test --skip-build --skip ReliabilitySuite --skip DocExamplesConsumerTests 2>&1 \
+	    | tee $(TEST_LOGS)/parallel.log || status=1; \
 	  swift test --skip-build --filter ReliabilitySuite 2>&1 | tee $(TEST_LOGS)/reliability.log || status=1; \
-	  python3 scripts/test-summary.py $(TEST_LOGS)/parallel.log $(TEST_LOGS)/reliability.log || status=1; exit $$status
+	  python3 scripts/test-summary.py $(TEST_LOGS)/doc-examples.log $(TEST_LOGS)/parallel.log \
+	    $(TEST_LOGS)/reliability.log || status=1; exit $$status
 
 # Release build of the CLI and the in-process benchmark, then scripts/bench/run.py drives them, nginx, openssl s_server
 # and wrk (installed by ensure-deps when missing). ARGS passes options through, e.g. ARGS="--only handshake".
@@ -117,7 +129,7 @@ bench bench-quick: deps
 # target's imports to its declared dependencies, keeps COpenSSL inside TLSFixturesOpenSSL and the ATS model Foundation
 # only (LayerGraphTests tests it). check-toolchain-floor.py holds every manifest and resolved dependency to the Swift the
 # README states (ToolchainFloorTests), and actionlint.sh lints the workflows (the macOS one runs nowhere else before
-# GitHub does).
+# GitHub does; it installs a pinned actionlint into .build-lint/venv when none is on PATH).
 lint:
 	@python3 scripts/lint-darwin.py
 	@python3 scripts/check-client-graph.py
@@ -168,15 +180,15 @@ test-legacy: legacy-openssl
 	scripts/test-legacy.sh
 
 # Scenarios/*.json is the catalog, and the one place a scenario is edited. This target makes everything else from it:
-# the library's embedded copy (generated Swift), then the README's table (printed by the CLI that embeds it). `make
-# test` fails first, naming this target, when the embedded copy is stale, and the suite when the README's table is.
+# the library's embedded copy (generated Swift), then the table in docs/scenarios.md (printed by the CLI that embeds
+# it). `make test` fails first, naming this target, when the embedded copy is stale, and the suite when the table is.
 # Not a SwiftPM build-tool plugin: every Xcode user of the package would have to trust and enable it (CI passes
 # -skipPackagePluginValidation), for a file that changes only when a scenario does.
 scenarios:
 	python3 scripts/generate-builtin-scenarios.py
 	swift build --product tls-fixtures
 	mkdir -p .build && "$$(swift build --show-bin-path)/tls-fixtures" scenarios list --markdown > .build/scenario-table.md
-	python3 scripts/generate-builtin-scenarios.py --readme-table .build/scenario-table.md
+	python3 scripts/generate-builtin-scenarios.py --table .build/scenario-table.md
 
 # --- Sanitizers -------------------------------------------------------------------------------------------------
 # The whole suite (in the same two processes as `make test`) under AddressSanitizer or ThreadSanitizer, each in its own scratch path so .build is never touched.

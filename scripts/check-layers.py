@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """The library's layers are SwiftPM targets; this holds the rules the compiler cannot state on its own.
 
-1. Every layer depends only on layers below it (the order is README's "Architecture"; Package.swift says the same).
+1. Every layer depends only on layers below it (the order is CONTRIBUTING.md's "Architecture"; Package.swift says the
+   same).
 2. Imports match declarations, in every Swift target (tests and executables too): a module a file imports from this
    package or a package dependency is a declared dependency of its target, and every declared dependency is imported
    somewhere in it. SwiftPM builds a transitive dependency before its importer, so an undeclared import compiles, by
@@ -12,8 +13,8 @@
 4. The ATS model and the wire values are Foundation only: no NIO, no OpenSSL, anywhere in their graph or imports.
 5. The runner's fleet knows no HTTP: it does not depend on NIOHTTP1 (so, by rule 2, imports nothing of it); statuses
    are the front door's (TLSFixturesRunner).
-6. README's "Architecture" table states each target's direct dependencies as Package.swift declares them (its last
-   column: the package's targets by short name, then after a semicolon the dependencies' products).
+6. CONTRIBUTING.md's "Architecture" table states each target's direct dependencies as Package.swift declares them (its
+   last column: the package's targets by short name, then after a semicolon the dependencies' products).
 
 Reads `swift package describe --type json` (run here, or from --describe FILE) and the targets' sources.
 Exit 0 and one line when the layers hold; exit 1 and one line per problem otherwise.
@@ -72,19 +73,25 @@ def declaration_problems(describe, root):
     return found
 
 
-def readme_problems(describe, root):
-    """The Architecture table's "Depends on" column against the declared graph (skipped where there is no table)."""
-    readme = root / "README.md"
-    if not readme.exists() or "## Architecture" not in readme.read_text(encoding="utf-8"):
+def architecture_problems(describe, root):
+    """The Architecture table's "Depends on" column against the declared graph (skipped where there is no
+    CONTRIBUTING.md, as in the tests' small packages; a CONTRIBUTING.md without the table is a finding)."""
+    guide = root / "CONTRIBUTING.md"
+    if not guide.exists():
         return []
-    section = readme.read_text(encoding="utf-8").split("## Architecture", 1)[1].split("\n## ", 1)[0]
+    text = guide.read_text(encoding="utf-8")
+    if "\n## Architecture\n" not in text:
+        return ["CONTRIBUTING.md has no \"## Architecture\" section: the layer table moved; point check-layers.py at "
+                "it"]
+    section = text.split("\n## Architecture\n", 1)[1].split("\n## ", 1)[0]
     targets = {t["name"]: t for t in describe["targets"]}
     short = {name.removeprefix("TLSFixtures") or name: name for name in targets}
-    found = []
+    found, rows = [], 0
     for line in section.splitlines():
         cells = [cell.strip() for cell in line.strip().strip("|").split("|")]
         if len(cells) != 5 or not cells[1].startswith("`") or cells[1].strip("`") not in targets:
             continue
+        rows += 1
         name, column = cells[1].strip("`"), cells[4]
         if column.startswith(("every layer", "system ")):
             continue
@@ -95,9 +102,12 @@ def readme_problems(describe, root):
         declared = set(target.get("target_dependencies") or []) | set(target.get("product_dependencies") or [])
         if stated != declared:
             missing, extra = sorted(declared - stated), sorted(stated - declared)
-            found.append(f"README.md, Architecture: {name}'s dependencies are {', '.join(sorted(declared)) or 'none'}"
+            found.append(f"CONTRIBUTING.md, Architecture: {name}'s dependencies are "
+                         f"{', '.join(sorted(declared)) or 'none'}"
                          + (f" (the table lacks {', '.join(missing)})" if missing else "")
                          + (f" (the table adds {', '.join(extra)})" if extra else ""))
+    if rows == 0:
+        found.append("CONTRIBUTING.md, Architecture: the table names no target of the package")
     return found
 
 
@@ -115,7 +125,7 @@ def problems(describe, root):
             if dependency in rank and rank[dependency] >= rank[name]:
                 found.append(f"{name} depends on {dependency}, which is not below it")
     found += declaration_problems(describe, root)
-    found += readme_problems(describe, root)
+    found += architecture_problems(describe, root)
     for name, module in NO_HTTP.items():
         target = targets[name]
         if module in (target.get("product_dependencies") or []) + (target.get("target_dependencies") or []):
@@ -152,7 +162,8 @@ def main():
     return package_graph.run("check-layers", __doc__.splitlines()[0], problems,
                              "every layer depends only on layers below it; every target imports exactly what it "
                              "declares; only TLSFixturesOpenSSL imports COpenSSL; the ATS model and the wire values "
-                             "are Foundation only; the fleet knows no HTTP; README's Architecture states the graph")
+                             "are Foundation only; the fleet knows no HTTP; CONTRIBUTING.md's Architecture states the "
+                             "graph")
 
 
 if __name__ == "__main__":

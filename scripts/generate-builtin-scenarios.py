@@ -5,9 +5,9 @@ Scenarios/ is the one place a scenario is defined; everything else is made from 
   generate-builtin-scenarios.py                      writes Sources/TLSFixturesScenario/BuiltinScenarioFiles.generated.swift
   generate-builtin-scenarios.py --check              exits 1, naming `make scenarios`, when that file is stale
                                                      (`make test` runs it before building)
-  generate-builtin-scenarios.py --readme-table FILE  puts FILE (`tls-fixtures scenarios list --markdown`) between
-                                                     README.md's scenario-table markers
-The test suite checks the same two things after the build ("Scenario catalog", "README scenario table")."""
+  generate-builtin-scenarios.py --table FILE         puts FILE (`tls-fixtures scenarios list --markdown`) between
+                                                     docs/scenarios.md's scenario-table markers
+The test suite checks the same two things after the build ("Scenario catalog", "The scenario table")."""
 import json, pathlib, sys
 
 root = pathlib.Path(__file__).resolve().parent.parent
@@ -40,23 +40,24 @@ def generated() -> tuple[str, int]:
     return "\n".join(out), len(entries)
 
 
-def readme_table(table_file: str) -> None:
-    readme = root / "README.md"
-    text = readme.read_text(encoding="utf-8")
+def write_table(table_file: str) -> None:
+    page = root / "docs/scenarios.md"
+    text = page.read_text(encoding="utf-8")
     begin, end = "<!-- scenario-table begin -->\n", "\n<!-- scenario-table end -->"
     if text.count(begin) != 1 or text.count(end) != 1:
-        sys.exit("README.md: expected one <!-- scenario-table begin --> and one <!-- scenario-table end --> line")
+        sys.exit("docs/scenarios.md: expected one <!-- scenario-table begin --> and one <!-- scenario-table end --> "
+                 "line")
     table = pathlib.Path(table_file).read_text(encoding="utf-8").rstrip("\n")
     head, rest = text.split(begin)
     _, tail = rest.split(end)
-    readme.write_text(head + begin + table + end + tail, encoding="utf-8")
-    print(f"wrote the scenario table ({table.count(chr(10)) - 1} scenarios) into README.md")
+    page.write_text(head + begin + table + end + tail, encoding="utf-8")
+    print(f"wrote the scenario table ({table.count(chr(10)) - 1} scenarios) into docs/scenarios.md")
 
 
 def main() -> None:
     args = sys.argv[1:]
-    if args[:1] == ["--readme-table"] and len(args) == 2:
-        return readme_table(args[1])
+    if args[:1] == ["--table"] and len(args) == 2:
+        return write_table(args[1])
     text, count = generated()
     if args == ["--check"]:
         current = target.read_text(encoding="utf-8") if target.exists() else ""
@@ -64,7 +65,7 @@ def main() -> None:
             sys.exit(f"{target.relative_to(root)} is stale: Scenarios/ changed since it was generated; {FIX}")
         return
     if args:
-        sys.exit(f"usage: {sys.argv[0]} [--check | --readme-table FILE]")
+        sys.exit(f"usage: {sys.argv[0]} [--check | --table FILE]")
     target.write_text(text, encoding="utf-8")
     print(f"embedded {count} scenarios into {target.relative_to(root)}")
 

@@ -8,8 +8,9 @@ Counts XCTest's `Test Case '…' passed|failed|skipped` lines and Swift Testing'
 parameterized test counts once). Lines the tests print themselves: `client matrix ran: STACK on N scenarios: VERSION`
 (ClientMatrixTests) and `skipped part: TEST: REASON` (a check inside a test that this machine cannot make).
 
-With TLS_FIXTURES_CI=1 (.ci/run) every skip is a failure: the README says CI runs every test (everything a test needs
-is installed there), so a test that skipped in CI is a check that silently stopped running. Exit 1 then, naming each.
+With TLS_FIXTURES_CI=1 (.ci/run) every skip is a failure: CONTRIBUTING.md says CI runs every test (everything a test
+needs is installed there), so a test that skipped in CI is a check that silently stopped running. Exit 1 then, naming
+each.
 """
 import os
 import re
@@ -68,7 +69,7 @@ def main():
         print("  client matrix: did not run")
     if strict and (skipped or parts):
         count = len(skipped) + len(parts)
-        print(f"TLS_FIXTURES_CI=1: CI runs every test (README, \"Two commands\"), so {count} "
+        print(f"TLS_FIXTURES_CI=1: CI runs every test (CONTRIBUTING.md, \"Building and testing\"), so {count} "
               f"skip{'s fail' if count > 1 else ' fails'} it: install what each names (scripts/ensure-deps.sh) "
               f"or fix the check",
               file=sys.stderr)

@@ -1,10 +1,12 @@
 import TLSFixturesRunner
 import TLSFixturesScenario
 
-/// The catalog as a Markdown table (the README's, generated so it cannot drift from `Scenarios/`).
+/// The catalog as a Markdown table (docs/scenarios.md's, generated so it cannot drift from `Scenarios/`); its link is
+/// relative to docs/.
 package enum CatalogMarkdown {
     package static func table(_ catalog: ScenarioCatalog) -> String {
-        var lines = ["| port | scenario | what is deliberately different | OpenSSL verify (host localhost) | other clients that differ ([matrix](docs/CLIENTS.md)) | ATS default | smallest ATS fix |",
+        var lines = ["| port | scenario | what is deliberately different | OpenSSL verify (host localhost) "
+                         + "| other clients that differ ([matrix](CLIENTS.md)) | ATS default | smallest ATS fix |",
                      "| --- | --- | --- | --- | --- | --- | --- |"]
         for scenario in catalog.scenarios {
             let cells = [scenario.port.map(String.init) ?? "—", "`\(scenario.name)`", scenario.summary,

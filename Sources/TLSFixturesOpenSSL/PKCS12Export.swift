@@ -3,7 +3,7 @@ import Foundation
 
 /// PKCS#12 archives.
 public enum PKCS12Export {
-    /// Documented in the README: PKCS#12 cannot be written without a password that every importer accepts.
+    /// Documented in docs/: PKCS#12 cannot be written without a password that every importer accepts.
     public static let defaultPassword = "tls-fixtures"
 
     /// A `.p12` holding `certificate`, its `key` (when given) and `chain`.

@@ -3,7 +3,7 @@ import TLSFixturesOpenSSL
 
 /// A human- and machine-readable account of one certificate: what `cert show`, `cert issue` and `ca show` print.
 ///
-/// Its JSON is the one certificate shape of the CLI (README, "JSON output"): values, never display strings —
+/// Its JSON is the one certificate shape of the CLI (docs/cli.md, "JSON output"): values, never display strings —
 /// lists of names, booleans, numbers, dates in ISO 8601, fingerprints and pins in the probe's formats (SHA-256 as
 /// lowercase hex without colons, SPKI pins as base64).
 package struct CertificateSummary: Codable, Sendable, Equatable {

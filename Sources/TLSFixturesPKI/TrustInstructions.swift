@@ -1,7 +1,7 @@
 import Foundation
 import TLSFixturesOpenSSL
 
-/// How to make clients trust the built-in CA — one text for `ca init`, `ca show` and the README's "Trust the built-in
+/// How to make clients trust the built-in CA — one text for `ca init`, `ca show` and docs/cli.md's "The built-in
 /// CA" (which quotes it).
 package enum TrustInstructions {
     /// `dirArgument`: ` --dir PATH` when the store is not the default one, so the command printed exports this CA.

@@ -160,7 +160,7 @@ extension Expectations {
 extension Scenario {
     /// Why the client matrix has not judged this scenario, when it has not: it cannot (the matrix's clients present no
     /// client certificate; the linked OpenSSL lacks what it needs) or nobody has run `make matrix` on it yet. Nil when
-    /// judged. One text for the README table, the dashboard and `/scenarios.json`.
+    /// judged. One text for the scenario table, the dashboard and `/scenarios.json`.
     public var clientMatrixNotJudged: String? {
         guard !expect.isJudgedByClientMatrix else { return nil }
         if tls?.clientAuth == .required {

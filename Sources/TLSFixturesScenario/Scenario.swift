@@ -95,7 +95,7 @@ public struct Scenario: Codable, Sendable, Hashable, Identifiable {
     public var needsRevocationServices: Bool { tls != nil && certificate?.revocation != nil }
 }
 
-/// The catalog's groups, as the README's scenario table orders them.
+/// The catalog's groups, as the scenario table (docs/scenarios.md) orders them.
 public enum ScenarioGroup: String, Codable, Sendable, CaseIterable, Hashable {
     case control, `protocol`, cipher, certificate, revocation, pinning
     /// A published server configuration reproduced as a whole (Mozilla's server-side TLS profiles), not one change.

@@ -69,7 +69,7 @@ public struct ConnectionRecord: Sendable, Hashable, Codable, Identifiable {
         case lastRequestNumber
     }
 
-    /// Every key, `null` for what is not known (the README's promise for JSON output); `init(from:)`, synthesized,
+    /// Every key, `null` for what is not known (docs/cli.md's promise for JSON output); `init(from:)`, synthesized,
     /// takes a nil one absent or `null`.
     public func encode(to encoder: Encoder) throws {
         var c = encoder.container(keyedBy: CodingKeys.self)

@@ -13,7 +13,7 @@ struct ScenariosList: AsyncParsableCommand {
     @OptionGroup var source: ScenarioSourceOptions
     @OptionGroup var output: OutputOptions
 
-    @Flag(help: "Print a Markdown table (the README's).")
+    @Flag(help: "Print a Markdown table (docs/scenarios.md's).")
     var markdown = false
 
     @Option(help: ArgumentHelp("Port of the dashboard; scenario ports follow it.", valueName: "port"))

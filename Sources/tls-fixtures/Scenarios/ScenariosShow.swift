@@ -59,8 +59,8 @@ struct ScenariosShow: AsyncParsableCommand {
         if let note = scenario.expect.note { print("Note:           \(note)") }
     }
 
-    /// The per-client outcomes the README table, the dashboard and `--json` give: what every client of the matrix does,
-    /// then each one that differs and why.
+    /// The per-client outcomes the scenario table (docs/scenarios.md), the dashboard and `--json` give: what every
+    /// client of the matrix does, then each one that differs and why.
     private func clientLines(_ expect: Expectations) -> [String] {
         guard let standard = expect.defaultClientOutcome else { return [] }
         let differing = expect.clients ?? []

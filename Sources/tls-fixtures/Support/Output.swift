@@ -79,7 +79,7 @@ enum PortBaseOption {
 }
 
 /// An error as `--json` prints it on standard output: `{"error": {"message": …, "code": …, "exitCode": …}}`, the one
-/// shape every command's failure has (README, "JSON output"). The plain line still goes to standard error.
+/// shape every command's failure has (docs/cli.md, "JSON output"). The plain line still goes to standard error.
 enum JSONError {
     struct Body: Encodable {
         var message: String

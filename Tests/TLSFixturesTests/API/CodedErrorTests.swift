@@ -65,6 +65,21 @@ struct CodedErrorTests {
         }
     }
 
+    /// docs/macos.md's example of branching on a code (the region below is copied there): a second `initializeCA()`
+    /// refuses with `.caExists`, which the example catches, and the CA stays the one devices trust.
+    @Test("the documentation's caExists example keeps the existing CA")
+    func caExistsExample() throws {
+        let store = CertificateStore.at(TestEnvironment.temporaryDirectory("coded-error-example"))
+        let first = try store.initializeCA().ca.certificate
+        #expect(throws: PKIError.caExists(path: "", fingerprint: "")) { try store.initializeCA() }
+        // README: coded-error-example begin
+        do { try store.initializeCA() } catch let error as PKIError where error.code == .caExists {
+            // A CA exists already: devices trust it and apps pin it, so keep it.
+        }
+        // README: coded-error-example end
+        #expect(try store.ca().certificate.sha256Fingerprint == first.sha256Fingerprint)
+    }
+
     @Test("equality is by code, as CertificateError's: a test names the kind of failure, not its wording")
     func equality() {
         #expect(FixtureError.portInUse(port: 1, address: "::1") == FixtureError.portInUse(port: 2, address: "127.0.0.1"))

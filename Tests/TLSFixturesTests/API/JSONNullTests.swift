@@ -3,7 +3,7 @@ import Testing
 @testable import TLSFixtures
 @testable import TLSFixturesFleet
 
-/// The README's promise for JSON output, "every key present (`null` when there is nothing)", held per shape that
+/// docs/cli.md's promise for JSON output, "every key present (`null` when there is nothing)", held per shape that
 /// carries a connection record: the key set is the same whether a value is there or not.
 @Suite("JSON keys are present, null when there is nothing")
 struct JSONNullTests {

@@ -221,7 +221,7 @@ struct NewUserFrictionTests {
     }
 }
 
-/// The README's example, in a namespace of its own (the README shows it at file scope).
+/// docs/macos.md's example, in a namespace of its own (the page shows it at file scope).
 struct NameClashExample {
     // README: name-clash-example begin
     typealias FixtureCertificate = TLSFixtures.Certificate   // one alias per file keeps call sites short

@@ -7,7 +7,7 @@ import TLSFixturesClient
 import TLSFixturesClientXCTest
 import XCTest
 
-// The README's "Testing an iOS app" examples, exactly as they appear there (the regions between the README markers;
+// The iOS examples of the README and docs/ios.md, exactly as they appear there (the regions between the README markers;
 // ReadmeExamplesTests fails if the two drift apart). Each loads a fixture for real and asserts, from the fixture's
 // records, that the client refused it. In the README `RemoteFixtures()` reads `TLS_FIXTURES_URL`; here each test points
 // it at a real `tls-fixtures serve` started for it on free ports, outside the region, so nothing sets the process's
@@ -15,7 +15,8 @@ import XCTest
 //
 // The scenarios are ones default trust refuses whether or not the built-in CA is trusted (a self-signed leaf, a chain
 // to a root nobody trusts), loaded at `fixture.url`, so the examples hold on Linux, where this test process neither
-// trusts the CA with libcurl nor routes URLSession through the proxy (both are the environment's: README, "On Linux").
+// trusts the CA with libcurl nor routes URLSession through the proxy (both are the environment's: docs/ios.md, "On
+// Linux").
 
 /// Starts `serve` for the examples.
 enum ExampleRunner {
@@ -70,7 +71,7 @@ struct WithExampleRunner: SuiteTrait, TestScoping {
     }
 }
 
-@Suite("README: the Swift Testing example for iOS test targets", WithExampleRunner())
+@Suite("docs/ios.md: the Swift Testing example for iOS test targets", WithExampleRunner())
 struct RemoteSwiftTestingExampleTests {
     struct NoRunner: Error {}
 

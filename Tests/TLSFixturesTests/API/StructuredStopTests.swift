@@ -25,13 +25,14 @@ struct StructuredStopTests {
         return found
     }
 
-    @Test("no test, source example or README example stops a fixture from an unstructured task")
+    @Test("no test, source example or documentation example stops a fixture from an unstructured task")
     func noDeferredTaskStops() throws {
         let root = TestEnvironment.packageRoot
         #expect(try Self.offenders(in: root.appendingPathComponent("Tests"), extensions: ["swift"]).filter { !$0.contains("StructuredStopTests") } == [])
         #expect(try Self.offenders(in: root.appendingPathComponent("Sources"), extensions: ["swift"]) == [])
-        let readme = try String(contentsOf: TestEnvironment.packageRoot.appendingPathComponent("README.md"), encoding: .utf8)
-        #expect(!readme.contains("defer { Task"))
+        for page in try Documentation.pages() {
+            #expect(!page.text.contains("defer { Task"), "\(page.path)")
+        }
         // The check itself finds the pattern (it would otherwise pass on anything).
         let sample = TestEnvironment.temporaryDirectory("structured-stop")
         try "let f = try await FixtureServer.start(\"x\")\n        defer { Task { await f.stop() } }\n"

@@ -4,7 +4,6 @@ import FoundationNetworking
 #endif
 import Testing
 import TLSFixtures
-import TLSFixturesCLISupport
 
 @Suite("withFixture, the Swift Testing scope")
 struct WithFixtureTests {
@@ -70,35 +69,5 @@ struct WithFixtureTests {
         await #expect {
             try await withFixture("expird") { _ in }
         } throws: { "\($0)".contains("unknown scenario \"expird\" (did you mean \"expired\"?)") }
-    }
-}
-
-@Suite("README examples match the tests they are copied from")
-struct ReadmeExamplesTests {
-    @Test(arguments: [("xctest-example", "API/XCTestHelperTests.swift"), ("swift-testing-example", "API/WithFixtureTests.swift"),
-                      ("ephemeral-example", "API/NewUserFrictionTests.swift"), ("name-clash-example", "API/NewUserFrictionTests.swift"),
-                      ("remote-xctest-example", "API/RemoteReadmeExampleTests.swift"),
-                      ("remote-swift-testing-example", "API/RemoteReadmeExampleTests.swift")])
-    func readmeHasTheTestedCode(marker: String, file: String) throws {
-        let source = try String(contentsOf: TestEnvironment.packageRoot.appendingPathComponent("Tests/TLSFixturesTests/\(file)"), encoding: .utf8)
-        let readme = try String(contentsOf: TestEnvironment.packageRoot.appendingPathComponent("README.md"), encoding: .utf8)
-        let lines = source.components(separatedBy: "\n")
-        let begin = try #require(lines.firstIndex { $0.contains("README: \(marker) begin") })
-        let end = try #require(lines.firstIndex { $0.contains("README: \(marker) end") })
-        // The README shows the method without the class's indentation.
-        let snippet = lines[(begin + 1)..<end].map { $0.hasPrefix("    ") ? String($0.dropFirst(4)) : $0 }.joined(separator: "\n")
-        #expect(readme.contains(snippet), "README.md lacks the current \(marker) from \(file):\n\(snippet)")
-    }
-}
-
-@Suite("README scenario table")
-struct ReadmeTableTests {
-    @Test("the README's table is the catalog's (stale: run `make scenarios`)")
-    func tableMatchesCatalog() throws {
-        let readme = try String(contentsOf: TestEnvironment.packageRoot.appendingPathComponent("README.md"), encoding: .utf8)
-        let begin = try #require(readme.range(of: "<!-- scenario-table begin -->\n"))
-        let end = try #require(readme.range(of: "\n<!-- scenario-table end -->"))
-        #expect(String(readme[begin.upperBound..<end.lowerBound]) == CatalogMarkdown.table(ScenarioCatalog.builtIn),
-                "README.md's scenario table is stale: run `make scenarios`")
     }
 }

@@ -278,10 +278,10 @@ struct CLINewUserTrialTests {
 
     // MARK: 11. POST examples
 
-    @Test("every POST example with curl in the README sends the JSON content type the control API requires")
-    func readmePostExamples() throws {
-        let readme = try String(contentsOf: TestEnvironment.packageRoot.appendingPathComponent("README.md"), encoding: .utf8)
-        let posts = readme.components(separatedBy: "curl ").dropFirst().map { String($0.prefix(300)) }
+    @Test("every POST example with curl in the documentation sends the JSON content type the control API requires")
+    func documentedPostExamples() throws {
+        let text = try Documentation.pages().map(\.text).joined(separator: "\n")
+        let posts = text.components(separatedBy: "curl ").dropFirst().map { String($0.prefix(300)) }
             .filter { $0.contains("api/fixtures") && ($0.contains("-d ") || $0.contains("POST")) }
         #expect(!posts.isEmpty)
         for post in posts { #expect(post.contains("Content-Type: application/json"), "\(post)") }

@@ -2,11 +2,12 @@ import Foundation
 import Testing
 @testable import TLSFixtures
 
-/// Issue 29, item 10: one documented JSON shape per command (README, "JSON output"), held here key by key: values in
-/// the CLI's own terms, no Swift names, one fingerprint format, a list where there can be several, errors as JSON.
+/// Issue 29, item 10: one documented JSON shape per command (docs/cli.md, "JSON output"), held here key by key:
+/// values in the CLI's own terms, no Swift names, one fingerprint format, a list where there can be several, errors as
+/// JSON.
 @Suite("JSON output: one shape per command")
 struct JSONShapeTests {
-    /// The README's certificate object.
+    /// docs/cli.md's certificate object.
     static let certificateKeys: Set<String> = ["subject", "issuer", "serial", "subjectAltNames", "signatureAlgorithm", "key", "notBefore",
                                                "notAfter", "validityDays", "status", "extendedKeyUsage", "keyUsage", "basicConstraints",
                                                "nameConstraints", "spkiSHA256", "sha256Fingerprint"]

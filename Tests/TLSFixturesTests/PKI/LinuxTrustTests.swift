@@ -2,7 +2,7 @@ import Foundation
 import Testing
 @testable import TLSFixtures
 
-/// Issue 29, items 11 and 12 (`ca install`): trusting the built-in CA on Linux as `ca init` and the README say, each
+/// Issue 29, items 11 and 12 (`ca install`): trusting the built-in CA on Linux as `ca init` and docs/cli.md say, each
 /// way checked with the client it is for; `ca install`/`uninstall` into a stand-in root and HOME (never this machine's
 /// own stores), with Debian's real `update-ca-certificates` and NSS's real `certutil`; the macOS keychain through the
 /// seam (its program exists only on macOS).

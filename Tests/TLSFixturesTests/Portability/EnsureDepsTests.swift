@@ -161,8 +161,7 @@ struct EnsureDepsTests {
 
     @Test("the README's brew lines are what the script asks a bare Mac for, required and optional")
     func readmeMatches() throws {
-        let readme = try String(contentsOf: TestEnvironment.packageRoot.appendingPathComponent("README.md"), encoding: .utf8)
-        let section = try #require(readme.components(separatedBy: "## On macOS").dropFirst().first?.components(separatedBy: "\n## ").first)
+        let section = try #require(try Documentation.section("## Install", in: "README.md"))
         let brewLines = section.split(separator: "\n").filter { $0.hasPrefix("brew install ") }
             .map { Set($0.dropFirst("brew install ".count).prefix { $0 != "#" }.split(separator: " ").map(String.init)) }
         #expect(brewLines.count == 2, "\(brewLines)")

@@ -111,26 +111,34 @@ struct LayerGraphTests {
         #expect(clean.status == 0, "\(clean.combined)")
     }
 
-    /// The README's Architecture table is the graph as declared: a row that names a dependency the manifest does not
-    /// have, or leaves one out, fails `make lint`.
-    @Test("the README's Architecture table states each target's dependencies as declared")
-    func readmeStatesTheGraph() throws {
-        func readme(_ scenarioRow: String) -> String {
+    /// CONTRIBUTING.md's Architecture table is the graph as declared: a row that names a dependency the manifest does
+    /// not have, or leaves one out, fails `make lint`, and so does a CONTRIBUTING.md whose table is gone.
+    @Test("CONTRIBUTING.md's Architecture table states each target's dependencies as declared")
+    func architectureStatesTheGraph() throws {
+        func guide(_ scenarioRow: String) -> String {
             "# x\n\n## Architecture\n\n| Layer | Target | Job | Why | Depends on |\n|---|---|---|---|---|\n"
                 + "| Server | `TLSFixturesServer` | j | w | Scenario |\n"
                 + "| Scenario | `TLSFixturesScenario` | j | w | \(scenarioRow) |\n"
                 + "| Umbrella | `TLSFixtures` | j | w | every layer above |\n\n## Next\n"
         }
         let more = "import TLSFixturesWire\nimport Logging\n"
-        let right = try Self.check(sources: ["README.md": readme("PKI, Wire; Logging"), "Sources/TLSFixturesScenario/More.swift": more],
+        let right = try Self.check(sources: ["CONTRIBUTING.md": guide("PKI, Wire; Logging"),
+                                             "Sources/TLSFixturesScenario/More.swift": more],
                                    extraDependencies: ["TLSFixturesScenario": ["TLSFixturesWire"]],
                                    products: ["TLSFixturesScenario": ["Logging"]])
         #expect(right.status == 0, "\(right.combined)")
-        let wrong = try Self.check(sources: ["README.md": readme("PKI, ATS"), "Sources/TLSFixturesScenario/More.swift": more],
+        let wrong = try Self.check(sources: ["CONTRIBUTING.md": guide("PKI, ATS"),
+                                             "Sources/TLSFixturesScenario/More.swift": more],
                                    extraDependencies: ["TLSFixturesScenario": ["TLSFixturesWire"]],
                                    products: ["TLSFixturesScenario": ["Logging"]])
         #expect(wrong.status == 1 && wrong.stdout.contains(
-            "README.md, Architecture: TLSFixturesScenario's dependencies are Logging, TLSFixturesPKI, TLSFixturesWire "
-            + "(the table lacks Logging, TLSFixturesWire) (the table adds TLSFixturesATS)"), "\(wrong.combined)")
+            "CONTRIBUTING.md, Architecture: TLSFixturesScenario's dependencies are Logging, TLSFixturesPKI, "
+            + "TLSFixturesWire (the table lacks Logging, TLSFixturesWire) (the table adds TLSFixturesATS)"), "\(wrong.combined)")
+        let moved = try Self.check(sources: ["CONTRIBUTING.md": "# x\n\n## Layers\n\nelsewhere\n",
+                                             "Sources/TLSFixturesScenario/More.swift": more],
+                                   extraDependencies: ["TLSFixturesScenario": ["TLSFixturesWire"]],
+                                   products: ["TLSFixturesScenario": ["Logging"]])
+        #expect(moved.status == 1 && moved.stdout.contains("CONTRIBUTING.md has no \"## Architecture\" section"),
+                "\(moved.combined)")
     }
 }

@@ -48,6 +48,27 @@ struct MakeInstallTests {
         #expect(!FileManager.default.fileExists(atPath: "\(home.path)/.local/bin/tls-fixtures"))
     }
 
+    /// `sudo make install` (a PREFIX only root may write: /usr/local/bin on an Apple silicon Mac) builds as the user
+    /// who ran sudo, so .build and SwiftPM's caches stay theirs; as anyone else nothing changes.
+    @Test("under sudo the build runs as the user who ran sudo, and only the copy as root (dry run)")
+    func sudoBuildsAsTheUser() throws {
+        let plan = try Self.make(["-n", "install", "SUDO_USER=someone"]).stdout
+        let lines = plan.split(separator: "\n").map(String.init)
+        let build = try #require(lines.first { $0.contains("swift build -c release --product tls-fixtures") },
+                                 "\(plan)")
+        let copy = try #require(lines.first { $0.hasPrefix("install -m 0755") }, "\(plan)")
+        if TestEnvironment.isRoot {
+            #expect(build.contains("sudo -H -u someone env PATH=\"$PATH\" swift build -c release"), "\(build)")
+            #expect(copy.contains("sudo -H -u someone env PATH=\"$PATH\" swift build -c release --show-bin-path"),
+                    "the products folder is asked of the user's build: \(copy)")
+            #expect(!copy.hasPrefix("sudo"), "the copy itself runs as root: \(copy)")
+        } else {
+            #expect(!plan.contains("sudo -H -u"), "not root: nothing to hand back to a user: \(plan)")
+        }
+        let asRoot = try Self.make(["-n", "install", "SUDO_USER=root"]).stdout
+        #expect(!asRoot.contains("sudo -H -u"), "root's own sudo: \(asRoot)")
+    }
+
     @Test("by default make install builds the release configuration into /usr/local/bin (dry run)")
     func defaults() throws {
         let plan = try Self.make(["-n", "install"]).stdout

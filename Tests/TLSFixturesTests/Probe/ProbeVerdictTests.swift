@@ -79,7 +79,7 @@ struct ProbeVerdictTests {
         }
     }
 
-    @Test("scenarios show lists what each client of the matrix does, as the README table and --json do",
+    @Test("scenarios show lists what each client of the matrix does, as the scenario table and --json do",
           arguments: ["ip-san", "expired", "ats-compliant", "sha1-intermediate"])
     func clientOutcomes(_ name: String) throws {
         let scenario = try ScenarioCatalog.builtIn.scenario(named: name)

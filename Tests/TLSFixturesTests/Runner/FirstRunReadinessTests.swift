@@ -196,16 +196,17 @@ struct FirstRunReadinessTests {
     }
 }
 
-/// The README's Xcode pre-action and GitHub Actions step, as written there, run here as far as Linux allows: `serve`
-/// started in the background on an empty store, `tls-fixtures wait`, then a TLSFixturesClient call that must succeed
-/// at its first try. The only changes: this build's binary for the installed one, a free port base for 9800 (the
-/// scripts get `TLS_FIXTURES_URL`, which `wait` reads as the tests do, and `serve` gets `--port-base`), a store of its
-/// own (`TLS_FIXTURES_CERTS`), into which the RSA-4096 and -8192 keys of the tests' store are copied when it has them,
-/// so the wait is for the first run's every other key and certificate rather than for a minute of RSA-8192.
-@Suite("Ready when it says so: the README's pre-action and CI step", .serialized)
+/// docs/ios.md's Xcode pre-action and GitHub Actions step, as written there, run here as far as Linux allows, in `sh`
+/// (dash, stricter than macOS's): `serve` started in the background on an empty store, `tls-fixtures wait`, then a
+/// TLSFixturesClient call that must succeed at its first try; the pre-action's recorded process id must be `serve`'s,
+/// and stopping it must stop the runner (a backgrounded `a || b &` records a shell's instead). The only changes: this
+/// build's binary first on PATH, a free port base for 9800 (the scripts get `TLS_FIXTURES_URL`, which `wait` reads as
+/// the tests do, and `serve` gets `--port-base`), files in a scratch folder for /tmp's, and a store of its own
+/// (`TLS_FIXTURES_CERTS`), into which the RSA-4096 and -8192 keys of the tests' store are copied when it has them, so
+/// the wait is for the first run's every other key and certificate rather than for a minute of RSA-8192.
+@Suite("Ready when it says so: docs/ios.md's pre-action and CI step", .serialized)
 struct ReadmeRecipeTests {
-    static let readme = (try? String(contentsOf: TestEnvironment.packageRoot.appendingPathComponent("README.md"),
-                                      encoding: .utf8)) ?? ""
+    static let readme = (try? Documentation.page("docs/ios.md")) ?? ""
 
     /// The shell lines of the pre-action block (its comments dropped).
     static var preAction: String {
@@ -228,26 +229,35 @@ struct ReadmeRecipeTests {
           .requires(Tools.curl), .enabled(if: FileManager.default.fileExists(atPath: "/proc/self/cmdline")))
     func recipes() async throws {
         #expect(Self.preAction.contains("tls-fixtures wait") && Self.ciStep.contains("tls-fixtures wait"),
-                "the README's recipes do not wait:\n\(Self.preAction)\n\(Self.ciStep)")
+                "docs/ios.md's recipes do not wait:\n\(Self.preAction)\n\(Self.ciStep)")
+        #expect(Self.preAction.contains("/tmp/tls-fixtures.pid"), "the pre-action records no process id")
         let store = TestEnvironment.temporaryDirectory("readme-recipe-store")
         try Self.seedSlowKeys(into: store)
-        for (label, recipe) in [("pre-action", Self.preAction), ("CI step", Self.ciStep)] {
+        // The pre-action in dash (strict POSIX) and in bash, which is macOS's /bin/sh; the Actions step in bash, as
+        // GitHub runs it.
+        let runs = [("pre-action in sh", Self.preAction, "sh"), ("pre-action in bash", Self.preAction, "bash"),
+                    ("CI step", Self.ciStep, "bash")]
+        for (label, recipe, shell) in runs {
             let base = try ServeEndToEndTests.freePortBase()
             let scratch = TestEnvironment.temporaryDirectory("readme-recipe")
+            let log = scratch.appendingPathComponent("log")
+            let pidFile = scratch.appendingPathComponent("pid")
             let script = recipe
-                .replacingOccurrences(of: "/usr/local/bin/tls-fixtures", with: TestEnvironment.cli)
                 .replacingOccurrences(of: "tls-fixtures serve", with: "tls-fixtures serve --port-base \(base)")
                 .replacingOccurrences(of: "localhost:9800", with: "localhost:\(base)")
-                .replacingOccurrences(of: "/tmp/tls-fixtures.log", with: scratch.appendingPathComponent("log").path)
+                .replacingOccurrences(of: "/tmp/tls-fixtures.log", with: log.path)
+                .replacingOccurrences(of: "/tmp/tls-fixtures.pid", with: pidFile.path)
             let environment = [
                 "TLS_FIXTURES_URL": "http://localhost:\(base)", "TLS_FIXTURES_CERTS": store.path,
                 "PATH": TestEnvironment.productsDirectory.path + ":"
                     + (ProcessInfo.processInfo.environment["PATH"] ?? ""),
             ]
-            let ran = try await Self.shell(script, environment: environment, in: scratch)
+            let ran = try await Self.shell(script, program: shell, environment: environment, in: scratch)
             defer { Self.stopServe(portBase: base) }
-            #expect(ran.status == 0, "\(label) failed:\n\(script)\n\(ran.output)")
-            #expect(ran.output.contains("http://localhost:\(base): ready: "), "\(label): \(ran.output)")
+            // The pre-action sends everything to its log: Xcode shows nothing of it.
+            let output = ran.output + ((try? String(contentsOf: log, encoding: .utf8)) ?? "")
+            #expect(ran.status == 0, "\(label) failed:\n\(script)\n\(output)")
+            #expect(output.contains("http://localhost:\(base): ready: "), "\(label): \(output)")
 
             // The first test's first call: no start-up grace to hide a race.
             var client = RemoteFixtures(runner: URL(string: "http://localhost:\(base)")!, session: "recipe")
@@ -256,14 +266,33 @@ struct ReadmeRecipeTests {
             #expect(Ports.accepts(fixture.port), "\(label)")
             await fixture.stop()
             #expect(try await client.waitUntilReady(timeout: 1).ready, "\(label): ready, then not")
+
+            guard recipe == Self.preAction else { continue }
+            // The process id it recorded is serve's, and stopping it stops the runner.
+            let recorded = try String(contentsOf: pidFile, encoding: .utf8)
+                .trimmingCharacters(in: .whitespacesAndNewlines)
+            let pid = try #require(Int32(recorded), "the pid file holds \(recorded)")
+            // darwin-lint: allow proc — the test is enabled where /proc exists only
+            let command = FileManager.default.contents(atPath: "/proc/\(pid)/cmdline")
+                .map { $0.split(separator: 0).map { String(decoding: $0, as: UTF8.self) } } ?? []
+            #expect(command.first.map { URL(fileURLWithPath: $0).lastPathComponent } == "tls-fixtures"
+                        && command.dropFirst().first == "serve",
+                    "the recorded process \(pid) is \(command), not serve")
+            kill(pid, SIGTERM)
+            var waited = 0
+            while Ports.accepts(base) && waited < 600 {   // a hang detector: serve stops in well under a second
+                try await Task.sleep(for: .milliseconds(100))
+                waited += 1
+            }
+            #expect(!Ports.accepts(base), "the runner still answers after the recorded process was stopped")
         }
     }
 
-    /// Runs `script` with `sh` in `directory` and waits for `sh` itself to exit (Linux: it reads /proc). Not through
-    /// Foundation's `Process`: on Linux it learns of an exit from a socket its child inherits, and the `serve` a recipe
-    /// leaves running in the background inherits it too, so the exit of `sh` would never be seen.
-    static func shell(_ script: String, environment: [String: String], in directory: URL) async throws
-        -> (status: Int32, output: String)
+    /// Runs `script` with `program` (`sh`, `bash`) in `directory` and waits for it to exit (Linux: it reads /proc).
+    /// Not through Foundation's `Process`: on Linux it learns of an exit from a socket its child inherits, and the
+    /// `serve` a recipe leaves running in the background inherits it too, so the shell's exit would never be seen.
+    static func shell(_ script: String, program: String = "sh", environment: [String: String], in directory: URL)
+        async throws -> (status: Int32, output: String)
     {
         let output = directory.appendingPathComponent("recipe-output")
         // bash first closes every descriptor but standard input, output and error, which it inherited from this test
@@ -271,7 +300,7 @@ struct ReadmeRecipeTests {
         // running. Then sh runs the recipe.
         let command = #"for fd in /proc/$$/fd/*; do n=${fd##*/}; [ "$n" -gt 2 ] && eval "exec $n>&-"; done "#
             + "2>/dev/null; cd \(ShellWord.quoted(directory.path)) "
-            + "&& exec sh -c \"$0\" > \(ShellWord.quoted(output.path)) 2>&1"
+            + "&& exec \(program) -c \"$0\" > \(ShellWord.quoted(output.path)) 2>&1"
         let merged = ProcessInfo.processInfo.environment.merging(environment) { $1 }.map { "\($0.key)=\($0.value)" }
         let arguments = ["/bin/bash", "-c", command, script]
         var pid: pid_t = 0

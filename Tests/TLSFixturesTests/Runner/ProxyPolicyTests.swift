@@ -4,12 +4,12 @@ import Testing
 @testable import TLSFixturesRunner
 
 /// What the runner's proxy may reach (issues 23 and 27): a fixture's own port, by that fixture's own name, and nothing
-/// else. The rules are one table, the README's ("Testing an iOS app", step 4), and this suite runs that table row by
+/// else. The rules are one table, docs/ios.md's (step 4, "Qualified names"), and this suite runs that table row by
 /// row; the edges of the syntax (ports, brackets, DNS limits) are its second table. The end-to-end proxy suite keeps
 /// what only real TLS through a real tunnel shows.
 @Suite("The proxy's allow/deny table")
 struct ProxyPolicyTests {
-    /// The fixtures the README's table speaks of, on their catalog ports, each with the names a client may use for it:
+    /// The fixtures the table speaks of, on their catalog ports, each with the names a client may use for it:
     /// the catalog's `fixtureHosts` (`long-subdomain`'s second name among them) and `NAME.DOMAIN` for the table's
     /// `serve --domain fixtures.example.com`.
     static let domain = "fixtures.example.com"
@@ -67,12 +67,10 @@ struct ProxyPolicyTests {
         var description: String { "\(request) → \(answer)" }
     }
 
-    /// The README's table: the request (`a×64` standing for 64 a's) and the answer column, which says the status and,
+    /// docs/ios.md's table: the request (`a×64` standing for 64 a's) and the answer column, which says the status and,
     /// for a refusal that names the fixture on the port, which name it gives.
-    static func readmeRows() throws -> [Row] {
-        let readme = try String(
-            contentsOf: TestEnvironment.packageRoot.appendingPathComponent("README.md"), encoding: .utf8)
-        let lines = readme.components(separatedBy: "\n")
+    static func documentedRows() throws -> [Row] {
+        let lines = try Documentation.page("docs/ios.md").components(separatedBy: "\n")
         let header = try #require(lines.firstIndex(of: "| Request through the proxy | Answer | Why |"))
         return lines[(header + 2)...].prefix { $0.hasPrefix("|") }.map { line in
             let cells = line.split(separator: "|").map { $0.trimmingCharacters(in: .whitespaces) }
@@ -85,9 +83,9 @@ struct ProxyPolicyTests {
         }
     }
 
-    @Test("the README's table of the proxy's rules is what the proxy does, row by row")
-    func readmeTable() throws {
-        let rows = try Self.readmeRows()
+    @Test("docs/ios.md's table of the proxy's rules is what the proxy does, row by row")
+    func documentedTable() throws {
+        let rows = try Self.documentedRows()
         #expect(rows.count >= 15, "the table was not found whole: \(rows)")
         for row in rows {
             let (verdict, result) = Self.judge(row.request)

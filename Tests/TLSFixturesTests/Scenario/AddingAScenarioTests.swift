@@ -3,14 +3,14 @@ import Testing
 @testable import TLSFixtures
 import TLSFixturesCLISupport
 
-/// The README's "Adding a scenario to the catalog", followed in a copy of this checkout (issue 23): a contributor on a
-/// machine that cannot run the client matrix (a Mac) adds one file, runs `make scenarios`' steps, and the checks
+/// CONTRIBUTING.md's "Adding a scenario to the catalog", followed in a copy of this checkout (issue 23): a contributor
+/// on a machine that cannot run the client matrix (a Mac) adds one file, runs `make scenarios`' steps, and the checks
 /// `make test` holds a new scenario to pass, with the scenario shown as not yet judged by the client matrix. It does
 /// not build the copy: `make scenarios` builds the CLI only to print the table, which is `CatalogMarkdown.table` of
 /// the catalog the copy now embeds, and that is what runs here.
-@Suite("Adding a scenario, as the README walks it")
+@Suite("Adding a scenario, as CONTRIBUTING.md walks it")
 struct AddingAScenarioTests {
-    static let readmeSection = "### Adding a scenario to the catalog"
+    static let guideSection = "## Adding a scenario to the catalog"
 
     /// The tracked files of this checkout, copied to a fresh folder.
     static func copyOfCheckout() throws -> URL {
@@ -50,24 +50,21 @@ struct AddingAScenarioTests {
         .requires(Tools.python))
     func walkThrough() throws {
         // The walk-through names each step this test takes, and the Makefile runs the same scripts.
-        let readme = try String(
-            contentsOf: TestEnvironment.packageRoot.appendingPathComponent("README.md"), encoding: .utf8)
-        let section = try #require(
-            readme.components(separatedBy: Self.readmeSection).dropFirst().first?.components(separatedBy: "\n## ").first
-        )
+        let section = Documentation.flattened(
+            try #require(try Documentation.section(Self.guideSection, in: "CONTRIBUTING.md")))
         for step in [
             "Scenarios/NAME.json", "make scenarios", "make test", "ATSTestSupport.swift",
             "not yet judged by the client matrix",
             "make matrix", "expect.clients", "docs/clients.json",
         ] {
-            #expect(section.contains(step), "the README's walk-through does not say \(step)")
+            #expect(section.contains(step), "CONTRIBUTING.md's walk-through does not say \(step)")
         }
         let makefile = try String(
             contentsOf: TestEnvironment.packageRoot.appendingPathComponent("Makefile"), encoding: .utf8)
         #expect(
             makefile.contains("python3 scripts/generate-builtin-scenarios.py\n")
                 && makefile.contains("scenarios list --markdown > .build/scenario-table.md")
-                && makefile.contains("generate-builtin-scenarios.py --readme-table .build/scenario-table.md"),
+                && makefile.contains("generate-builtin-scenarios.py --table .build/scenario-table.md"),
             "make scenarios changed")
 
         let checkout = try Self.copyOfCheckout()
@@ -93,7 +90,7 @@ struct AddingAScenarioTests {
         let stale = try Self.python([script, "--check"])
         #expect(stale.status == 1 && stale.combined.contains("make scenarios"), "\(stale.combined)")
 
-        // 2. `make scenarios`: the embedded copy, then the README's table from the catalog it embeds.
+        // 2. `make scenarios`: the embedded copy, then docs/scenarios.md's table from the catalog it embeds.
         #expect(try Self.python([script]).status == 0)
         let catalog = try Self.embeddedCatalog(in: checkout)
         #expect(catalog.names == before.names + ["aes256-only"], "the new scenario is not last, by its port")
@@ -101,19 +98,19 @@ struct AddingAScenarioTests {
         try FileManager.default.createDirectory(
             at: table.deletingLastPathComponent(), withIntermediateDirectories: true)
         try (CatalogMarkdown.table(catalog) + "\n").write(to: table, atomically: true, encoding: .utf8)
-        let written = try Self.python([script, "--readme-table", table.path])
+        let written = try Self.python([script, "--table", table.path])
         #expect(written.status == 0, "\(written.combined)")
 
         // 3. The checks `make test` holds a new scenario to.
         let check = try Self.python([script, "--check"])
         #expect(check.status == 0, "the embedded copy is stale after make scenarios: \(check.combined)")
-        let newReadme = try String(contentsOf: checkout.appendingPathComponent("README.md"), encoding: .utf8)
-        let begin = try #require(newReadme.range(of: "<!-- scenario-table begin -->\n"))
-        let end = try #require(newReadme.range(of: "\n<!-- scenario-table end -->"))
+        let newPage = try String(contentsOf: checkout.appendingPathComponent("docs/scenarios.md"), encoding: .utf8)
+        let begin = try #require(newPage.range(of: "<!-- scenario-table begin -->\n"))
+        let end = try #require(newPage.range(of: "\n<!-- scenario-table end -->"))
         #expect(
-            String(newReadme[begin.upperBound..<end.lowerBound]) == CatalogMarkdown.table(catalog),
-            "the README test would fail")
-        let row = try #require(newReadme.split(separator: "\n").first { $0.contains("`aes256-only`") })
+            String(newPage[begin.upperBound..<end.lowerBound]) == CatalogMarkdown.table(catalog),
+            "the scenario table's test would fail")
+        let row = try #require(newPage.split(separator: "\n").first { $0.contains("`aes256-only`") })
         #expect(row.contains("| not yet judged by the client matrix |"), "\(row)")
 
         // The client matrix has not run: the committed report has no row for it, and that is no gap.

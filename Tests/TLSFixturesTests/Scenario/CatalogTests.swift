@@ -20,7 +20,8 @@ struct CatalogTests {
 
     // No list of names here: Scenarios/ is the catalog (the test above holds the embedded copy to it), and a hand-kept
     // list would be one more place to edit for every new scenario. What a list could catch — a file deleted by
-    // mistake — shows in the README table's diff, which `make scenarios` regenerates and a test holds to the catalog.
+    // mistake — shows in the scenario table's diff (docs/scenarios.md), which `make scenarios` regenerates and a test
+    // holds to the catalog.
     @Test("names and ports are unique, and no scenario takes a port serve reserves")
     func uniqueNamesAndPorts() throws {
         let catalog = ScenarioCatalog.builtIn

@@ -44,9 +44,9 @@ struct ScenarioEndToEndTests {
     }
 
     /// Adding a scenario is adding its file: loaded from a directory as `serve --scenarios DIR` loads it, the new file
-    /// is in the catalog, in the README's table and in the expectations, and the server is held to what it declares,
+    /// is in the catalog, in the scenario table and in the expectations, and the server is held to what it declares,
     /// with no edit anywhere else.
-    @Test("a new scenario file in a directory: catalog, README table and expectations pick it up, and the server meets them")
+    @Test("a new scenario file in a directory: catalog, table and expectations pick it up, and the server meets them")
     func newScenarioFileNeedsNoOtherEdit() async throws {
         let directory = TestEnvironment.temporaryDirectory("new-scenario")
         let json = #"""

@@ -39,8 +39,8 @@ enum TestEnvironment {
         ProcessInfo.processInfo.environment.merging(childEnvironmentOverrides) { $1 }.merging(extra) { $1 }
     }
 
-    /// The store of this run that the README examples use as their default store (`TLS_FIXTURES_CERTS`), and that the
-    /// Runner suites share. `make test` names a fresh folder for each run in `TLS_FIXTURES_TEST_STORE` and in
+    /// The store of this run that the documentation's examples use as their default store (`TLS_FIXTURES_CERTS`), and
+    /// that the Runner suites share. `make test` names a fresh folder for each run in `TLS_FIXTURES_TEST_STORE` and in
     /// `TLS_FIXTURES_CERTS`, so this process never sets either; under a bare `swift test` it is a fresh folder of this
     /// process's (see `useSharedStoreAsDefault`), never the store a developer's own `TLS_FIXTURES_CERTS` names. Nothing
     /// carries over from an earlier run: a store left by another version, or by a failed test, cannot decide this one.
@@ -174,7 +174,7 @@ enum TestEnvironment {
         }
     }
 
-    /// The README examples call the API with its default store; point that default at the shared test store so
+    /// The documentation's examples call the API with its default store; point that default at the shared test store so
     /// tests never touch the developer's own CA. `make test` sets `TLS_FIXTURES_CERTS` to it before the test process
     /// starts, and then this changes nothing. Only a bare `swift test` sets it here, on first use: setenv while other
     /// tests may read the environment, which `make test` avoids.
