@@ -7,55 +7,53 @@ import TLSFixturesClient
 import TLSFixturesClientXCTest
 import XCTest
 
-// The iOS examples of the README and docs/ios.md, exactly as they appear there (the regions between the README markers;
-// ReadmeExamplesTests fails if the two drift apart). Each loads a fixture for real and asserts, from the fixture's
-// records, that the client refused it. In the README `RemoteFixtures()` reads `TLS_FIXTURES_URL`; here each test points
-// it at a real `tls-fixtures serve` started for it on free ports, outside the region, so nothing sets the process's
-// environment mid-run.
-//
-// The scenarios are ones default trust refuses whether or not the built-in CA is trusted (a self-signed leaf, a chain
-// to a root nobody trusts), loaded at `fixture.url`, so the examples hold on Linux, where this test process neither
-// trusts the CA with libcurl nor routes URLSession through the proxy (both are the environment's: docs/ios.md, "On
-// Linux").
+// The documentation's iOS examples, exactly as they appear there (the regions between the markers; DocExamplesTests
+// fails if the two drift apart). Both prove a refusal by difference through a real `tls-fixtures serve`, so they pass
+// only where URLSession trusts the kit's CA and routes through the runner's proxy: here, in this process on Linux,
+// neither holds (FoundationNetworking ignores connectionProxyDictionary, and libcurl trusts the system's roots), and
+// each must fail on the control half. `ExampleRuns` runs them again in a private mount namespace with the proxy in the
+// environment: once with the CA trusted, where they must pass, and once without, where they must fail for the CA.
 
-/// Starts `serve` for the examples.
+/// Starts `serve` for the examples, or uses the one `TLS_FIXTURES_URL` names (an `ExampleRuns` re-run).
 enum ExampleRunner {
-    static func start() throws -> ControlAPIRunner {
-        try ControlAPIRunner.start(["ats-compliant"])
+    static func start() throws -> ControlAPIRunner? {
+        if ProcessInfo.processInfo.environment["TLS_FIXTURES_URL"] != nil { return nil }
+        return try ControlAPIRunner.start(["ats-compliant"])
     }
 
     /// The runner's URL for the Swift Testing suite's tests (set by `WithExampleRunner`).
     @TaskLocal static var url: URL?
 }
 
-final class RemoteXCTestExampleTests: XCTestCase {
+final class IOSReadmeExample: DocumentationExampleTestCase {
     private var serve: ControlAPIRunner?
 
     override func setUp() async throws {
-        let serve = try ExampleRunner.start()
-        self.serve = serve
-        runner = RemoteFixtures(runner: serve.runnerURL)
+        try await super.setUp()
+        serve = try ExampleRunner.start()
+        if let serve { fixtures = RemoteFixtures(runner: serve.runnerURL) }
     }
 
     override func tearDown() async throws {
-        // Teardown blocks (the fixture's stop) have run by now.
-        let left = try XCTUnwrap(serve).api("GET", "/api/fixtures")
-        XCTAssertEqual(try left.decode(FixtureList.self).fixtures, [], "startRemoteFixture left a fixture running")
-        serve?.stop()
+        try await super.tearDown()
+        // The differential check stops the fixtures it starts.
+        if let serve {
+            let left = try serve.api("GET", "/api/fixtures")
+            XCTAssertEqual(try left.decode(FixtureList.self).fixtures, [], "the check left a fixture running")
+            serve.stop()
+        }
     }
 
     // README: remote-xctest-example begin
-    var runner = RemoteFixtures()   // TLS_FIXTURES_URL, else http://localhost:9800
+    var fixtures = RemoteFixtures()   // TLS_FIXTURES_URL, else http://localhost:9800
 
-    func testUntrustedRootIsRefused() async throws {
-        let fixture = try await startRemoteFixture("untrusted-root", runner: runner)   // stopped in teardown
-        // What a client refusing it for its reason shows: the alert the fixture records, and Apple's error code.
-        XCTAssertEqual(fixture.scenario.expect.refusal?.alerts, [.unknownCA])
-        XCTAssertEqual(fixture.scenario.expect.refusal?.apple?.error.urlErrorCode, -1202)
-
-        // Passes only if the load threw AND the fixture saw this client refuse it, for that reason. A DNS failure,
-        // the proxy's 403, a runner still starting or a wrong port fails here, saying which.
-        await XCTAssertRefused(fixture) { try await URLSession.shared.data(from: fixture.url) }
+    func testExpiredCertificateIsRefused() async {
+        // Through the runner's proxy, by the names ATS judges (expired.fixtures.test:PORT); or your app's own session.
+        let session = URLSession(configuration: .fixtures(through: fixtures.proxy))
+        // Starts a fresh ats-compliant (the control) and a fresh expired, and loads each once: passes only if the
+        // session accepts the first and refuses the second at the certificate. Until the Simulator trusts the kit's
+        // CA, it fails on the control, saying so.
+        await XCTAssertRefused("expired", runner: fixtures) { url in try await session.data(from: url) }
     }
     // README: remote-xctest-example end
 }
@@ -64,35 +62,70 @@ final class RemoteXCTestExampleTests: XCTestCase {
 struct WithExampleRunner: SuiteTrait, TestScoping {
     func provideScope(for test: Test, testCase: Test.Case?, performing function: @Sendable () async throws -> Void) async throws {
         let runner = try ExampleRunner.start()
-        defer { runner.stop() }
-        try await ExampleRunner.$url.withValue(runner.runnerURL) { try await function() }
-        let left = try runner.api("GET", "/api/fixtures").decode(FixtureList.self)
-        #expect(left.fixtures.isEmpty, "withRemoteFixture left a fixture running")
+        defer { runner?.stop() }
+        let url = runner?.runnerURL ?? RemoteFixtures().runnerURL
+        try await ExampleRunner.$url.withValue(url) { try await function() }
+        if let runner {
+            let left = try runner.api("GET", "/api/fixtures").decode(FixtureList.self)
+            #expect(left.fixtures.isEmpty, "the check left a fixture running")
+        }
     }
 }
 
-@Suite("docs/ios.md: the Swift Testing example for iOS test targets", WithExampleRunner())
+@Suite("docs/ios.md: the Swift Testing example for iOS test targets", WithExampleRunner(), HoldsExampleOutcome())
 struct RemoteSwiftTestingExampleTests {
     struct NoRunner: Error {}
 
     init() throws {
         guard let url = ExampleRunner.url else { throw NoRunner() }
-        runner = RemoteFixtures(runner: url)
+        fixtures = RemoteFixtures(runner: url)
     }
 
     // README: remote-swift-testing-example begin
-    var runner = RemoteFixtures()   // TLS_FIXTURES_URL, else http://localhost:9800
+    var fixtures = RemoteFixtures()   // TLS_FIXTURES_URL, else http://localhost:9800
 
-    @Test func selfSignedCertificateIsRefusedByDefaultTrust() async throws {
-        try await withRemoteFixture("self-signed", runner: runner) { fixture in   // stopped when the block ends
-            #expect(fixture.scenario.expect.verify == "self-signed certificate")
-            #expect(fixture.scenario.expect.ats == .block)
-            // The certificates, leaf first, as Alamofire's PinnedCertificatesTrustEvaluator takes them.
-            #expect(fixture.chainDER.count == 1)
-            #expect(fixture.caCertificateDER != fixture.chainDER[0])
-            // Loaded with default trust, the client refuses it, and the fixture saw it refuse (unknown_ca(48)).
-            try await fixture.expectRefused { try await URLSession.shared.data(from: fixture.url) }
-        }
+    @Test func expiredCertificateIsRefused() async throws {
+        let session = URLSession(configuration: .fixtures(through: fixtures.proxy))
+        // The control (ats-compliant) must be accepted and expired refused at the certificate, by this session.
+        try await fixtures.expectRefused("expired") { url in try await session.data(from: url) }
     }
     // README: remote-swift-testing-example end
+}
+
+/// The remote XCTest helpers themselves: each must fail the test when its check fails.
+final class RemoteXCTestHelperTests: FailureCapturingTestCase {
+    private var serve: ControlAPIRunner?
+    private var fixtures = RemoteFixtures()
+
+    override func setUp() async throws {
+        let serve = try ControlAPIRunner.start(["ats-compliant"])
+        self.serve = serve
+        fixtures = RemoteFixtures(runner: serve.runnerURL)
+    }
+
+    override func tearDown() async throws { serve?.stop() }
+
+    func testAssertionsFailWhenTheirCheckFails() async throws {
+        let ca = try TestEnvironment.file(try XCTUnwrap(serve).store.ca().certificate.pem, name: "ca.pem")
+        let trusting = CurlLoad(trusting: [ca], resolveToLoopback: true)
+        let differential = await failures {
+            await XCTAssertRefused("pin-rotated-key", runner: fixtures) { url in try await trusting(url) }
+        }
+        XCTAssertEqual(differential.count, 1, "\(differential)")
+        XCTAssertTrue(differential.first?.contains("no pin was checked") == true, "\(differential)")
+
+        let fixture = try await startRemoteFixture("ats-compliant", runner: fixtures)
+        let single = await failures { await XCTAssertRefused(fixture) { try await trusting(fixture.url) } }
+        XCTAssertEqual(single.count, 1, "\(single)")
+        XCTAssertTrue(single.first?.contains("the client accepted ats-compliant") == true, "\(single)")
+        let expired = try await startRemoteFixture("expired", runner: fixtures)
+        let refused = await failures { await XCTAssertAccepted(expired) { try await trusting(expired.url) } }
+        XCTAssertEqual(refused.count, 1, "\(refused)")
+        XCTAssertTrue(refused.first?.contains("the client refused expired") == true, "\(refused)")
+        // And a check that holds passes quietly.
+        let passed = await failures {
+            await XCTAssertRefused("expired", runner: fixtures) { url in try await trusting(url) }
+        }
+        XCTAssertEqual(passed, [])
+    }
 }

@@ -5,22 +5,28 @@ import FoundationNetworking
 import Testing
 import TLSFixtures
 
+/// docs/macos.md's Swift Testing example, exactly as it appears there (`DocExamplesTests`). It proves a refusal by
+/// difference, so here, where URLSession's libcurl does not trust the kit's CA, it must fail on the control half
+/// (`HoldsExampleOutcome`); `ExampleRuns` runs it again where the CA is trusted, and it must pass.
+@Suite("docs/macos.md: the Swift Testing example", HoldsExampleOutcome())
+struct MacSwiftTestingExampleTests {
+    init() { TestEnvironment.useSharedStoreAsDefault() }
+
+    // README: swift-testing-example begin
+    @Test func expiredCertificateIsRefused() async throws {
+        let session = URLSession(configuration: .ephemeral)   // or your app's session, with its pinning delegate
+        // A fresh ats-compliant (the control) must be accepted and a fresh expired refused at the certificate.
+        try await FixtureServer.expectRefused("expired") { url in try await session.data(from: url) }
+    }
+    // README: swift-testing-example end
+}
+
 @Suite("withFixture, the Swift Testing scope")
 struct WithFixtureTests {
     init() { TestEnvironment.useSharedStoreAsDefault() }
 
-    // README: swift-testing-example begin
-    @Test func aSelfSignedCertificateIsRefused() async throws {
-        try await withFixture("self-signed") { fixture in
-            // Passes only if URLSession reached this fixture and refused it for the scenario's reason (an unknown
-            // issuer); a DNS failure, a wrong port, or a certificate it accepted fails the test, saying which.
-            try await fixture.expectRefused {
-                try await URLSession.shared.data(from: fixture.url)
-            }
-        }
-    }
-
-    @Test func tls10IsRefusedByAModernClient() async throws {
+    @Test("a TLS 1.2 client is refused by tls-v1-0, and the fixture saw protocol_version")
+    func tls10IsRefusedByAModernClient() async throws {
         try await withFixture("tls-v1-0") { fixture in
             var options = ProbeOptions()
             options.minVersion = .tls1_2          // what URLSession offers under ATS
@@ -33,7 +39,6 @@ struct WithFixtureTests {
             #expect(fixture.connections.last?.outcome?.alert == .protocolVersion)   // what the server saw
         }
     }
-    // README: swift-testing-example end
 
     @Test("the probe verifies the name it sends as SNI, as curl and s_client do")
     func verifiesServerName() async throws {
