@@ -78,6 +78,6 @@ package struct ServerFactsCollector: Sendable {
 
     package func collect(_ target: ProbeTarget) async throws -> ServerFacts {
         // Dozens of blocking handshakes: on a thread of their own, as TLSProbe.probe's are, not the cooperative pool.
-        try await BlockingWork.blockingIO { try self.collect(target) }
+        try await BlockingWork.probe { try self.collect(target) }
     }
 }

@@ -122,10 +122,10 @@ public struct TLSProbe: Sendable {
         }
     }
 
-    /// The same, off the cooperative thread pool, on a thread of its own (`BlockingWork.blockingIO`): a probe may wait
-    /// out its timeouts, and no other work in the process waits for it.
+    /// The same, off the cooperative thread pool, on a thread of its own (`BlockingWork.probe`): a probe may wait out its
+    /// timeouts, and no other work in the process waits for it; at most `BlockingWork.maximumProbes` run at once.
     public func probe(_ target: ProbeTarget) async throws -> ProbeResult {
-        try await BlockingWork.blockingIO { try self.probe(target) }
+        try await BlockingWork.probe { try self.probe(target) }
     }
 
     private func exchange(_ target: ProbeTarget) -> ProbeHTTPExchange {

@@ -1,4 +1,5 @@
 import Foundation
+import NIOConcurrencyHelpers
 import NIOPosix
 
 /// Where the kit's blocking work runs: never on the cooperative pool, and never on `NIOThreadPool.singleton`, which
@@ -20,6 +21,12 @@ import NIOPosix
 /// A test process that starts fixtures and probes them from many tests at once used to run all of it on the
 /// singleton's threads (one per core): a few probes waiting out timeouts, or one RSA-8192 key, held every one of them,
 /// and a fixture that needed a moment of work waited for a minute and more.
+///
+/// Threads of their own are not cores of their own, though: every lane busy at once is five pools' worth of key
+/// generation on two cores, and the fixtures' event loops starve behind it. So all CPU-bound preparation, in every lane,
+/// draws from one budget (`CPUBudget.shared`: as many permits as cores, at least two), and slow work may never hold the
+/// last permit, so quick work never waits behind slow work; and probes, which are I/O but each a handshake's worth of
+/// CPU, run at most `maximumProbes` at once.
 package enum BlockingWork {
     package enum Lane: Sendable {
         case quick, slow, everyCore
@@ -40,14 +47,17 @@ package enum BlockingWork {
         return pool
     }
 
-    /// Runs preparation work in `lane`.
+    /// Runs preparation work in `lane`, once the process's CPU budget admits it.
     package static func prepare<T: Sendable>(_ lane: Lane, _ body: @escaping @Sendable () throws -> T) async throws -> T {
+        let kind = lane.isSlow ? CPUBudget.Kind.slow : .quick
+        await CPUBudget.shared.acquire(kind)
+        defer { CPUBudget.shared.release(kind) }
         switch lane {
-        case .quick: try await quickPool.runIfActive(body)
-        case .slow: try await slowPool.runIfActive(body)
-        case .everyCore: try await everyCorePool.runIfActive(body)
-        case .requested(slow: false): try await requestedQuickPool.runIfActive(body)
-        case .requested(slow: true): try await requestedSlowPool.runIfActive(body)
+        case .quick: return try await quickPool.runIfActive(body)
+        case .slow: return try await slowPool.runIfActive(body)
+        case .everyCore: return try await everyCorePool.runIfActive(body)
+        case .requested(slow: false): return try await requestedQuickPool.runIfActive(body)
+        case .requested(slow: true): return try await requestedSlowPool.runIfActive(body)
         }
     }
 
@@ -56,5 +66,145 @@ package enum BlockingWork {
         try await withCheckedThrowingContinuation { continuation in
             Thread.detachNewThread { continuation.resume(with: Result(catching: body)) }
         }
+    }
+
+    /// At most this many probes run at once in a process; more wait their turn (a probe's handshake is a moment of
+    /// CPU, and hundreds at once would take the cores from the fixtures they probe).
+    package static let maximumProbes = 4 * max(2, ProcessInfo.processInfo.activeProcessorCount)
+    private static let probes = AsyncGate(width: maximumProbes)
+
+    /// A probe's blocking handshakes, on a thread of its own, at most `maximumProbes` at once.
+    package static func probe<T: Sendable>(_ body: @escaping @Sendable () throws -> T) async throws -> T {
+        await probes.enter()
+        defer { probes.leave() }
+        return try await blockingIO(body)
+    }
+}
+
+extension BlockingWork.Lane {
+    /// Slow work: an RSA key of 4096 bits or more, a DH group.
+    var isSlow: Bool {
+        switch self {
+        case .quick, .requested(slow: false): return false
+        case .slow, .everyCore, .requested(slow: true): return true
+        }
+    }
+}
+
+/// The process's budget of CPU-bound preparation: `width` permits (the cores, at least two), one per job running on
+/// any lane's pool. Slow jobs hold at most `width - 1`, so a permit is always left for quick work; waiting quick jobs
+/// are admitted before waiting slow ones. Waiting holds no thread: a job waits as a continuation, not on a pool.
+package final class CPUBudget: Sendable {
+    package enum Kind: Sendable { case quick, slow }
+
+    package static let shared = CPUBudget(width: max(2, ProcessInfo.processInfo.activeProcessorCount))
+
+    private struct State {
+        var inUse = 0
+        var slowInUse = 0
+        var quickWaiting: [CheckedContinuation<Void, Never>] = []
+        var slowWaiting: [CheckedContinuation<Void, Never>] = []
+        var mostInUse = 0
+    }
+
+    /// The permits.
+    package let width: Int
+    private let state: NIOLockedValueBox<State>
+
+    package init(width: Int) {
+        precondition(width >= 2, "a budget needs a permit for quick work beside slow work")
+        self.width = width
+        state = NIOLockedValueBox(State())
+    }
+
+    /// Jobs running now, and of them slow ones; the most that ever ran at once.
+    package var usage: (running: Int, slow: Int, most: Int) {
+        state.withLockedValue { ($0.inUse, $0.slowInUse, $0.mostInUse) }
+    }
+
+    /// Jobs waiting for a permit now.
+    package var waiting: (quick: Int, slow: Int) {
+        state.withLockedValue { ($0.quickWaiting.count, $0.slowWaiting.count) }
+    }
+
+    package func acquire(_ kind: Kind) async {
+        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+            let admitted = state.withLockedValue { state -> Bool in
+                // First come, first served within a kind; waiting quick jobs go before any slow one.
+                let queued = kind == .quick ? !state.quickWaiting.isEmpty
+                    : !state.quickWaiting.isEmpty || !state.slowWaiting.isEmpty
+                guard Self.admits(kind, state, width: width), !queued else {
+                    if kind == .quick { state.quickWaiting.append(continuation) } else { state.slowWaiting.append(continuation) }
+                    return false
+                }
+                Self.take(kind, &state)
+                return true
+            }
+            if admitted { continuation.resume() }
+        }
+    }
+
+    package func release(_ kind: Kind) {
+        let woken = state.withLockedValue { state -> [CheckedContinuation<Void, Never>] in
+            state.inUse -= 1
+            if kind == .slow { state.slowInUse -= 1 }
+            var woken: [CheckedContinuation<Void, Never>] = []
+            while !state.quickWaiting.isEmpty, Self.admits(.quick, state, width: width) {
+                woken.append(state.quickWaiting.removeFirst())
+                Self.take(.quick, &state)
+            }
+            while !state.slowWaiting.isEmpty, Self.admits(.slow, state, width: width) {
+                woken.append(state.slowWaiting.removeFirst())
+                Self.take(.slow, &state)
+            }
+            return woken
+        }
+        for continuation in woken { continuation.resume() }
+    }
+
+    private static func admits(_ kind: Kind, _ state: State, width: Int) -> Bool {
+        state.inUse < width && (kind == .quick || state.slowInUse < width - 1)
+    }
+
+    private static func take(_ kind: Kind, _ state: inout State) {
+        state.inUse += 1
+        if kind == .slow { state.slowInUse += 1 }
+        state.mostInUse = max(state.mostInUse, state.inUse)
+    }
+}
+
+/// At most `width` tasks inside at once; the others wait, in order, as continuations.
+package final class AsyncGate: Sendable {
+    private let state: NIOLockedValueBox<(inside: Int, waiting: [CheckedContinuation<Void, Never>])>
+    private let width: Int
+
+    package init(width: Int) {
+        self.width = width
+        state = NIOLockedValueBox((0, []))
+    }
+
+    package func enter() async {
+        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+            let admitted = state.withLockedValue { state -> Bool in
+                guard state.inside < width else {
+                    state.waiting.append(continuation)
+                    return false
+                }
+                state.inside += 1
+                return true
+            }
+            if admitted { continuation.resume() }
+        }
+    }
+
+    package func leave() {
+        let next = state.withLockedValue { state -> CheckedContinuation<Void, Never>? in
+            guard !state.waiting.isEmpty else {
+                state.inside -= 1
+                return nil
+            }
+            return state.waiting.removeFirst()   // its permit passes on
+        }
+        next?.resume()
     }
 }

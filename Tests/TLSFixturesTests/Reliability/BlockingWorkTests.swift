@@ -74,3 +74,79 @@ extension ReliabilitySuite {
         }
     }
 }
+
+/// `CPUBudget`, as values: permits, the reserve for quick work, and the order of the waiting.
+@Suite("One CPU budget: slow work never takes the last permit, quick work goes first")
+struct CPUBudgetTests {
+    @Test("slow work holds at most width - 1 permits; quick work takes the last; the waiting are admitted in order")
+    func permits() async throws {
+        let budget = CPUBudget(width: 3)
+        await budget.acquire(.slow)
+        await budget.acquire(.slow)
+        #expect(budget.usage == (running: 2, slow: 2, most: 2))
+        // A third slow job waits: the last permit is quick work's.
+        let thirdSlow = Task { await budget.acquire(.slow) }
+        try await Self.until { budget.waiting.slow == 1 }
+        await budget.acquire(.quick)
+        #expect(budget.usage.running == 3)
+        // Full: a quick job and then a slow one wait; when a slow job ends, the quick one goes first.
+        let quick = Task { await budget.acquire(.quick) }
+        try await Self.until { budget.waiting.quick == 1 }
+        budget.release(.slow)
+        await quick.value
+        #expect(budget.waiting == (quick: 0, slow: 1), "the quick job was not admitted before the slow one")
+        budget.release(.quick)
+        await thirdSlow.value
+        #expect(budget.usage.slow == 2 && budget.usage.most == 3)
+    }
+
+    /// Waits, without holding a thread, for something another task does; a minute is a hang, not slowness.
+    static func until(_ condition: @Sendable () -> Bool) async throws {
+        let deadline = ContinuousClock.now + .seconds(60)
+        while !condition() {
+            try #require(ContinuousClock.now < deadline, "the condition never held")
+            try await Task.sleep(for: .milliseconds(1))
+        }
+    }
+}
+
+extension ReliabilitySuite {
+    /// Every lane of the process's preparation held by jobs that wait (a test process making RSA-8192 keys in all of
+    /// them): the budget admits no more than its permits, keeps one for quick work, and a fixture is still prepared,
+    /// started and probed. Before the budget every lane ran as wide as its pool, five pools on two cores.
+    @Suite("One CPU budget across every lane")
+    struct CPUBudgetLiveTests {
+        @Test("with every lane busy, at most the budget runs, a quick preparation still runs, a fixture still answers")
+        func everyLaneBusy() async throws {
+            let budget = CPUBudget.shared
+            let release = DispatchSemaphore(value: 0)
+            let started = NIOLockedValueBox(0)
+            var jobs: [Task<Void, Never>] = []
+            for lane in [BlockingWork.Lane.slow, .everyCore, .requested(slow: true), .slow, .everyCore] {
+                for _ in 0..<budget.width {
+                    jobs.append(Task {
+                        _ = try? await BlockingWork.prepare(lane) {
+                            started.withLockedValue { $0 += 1 }
+                            _ = release.wait(timeout: .now() + 120)
+                        }
+                    })
+                }
+            }
+            defer {
+                for _ in jobs { release.signal() }
+            }
+            try await CPUBudgetTests.until { budget.usage.slow == budget.width - 1 && budget.waiting.slow > 0 }
+            #expect(started.withLockedValue { $0 } == budget.width - 1, "more slow jobs ran than the budget allows")
+            let store = TestEnvironment.suiteStore("CPUBudget")
+            let result = try await withFixture("ats-compliant", store: store) { fixture in
+                try await TLSProbe(trusting: [fixture.caCertificate]).probe(ProbeTarget(host: "localhost",
+                                                                                     port: fixture.port))
+            }
+            #expect(result.failure == nil && result.http?.status == 200, "\(result.failure ?? "")")
+            #expect(budget.usage.most <= budget.width, "the budget ran \(budget.usage.most) jobs at once")
+            for _ in jobs { release.signal() }
+            for job in jobs { await job.value }
+            #expect(budget.usage.running == 0 && budget.waiting == (quick: 0, slow: 0))
+        }
+    }
+}
