@@ -156,7 +156,10 @@ let package = Package(
         // `make bench`: the in-process measurements (scripts/bench/run.py drives it and the peers).
         .executableTarget(
             name: "tls-fixtures-bench",
-            dependencies: ["TLSFixtures", "COpenSSL", .product(name: "NIOCore", package: "swift-nio")]
+            dependencies: [
+                "TLSFixtures", "TLSFixturesServer", "TLSFixturesOpenSSL", "TLSFixturesClient", "COpenSSL",
+                .product(name: "NIOCore", package: "swift-nio"),
+            ]
         ),
         .testTarget(
             name: "TLSFixturesTests",

@@ -8,6 +8,9 @@
 //   check     --port P --scenario NAME       one handshake: protocol, cipher, leaf fingerprint, resumed or not
 //   idle      --store DIR --count N [NAMES…] resident size of one process holding N idle fixtures
 //   load      --port P --scenario NAME --requests N [--keepalive 1]   N requests, one by one (for callgrind)
+//   differential --runner URL --store DIR --ca FILE --count N   one differential assertion (expired and its control),
+//             through a running serve and in process: median and p90 ms
+//   busy-handshake --store DIR --count N     handshake latency, idle and with every preparation lane busy
 //
 // Every command prints one JSON object on stdout.
 import COpenSSL
@@ -245,6 +248,8 @@ func idle(_ args: Arguments) async throws {
         case "spawn-startup": try spawnStartup(args)
         case "check": try check(args)
         case "idle": try await idle(args)
+        case "differential": try await differential(args)
+        case "busy-handshake": try await busyHandshake(args)
         case "load":
             let client = try HandshakeClient(scenario: try args.scenario())
             let done = try client.requests(port: try args.int("port"), count: try args.int("requests"),

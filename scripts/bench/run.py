@@ -576,6 +576,44 @@ http {{
         names = sorted(f[:-5] for f in os.listdir(scenario_dir) if f.endswith(".json"))
         return [n for n in names if n not in SLOW_SCENARIOS]
 
+    def section_differential(self):
+        """issue 34: one differential assertion on a warm runner (two leased fixtures started, `expired` and its
+        control, one verifying load each, both fixtures' records read, the judgement, both stopped), and the same in
+        process; target: median ≤ 50 ms through the runner."""
+        log("== the differential check: expired and its control, through a warm serve and in process")
+        store = os.path.join(OUT, "differential-store")
+        shutil.rmtree(store, ignore_errors=True)
+        base = free_port_range(100)
+        proc = subprocess.Popen([self.cli, "serve", "ats-compliant", "--port-base", str(base), "--dir", store, "--json"],
+                                stdout=subprocess.PIPE, stderr=open(os.path.join(self.logs, "differential-serve.log"), "a"),
+                                text=True)
+        try:
+            proc.stdout.readline()   # serve's report: it listens
+            ca = os.path.join(OUT, "differential-ca.pem")
+            run([self.cli, "ca", "export", "--dir", store, "--out", ca, "--force"])
+            count = 10 if self.quick else 50
+            r = self.bench_json("differential", "--runner", f"http://localhost:{base}", "--store", store, "--ca", ca,
+                                "--count", str(count), timeout=600)
+        finally:
+            self.stop(proc, base)
+        self.results["differential"] = r
+        log(f"  through serve: median {r['remote']['medianMs']:.1f} ms, p90 {r['remote']['p90Ms']:.1f} ms; "
+            f"in process: median {r['inProcess']['medianMs']:.1f} ms (n={r['remote']['count']})")
+        self.check("the differential check passed on expired and its control", "refused at the certificate" in r["verdict"],
+                   r["verdict"][:200])
+
+    def section_busy(self):
+        """issue 35: a fixture's handshake latency with every preparation lane of its process making RSA-3072 keys, beside
+        the same process idle: the CPU budget keeps key generation to the cores, so the event loop still answers."""
+        log("== handshakes while every preparation lane is busy")
+        count = 20 if self.quick else 100
+        r = self.bench_json("busy-handshake", "--store", self.store, "--count", str(count), timeout=900)
+        self.results["busy"] = r
+        log(f"  idle: median {r['idle']['medianMs']:.1f} ms; busy ({r['jobs']} jobs queued, at most {r['mostRunning']} "
+            f"running): median {r['busy']['medianMs']:.1f} ms, p90 {r['busy']['p90Ms']:.1f} ms")
+        self.check("the CPU budget ran no more jobs than it has permits",
+                   r["mostRunning"] <= max(2, len(os.sched_getaffinity(0))), str(r["mostRunning"]))
+
     def section_memory(self):
         log("== memory: one process holding 100 idle fixtures")
         if not os.path.isdir(self.catalog_store):
@@ -664,6 +702,17 @@ http {{
                 f"(n={len(fr['rounds'])})", f"{fr['servedSeconds']:.1f} s", "—", "—",
                 f"slowest {fr['slowestSeconds']:.1f} s; dashboard {fr['dashboardSeconds']:.2f} s", "≤ 5 s",
                 fr["servedSeconds"] <= 5)
+        df = r.get("differential")
+        if df:
+            row(f"differential check (expired + control: 2 starts, 2 loads, the judgement), median (n={df['remote']['count']})",
+                f"{df['remote']['medianMs']:.1f} ms", "—", "—",
+                f"p90 {df['remote']['p90Ms']:.1f} ms; in process {df['inProcess']['medianMs']:.1f} ms", "≤ 50 ms",
+                df["remote"]["medianMs"] <= 50)
+        bz = r.get("busy")
+        if bz:
+            row("handshake with every preparation lane busy, median", f"{bz['busy']['medianMs']:.1f} ms", "—", "—",
+                f"idle {bz['idle']['medianMs']:.1f} ms; p90 {bz['busy']['p90Ms']:.1f} ms; at most {bz['mostRunning']} "
+                "jobs at once", "≤ 1 s", bz["busy"]["p90Ms"] <= 1000)
         mem = r.get("memory")
         if mem:
             row(f"resident size, 100 idle fixtures ({mem['distinctScenarios']} scenarios)", f"{mem['rssKiB'] / 1024:.1f} MiB",
@@ -715,7 +764,8 @@ def main():
     args = parser.parse_args()
     started = time.time()
     b = Bench(args)
-    sections = [s for s in args.only.split(",") if s] or ["limit", "startup", "handshake", "keepalive", "prepare", "firstrun", "memory"]
+    sections = [s for s in args.only.split(",") if s] or ["limit", "startup", "handshake", "keepalive", "prepare", "firstrun",
+                                                         "memory", "differential", "busy"]
     b.environment()
     log(f"bench: {b.results['mode']} mode; servers on CPU {b.server_cpus}, load generator on CPU {b.client_cpus}; "
         f"load average {b.results['environment']['loadBefore']:.2f}")
