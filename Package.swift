@@ -148,7 +148,7 @@ let package = Package(
         .executableTarget(
             name: "tls-fixtures",
             dependencies: [
-                "TLSFixtures", "TLSFixturesCLISupport",
+                "TLSFixtures", "TLSFixturesCLISupport", "TLSFixturesClient",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ]

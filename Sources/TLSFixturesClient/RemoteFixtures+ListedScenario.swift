@@ -41,5 +41,8 @@ extension RemoteFixtures {
         public var reason: String?
         /// What standard clients are expected to make of it.
         public var expect: FixtureExpectations
+        /// Each client matrix stack's verdict (`curl`: `accept` or `reject`), as the scenario file's `expect.clients`
+        /// resolves it; nil from a runner that does not say.
+        public var clientOutcomes: [String: String]?
     }
 }

@@ -116,6 +116,16 @@ public struct RemoteFixtures: Sendable {
     private struct Refusal { var since: Date; var gaveUp = false }
     private static let refusals = Locked<[String: Refusal]>([:])
 
+    /// The runner's CA certificate, PEM (its dashboard's `/ca.pem`): what a client under test must trust.
+    public func caCertificatePEM() async throws -> Data {
+        let (data, status) = try await send("GET", "/ca.pem")
+        guard status == 200, data.starts(with: Data("-----BEGIN".utf8)) else {
+            throw RemoteFixtureError.unexpectedAnswer(url: endpoint("/ca.pem"), status: status,
+                                                      detail: "not a PEM certificate")
+        }
+        return data
+    }
+
     /// The runner's proxy, on the runner's own port: it resolves `NAME.fixtures.test` to the runner's fixtures (a
     /// runner started with `serve --domain` resolves more: `RemoteFixture.proxy` lists them).
     public var proxy: FixtureProxy { FixtureProxy(host: runnerURL.host ?? "localhost", port: runnerURL.port ?? 9800) }

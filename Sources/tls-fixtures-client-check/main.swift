@@ -30,6 +30,32 @@ struct Outcome: Encodable {
 }
 
 let arguments = Array(CommandLine.arguments.dropFirst())
+
+// `--report-card FOLDER [FAMILY]`: URLSession's report card over every scenario the runner serves (and each one's
+// control), by `localhost` (as the client matrix judged it), written to FOLDER; prints the summary line; exit 0 when
+// nothing is unexpected, 3 when something is.
+if arguments.first == "--report-card", arguments.count >= 2 {
+    do {
+        let fixtures = RemoteFixtures(ttl: 120)
+        #if os(Linux)
+        for (variable, value) in fixtures.proxy.environment { setenv(variable, value, 1) }
+        #endif
+        let configuration = URLSessionConfiguration.fixtures(through: fixtures.proxy)
+        configuration.timeoutIntervalForRequest = 15
+        let session = URLSession(configuration: configuration)
+        let family: ReportCard.Family = arguments.count > 2 ? .matrix(arguments[2]) : .verifying
+        let card = try await fixtures.reportCard(client: "URLSession (FoundationNetworking)", family: family,
+                                                 url: .localhost, to: URL(fileURLWithPath: arguments[1])) { url in
+            try await session.data(from: url)
+        }
+        print(card.summaryLine)
+        exit(card.counts[.unexpected] == nil ? 0 : 3)
+    } catch {
+        print("error: \(error)")
+        exit(1)
+    }
+}
+
 guard let name = arguments.first else {
     FileHandle.standardError.write(Data("usage: tls-fixtures-client-check SCENARIO [qualified|domain|localhost]\n".utf8))
     exit(64)
