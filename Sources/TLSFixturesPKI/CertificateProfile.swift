@@ -102,23 +102,10 @@ public struct CertificateProfile: Hashable, Sendable, Codable {
         guard let signer = issuer?.key ?? subjectKey.privateKey else {
             throw PKIError(code: .notAnAuthority, reason: "a certificate for a public key alone needs an issuer", fix: "sign it with a CA")
         }
-        let signerType = signer.description.type
-        var digestName: String? = digest.openSSLName
-        switch signerType {
-        case let type where type.isEdDSA:
-            // EdDSA hashes internally; OpenSSL requires a NULL digest and there is no "Ed25519 with SHA-1".
-            guard digest == .sha256 || digest == .sha512 else {
-                throw PKIError(code: .digestNotSignable, subject: digest.rawValue, reason: "an Ed25519 issuer cannot sign with \(digest.rawValue): EdDSA has no digest choice",
-                               fix: "sign with an RSA or EC issuer, or use sha256")
-            }
-            digestName = nil
-        case .ec:
-            if digest == .md5 {
-                throw PKIError(code: .digestNotSignable, subject: digest.rawValue, reason: "an EC issuer cannot sign with md5: there is no ECDSA-with-MD5 algorithm",
-                               fix: "sign with an RSA issuer (for example BuiltinAuthority.rsaIntermediate)")
-            }
-        default: break
-        }
+        let signerKind = SigningKeyKind(signer)
+        try checkSignable(by: signerKind)
+        // EdDSA hashes internally; OpenSSL requires a NULL digest.
+        let digestName: String? = signerKind == .eddsa ? nil : digest.openSSLName
         if let sans = subjectAltNames, sans.isEmpty {
             throw PKIError(code: .emptySubjectAltNames, reason: "a subjectAltName extension needs at least one name",
                            fix: "set subjectAltNames to nil to leave the extension out")
@@ -329,8 +316,19 @@ public struct Subject: Hashable, Sendable, Codable {
         otherAttributes = others.isEmpty ? nil : others
     }
 
-    /// Refuses what no certificate should carry: a country that is not two letters (X.520 PrintableString SIZE(2)).
+    /// Refuses what no certificate should carry: a country that is not two letters (X.520 PrintableString SIZE(2)),
+    /// and attributes longer than RFC 5280's upper bounds (A.1: 64 characters for CN, O and OU, 128 for L and ST),
+    /// which OpenSSL refuses only as it signs ("string too long"), after a key was made for them.
     package func check() throws {
+        let bounds: [(String, String?, Int)] = [("common name", commonName, 64), ("organization", organization, 64),
+                                                ("organizational unit", organizationalUnit, 64),
+                                                ("state", state, 128), ("locality", locality, 128)]
+        for case let (field, value?, bound) in bounds where value.unicodeScalars.count > bound {
+            throw PKIError(code: .invalidName, subject: String(value.prefix(40)),
+                           reason: "the \(field) is \(value.unicodeScalars.count) characters long, and a certificate carries at "
+                              + "most \(bound) (RFC 5280 A.1)",
+                           fix: "shorten it to \(bound) characters or fewer")
+        }
         if let country, !(country.count == 2 && country.allSatisfy({ $0.isASCII && $0.isLetter && $0.isUppercase })) {
             throw PKIError(code: .invalidName, subject: country, reason: "invalid country \"\(country)\"",
                            fix: "use a two-letter ISO 3166 code in capitals, such as US, DE or JP")
@@ -469,6 +467,45 @@ public enum SubjectAltName: Hashable, Sendable, Codable, CustomStringConvertible
     }
 }
 
+/// The kind of key that signs, as far as the digests it can sign with go.
+package enum SigningKeyKind: Sendable, Equatable {
+    case rsa, ec, eddsa
+
+    package init(_ key: PrivateKey) {
+        let type = key.description.type
+        self = type.isEdDSA ? .eddsa : type == .ec ? .ec : .rsa
+    }
+
+    package init(_ spec: KeySpec) {
+        switch spec {
+        case .rsa: self = .rsa
+        case .ec: self = .ec
+        case .ed25519: self = .eddsa
+        }
+    }
+}
+
+extension CertificateProfile {
+    /// Throws `digestNotSignable` when a signer of `kind` cannot sign with `digest`: EdDSA has no digest choice (and
+    /// no "Ed25519 with SHA-1"), and there is no ECDSA-with-MD5. Checked before a key is made for the certificate.
+    package func checkSignable(by kind: SigningKeyKind) throws {
+        switch kind {
+        case .eddsa:
+            guard digest == .sha256 || digest == .sha512 else {
+                throw PKIError(code: .digestNotSignable, subject: digest.rawValue, reason: "an Ed25519 issuer cannot sign with \(digest.rawValue): EdDSA has no digest choice",
+                               fix: "sign with an RSA or EC issuer, or use sha256")
+            }
+        case .ec:
+            if digest == .md5 {
+                throw PKIError(code: .digestNotSignable, subject: digest.rawValue, reason: "an EC issuer cannot sign with md5: there is no ECDSA-with-MD5 algorithm",
+                               fix: "sign with an RSA issuer (for example BuiltinAuthority.rsaIntermediate)")
+            }
+        case .rsa:
+            break
+        }
+    }
+}
+
 /// When a certificate is valid. Days are counted from the moment of issue, so `expired` is expired the moment
 /// it is made and stays so.
 public struct Validity: Hashable, Sendable, Codable {
@@ -490,10 +527,19 @@ public struct Validity: Hashable, Sendable, Codable {
     /// Both moments as dates, relative ones counted from `now`: (notBefore, notAfter).
     public func resolve(now: Date) -> (Date, Date) { (notBefore.resolve(now: now), notAfter.resolve(now: now)) }
 
-    /// Both moments within what a certificate can carry (`Moment.check`).
+    /// Both moments within what a certificate can carry (`Moment.check`), and the end not before the start (as they
+    /// resolve now).
     public func check() throws {
         try notBefore.check("notBefore")
         try notAfter.check("notAfter")
+        let (start, end) = resolve(now: Date())
+        guard start <= end else {
+            let format = ISO8601DateFormatter()
+            throw PKIError(code: .invalidValidity, subject: "notAfter",
+                           reason: "notAfter (\(format.string(from: end))) is before notBefore (\(format.string(from: start))): "
+                              + "no moment is inside this validity",
+                           fix: "end the validity after it starts (a notBefore alone in the future needs a notAfter after it)")
+        }
     }
 
     /// Whether a certificate made from this profile is meant to be expired, not yet valid, or valid right now.
