@@ -57,8 +57,8 @@ struct CertIssue: AsyncParsableCommand {
     @Option(parsing: .unconditionalSingleValue, help: ArgumentHelp("URI subjectAltName, such as a SPIFFE ID (repeatable).", valueName: "uri"))
     var uri: [String] = []
 
-    @Option(help: ArgumentHelp("Key: rsa:BITS (BITS from 512 to 8192), an EC curve or ed25519.", valueName: "spec"))
-    var key: KeySpec = .ec(.p256)
+    @Option(help: ArgumentHelp("Key: rsa:BITS (BITS from 512 to 8192), an EC curve or ed25519 (default ec:p256).", valueName: "spec"))
+    var key: KeySpec?
 
     @Option(help: ArgumentHelp("Reuse the key of another certificate in the store (same SPKI pin).", valueName: "name"))
     var reuseKeyOf: String?
@@ -138,8 +138,8 @@ struct CertIssue: AsyncParsableCommand {
     @Option(help: ArgumentHelp("Excluded name constraint on a CA (repeatable).", valueName: "name"))
     var exclude: [String] = []
 
-    @Option(help: ArgumentHelp("Signer: self, a built-in authority (\(BuiltinAuthority.allCases.map(\.rawValue).joined(separator: ", "))) or the NAME of a CA issued with --ca.", valueName: "issuer"))
-    var issuer = "root"
+    @Option(help: ArgumentHelp("Signer: self, a built-in authority (\(BuiltinAuthority.allCases.map(\.rawValue).joined(separator: ", "))) or the NAME of a CA issued with --ca (default root).", valueName: "issuer"))
+    var issuer: String?
 
     @Option(help: ArgumentHelp("Sign with this CA certificate (PEM, may include the chain above it) …", valueName: "file"))
     var issuerCert: String?
@@ -171,18 +171,15 @@ struct CertIssue: AsyncParsableCommand {
     func validate() throws {
         // ArgumentParser wraps what validate() throws, so the flags go into library errors here rather than in main.
         try FlagHints.translating {
-            if !force {
-                try ScenarioCatalog.builtIn.requireFreeCertificateName(name)
-                if let reuseKeyOf, let role = CertificateStore.ownNames[reuseKeyOf] {
-                    throw CLIError("--reuse-key-of \(reuseKeyOf): that key is the store's own (\(role)); use another, or add --force")
+            try ScenarioCatalog.builtIn.requireFreeCertificateName(name, overriding: force)
+            if let reuseKeyOf {
+                do { try ScenarioCatalog.builtIn.requireFreeCertificateName(reuseKeyOf, overriding: force) } catch {
+                    let reason = (error as? any CodedError)?.reason ?? "\(error)"
+                    throw CLIError("--reuse-key-of \(reuseKeyOf): that key is not yours to reuse (\(reason)); use another, "
+                        + "or add --force")
                 }
             }
-            let sources = [reuseKeyOf.map { _ in "--reuse-key-of" }, useKey.map { _ in "--use-key" }, csr.map { _ in "--csr" }].compactMap { $0 }
-            if sources.count > 1 { throw CLIError("\(sources.joined(separator: " and ")) each choose the key; give one") }
-            if issuerCert != nil || issuerKey != nil {
-                guard issuerCert != nil && issuerKey != nil else { throw CLIError("--issuer-cert and --issuer-key go together") }
-                if selfSigned || issuer != "root" { throw CLIError("--issuer-cert/--issuer-key choose the signer; leave out --issuer and --self-signed") }
-            }
+            try refuseConflictingOptions()
             if csr != nil {
                 if selfSigned || issuer == "self" { throw CLIError("a certificate for a --csr cannot be self-signed (its key is the requester's); leave out --self-signed") }
                 if keyFile != nil || p12File != nil || bundleFile != nil {
@@ -195,6 +192,24 @@ struct CertIssue: AsyncParsableCommand {
         }
     }
 
+    /// Two options that each decide the same thing, or where one would be silently ignored, are refused naming both.
+    private func refuseConflictingOptions() throws {
+        func given(_ pairs: [(Bool, String)]) -> [String] { pairs.filter(\.0).map(\.1) }
+        let keySources = given([(reuseKeyOf != nil, "--reuse-key-of"), (useKey != nil, "--use-key"), (csr != nil, "--csr")])
+        if keySources.count > 1 { throw CLIError("\(keySources.joined(separator: " and ")) each choose the key; give one") }
+        if key != nil, let other = given([(useKey != nil, "--use-key"), (csr != nil, "--csr")]).first {
+            throw CLIError("--key and \(other): \(other) brings its own key, so --key would be ignored; give one")
+        }
+        if csr != nil, let names = given([(!host.isEmpty, "--host"), (!email.isEmpty, "--email"), (!uri.isEmpty, "--uri"),
+                                           (noSan, "--no-san")]).first {
+            throw CLIError("--csr and \(names): the names come from the CSR, and \(names) would replace them; give one (make a "
+                + "CSR with the names you want)")
+        }
+        let signers = given([(issuer != nil, "--issuer"), (selfSigned, "--self-signed"), (issuerCert != nil, "--issuer-cert")])
+        if signers.count > 1 { throw CLIError("\(signers.joined(separator: " and ")) each choose the signer; give one") }
+        if (issuerCert == nil) != (issuerKey == nil) { throw CLIError("--issuer-cert and --issuer-key go together") }
+    }
+
     /// The request the options describe. With a store, a stored CA (`--issuer NAME`) or CA files are loaded; without
     /// one (in `validate()`), only what can be checked without reading the store is.
     func request(resolvingIssuerIn store: CertificateStore?) throws -> CertificateRequest {
@@ -202,7 +217,9 @@ struct CertIssue: AsyncParsableCommand {
         request.hosts = host
         request.emails = email
         request.uris = uri
-        request.key = key
+        // A key reused by name is of the type it is stored as, when it is stored as one only.
+        let stored = reuseKeyOf.flatMap { name in store?.storedKeySpecs(named: name) } ?? []
+        request.key = key ?? (stored.count == 1 ? stored[0] : .ec(.p256))
         request.keyName = reuseKeyOf
         request.digest = digest
         if days != nil && (notBefore != nil || notAfter != nil) {
@@ -245,15 +262,17 @@ struct CertIssue: AsyncParsableCommand {
         request.excluded = exclude
         if selfSigned {
             request.issuer = .selfSigned
-        } else if let builtIn = try? CertificateRequest.parseIssuer(issuer) {
+        } else if issuerCert != nil {
+            // The signer comes from the files, read below.
+        } else if let builtIn = try? CertificateRequest.parseIssuer(issuer ?? "root") {
             request.issuer = builtIn
-        } else {
+        } else if let issuer {
             let known = "self, " + BuiltinAuthority.allCases.map(\.rawValue).joined(separator: ", ")
             do {
                 try CertificateStore.validate(name: issuer)
                 if let store { request.issuerAuthority = try store.storedAuthority(named: issuer) }
             } catch let error as PKIError where error.code == .invalidName || error.reason.hasPrefix("no certificate named") {
-                throw CLIError("unknown issuer \"\(issuer)\": --issuer takes \(known), or the NAME of a CA you issued into the store "
+                throw CLIError("unknown issuer \"\(echoed(issuer))\": --issuer takes \(known), or the NAME of a CA you issued into the store "
                     + "(`cert issue --ca --name NAME`)")
             }
         }
@@ -319,8 +338,10 @@ struct CertIssue: AsyncParsableCommand {
                 try ExportWriter.checkReplaceable(reused.map { ExportWriter.Material($0, name: name) }, outputs.map(\.0), force: false)
             }
         }
-        warnAboutNameConstraints(request, store: store)
         let credential = try store.issue(request)
+        for line in request.warnings(leaf: credential.certificate, signer: try signer(of: request, store: store)) {
+            Output.error("warning: \(line)")
+        }
         let written = try onOutputs(outputs) {
             try ExportWriter.write(ExportWriter.Material(credential, name: name), to: outputs.map(\.0), force: force)
         }
@@ -346,6 +367,9 @@ struct CertIssue: AsyncParsableCommand {
         // A new certificate (a new serial) differs from any file already there.
         try onOutputs(outputs) { try ExportWriter.checkReplaceable(nil, outputs.map(\.0), force: force) }
         let chain = try FlagHints.translating { try request.sign(signingRequest, store: store) }
+        for line in request.warnings(leaf: chain[0], signer: try signer(of: request, store: store)) {
+            Output.error("warning: \(line)")
+        }
         let written = try onOutputs(outputs) {
             try ExportWriter.write(ExportWriter.Material(chain: chain, key: nil, name: name), to: outputs.map(\.0), force: force)
         }
@@ -357,19 +381,11 @@ struct CertIssue: AsyncParsableCommand {
         for file in written { print("Wrote \(file.path) — \(file.kind)") }
     }
 
-    /// Issued all the same (a certificate that breaks its CA's constraints is a legitimate fixture), but said.
-    private func warnAboutNameConstraints(_ request: CertificateRequest, store: CertificateStore) {
-        let authority: CertificateAuthority?
-        if let own = request.issuerAuthority {
-            authority = own
-        } else if case .authority(let id) = request.issuer {
-            authority = try? store.authority(id)
-        } else {
-            authority = nil
-        }
-        for violation in request.nameConstraintViolations(issuer: authority) {
-            Output.error("warning: \(violation); use a name under one of them, or issue from a CA made with `ca init --no-name-constraints`")
-        }
+    /// The CA that signed what `request` issued (made by then): nil for a self-signed certificate.
+    private func signer(of request: CertificateRequest, store: CertificateStore) throws -> CertificateAuthority? {
+        if let own = request.issuerAuthority { return own }
+        if case .authority(let id) = request.issuer { return try store.existingAuthority(id) }
+        return nil
     }
 
     /// Errors about an output file, worded with the option that named it (never as the store's).
@@ -378,10 +394,11 @@ struct CertIssue: AsyncParsableCommand {
             let path = error.subject ?? ""
             let option = outputs.first { $0.0.url.path == path || path.hasPrefix($0.0.url.deletingLastPathComponent().path + "/") }?.1
                 ?? outputs.first { path.hasPrefix($0.0.url.deletingLastPathComponent().path) }?.1 ?? "output"
+            let code = error.code.description
             switch error.code {
-            case .fileExists: throw CLIError("\(option): \(error.reason); pass --force to replace it, or write somewhere else")
-            case .insideStore: throw CLIError("\(option) \(error.reason); write it elsewhere")
-            default: throw CLIError("\(option): \(error.reason); \(error.fix ?? "choose a folder you can write to")")
+            case .fileExists: throw CLIError("\(option): \(error.reason); pass --force to replace it, or write somewhere else", code: code)
+            case .insideStore: throw CLIError("\(option) \(error.reason); write it elsewhere", code: code)
+            default: throw CLIError("\(option): \(error.reason); \(error.fix ?? "choose a folder you can write to")", code: code)
             }
         }
     }
