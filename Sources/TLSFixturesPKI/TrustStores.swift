@@ -116,6 +116,7 @@ package struct TrustStores: Sendable {
                 guard unlink(file.path) == 0 else { throw unavailable(.system, file.path, FileSystem.errnoText()) }
                 // Debian's documented way to drop a local CA: --fresh rebuilds the links and the bundle without it.
                 try runChecked(system.tool, system.arguments + (system.arguments == ["extract"] ? [] : ["--fresh"]))
+                try removeFromBundle(certificate, system)
                 outcomes.append(Outcome(store: .system, location: file.path, action: "removed"))
             case .nss(let certutil, let databases):
                 for database in databases where Self.hasDatabase(database) {
@@ -146,6 +147,10 @@ package struct TrustStores: Sendable {
         var directory: URL
         var tool: String
         var arguments: [String]
+        /// The bundle the tool writes, which clients read (Debian's `ca-certificates.crt`); nil where not known.
+        var bundle: URL? = nil
+        /// What the tool needs to exist under a stand-in root (`--trust-root`): folders, then files.
+        var skeleton: (folders: [URL], files: [URL]) = ([], [])
     }
 
     private enum Plan {
@@ -175,7 +180,11 @@ package struct TrustStores: Sendable {
                                  "--etccertsdir", environment.path("/etc/ssl/certs").path,
                                  "--hooksdir", environment.path("/etc/ca-certificates/update.d").path]
                 }
-                plan = SystemPlan(directory: directory, tool: tool, arguments: arguments)
+                plan = SystemPlan(directory: directory, tool: tool, arguments: arguments,
+                                  bundle: environment.path("/etc/ssl/certs/ca-certificates.crt"),
+                                  skeleton: environment.isRealRoot ? ([], []) : (
+                                    ["/etc/ssl/certs", "/usr/share/ca-certificates", "/etc/ca-certificates/update.d"]
+                                        .map(environment.path), [environment.path("/etc/ca-certificates.conf")]))
             } else if let tool = environment.locate("update-ca-trust"), environment.isRealRoot {
                 let anchors = environment.path("/etc/pki/ca-trust/source/anchors")
                 plan = SystemPlan(directory: anchors, tool: tool, arguments: ["extract"])
@@ -236,7 +245,24 @@ package struct TrustStores: Sendable {
             made.append(folder)
             folder.deleteLastPathComponent()
         }
+        // Under a stand-in root the tool's own folders may be missing (an empty --trust-root): made as a fresh system
+        // has them, so it does not fail in them ("can't cd to …/etc/ssl/certs").
+        for needed in plan.skeleton.folders where !FileSystem.exists(needed) {
+            var missing: [URL] = []
+            var folder = needed
+            while !FileSystem.exists(folder) && folder.path != "/" {
+                missing.append(folder)
+                folder.deleteLastPathComponent()
+            }
+            made = missing + made
+        }
+        var madeFiles: [URL] = []
         do {
+            for folder in plan.skeleton.folders { try FileSystem.createMissingDirectory(folder, mode: 0o755) }
+            for file in plan.skeleton.files where !FileSystem.exists(file) {
+                try FileSystem.writeAtomically(Data(), to: file, mode: 0o644)
+                madeFiles.append(file)
+            }
             try FileSystem.createMissingDirectory(plan.directory, mode: 0o755)
             do { try FileSystem.writeAtomically(certificate.pem, to: file, mode: 0o644) } catch let error as PKIError {
                 throw unavailable(.system, file.path, error.problem ?? error.reason)
@@ -250,8 +276,9 @@ package struct TrustStores: Sendable {
             } else {
                 try? FileManager.default.removeItem(at: file)
             }
-            // rmdir: only a folder left empty goes.
-            for folder in made where rmdir(folder.path) != 0 { break }
+            for file in madeFiles { unlink(file.path) }
+            // rmdir: only a folder left empty goes; deepest first.
+            for folder in made.sorted(by: { $0.path.count > $1.path.count }) { rmdir(folder.path) }
             throw error
         }
         return Outcome(store: .system, location: file.path, action: "installed")
@@ -284,6 +311,26 @@ package struct TrustStores: Sendable {
         // The login keychain needs no sudo; macOS asks the user to confirm the trust setting.
         try runChecked(security, ["add-trusted-cert", "-r", "trustRoot", "-k", keychain.path, pemFile.path])
         return Outcome(store: .keychain, location: keychain.path, action: "installed")
+    }
+
+    /// Takes this CA out of the system bundle if the tool left it there. Debian's update-ca-certificates writes the
+    /// bundle only when it adds a certificate, so with none left (an otherwise empty root) the old bundle, this CA in
+    /// it, stays and clients still trust it. Its exact PEM block (the tool copies the file as it was) is removed;
+    /// throws when the CA is still in the bundle afterwards, rather than report it removed.
+    private func removeFromBundle(_ certificate: Certificate, _ plan: SystemPlan) throws {
+        guard let bundle = plan.bundle, let data = try? Data(contentsOf: bundle) else { return }
+        let block = String(decoding: certificate.pem, as: UTF8.self)
+        let text = String(decoding: data, as: UTF8.self)
+        guard text.contains(block) else { return }
+        let without = text.replacingOccurrences(of: block.hasSuffix("\n") ? block : block + "\n", with: "")
+        do { try FileSystem.writeAtomically(Data(without.utf8), to: bundle, mode: 0o644) } catch let error as PKIError {
+            throw unavailable(.system, bundle.path, error.problem ?? error.reason)
+        }
+        if let again = try? Data(contentsOf: bundle), String(decoding: again, as: UTF8.self).contains(block) {
+            throw PKIError(code: .trustStoreUnavailable, subject: "system",
+                           reason: "\(bundle.path) still holds the CA after \(plan.tool) ran",
+                           fix: "remove its block from the bundle by hand, then run \(plan.tool) --fresh")
+        }
     }
 
     // MARK: Helpers

@@ -151,6 +151,42 @@ struct RefusalsWriteNothingTests {
                                         fragments)
     }
 
+    // MARK: Item 10
+
+    @Test("warnings: a CSR outside the CA's constraints, an IP under a constrained CA, an expired CA, a leaf outliving its CA",
+          .requires(Tools.openssl))
+    func warnings() throws {
+        let store = try Self.newStore("warn")
+        let folder = TestEnvironment.temporaryDirectory("warn-files").path
+        let issue = ["cert", "issue", "--dir", store]
+        let csr = try TestEnvironment.openssl(["req", "-new", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes",
+                                               "-keyout", folder + "/apple.key", "-subj", "/CN=www.apple.com",
+                                               "-addext", "subjectAltName=DNS:www.apple.com", "-out", folder + "/apple.csr"])
+        #expect(csr.status == 0, "\(csr.combined)")
+        let cases: [(arguments: [String], says: String)] = [
+            (["--name", "apple", "--csr", folder + "/apple.csr", "--cert-file", folder + "/apple.pem"],
+             "www.apple.com is outside the name constraints"),
+            (["--name", "ip", "--host", "127.0.0.1"], "BoringSSL-based clients"),
+            (["--name", "short-ca", "--ca", "--days", "30"], ""),
+            (["--name", "long", "--host", "a.test", "--issuer", "short-ca"], "after its issuer"),
+            (["--name", "old-ca", "--ca", "--not-before", "-10", "--not-after", "-1"], ""),
+            (["--name", "under-old", "--host", "a.test", "--issuer", "old-ca"], "the issuer old-ca expired on"),
+        ]
+        for (arguments, says) in cases {
+            let result = try TestEnvironment.tlsFixtures(issue + arguments)
+            #expect(result.status == 0, "\(arguments): \(result.combined)")
+            let warnings = result.stderr.split(separator: "\n").filter { $0.hasPrefix("warning:") }
+            if says.isEmpty {
+                #expect(warnings.isEmpty, "\(arguments): \(result.stderr)")
+            } else {
+                #expect(warnings.count == 1 && warnings[0].contains(says), "\(arguments): \(result.stderr)")
+            }
+        }
+        // The name-constraint warning for a --host too, and none for a name inside them.
+        let inside = try TestEnvironment.tlsFixtures(issue + ["--name", "in", "--host", "in.test"])
+        #expect(inside.status == 0 && !inside.stderr.contains("warning"), "\(inside.stderr)")
+    }
+
     // MARK: Item 13
 
     @Test("--json errors carry the library's code, and a 5,000-character value is not echoed whole")
