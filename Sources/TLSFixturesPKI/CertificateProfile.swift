@@ -601,6 +601,54 @@ public enum Moment: Hashable, Sendable, Codable, CustomStringConvertible {
                        reason: "\"\(text)\" is neither a number of days nor a real ISO 8601 date (2030-01-01 or 2030-01-01T00:00:00Z)")
     }
 
+    /// What a command line's `--not-before`/`--not-after` take: what `init(parsing:)` takes, and a duration from
+    /// `now` as step writes it (`2h`, `30m`, `-1h30m`, `90s`, `7d`). Whole days stay relative (`daysFromNow`: an
+    /// unchanged re-run reuses the certificate); hours, minutes and seconds become the date they reach from `now`.
+    public init(parsingWithDurations text: String, now: Date = Date()) throws {
+        let trimmed = text.trimmingCharacters(in: .whitespaces)
+        guard let duration = Moment.parseDuration(trimmed) else {
+            try self.init(parsing: trimmed)
+            return
+        }
+        if duration % 86_400 == 0 {
+            self = .daysFromNow(Int(duration / 86_400))
+        } else {
+            self = .date(now.addingTimeInterval(TimeInterval(duration)))
+        }
+    }
+
+    /// `[+-](NUMBER UNIT)+` with units d, h, m, s, as seconds; nil when `text` is not one. Bounded so it cannot
+    /// overflow (past 100 years `check` refuses it anyway).
+    static func parseDuration(_ text: String) -> Int64? {
+        var rest = Substring(text)
+        var sign: Int64 = 1
+        if let first = rest.first, first == "-" || first == "+" {
+            sign = first == "-" ? -1 : 1
+            rest = rest.dropFirst()
+        }
+        var total: Int64 = 0
+        var parts = 0
+        while !rest.isEmpty {
+            let digits = rest.prefix { $0.isASCII && $0.isNumber }
+            guard !digits.isEmpty, digits.count <= 12, let value = Int64(digits) else { return nil }
+            rest = rest.dropFirst(digits.count)
+            guard let unit = rest.first else { return nil }
+            let scale: Int64
+            switch unit {
+            case "d": scale = 86_400
+            case "h": scale = 3_600
+            case "m": scale = 60
+            case "s": scale = 1
+            default: return nil
+            }
+            rest = rest.dropFirst()
+            total += value * scale
+            parts += 1
+            guard total <= Int64(Moment.maximumDays + 1) * 86_400 * 2 else { return nil }
+        }
+        return parts == 0 ? nil : sign * total
+    }
+
     /// An ISO 8601 date that exists: Foundation's parser rolls 2021-02-30 over to 2021-03-02, so the calendar date
     /// (and the time, when given) is checked against the Gregorian calendar first.
     static func parseDate(_ text: String) -> Date? {

@@ -17,14 +17,20 @@ import Darwin
 /// - `nss`: Chromium's `~/.pki/nssdb` (made when missing, as Chromium would) and every Firefox profile's database,
 ///   through NSS's `certutil`.
 /// - `keychain`: the macOS login keychain, through `security add-trusted-cert` (macOS only).
+/// - `java`: a Java `cacerts` keystore, through the JDK's `keytool` (what mkcert's `-install` does when `JAVA_HOME` is
+///   set): `Environment.javaCacerts`, else `$JAVA_HOME/lib/security/cacerts`, else the one beside the `java` on
+///   `PATH`; store password `changeit`, the JDK's default.
 ///
 /// Only this CA's own entries are touched: a file and a nickname carrying its fingerprint. Programs are found on
 /// `PATH` (and `/usr/sbin`, `/sbin`) and run through `Environment.run`, the seam tests replace; `Environment.root`
 /// moves every system path under another folder, so tests never touch the machine's own stores.
 package struct TrustStores: Sendable {
     package enum Store: String, CaseIterable, Sendable, Codable {
-        case system, nss, keychain
+        case system, nss, keychain, java
     }
+
+    /// The password of a JDK's `cacerts` (the JDK's default, which mkcert uses too).
+    package static let javaStorePassword = "changeit"
 
     /// What a store is, where, and what happened to the CA there.
     package struct Outcome: Sendable, Codable, Equatable {
@@ -47,6 +53,10 @@ package struct TrustStores: Sendable {
         package var locate: @Sendable (String) -> String?
         /// Runs a program (a path from `locate`) with arguments.
         package var run: @Sendable (String, [String]) throws -> SimulatorTrust.Tool.Output
+        /// The Java keystore to change (`ca install --java --cacerts FILE`); nil: the JDK's own (see `java`).
+        package var javaCacerts: URL? = nil
+        /// `$JAVA_HOME`, where the JDK's `cacerts` and `keytool` are looked for first.
+        package var javaHome: URL? = nil
 
         package init(root: URL, home: URL, isMacOS: Bool, locate: @escaping @Sendable (String) -> String?,
                      run: @escaping @Sendable (String, [String]) throws -> SimulatorTrust.Tool.Output) {
@@ -64,7 +74,7 @@ package struct TrustStores: Sendable {
             #endif
             let path = (environment["PATH"] ?? "/usr/bin:/bin").split(separator: ":").map(String.init)
             let folders = path + ["/usr/sbin", "/sbin"]
-            return Environment(
+            var found = Environment(
                 root: root ?? URL(fileURLWithPath: "/"),
                 home: URL(fileURLWithPath: environment["HOME"] ?? NSHomeDirectory()),
                 isMacOS: isMacOS,
@@ -72,6 +82,8 @@ package struct TrustStores: Sendable {
                     folders.map { "\($0)/\(name)" }.first { FileManager.default.isExecutableFile(atPath: $0) }
                 },
                 run: { path, arguments in try SimulatorTrust.Tool.launch(path, arguments) })
+            found.javaHome = environment["JAVA_HOME"].flatMap { $0.isEmpty ? nil : URL(fileURLWithPath: $0) }
+            return found
         }
 
         func path(_ absolute: String) -> URL { root.appendingPathComponent(String(absolute.dropFirst())) }
@@ -96,6 +108,15 @@ package struct TrustStores: Sendable {
                 outcomes += try installNSS(certificate, pemFile: pemFile, certutil: certutil, databases: databases)
             case .keychain(let security, let keychain):
                 outcomes.append(try installKeychain(pemFile: pemFile, security: security, keychain: keychain))
+            case .java(let keytool, let cacerts):
+                let listed = try environment.run(keytool, javaArguments(["-list"], certificate, cacerts))
+                if listed.status == 0 {
+                    outcomes.append(Outcome(store: .java, location: cacerts.path, action: "already installed"))
+                    continue
+                }
+                try runChecked(keytool, javaArguments(["-importcert", "-noprompt", "-trustcacerts", "-file", pemFile.path],
+                                                      certificate, cacerts))
+                outcomes.append(Outcome(store: .java, location: cacerts.path, action: "installed"))
             }
         }
         return outcomes
@@ -136,6 +157,14 @@ package struct TrustStores: Sendable {
                 let deleted = try environment.run(security, ["delete-certificate", "-Z", sha1, keychain.path])
                 let action = deleted.status == 0 ? "removed" : "not installed"
                 outcomes.append(Outcome(store: .keychain, location: keychain.path, action: action))
+            case .java(let keytool, let cacerts):
+                let listed = try environment.run(keytool, javaArguments(["-list"], certificate, cacerts))
+                guard listed.status == 0 else {
+                    outcomes.append(Outcome(store: .java, location: cacerts.path, action: "not installed"))
+                    continue
+                }
+                try runChecked(keytool, javaArguments(["-delete"], certificate, cacerts))
+                outcomes.append(Outcome(store: .java, location: cacerts.path, action: "removed"))
             }
         }
         return outcomes
@@ -157,6 +186,7 @@ package struct TrustStores: Sendable {
         case system(SystemPlan)
         case nss(certutil: String, databases: [URL])
         case keychain(security: String, keychain: URL)
+        case java(keytool: String, cacerts: URL)
     }
 
     /// What changing `store` takes, checked before anything changes: the program, and write access to its folder.
@@ -227,6 +257,30 @@ package struct TrustStores: Sendable {
             }
             let keychain = environment.home.appendingPathComponent("Library/Keychains/login.keychain-db")
             return .keychain(security: security, keychain: keychain)
+        case .java:
+            let fromHome = environment.javaHome.map { $0.appendingPathComponent("bin/keytool").path }
+            guard let keytool = fromHome.flatMap({ FileManager.default.isExecutableFile(atPath: $0) ? $0 : nil })
+                    ?? environment.locate("keytool") else {
+                throw PKIError(code: .trustStoreUnavailable, subject: "java", reason: "the JDK's keytool is not installed",
+                               fix: "install a JDK (Debian/Ubuntu: apt install default-jdk-headless), or set JAVA_HOME")
+            }
+            let java = environment.javaHome.map { $0.appendingPathComponent("bin/java").path } ?? environment.locate("java")
+            let beside = java.map { URL(fileURLWithPath: $0).resolvingSymlinksInPath()
+                .deletingLastPathComponent().deletingLastPathComponent().appendingPathComponent("lib/security/cacerts") }
+            guard let cacerts = environment.javaCacerts ?? beside, FileManager.default.fileExists(atPath: cacerts.path) else {
+                throw PKIError(code: .trustStoreUnavailable, subject: "java",
+                               reason: "no Java cacerts keystore at \((environment.javaCacerts ?? beside)?.path ?? "JAVA_HOME/lib/security/cacerts")",
+                               fix: "name the keystore (javaCacerts), or set JAVA_HOME to the JDK whose cacerts to change")
+            }
+            let target = cacerts.resolvingSymlinksInPath()
+            try requireWritable(target.deletingLastPathComponent(), store: .java,
+                                why: "the JDK's cacerts belongs to root: run it with sudo, naming the store (sudo changes HOME)")
+            if access(target.path, W_OK) != 0 {
+                throw PKIError(code: .trustStoreUnavailable, subject: "java",
+                               reason: "cannot write \(target.path) (\(FileSystem.errnoText()))",
+                               fix: "run it as a user who may (the JDK's cacerts belongs to root: sudo)")
+            }
+            return .java(keytool: keytool, cacerts: cacerts)
         }
     }
 
@@ -343,6 +397,13 @@ package struct TrustStores: Sendable {
     /// The CA's file in the system store: one name per CA, so a new CA never replaces the file of an old one.
     package func fileName(_ certificate: Certificate) -> String {
         "swift-tls-fixtures-\(certificate.sha256Fingerprint.hexString.prefix(16)).crt"
+    }
+
+    /// keytool's arguments for this CA's entry in `cacerts`: its alias (one per CA, as the system store's file name),
+    /// the keystore and its password.
+    private func javaArguments(_ command: [String], _ certificate: Certificate, _ cacerts: URL) -> [String] {
+        command + ["-alias", "swift-tls-fixtures-\(certificate.sha256Fingerprint.hexString.prefix(16))",
+                   "-keystore", cacerts.path, "-storepass", Self.javaStorePassword]
     }
 
     /// The CA's nickname in an NSS database.

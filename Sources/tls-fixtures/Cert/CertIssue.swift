@@ -9,8 +9,8 @@ struct CertIssue: AsyncParsableCommand {
         discussion: """
             The certificate and its key are kept in the store under NAME and reused while nothing you pass changes; \
             --out-dir also writes NAME.pem (chain), NAME.key (0600), NAME.cer (DER) and NAME.p12 (password \
-            "\(PKCS12Export.defaultPassword)"); --cert-file, --key-file, --p12-file and --bundle-file (key and chain in \
-            one PEM) write files named as you like, in folders that exist (--out-dir's folder is made if missing). \
+            "\(PKCS12Export.defaultPassword)", or --p12-password); --cert-file, --leaf-file (the certificate without \
+            the chain), --key-file, --p12-file and --bundle-file (key and chain in one PEM) write files named as you like, in folders that exist (--out-dir's folder is made if missing). \
             Every destination is checked before anything is written, so a \
             refusal (a different existing file without --force, a folder you cannot write to) changes neither the store \
             nor your files.
@@ -75,10 +75,10 @@ struct CertIssue: AsyncParsableCommand {
     @Option(parsing: .unconditional, help: ArgumentHelp("Validity in days, starting one day ago.", valueName: "n"))
     var days: String?
 
-    @Option(parsing: .unconditional, help: ArgumentHelp("Start of validity: days from now (may be negative) or an ISO 8601 date.", valueName: "when"))
+    @Option(parsing: .unconditional, help: ArgumentHelp("Start of validity: days from now (may be negative), a duration (-1h, 30m) or an ISO 8601 date.", valueName: "when"))
     var notBefore: String?
 
-    @Option(parsing: .unconditional, help: ArgumentHelp("End of validity: days from now (negative = already expired) or an ISO 8601 date.", valueName: "when"))
+    @Option(parsing: .unconditional, help: ArgumentHelp("End of validity: days from now (negative = already expired), a duration (2h, 90m) or an ISO 8601 date.", valueName: "when"))
     var notAfter: String?
 
     @Option(help: ArgumentHelp("Serial number: decimal, or hex as 0x04d2 or 04:d2 (default: random).", valueName: "n"))
@@ -159,8 +159,14 @@ struct CertIssue: AsyncParsableCommand {
     @Option(help: ArgumentHelp("Write the private key (PEM, 0600) here.", valueName: "file"))
     var keyFile: String?
 
-    @Option(help: ArgumentHelp("Write a PKCS#12 archive (key and chain, password \"\(PKCS12Export.defaultPassword)\") here.", valueName: "file"))
+    @Option(help: ArgumentHelp("Write a PKCS#12 archive (key and chain, password --p12-password) here.", valueName: "file"))
     var p12File: String?
+
+    @Option(help: ArgumentHelp("The password of the .p12 written (default \"\(PKCS12Export.defaultPassword)\"; mkcert uses changeit).", valueName: "password"))
+    var p12Password: String?
+
+    @Option(help: ArgumentHelp("Write the certificate alone (PEM, no chain: mkcert's and step's default) here.", valueName: "file"))
+    var leafFile: String?
 
     @Option(help: ArgumentHelp("Write the private key and the chain in one PEM file (0600) here.", valueName: "file"))
     var bundleFile: String?
@@ -180,6 +186,12 @@ struct CertIssue: AsyncParsableCommand {
                 }
             }
             try refuseConflictingOptions()
+            if p12Password != nil && p12File == nil && outDir == nil {
+                throw CLIError("--p12-password: no .p12 is written; add --p12-file FILE or --out-dir DIR")
+            }
+            if p12Password?.isEmpty == true {
+                throw CLIError("--p12-password is empty; iOS's SecPKCS12Import refuses an archive without a password, so give one")
+            }
             if csr != nil {
                 if selfSigned || issuer == "self" { throw CLIError("a certificate for a --csr cannot be self-signed (its key is the requester's); leave out --self-signed") }
                 if keyFile != nil || p12File != nil || bundleFile != nil {
@@ -209,6 +221,9 @@ struct CertIssue: AsyncParsableCommand {
         if signers.count > 1 { throw CLIError("\(signers.joined(separator: " and ")) each choose the signer; give one") }
         if (issuerCert == nil) != (issuerKey == nil) { throw CLIError("--issuer-cert and --issuer-key go together") }
     }
+
+    /// The password of every `.p12` this command writes.
+    private var password: String { p12Password ?? PKCS12Export.defaultPassword }
 
     /// The request the options describe. With a store, a stored CA (`--issuer NAME`) or CA files are loaded; without
     /// one (in `validate()`), only what can be checked without reading the store is.
@@ -287,7 +302,9 @@ struct CertIssue: AsyncParsableCommand {
     private func moment(_ text: String?, _ option: String) throws -> Moment? {
         guard let text else { return nil }
         let moment: Moment
-        do { moment = try Moment(parsing: text) } catch let error as PKIError { throw CLIError("\(option): \(error.reason)") }
+        do { moment = try Moment(parsingWithDurations: text) } catch let error as PKIError {
+            throw CLIError("\(option): \(error.reason), nor a duration from now (2h, 30m, -1h30m)")
+        }
         // Out of range: the reason names the option already.
         do { try moment.check(option) } catch let error as PKIError { throw CLIError(error.reason) }
         return moment
@@ -300,7 +317,8 @@ struct CertIssue: AsyncParsableCommand {
             result += ExportWriter.destinations(name: name, in: URL(fileURLWithPath: outDir), withKey: withKey).map { ($0, "--out-dir") }
         }
         let files: [(String?, ExportWriter.Content, String)] = [(certFile, .chainPEM, "--cert-file"), (keyFile, .key, "--key-file"),
-                                                                (p12File, .pkcs12, "--p12-file"), (bundleFile, .bundle, "--bundle-file")]
+                                                                (p12File, .pkcs12, "--p12-file"), (bundleFile, .bundle, "--bundle-file"),
+                                                                (leafFile, .leafPEM, "--leaf-file")]
         for case let (path?, content, option) in files {
             result.append((ExportWriter.Destination(URL(fileURLWithPath: path).standardizedFileURL, content), option))
         }
@@ -335,7 +353,8 @@ struct CertIssue: AsyncParsableCommand {
             // nil when the store would make something new, which then differs from any file already there.
             let reused = try store.reusable(request)
             try onOutputs(outputs) {
-                try ExportWriter.checkReplaceable(reused.map { ExportWriter.Material($0, name: name) }, outputs.map(\.0), force: false)
+                try ExportWriter.checkReplaceable(reused.map { ExportWriter.Material($0, name: name, password: password) },
+                                                  outputs.map(\.0), force: false)
             }
         }
         let credential = try store.issue(request)
@@ -343,7 +362,8 @@ struct CertIssue: AsyncParsableCommand {
             Output.error("warning: \(line)")
         }
         let written = try onOutputs(outputs) {
-            try ExportWriter.write(ExportWriter.Material(credential, name: name), to: outputs.map(\.0), force: force)
+            try ExportWriter.write(ExportWriter.Material(credential, name: name, password: password), to: outputs.map(\.0),
+                                   force: force)
         }
         let report = IssueReport(
             name: name, storedAt: store.leafPath(name).path,

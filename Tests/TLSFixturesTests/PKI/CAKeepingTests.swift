@@ -26,6 +26,7 @@ enum StoreLocks {
     static func processes(_ lockFile: URL, waiting: Bool) -> [Int32] {
         var info = stat()
         guard stat(lockFile.path, &info) == 0,
+              // darwin-lint: allow proc — only the tests enabled on Linux call it
               let table = try? String(contentsOfFile: "/proc/locks", encoding: .utf8) else { return [] }
         return table.split(separator: "\n").compactMap { line in
             let fields = line.split(separator: " ")
@@ -39,6 +40,7 @@ enum StoreLocks {
     /// CPU seconds `pid` has used (`/proc/PID/stat`'s utime and stime): how a test knows a process is deep in key
     /// generation, whatever the machine's speed, rather than in the file work before it.
     static func cpuSeconds(_ pid: Int32) -> Double {
+        // darwin-lint: allow proc — only the tests enabled on Linux call it
         guard let stat = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8),
               let end = stat.range(of: ") ", options: .backwards) else { return 0 }
         let fields = stat[end.upperBound...].split(separator: " ")
