@@ -445,7 +445,8 @@ public final class CertificateStore: Sendable {
             FileSystem.removeStage(stage)
             throw error
         }
-        let oldKey = try read(keyPath(id), privateKey: true)
+        // For a rollback; a key that cannot be read is still kept, by its link in `retired`.
+        let oldKey = try? read(keyPath(id), privateKey: true)
         var kept: [URL] = []
         do {
             if let retired {
@@ -467,6 +468,8 @@ public final class CertificateStore: Sendable {
         } catch {
             // The old key goes back (the old certificate never left), and the copies are dropped: nothing changed.
             if let oldKey { try? FileSystem.writeAtomically(oldKey, to: keyPath(id), mode: 0o600) } else { unlink(keyPath(id).path) }
+            // (A key that could not be read stays in `retired`, its copies kept.)
+            if oldKey == nil { kept.removeAll() }
             for copy in kept { unlink(copy.path) }
             if let retired { rmdir(retired.path) }
             FileSystem.removeStage(stage)
@@ -539,10 +542,14 @@ public final class CertificateStore: Sendable {
         switch (certificateData, keyData) {
         case (nil, nil):
             return nil
-        case (nil, .some):
+        case (nil, .some) where id == .root:
             // A root is written whole before it is swapped in (`install`), so a key alone is a certificate lost (or a
-            // swap in progress, looked at without the lock): never a reason to make a new root over it.
+            // swap in progress, looked at without the lock): never a reason to make a new CA over it.
             throw PKIError.caMissing(path: certificateFile.path, traces: [keyFile.path])
+        case (nil, .some):
+            // The scenarios' other roots are the kit's to re-make: the key is set aside (never deleted), under the lock.
+            if settling { FileSystem.moveAside(keyFile, reason: "orphaned") }
+            return nil
         case (.some, nil):
             throw PKIError.damaged(path: keyFile.path, problem: "missing, but \(certificateFile.lastPathComponent) exists", fix: fix, code: code)
         case let (.some(certificateData), .some(keyData)):

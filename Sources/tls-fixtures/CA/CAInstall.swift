@@ -100,7 +100,8 @@ enum TrustAction {
         do { return try body() } catch let error as PKIError where error.code == .trustStoreUnavailable && error.subject == "system"
                                                                   && error.reason.hasPrefix("cannot write") {
             throw CLIError("\(error.reason): the system store belongs to root; run it with sudo, naming the CA's store "
-                + "(sudo changes HOME): sudo tls-fixtures ca install --system --dir '\(store.directory.path)'")
+                + "(sudo changes HOME): sudo tls-fixtures ca install --system --dir '\(store.directory.path)'",
+                code: error.code.description)
         }
     }
 

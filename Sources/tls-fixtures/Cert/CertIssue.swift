@@ -251,7 +251,7 @@ struct CertIssue: AsyncParsableCommand {
         }
         if let serial {
             do { request.serial = try CertificateProfile.parseSerial(serial) } catch let error as PKIError {
-                throw CLIError("--serial: \(error.reason); \(error.fix ?? "")")
+                throw CLIError("--serial: \(error.reason); \(error.fix ?? "")", code: error.code.description)
             }
         }
         if !eku.isEmpty { request.extendedKeyUsage = try CertificateRequest.parseExtendedKeyUsage(eku) }
@@ -303,10 +303,10 @@ struct CertIssue: AsyncParsableCommand {
         guard let text else { return nil }
         let moment: Moment
         do { moment = try Moment(parsingWithDurations: text) } catch let error as PKIError {
-            throw CLIError("\(option): \(error.reason), nor a duration from now (2h, 30m, -1h30m)")
+            throw CLIError("\(option): \(error.reason), nor a duration from now (2h, 30m, -1h30m)", code: error.code.description)
         }
         // Out of range: the reason names the option already.
-        do { try moment.check(option) } catch let error as PKIError { throw CLIError(error.reason) }
+        do { try moment.check(option) } catch let error as PKIError { throw CLIError(error.reason, code: error.code.description) }
         return moment
     }
 
@@ -335,7 +335,7 @@ struct CertIssue: AsyncParsableCommand {
         // Every destination is checked before the store or any file changes (a refusal then leaves both as they were).
         if let outDir {
             do { try store.requireOutside(URL(fileURLWithPath: outDir)) } catch let error as PKIError {
-                throw CLIError("--out-dir \(error.reason); write it elsewhere")
+                throw CLIError("--out-dir \(error.reason); write it elsewhere", code: error.code.description)
             }
         }
         try onOutputs(outputs) {
