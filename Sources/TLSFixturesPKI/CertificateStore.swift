@@ -343,9 +343,14 @@ public final class CertificateStore: Sendable {
         // does not match, or a key alone, may be a replacement half done by another process (`install`): looked at
         // again under the lock, which waits for it to finish (or finishes it, after a crash).
         let root: CertificateAuthority?
-        do { root = try loadRoot(.root, settling: false) } catch let error as PKIError
-            where [.keyMismatch, .caMissing].contains(error.code) && !isReadOnly {
+        if FileSystem.exists(stagePath(.root)) && !isReadOnly {
+            // A stage left by a stopped process: settled (finished or dropped) under the lock before anything else.
             root = try locked("ca-root", in: caDirectory) { try loadRoot(.root) }
+        } else {
+            do { root = try loadRoot(.root, settling: false) } catch let error as PKIError
+                where [.keyMismatch, .caMissing].contains(error.code) && !isReadOnly {
+                root = try locked("ca-root", in: caDirectory) { try loadRoot(.root) }
+            }
         }
         guard let root else { return nil }
         cache.withLockedValue { $0.authorities[.root] = root }

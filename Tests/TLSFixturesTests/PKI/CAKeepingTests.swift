@@ -153,6 +153,32 @@ struct CAKeepingTests {
         }
     }
 
+    /// The two states a crash inside the swap can leave, made by hand: the new root staged whole but not swapped in
+    /// (dropped: the old CA stays), and the key swapped in but not its certificate (finished: the new CA is whole).
+    @Test("a swap cut short by a crash is settled by the next command: dropped before the key moved, finished after")
+    func crashInsideTheSwap() throws {
+        let store = try Self.newStore("settle")
+        let before = Self.bytes(store)
+        let fresh = try CertificateAuthority.ephemeral(commonName: "the new CA")
+        let stage = store + "/ca/.staged-root"
+        try FileManager.default.createDirectory(atPath: stage, withIntermediateDirectories: false)
+        try fresh.certificate.pem.write(to: URL(fileURLWithPath: stage + "/root.pem"))
+        try fresh.privateKey.pem.write(to: URL(fileURLWithPath: stage + "/root.key"))
+        chmod(stage + "/root.key", 0o600)
+        let dropped = try TestEnvironment.tlsFixtures(["cert", "issue", "--dir", store, "--name", "x", "--host", "a.test"])
+        #expect(dropped.status == 0, "\(dropped.combined)")
+        #expect(Self.bytes(store) == before && !FileManager.default.fileExists(atPath: stage), "the old CA did not stay, alone")
+
+        try FileManager.default.createDirectory(atPath: stage, withIntermediateDirectories: false)
+        try fresh.certificate.pem.write(to: URL(fileURLWithPath: stage + "/root.pem"))
+        try fresh.privateKey.pem.write(to: URL(fileURLWithPath: store + "/ca/root.key"))
+        let finished = try TestEnvironment.tlsFixtures(["ca", "show", "--dir", store])
+        #expect(finished.status == 0 && finished.stdout.contains("the new CA") && finished.stderr.contains("finished replacing root"),
+                "\(finished.combined)")
+        #expect(Self.bytes(store) == [fresh.certificate.pem, try fresh.privateKey.pem], "the new CA is not whole")
+        #expect(!FileManager.default.fileExists(atPath: stage))
+    }
+
     // MARK: Item 2
 
     @Test("a store that had a CA never gets a new one implicitly: each command refuses, naming what is left")
