@@ -89,7 +89,8 @@ extension CertificateSigningRequest {
     /// A new request for `key`, as `openssl req -new` makes one: `subject` in order (OpenSSL short names), the
     /// subjectAltName extension asked for when `subjectAltName` (x509v3_config(5) text: `DNS:a.test,IP:127.0.0.1`) is
     /// given, signed by `key` with SHA-256 (EdDSA with its own hash). PEM.
-    package static func make(key: PrivateKey, subject: [(field: String, value: String)], subjectAltName: String?) throws -> Data {
+    package static func make(key: PrivateKey, subject: [(field: String, value: String)],
+                             subjectAltName: String?) throws -> Data {
         OpenSSLError.clearQueue()
         let request = try checkNotNull(X509_REQ_new(), "allocate a certificate signing request")
         defer { X509_REQ_free(request) }

@@ -325,8 +325,8 @@ public struct Subject: Hashable, Sendable, Codable {
                                                 ("state", state, 128), ("locality", locality, 128)]
         for case let (field, value?, bound) in bounds where value.unicodeScalars.count > bound {
             throw PKIError(code: .invalidName, subject: String(value.prefix(40)),
-                           reason: "the \(field) is \(value.unicodeScalars.count) characters long, and a certificate carries at "
-                              + "most \(bound) (RFC 5280 A.1)",
+                           reason: "the \(field) is \(value.unicodeScalars.count) characters long, and a certificate "
+                              + "carries at most \(bound) (RFC 5280 A.1)",
                            fix: "shorten it to \(bound) characters or fewer")
         }
         if let country, !(country.count == 2 && country.allSatisfy({ $0.isASCII && $0.isLetter && $0.isUppercase })) {
@@ -492,12 +492,14 @@ extension CertificateProfile {
         switch kind {
         case .eddsa:
             guard digest == .sha256 || digest == .sha512 else {
-                throw PKIError(code: .digestNotSignable, subject: digest.rawValue, reason: "an Ed25519 issuer cannot sign with \(digest.rawValue): EdDSA has no digest choice",
+                throw PKIError(code: .digestNotSignable, subject: digest.rawValue,
+                               reason: "an Ed25519 issuer cannot sign with \(digest.rawValue): EdDSA has no digest choice",
                                fix: "sign with an RSA or EC issuer, or use sha256")
             }
         case .ec:
             if digest == .md5 {
-                throw PKIError(code: .digestNotSignable, subject: digest.rawValue, reason: "an EC issuer cannot sign with md5: there is no ECDSA-with-MD5 algorithm",
+                throw PKIError(code: .digestNotSignable, subject: digest.rawValue,
+                               reason: "an EC issuer cannot sign with md5: there is no ECDSA-with-MD5 algorithm",
                                fix: "sign with an RSA issuer (for example BuiltinAuthority.rsaIntermediate)")
             }
         case .rsa:
@@ -536,9 +538,10 @@ public struct Validity: Hashable, Sendable, Codable {
         guard start <= end else {
             let format = ISO8601DateFormatter()
             throw PKIError(code: .invalidValidity, subject: "notAfter",
-                           reason: "notAfter (\(format.string(from: end))) is before notBefore (\(format.string(from: start))): "
-                              + "no moment is inside this validity",
-                           fix: "end the validity after it starts (a notBefore alone in the future needs a notAfter after it)")
+                           reason: "notAfter (\(format.string(from: end))) is before notBefore "
+                              + "(\(format.string(from: start))): no moment is inside this validity",
+                           fix: "end the validity after it starts (a notBefore alone in the future needs a notAfter "
+                              + "after it)")
         }
     }
 

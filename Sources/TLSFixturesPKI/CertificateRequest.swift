@@ -145,26 +145,31 @@ public struct CertificateRequest: Sendable {
         let chain = [signer.certificate] + signer.chainToRoot + [signer.root]
         let addresses = leaf.ipAddresses
         if !addresses.isEmpty, let constrained = chain.first(where: { $0.nameConstraintEntries != nil }) {
-            lines.append("\(addresses.joined(separator: ", ")) under the name-constrained \(constrained.commonName ?? constrained.subject): "
-                + "BoringSSL-based clients (swift-nio-ssl, AsyncHTTPClient, Chrome) refuse the chain, as they cannot evaluate "
-                + "IP address constraints; OpenSSL, Apple and the others accept it. Connect by name (localhost) for those")
+            let name = constrained.commonName ?? constrained.subject
+            lines.append("\(addresses.joined(separator: ", ")) under the name-constrained \(name): BoringSSL-based clients "
+                + "(swift-nio-ssl, AsyncHTTPClient, Chrome) refuse the chain, as they cannot evaluate IP address "
+                + "constraints; OpenSSL, Apple and the others accept it. Connect by name (localhost) for those")
         }
         let issuer = signer.certificate.commonName ?? signer.certificate.subject
         let day = { (date: Date) in
-            ISO8601DateFormatter.string(from: date, timeZone: TimeZone(identifier: "UTC")!, formatOptions: [.withFullDate])
+            ISO8601DateFormatter.string(from: date, timeZone: TimeZone(identifier: "UTC")!,
+                                        formatOptions: [.withFullDate])
         }
         // The store's own authorities are warned about as they are read (and an intermediate past its end is re-made);
         // a CA of the user's own only here.
-        let outlives = "this certificate ends on \(day(leaf.notAfter)), after its issuer \(issuer) (\(day(signer.certificate.notAfter))): "
+        let issuerEnd = day(signer.certificate.notAfter)
+        let outlives = "this certificate ends on \(day(leaf.notAfter)), after its issuer \(issuer) (\(issuerEnd)): "
             + "from then on clients refuse it as its issuer has expired; give fewer days to end with it"
         if issuerAuthority == nil {
-            if leaf.notAfter > signer.certificate.notAfter, signer.certificate.notAfter > now { lines.append(outlives) }
+            if leaf.notAfter > signer.certificate.notAfter, signer.certificate.notAfter > now {
+                lines.append(outlives)
+            }
         } else if signer.certificate.notAfter < now {
-            lines.append("the issuer \(issuer) expired on \(day(signer.certificate.notAfter)): clients refuse this certificate "
+            lines.append("the issuer \(issuer) expired on \(issuerEnd): clients refuse this certificate "
                 + "(\"certificate has expired\", for the issuer) although its own dates are valid")
         } else if signer.certificate.notBefore > now {
-            lines.append("the issuer \(issuer) is not valid before \(day(signer.certificate.notBefore)): clients refuse this "
-                + "certificate until then")
+            lines.append("the issuer \(issuer) is not valid before \(day(signer.certificate.notBefore)): clients "
+                + "refuse this certificate until then")
         } else if leaf.notAfter > signer.certificate.notAfter {
             lines.append(outlives)
         }
@@ -260,9 +265,11 @@ extension CertificateStore {
             try CertificateStore.validate(name: keyName)
             if try existingKey(named: keyName, spec: request.key) == nil {
                 let others = storedKeySpecs(named: keyName).map { keyPath(name: keyName, spec: $0).lastPathComponent }
-                let found = others.isEmpty ? "" : " (\(others.joined(separator: ", ")) is there: give its type as the key)"
+                let found = others.isEmpty ? "" : " (\(others.joined(separator: ", ")) is there: give its type as the "
+                    + "key)"
                 throw PKIError(code: .noSuchKey, subject: keyName,
-                               reason: "there is no \(request.key) key named \"\(keyName)\" in \(keysDirectory.path)\(found)",
+                               reason: "there is no \(request.key) key named \"\(keyName)\" in "
+                                  + "\(keysDirectory.path)\(found)",
                                fix: "name a key the store has, or leave keyName out for a key of the certificate's own")
             }
         }

@@ -310,7 +310,9 @@ public final class CertificateStore: Sendable {
     public static let reservedNames: [String: String] = {
         var names = ["self": "the issuer name of a self-signed certificate",
                      "ca": "the built-in CA's own file, exports/ca.cer, that apps bundle"]
-        for id in BuiltinAuthority.allCases { names[id.rawValue] = "the built-in \(id.rawValue) authority's issuer name" }
+        for id in BuiltinAuthority.allCases {
+            names[id.rawValue] = "the built-in \(id.rawValue) authority's issuer name"
+        }
         return names
     }()
 
@@ -327,10 +329,11 @@ public final class CertificateStore: Sendable {
         for id in BuiltinAuthority.allCases {
             guard let data = try? read(keyPath(id), privateKey: true), let theirs = try? PrivateKey(pem: data),
                   (try? theirs.spkiSHA256) == pin else { continue }
+            let whose = id == .root ? "built-in CA's" : "\(id.rawValue) authority's"
             throw PKIError(code: .authorityKey, subject: keyPath(id).path,
-                           reason: "that key is the \(id == .root ? "built-in CA's" : "\(id.rawValue) authority's") own "
-                              + "(\(keyPath(id).path)): a certificate on it would give its holder the key that signs for the "
-                              + "store", fix: "use a key of its own: leave the key to the store, or give another")
+                           reason: "that key is the \(whose) own (\(keyPath(id).path)): a certificate on it would give "
+                              + "its holder the key that signs for the store",
+                           fix: "use a key of its own: leave the key to the store, or give another")
         }
     }
 
@@ -408,7 +411,7 @@ public final class CertificateStore: Sendable {
         } else {
             made = try locked("ca-\(id.rawValue)", in: caDirectory) {
                 if let existing = try loadRoot(id) { return existing }
-                // Made on first use only in a store that never had one: where it had, its replacement is the user's call.
+                // Made on first use only in a store that never had one: where it had, replacing it is the user's call.
                 if id == .root { try requireNoTraceOfRoot() }
                 return try createRoot(id, options: CAOptions())
             }
@@ -420,10 +423,12 @@ public final class CertificateStore: Sendable {
     /// The `ca/replaced-…/` folder that keeps `certificate`, a root this store had: where `initializeCA(ifExists:
     /// .replace)` put it. nil when no folder holds it.
     public func retiredFolder(of certificate: Certificate) -> URL? {
-        let names = ((try? FileManager.default.contentsOfDirectory(atPath: caDirectory.path)) ?? []).filter { $0.hasPrefix("replaced-") }
+        let names = ((try? FileManager.default.contentsOfDirectory(atPath: caDirectory.path)) ?? [])
+            .filter { $0.hasPrefix("replaced-") }
         for name in names.sorted().reversed() {
             let folder = caDirectory.appendingPathComponent(name)
-            if let data = try? read(folder.appendingPathComponent("root.pem")), (try? Certificate(pem: data)) == certificate {
+            if let data = try? read(folder.appendingPathComponent("root.pem")),
+               (try? Certificate(pem: data)) == certificate {
                 return folder
             }
         }
@@ -431,13 +436,16 @@ public final class CertificateStore: Sendable {
     }
 
     /// Where a new root is written in full before it takes the old one's place (`install`).
-    private func stagePath(_ id: BuiltinAuthority) -> URL { caDirectory.appendingPathComponent(".staged-\(id.rawValue)") }
+    private func stagePath(_ id: BuiltinAuthority) -> URL {
+        caDirectory.appendingPathComponent(".staged-\(id.rawValue)")
+    }
 
     /// Writes a new root beside the old one and swaps it in by rename. The key and certificate go to `ca/.staged-ID/`
     /// first, so a failure (a full disk) or a kill up to there leaves the old root as it was, byte for byte. The old
     /// files are linked into `retired` before the swap, so they never lack a name; the key's rename, then the
     /// certificate's, make the swap, and `settleStage` finishes one a crash cut between the two.
-    private func install(_ id: BuiltinAuthority, key: PrivateKey, certificate: Certificate, retiring retired: URL?) throws {
+    private func install(_ id: BuiltinAuthority, key: PrivateKey, certificate: Certificate,
+                         retiring retired: URL?) throws {
         let stage = stagePath(id)
         let stagedKey = stage.appendingPathComponent(keyPath(id).lastPathComponent)
         let stagedCertificate = stage.appendingPathComponent(certificatePath(id).lastPathComponent)
@@ -472,7 +480,11 @@ public final class CertificateStore: Sendable {
             try FileSystem.replace(certificatePath(id), with: stagedCertificate)
         } catch {
             // The old key goes back (the old certificate never left), and the copies are dropped: nothing changed.
-            if let oldKey { try? FileSystem.writeAtomically(oldKey, to: keyPath(id), mode: 0o600) } else { unlink(keyPath(id).path) }
+            if let oldKey {
+                try? FileSystem.writeAtomically(oldKey, to: keyPath(id), mode: 0o600)
+            } else {
+                unlink(keyPath(id).path)
+            }
             // (A key that could not be read stays in `retired`, its copies kept.)
             if oldKey == nil { kept.removeAll() }
             for copy in kept { unlink(copy.path) }
@@ -525,8 +537,8 @@ public final class CertificateStore: Sendable {
     private func requireNoTraceOfRoot() throws {
         let names = ((try? FileManager.default.contentsOfDirectory(atPath: caDirectory.path)) ?? []).sorted()
         let traces = names.filter { name in
-            name == "root.key" || name.hasPrefix("root.key.") || name.hasPrefix("root.pem.") || name.hasPrefix("replaced-")
-                || name == ".staged-root"
+            name == "root.key" || name.hasPrefix("root.key.") || name.hasPrefix("root.pem.")
+                || name.hasPrefix("replaced-") || name == ".staged-root"
         }
         guard !traces.isEmpty else { return }
         throw PKIError.caMissing(path: certificatePath(.root).path,
@@ -552,7 +564,7 @@ public final class CertificateStore: Sendable {
             // swap in progress, looked at without the lock): never a reason to make a new CA over it.
             throw PKIError.caMissing(path: certificateFile.path, traces: [keyFile.path])
         case (nil, .some):
-            // The scenarios' other roots are the kit's to re-make: the key is set aside (never deleted), under the lock.
+            // The scenarios' other roots are the kit's to re-make: the key is set aside (never deleted), under lock.
             if settling { FileSystem.moveAside(keyFile, reason: "orphaned") }
             return nil
         case (.some, nil):
@@ -577,7 +589,8 @@ public final class CertificateStore: Sendable {
 
     /// Makes a root in memory, then installs it (`install`); `retiring`: the files in place are the old root's, kept in
     /// a new `replaced-…/` with what it signed.
-    private func createRoot(_ id: BuiltinAuthority, options: CAOptions, retiring: Bool = false) throws -> CertificateAuthority {
+    private func createRoot(_ id: BuiltinAuthority, options: CAOptions,
+                            retiring: Bool = false) throws -> CertificateAuthority {
         var profile = id.profile(rootCommonName: options.commonName)
         if id == .root {
             profile.validity = .days(options.days)
@@ -734,7 +747,9 @@ public final class CertificateStore: Sendable {
             if let reused = try reusableLeaf(name: name, fingerprint: fingerprint, key: key, signer: signer, profile: profile, now: now) {
                 return reused
             }
-            guard try read(leafRecordPath(name)) == recordBefore else { throw PKIError.concurrentChange(path: leafPath(name).path) }
+            guard try read(leafRecordPath(name)) == recordBefore else {
+                throw PKIError.concurrentChange(path: leafPath(name).path)
+            }
             return try whileRootStands(signer) { () throws -> Credential in
                 let made: Credential
                 if let signer {
@@ -765,7 +780,8 @@ public final class CertificateStore: Sendable {
         guard let signer, let loaded = cache.withLockedValue({ $0.authorities[.root] }),
               signer.root == loaded.certificate else { return try body() }
         func check() throws -> T {
-            guard let data = try read(certificatePath(.root)), (try? Certificate(pem: data)) == loaded.certificate else {
+            guard let data = try read(certificatePath(.root)),
+                  (try? Certificate(pem: data)) == loaded.certificate else {
                 // Forgotten, so that making it again in this process (a long-running serve) reads the new CA.
                 cache.withLockedValue { $0 = Cache(warnings: $0.warnings) }
                 throw PKIError.caReplaced(store: directory.path)

@@ -106,7 +106,8 @@ package enum ExportWriter {
         package var name: String
         /// What protects a `.p12` (mkcert's is `changeit`; the kit's `PKCS12Export.defaultPassword`).
         package var password: String
-        package init(chain: [Certificate], key: PrivateKey?, name: String, password: String = PKCS12Export.defaultPassword) {
+        package init(chain: [Certificate], key: PrivateKey?, name: String,
+                     password: String = PKCS12Export.defaultPassword) {
             self.chain = chain; self.key = key; self.name = name; self.password = password
         }
         package init(_ credential: Credential, name: String, password: String = PKCS12Export.defaultPassword) {
@@ -221,7 +222,8 @@ package enum ExportWriter {
         var written: [Written] = []
         for (destination, data) in contents {
             if !force, try isUnchanged(destination, material), FileSystem.exists(destination.url) {
-                written.append(Written(path: destination.url.path, kind: material.kind(destination.content) + ", unchanged"))
+                let kind = material.kind(destination.content) + ", unchanged"
+                written.append(Written(path: destination.url.path, kind: kind))
                 continue
             }
             try asOutput(destination.url) {

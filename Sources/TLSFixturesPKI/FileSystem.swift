@@ -233,7 +233,8 @@ package enum FileSystem {
     static func replace(_ target: URL, with source: URL) throws {
         guard rename(source.path, target.path) == 0 else {
             throw PKIError.storeUnavailable(path: target.deletingLastPathComponent().path,
-                                            problem: "cannot move \(source.path) to \(target.lastPathComponent): \(errnoText())")
+                                            problem: "cannot move \(source.path) to \(target.lastPathComponent): "
+                                                + errnoText())
         }
     }
 

@@ -16,20 +16,24 @@ package enum InspectedFile {
     /// Reads `data` (a file's or standard input's bytes). Throws `invalidRequest` saying what it is not.
     package static func read(_ data: Data, password: String? = nil) throws -> InspectedFile {
         let text = String(decoding: data.prefix(4096), as: UTF8.self)
-        if text.contains("-----BEGIN CERTIFICATE REQUEST-----") || text.contains("-----BEGIN NEW CERTIFICATE REQUEST-----") {
+        if text.contains("-----BEGIN CERTIFICATE REQUEST-----")
+            || text.contains("-----BEGIN NEW CERTIFICATE REQUEST-----") {
             return .request(try CertificateSigningRequest(data))
         }
         if let certificates = try? Certificate.read(data), !certificates.isEmpty {
             return .certificates(certificates, fromPKCS12: false)
         }
         for candidate in password.map({ [$0] }) ?? usualPasswords {
-            if let opened = PKCS12Export.opened(data, password: candidate) { return .certificates(opened.chain, fromPKCS12: true) }
+            if let opened = PKCS12Export.opened(data, password: candidate) {
+                return .certificates(opened.chain, fromPKCS12: true)
+            }
         }
         if let request = try? CertificateSigningRequest(data) { return .request(request) }
-        let tried = password == nil ? "any of the passwords \(usualPasswords.map { "\"\($0)\"" }.joined(separator: ", "))"
-            : "the password given"
-        throw PKIError(code: .invalidRequest, reason: "not a certificate (PEM or DER), a certificate signing request, nor a "
-                          + "PKCS#12 archive \(tried) opens",
+        let usual = usualPasswords.map { "\"\($0)\"" }.joined(separator: ", ")
+        let tried = password == nil ? "any of the passwords \(usual)" : "the password given"
+        throw PKIError(code: .invalidRequest,
+                       reason: "not a certificate (PEM or DER), a certificate signing request, nor a PKCS#12 archive "
+                          + "\(tried) opens",
                        fix: "give a .pem, .crt, .cer, .csr or .p12 (with its password)")
     }
 }
@@ -50,10 +54,12 @@ package struct RequestSummary: Encodable, Sendable {
 
     package var text: String {
         let rows = [("Request for", subject.isEmpty ? "(empty subject)" : subject),
-                    ("SANs", requestedSubjectAltNames.isEmpty ? "(none asked for)" : requestedSubjectAltNames.joined(separator: ", ")),
+                    ("SANs", requestedSubjectAltNames.isEmpty ? "(none asked for)"
+                        : requestedSubjectAltNames.joined(separator: ", ")),
                     ("Key", "\(key)"), ("SPKI pin", "sha256/\(spkiSHA256)")]
         let width = rows.map(\.0.count).max() ?? 0
-        return rows.map { $0.0.padding(toLength: width, withPad: " ", startingAt: 0) + "  " + $0.1 }.joined(separator: "\n")
+        return rows.map { $0.0.padding(toLength: width, withPad: " ", startingAt: 0) + "  " + $0.1 }
+            .joined(separator: "\n")
     }
 }
 

@@ -174,7 +174,8 @@ extension PKIError {
     }
 
     /// The authority `name` (its certificate at `path`) is not in the store as it would be used.
-    package static func authorityNotMade(_ name: String, path: String, file: String = #fileID, line: UInt = #line) -> PKIError {
+    package static func authorityNotMade(_ name: String, path: String, file: String = #fileID,
+                                         line: UInt = #line) -> PKIError {
         PKIError(code: .authorityNotMade, subject: path,
                  reason: "the \(name) authority is not made yet, or is out of date (\(path)); showing it makes nothing",
                  fix: "it is made on first use by what it signs for (a scenario, an export: `tls-fixtures ca export "
@@ -184,24 +185,26 @@ extension PKIError {
     /// The store's CA changed after this process loaded it and before a certificate it signs was written.
     package static func caReplaced(store: String, file: String = #fileID, line: UInt = #line) -> PKIError {
         PKIError(code: .caReplaced, subject: store,
-                 reason: "the built-in CA in \(store) was replaced while this certificate was being made (ca init --force in "
-                    + "another process?); nothing was written",
+                 reason: "the built-in CA in \(store) was replaced while this certificate was being made (ca init "
+                    + "--force in another process?); nothing was written",
                  fix: "make it again: it is then signed by the new CA", file: file, line: line)
     }
 
     /// Another writer stored a different certificate at `path` while this one was being made.
     package static func concurrentChange(path: String, file: String = #fileID, line: UInt = #line) -> PKIError {
         PKIError(code: .concurrentChange, subject: path,
-                 reason: "\(path) was changed by another process while this one was making it; nothing was written, and "
-                    + "the other's certificate is kept",
+                 reason: "\(path) was changed by another process while this one was making it; nothing was written, "
+                    + "and the other's certificate is kept",
                  fix: "look at what is there now, and make it again if you still want yours", file: file, line: line)
     }
 
     /// The root whose certificate `path` is missing, with what is left of it (`traces`).
-    package static func caMissing(path: String, traces: [String], file: String = #fileID, line: UInt = #line) -> PKIError {
+    package static func caMissing(path: String, traces: [String], file: String = #fileID,
+                                  line: UInt = #line) -> PKIError {
         PKIError(code: .caMissing, subject: path,
-                 reason: "\(path) is missing, but this store had a CA (left of it: \(traces.joined(separator: ", "))); a new "
-                    + "one is made only when you ask, because devices trust the old one and apps pin it",
+                 reason: "\(path) is missing, but this store had a CA (left of it: "
+                    + "\(traces.joined(separator: ", "))); a new one is made only when you ask, because devices trust "
+                    + "the old one and apps pin it",
                  fix: "restore the CA's files from a backup (a retired one is in replaced-…/), or make a new CA with "
                     + "initializeCA(ifExists: .replace) (the files left are moved aside, not deleted)",
                  file: file, line: line)

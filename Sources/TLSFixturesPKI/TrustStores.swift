@@ -114,8 +114,8 @@ package struct TrustStores: Sendable {
                     outcomes.append(Outcome(store: .java, location: cacerts.path, action: "already installed"))
                     continue
                 }
-                try runChecked(keytool, javaArguments(["-importcert", "-noprompt", "-trustcacerts", "-file", pemFile.path],
-                                                      certificate, cacerts))
+                let importing = ["-importcert", "-noprompt", "-trustcacerts", "-file", pemFile.path]
+                try runChecked(keytool, javaArguments(importing, certificate, cacerts))
                 outcomes.append(Outcome(store: .java, location: cacerts.path, action: "installed"))
             }
         }
@@ -261,20 +261,29 @@ package struct TrustStores: Sendable {
             let fromHome = environment.javaHome.map { $0.appendingPathComponent("bin/keytool").path }
             guard let keytool = fromHome.flatMap({ FileManager.default.isExecutableFile(atPath: $0) ? $0 : nil })
                     ?? environment.locate("keytool") else {
-                throw PKIError(code: .trustStoreUnavailable, subject: "java", reason: "the JDK's keytool is not installed",
+                throw PKIError(code: .trustStoreUnavailable, subject: "java",
+                               reason: "the JDK's keytool is not installed",
                                fix: "install a JDK (Debian/Ubuntu: apt install default-jdk-headless), or set JAVA_HOME")
             }
-            let java = environment.javaHome.map { $0.appendingPathComponent("bin/java").path } ?? environment.locate("java")
-            let beside = java.map { URL(fileURLWithPath: $0).resolvingSymlinksInPath()
-                .deletingLastPathComponent().deletingLastPathComponent().appendingPathComponent("lib/security/cacerts") }
-            guard let cacerts = environment.javaCacerts ?? beside, FileManager.default.fileExists(atPath: cacerts.path) else {
+            let java = environment.javaHome.map { $0.appendingPathComponent("bin/java").path }
+                ?? environment.locate("java")
+            // The JDK's own: bin/java's folder's sibling lib/security/cacerts (through the alternatives' links).
+            let beside = java.map {
+                URL(fileURLWithPath: $0).resolvingSymlinksInPath().deletingLastPathComponent()
+                    .deletingLastPathComponent().appendingPathComponent("lib/security/cacerts")
+            }
+            guard let cacerts = environment.javaCacerts ?? beside, FileManager.default.fileExists(atPath: cacerts.path)
+            else {
+                let looked = (environment.javaCacerts ?? beside)?.path ?? "JAVA_HOME/lib/security/cacerts"
                 throw PKIError(code: .trustStoreUnavailable, subject: "java",
-                               reason: "no Java cacerts keystore at \((environment.javaCacerts ?? beside)?.path ?? "JAVA_HOME/lib/security/cacerts")",
-                               fix: "name the keystore (javaCacerts), or set JAVA_HOME to the JDK whose cacerts to change")
+                               reason: "no Java cacerts keystore at \(looked)",
+                               fix: "name the keystore (javaCacerts), or set JAVA_HOME to the JDK whose cacerts to "
+                                  + "change")
             }
             let target = cacerts.resolvingSymlinksInPath()
             try requireWritable(target.deletingLastPathComponent(), store: .java,
-                                why: "the JDK's cacerts belongs to root: run it with sudo, naming the store (sudo changes HOME)")
+                                why: "the JDK's cacerts belongs to root: run it with sudo, naming the store (sudo "
+                                    + "changes HOME)")
             if access(target.path, W_OK) != 0 {
                 throw PKIError(code: .trustStoreUnavailable, subject: "java",
                                reason: "cannot write \(target.path) (\(FileSystem.errnoText()))",

@@ -89,8 +89,8 @@ package enum ProbeReport {
         switch verdict.outcome {
         case "completes":
             if let error = verification?.error {
-                return "REFUSES the certificate (\(library), verifying as curl and Python do): \(error.text); the protocol "
-                    + "and cipher alone would pass"
+                return "REFUSES the certificate (\(library), verifying as curl and Python do): \(error.text); the "
+                    + "protocol and cipher alone would pass"
             }
             return "completes the handshake (\(library))"
         case "refuses":

@@ -5,7 +5,8 @@ import TLSFixtures
 struct CertCSR: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "csr",
-        abstract: "Make a certificate signing request and its key, to be signed elsewhere (step certificate create --csr).",
+        abstract: "Make a certificate signing request and its key, to be signed elsewhere "
+            + "(step certificate create --csr).",
         discussion: """
             Writes the request (PEM) to --out and a new private key (PEM, 0600) to --key-out, or signs the request \
             with a key you have (--use-key). Nothing is kept in the store. `cert issue --csr FILE` signs it with the \
@@ -17,13 +18,16 @@ struct CertCSR: AsyncParsableCommand {
     )
 
     @Option(name: .long, parsing: .unconditionalSingleValue,
-            help: ArgumentHelp("Subject alternative name: a DNS name or an IP address (repeatable).", valueName: "host"))
+            help: ArgumentHelp("Subject alternative name: a DNS name or an IP address (repeatable).",
+                               valueName: "host"))
     var host: [String] = []
 
-    @Option(parsing: .unconditionalSingleValue, help: ArgumentHelp("Email address subjectAltName (repeatable).", valueName: "address"))
+    @Option(parsing: .unconditionalSingleValue,
+            help: ArgumentHelp("Email address subjectAltName (repeatable).", valueName: "address"))
     var email: [String] = []
 
-    @Option(parsing: .unconditionalSingleValue, help: ArgumentHelp("URI subjectAltName (repeatable).", valueName: "uri"))
+    @Option(parsing: .unconditionalSingleValue,
+            help: ArgumentHelp("URI subjectAltName (repeatable).", valueName: "uri"))
     var uri: [String] = []
 
     @Option(help: ArgumentHelp("Subject common name (default: the first --host).", valueName: "cn"))
@@ -35,7 +39,8 @@ struct CertCSR: AsyncParsableCommand {
     @Option(help: ArgumentHelp("Key to make: rsa:BITS, an EC curve or ed25519 (default ec:p256).", valueName: "spec"))
     var key: KeySpec?
 
-    @Option(help: ArgumentHelp("Sign the request with this private key (PEM) instead of making one.", valueName: "file"))
+    @Option(help: ArgumentHelp("Sign the request with this private key (PEM) instead of making one.",
+                               valueName: "file"))
     var useKey: String?
 
     @Option(help: ArgumentHelp("Write the request (PEM) here.", valueName: "file"))
@@ -51,7 +56,9 @@ struct CertCSR: AsyncParsableCommand {
         if useKey != nil && (keyOut != nil || key != nil) {
             throw CLIError("--use-key and \(keyOut != nil ? "--key-out" : "--key"): --use-key brings the key; give one")
         }
-        if useKey == nil && keyOut == nil { throw CLIError("say where the new key goes (--key-out FILE), or sign with yours (--use-key FILE)") }
+        if useKey == nil && keyOut == nil {
+            throw CLIError("say where the new key goes (--key-out FILE), or sign with yours (--use-key FILE)")
+        }
         if out == keyOut { throw CLIError("--out and --key-out both name \(out); give each file once") }
         _ = try FlagHints.translating { try request().profile() }
     }
@@ -72,7 +79,9 @@ struct CertCSR: AsyncParsableCommand {
         let request = try FlagHints.translating { try self.request() }
         let privateKey: PrivateKey
         if let useKey {
-            do { privateKey = try PrivateKey(pem: try FlagHints.read(useKey, flag: "--use-key")) } catch let error as OpenSSLError {
+            do {
+                privateKey = try PrivateKey(pem: try FlagHints.read(useKey, flag: "--use-key"))
+            } catch let error as OpenSSLError {
                 throw CLIError("--use-key \(useKey): \(error)")
             }
         } else {
@@ -83,17 +92,23 @@ struct CertCSR: AsyncParsableCommand {
         if let keyOut { files.append((try privateKey.pem, keyOut, 0o600, "--key-out")) }
         // Every file is checked before one is written.
         for (data, path, _, option) in files {
-            try outputs(option) { try ExportWriter.checkReplaceable(path: URL(fileURLWithPath: path), data: data, force: force) }
+            try outputs(option) {
+                try ExportWriter.checkReplaceable(path: URL(fileURLWithPath: path), data: data, force: force)
+            }
         }
         for (data, path, mode, option) in files {
-            try outputs(option) { try ExportWriter.write(data, to: URL(fileURLWithPath: path), mode: mode, force: true) }
-            print("Wrote \(path) — \(option == "--out" ? "certificate signing request (PEM)" : "private key (PEM, PKCS#8)")")
+            try outputs(option) {
+                try ExportWriter.write(data, to: URL(fileURLWithPath: path), mode: mode, force: true)
+            }
+            let kind = option == "--out" ? "certificate signing request (PEM)" : "private key (PEM, PKCS#8)"
+            print("Wrote \(path) — \(kind)")
         }
     }
 
     private func outputs(_ option: String, _ body: () throws -> Void) throws {
         do { try body() } catch let error as PKIError where [.outputUnavailable, .fileExists].contains(error.code) {
-            throw CLIError("\(option): \(error.reason); \(error.code == .fileExists ? "pass --force to replace it" : error.fix ?? "")",
+            let fix = error.code == .fileExists ? "pass --force to replace it" : error.fix ?? ""
+            throw CLIError("\(option): \(error.reason); \(fix)",
                            code: error.code.description)
         }
     }

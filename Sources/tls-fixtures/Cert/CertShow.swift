@@ -5,13 +5,15 @@ import TLSFixtures
 struct CertShow: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "show",
-        abstract: "Describe a certificate, a chain, a PKCS#12 archive or a certificate signing request (step certificate inspect).",
+        abstract: "Describe a certificate, a chain, a PKCS#12 archive or a certificate signing request "
+            + "(step certificate inspect).",
         discussion: """
             Reads PEM or DER certificates (every certificate of a chain), a .p12 (--password, else the kit's \
             "\(PKCS12Export.defaultPassword)", mkcert's "changeit" or none), or a CSR, from a file or from standard \
             input (-). Prints subject, SANs, signature algorithm, key, validity, EKU, constraints, SPKI pin and \
-            fingerprint. --json (or --format json) prints an array with one object per certificate, leaf first, even for \
-            a single certificate (an object for a CSR); --format pem prints the certificates as PEM (a .p12's too).
+            fingerprint. --json (or --format json) prints an array with one object per certificate, leaf first, \
+            even for a single certificate (an object for a CSR); --format pem prints the certificates as PEM (a \
+            .p12's too).
             """
     )
 
@@ -32,7 +34,9 @@ struct CertShow: AsyncParsableCommand {
     var password: String?
 
     func validate() throws {
-        if output.json, let format, format != .json { throw CLIError("--json and --format \(format.rawValue) each choose the output; give one") }
+        if output.json, let format, format != .json {
+            throw CLIError("--json and --format \(format.rawValue) each choose the output; give one")
+        }
     }
 
     func run() async throws {
