@@ -522,6 +522,16 @@ public struct Validity: Hashable, Sendable, Codable {
     /// 397 days starting one day ago (the catalog's baseline).
     public static let standardLeaf = Validity(notBefore: .daysFromNow(-1), notAfter: .daysFromNow(396))
 
+    /// `standardLeaf`'s length (397 days) from `notBefore`: what a start given alone means (`--not-before 2050-01-01`
+    /// is a certificate not valid yet, not one that ends before it starts).
+    public static func standardLeaf(startingAt notBefore: Moment) -> Validity {
+        switch notBefore {
+        case .daysFromNow(let days): return Validity(notBefore: notBefore, notAfter: .daysFromNow(days &+ 397))
+        case .date(let date):
+            return Validity(notBefore: notBefore, notAfter: .date(date.addingTimeInterval(397 * 86_400)))
+        }
+    }
+
     /// `days` long, starting one day ago so a slightly slow device clock still accepts it. (`&-`: `Int.min` days must
     /// reach `check()`, which refuses it, rather than trap here.)
     public static func days(_ days: Int) -> Validity { Validity(notBefore: .daysFromNow(-1), notAfter: .daysFromNow(days &- 1)) }

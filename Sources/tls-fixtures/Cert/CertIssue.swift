@@ -246,8 +246,9 @@ struct CertIssue: AsyncParsableCommand {
             guard count <= Moment.maximumDays else { throw CLIError("--days is at most \(Moment.maximumDays) (100 years), not \(count)") }
             request.validity = .days(count)
         } else if notBefore != nil || notAfter != nil {
-            request.validity = Validity(notBefore: try moment(notBefore, "--not-before") ?? .daysFromNow(-1),
-                                        notAfter: try moment(notAfter, "--not-after") ?? .daysFromNow(396))
+            let start = try moment(notBefore, "--not-before") ?? .daysFromNow(-1)
+            request.validity = Validity(notBefore: start, notAfter: try moment(notAfter, "--not-after")
+                                            ?? Validity.standardLeaf(startingAt: start).notAfter)
         }
         if let serial {
             do { request.serial = try CertificateProfile.parseSerial(serial) } catch let error as PKIError {

@@ -35,6 +35,11 @@ struct MkcertStepParityTests {
         // Seconds are cut from the dates; a minute either way is generous for a command that takes less.
         #expect(abs(start.timeIntervalSince(before) + 3_600) < 60, "notBefore \(start)")
         #expect(abs(end.timeIntervalSince(before) - 7_200) < 120, "notAfter \(end)")
+        // A start alone is a certificate not valid yet, of the usual length (it was one ending before it started).
+        #expect(try TestEnvironment.tlsFixtures(["cert", "issue", "--dir", store, "--name", "later", "--host", "a.test",
+                                                 "--not-before", "2050-01-01", "--cert-file", folder + "/later.pem"]).status == 0)
+        let (laterStart, laterEnd) = try Self.validity(folder + "/later.pem")
+        #expect(laterStart == ISO8601DateFormatter().date(from: "2050-01-01T00:00:00Z") && laterEnd.timeIntervalSince(laterStart) == 397 * 86_400)
         for bad in ["2x", "h", "1h-2m"] {
             CLIInputTests.expectOneLineError(try TestEnvironment.tlsFixtures(["cert", "issue", "--dir", store, "--name", "bad",
                                                                               "--host", "a.test", "--not-after", bad]),
