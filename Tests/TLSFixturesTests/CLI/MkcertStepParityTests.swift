@@ -146,4 +146,64 @@ struct MkcertStepParityTests {
         CLIInputTests.expectOneLineError(try TestEnvironment.tlsFixtures(["ca", "install", "--java", "--cacerts", folder + "/none", "--dir", store]),
                                          mentioning: ["no Java cacerts keystore", folder + "/none"])
     }
+
+    static var java: String? {
+        [(ProcessInfo.processInfo.environment["JAVA_HOME"] ?? "/nonexistent") + "/bin/java", "/usr/bin/java"]
+            .first { FileManager.default.isExecutableFile(atPath: $0) }
+    }
+
+    /// The JDK's own keystore, copied: the test changes only its copy.
+    static var jdkCacerts: URL? {
+        guard let java else { return nil }
+        let cacerts = URL(fileURLWithPath: java).resolvingSymlinksInPath().deletingLastPathComponent()
+            .deletingLastPathComponent().appendingPathComponent("lib/security/cacerts").resolvingSymlinksInPath()
+        return FileManager.default.fileExists(atPath: cacerts.path) ? cacerts : nil
+    }
+
+    /// Proof by difference with Java's own TLS stack (JSSE, HttpsURLConnection): the same client, the same fixture,
+    /// refused before the CA is installed in its cacerts, served after, refused again once it is uninstalled.
+    @Test("a Java client trusts a fixture through the cacerts ca install --java changed, and not before or after",
+          .enabled(if: keytool != nil && jdkCacerts != nil, "needs a JDK (java, keytool, lib/security/cacerts)"))
+    func javaClientTrusts() async throws {
+        let folder = TestEnvironment.temporaryDirectory("java-client")
+        let store = CertificateStore(directory: folder.appendingPathComponent("store"))
+        _ = try await offThePool { try store.initializeCA() }
+        let cacerts = folder.appendingPathComponent("cacerts")
+        try FileManager.default.copyItem(at: try #require(Self.jdkCacerts), to: cacerts)
+        chmod(cacerts.path, 0o644)
+        let client = folder.appendingPathComponent("Fetch.java")
+        try Data("""
+            import java.net.URL;
+            import javax.net.ssl.HttpsURLConnection;
+            public class Fetch {
+                public static void main(String[] args) throws Exception {
+                    try {
+                        HttpsURLConnection connection = (HttpsURLConnection) new URL(args[0]).openConnection();
+                        connection.setConnectTimeout(10000);
+                        connection.setReadTimeout(15000);
+                        System.out.println("status " + connection.getResponseCode());
+                    } catch (Exception e) {
+                        System.out.println("refused " + e);
+                        System.exit(1);
+                    }
+                }
+            }
+            """.utf8).write(to: client)
+        let java = try #require(Self.java)
+        let stores = ["--java", "--cacerts", cacerts.path, "--dir", store.directory.path]
+        try await withFixture("ats-compliant", store: store) { fixture in
+            let fetch = [java, "-Djavax.net.ssl.trustStore=\(cacerts.path)", "-Djavax.net.ssl.trustStorePassword=changeit",
+                         client.path, "https://localhost:\(fixture.port)/"]
+            let before = try await Subprocess.runAwaiting(fetch, timeout: 120)
+            #expect(before.status != 0 && before.stdout.contains("PKIX"), "trusted before the install: \(before.combined)")
+            let installed = try await Subprocess.runAwaiting([TestEnvironment.cli, "ca", "install"] + stores)
+            #expect(installed.status == 0, "\(installed.combined)")
+            let trusted = try await Subprocess.runAwaiting(fetch, timeout: 120)
+            #expect(trusted.status == 0 && trusted.stdout.contains("status 200"), "\(trusted.combined)")
+            let removed = try await Subprocess.runAwaiting([TestEnvironment.cli, "ca", "uninstall"] + stores)
+            #expect(removed.status == 0, "\(removed.combined)")
+            let after = try await Subprocess.runAwaiting(fetch, timeout: 120)
+            #expect(after.status != 0 && after.stdout.contains("PKIX"), "trusted after the uninstall: \(after.combined)")
+        }
+    }
 }
