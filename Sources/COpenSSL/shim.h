@@ -121,6 +121,10 @@ static inline int shim_sk_X509_EXTENSION_num(const STACK_OF(X509_EXTENSION) *sk)
 static inline X509_EXTENSION *shim_sk_X509_EXTENSION_value(const STACK_OF(X509_EXTENSION) *sk, int i) {
     return sk_X509_EXTENSION_value(sk, i);
 }
+static inline STACK_OF(X509_EXTENSION) *shim_sk_X509_EXTENSION_new_null(void) { return sk_X509_EXTENSION_new_null(); }
+static inline int shim_sk_X509_EXTENSION_push(STACK_OF(X509_EXTENSION) *sk, X509_EXTENSION *ext) {
+    return sk_X509_EXTENSION_push(sk, ext);
+}
 static inline void shim_sk_X509_EXTENSION_pop_free(STACK_OF(X509_EXTENSION) *sk) {
     sk_X509_EXTENSION_pop_free(sk, X509_EXTENSION_free);
 }

@@ -138,6 +138,10 @@ extension FixtureFleet: FleetCommands {
                         + "{\"scenario\": \"\(scenario.name)\"})",
                     field: "scenario.name")
             }
+            do { try catalog.requireFreeCertificateName(scenario.name) } catch {
+                throw FleetError(.invalidScenario, "scenario.name: \((error as? any CodedError)?.reason ?? "\(error)")",
+                                 field: "scenario.name")
+            }
             if let plan = scenario.certificate, let keyName = plan.keyName {
                 guard let spec = catalogKeys()[keyName] else {
                     throw FleetError(

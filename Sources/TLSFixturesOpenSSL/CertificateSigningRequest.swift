@@ -84,3 +84,46 @@ package struct CertificateSigningRequest: Sendable {
         return []
     }
 }
+
+extension CertificateSigningRequest {
+    /// A new request for `key`, as `openssl req -new` makes one: `subject` in order (OpenSSL short names), the
+    /// subjectAltName extension asked for when `subjectAltName` (x509v3_config(5) text: `DNS:a.test,IP:127.0.0.1`) is
+    /// given, signed by `key` with SHA-256 (EdDSA with its own hash). PEM.
+    package static func make(key: PrivateKey, subject: [(field: String, value: String)],
+                             subjectAltName: String?) throws -> Data {
+        OpenSSLError.clearQueue()
+        let request = try checkNotNull(X509_REQ_new(), "allocate a certificate signing request")
+        defer { X509_REQ_free(request) }
+        try checkOne(X509_REQ_set_version(request, 0), "set the request's version")
+        let name = try checkNotNull(X509_NAME_new(), "allocate a name")
+        defer { X509_NAME_free(name) }
+        for (field, value) in subject {
+            let bytes = Array(value.utf8)
+            let rc = bytes.withUnsafeBufferPointer {
+                X509_NAME_add_entry_by_txt(name, field, MBSTRING_UTF8, $0.baseAddress ?? UnsafePointer(bitPattern: 1),
+                                           Int32(bytes.count), -1, 0)
+            }
+            try checkOne(rc, "add \(field)=\(value) to the subject")
+        }
+        try checkOne(X509_REQ_set_subject_name(request, name), "set the subject")
+        try checkOne(X509_REQ_set_pubkey(request, key.pointer), "set the public key")
+        if let subjectAltName {
+            let extensions = try checkNotNull(shim_sk_X509_EXTENSION_new_null(), "allocate the extensions")
+            defer { shim_sk_X509_EXTENSION_pop_free(extensions) }
+            guard let ext = X509V3_EXT_nconf_nid(nil, nil, NID_subject_alt_name, subjectAltName) else {
+                throw OpenSSLError.drain("build the subjectAltName extension from \"\(subjectAltName.prefix(120))\"")
+            }
+            guard shim_sk_X509_EXTENSION_push(extensions, ext) > 0 else {
+                X509_EXTENSION_free(ext)
+                throw OpenSSLError.drain("add the subjectAltName extension")
+            }
+            try checkOne(X509_REQ_add_extensions(request, extensions), "add the requested extensions")
+        }
+        let digest = key.description.type.isEdDSA ? nil : EVP_sha256()
+        guard X509_REQ_sign(request, key.pointer, digest) > 0 else { throw OpenSSLError.drain("sign the request") }
+        return try MemoryBIO.collect("encode the request as PEM") { PEM_write_bio_X509_REQ($0, request) }
+    }
+
+    /// The request's public key as a key description (type, size).
+    package var keyDescription: KeyDescription { publicKey.description }
+}

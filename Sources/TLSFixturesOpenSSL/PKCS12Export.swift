@@ -31,6 +31,12 @@ extension PKCS12Export {
     /// The certificate and the key's SPKI pin a `.p12` holds, or nil when `data` is not an archive `password` opens:
     /// how an export tells an archive of the same material (new salts each time) from one of other material.
     package static func contents(_ data: Data, password: String = defaultPassword) -> (certificate: Certificate, keyPin: String?)? {
+        opened(data, password: password).map { ($0.chain[0], $0.keyPin) }
+    }
+
+    /// The certificates a `.p12` holds (its own first, then the rest as stored) and its key's SPKI pin, or nil when
+    /// `data` is not an archive `password` opens.
+    package static func opened(_ data: Data, password: String) -> (chain: [Certificate], keyPin: String?)? {
         OpenSSLError.clearQueue()
         defer { OpenSSLError.clearQueue() }
         let parsed: OpaquePointer? = data.withUnsafeBytes { raw -> OpaquePointer? in
@@ -46,10 +52,18 @@ extension PKCS12Export {
             if let key { EVP_PKEY_free(key) }
             return nil
         }
-        if let chain { shim_sk_X509_pop_free(chain) }
+        var others: [Certificate] = []
+        if let chain {
+            for index in 0..<shim_sk_X509_num(chain) {
+                if let item = shim_sk_X509_value(chain, index), let certificate = try? Certificate(retaining: item) {
+                    others.append(certificate)
+                }
+            }
+            shim_sk_X509_pop_free(chain)
+        }
         let pin = key.flatMap { try? PrivateKey.spkiSHA256(of: $0) }
         if let key { EVP_PKEY_free(key) }
         guard let certificate = try? Certificate(taking: x509) else { return nil }
-        return (certificate, pin)
+        return ([certificate] + others, pin)
     }
 }

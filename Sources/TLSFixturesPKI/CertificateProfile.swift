@@ -102,23 +102,10 @@ public struct CertificateProfile: Hashable, Sendable, Codable {
         guard let signer = issuer?.key ?? subjectKey.privateKey else {
             throw PKIError(code: .notAnAuthority, reason: "a certificate for a public key alone needs an issuer", fix: "sign it with a CA")
         }
-        let signerType = signer.description.type
-        var digestName: String? = digest.openSSLName
-        switch signerType {
-        case let type where type.isEdDSA:
-            // EdDSA hashes internally; OpenSSL requires a NULL digest and there is no "Ed25519 with SHA-1".
-            guard digest == .sha256 || digest == .sha512 else {
-                throw PKIError(code: .digestNotSignable, subject: digest.rawValue, reason: "an Ed25519 issuer cannot sign with \(digest.rawValue): EdDSA has no digest choice",
-                               fix: "sign with an RSA or EC issuer, or use sha256")
-            }
-            digestName = nil
-        case .ec:
-            if digest == .md5 {
-                throw PKIError(code: .digestNotSignable, subject: digest.rawValue, reason: "an EC issuer cannot sign with md5: there is no ECDSA-with-MD5 algorithm",
-                               fix: "sign with an RSA issuer (for example BuiltinAuthority.rsaIntermediate)")
-            }
-        default: break
-        }
+        let signerKind = SigningKeyKind(signer)
+        try checkSignable(by: signerKind)
+        // EdDSA hashes internally; OpenSSL requires a NULL digest.
+        let digestName: String? = signerKind == .eddsa ? nil : digest.openSSLName
         if let sans = subjectAltNames, sans.isEmpty {
             throw PKIError(code: .emptySubjectAltNames, reason: "a subjectAltName extension needs at least one name",
                            fix: "set subjectAltNames to nil to leave the extension out")
@@ -329,8 +316,19 @@ public struct Subject: Hashable, Sendable, Codable {
         otherAttributes = others.isEmpty ? nil : others
     }
 
-    /// Refuses what no certificate should carry: a country that is not two letters (X.520 PrintableString SIZE(2)).
+    /// Refuses what no certificate should carry: a country that is not two letters (X.520 PrintableString SIZE(2)),
+    /// and attributes longer than RFC 5280's upper bounds (A.1: 64 characters for CN, O and OU, 128 for L and ST),
+    /// which OpenSSL refuses only as it signs ("string too long"), after a key was made for them.
     package func check() throws {
+        let bounds: [(String, String?, Int)] = [("common name", commonName, 64), ("organization", organization, 64),
+                                                ("organizational unit", organizationalUnit, 64),
+                                                ("state", state, 128), ("locality", locality, 128)]
+        for case let (field, value?, bound) in bounds where value.unicodeScalars.count > bound {
+            throw PKIError(code: .invalidName, subject: String(value.prefix(40)),
+                           reason: "the \(field) is \(value.unicodeScalars.count) characters long, and a certificate "
+                              + "carries at most \(bound) (RFC 5280 A.1)",
+                           fix: "shorten it to \(bound) characters or fewer")
+        }
         if let country, !(country.count == 2 && country.allSatisfy({ $0.isASCII && $0.isLetter && $0.isUppercase })) {
             throw PKIError(code: .invalidName, subject: country, reason: "invalid country \"\(country)\"",
                            fix: "use a two-letter ISO 3166 code in capitals, such as US, DE or JP")
@@ -469,6 +467,47 @@ public enum SubjectAltName: Hashable, Sendable, Codable, CustomStringConvertible
     }
 }
 
+/// The kind of key that signs, as far as the digests it can sign with go.
+package enum SigningKeyKind: Sendable, Equatable {
+    case rsa, ec, eddsa
+
+    package init(_ key: PrivateKey) {
+        let type = key.description.type
+        self = type.isEdDSA ? .eddsa : type == .ec ? .ec : .rsa
+    }
+
+    package init(_ spec: KeySpec) {
+        switch spec {
+        case .rsa: self = .rsa
+        case .ec: self = .ec
+        case .ed25519: self = .eddsa
+        }
+    }
+}
+
+extension CertificateProfile {
+    /// Throws `digestNotSignable` when a signer of `kind` cannot sign with `digest`: EdDSA has no digest choice (and
+    /// no "Ed25519 with SHA-1"), and there is no ECDSA-with-MD5. Checked before a key is made for the certificate.
+    package func checkSignable(by kind: SigningKeyKind) throws {
+        switch kind {
+        case .eddsa:
+            guard digest == .sha256 || digest == .sha512 else {
+                throw PKIError(code: .digestNotSignable, subject: digest.rawValue,
+                               reason: "an Ed25519 issuer cannot sign with \(digest.rawValue): EdDSA has no digest choice",
+                               fix: "sign with an RSA or EC issuer, or use sha256")
+            }
+        case .ec:
+            if digest == .md5 {
+                throw PKIError(code: .digestNotSignable, subject: digest.rawValue,
+                               reason: "an EC issuer cannot sign with md5: there is no ECDSA-with-MD5 algorithm",
+                               fix: "sign with an RSA issuer (for example BuiltinAuthority.rsaIntermediate)")
+            }
+        case .rsa:
+            break
+        }
+    }
+}
+
 /// When a certificate is valid. Days are counted from the moment of issue, so `expired` is expired the moment
 /// it is made and stays so.
 public struct Validity: Hashable, Sendable, Codable {
@@ -483,6 +522,16 @@ public struct Validity: Hashable, Sendable, Codable {
     /// 397 days starting one day ago (the catalog's baseline).
     public static let standardLeaf = Validity(notBefore: .daysFromNow(-1), notAfter: .daysFromNow(396))
 
+    /// `standardLeaf`'s length (397 days) from `notBefore`: what a start given alone means (`--not-before 2050-01-01`
+    /// is a certificate not valid yet, not one that ends before it starts).
+    public static func standardLeaf(startingAt notBefore: Moment) -> Validity {
+        switch notBefore {
+        case .daysFromNow(let days): return Validity(notBefore: notBefore, notAfter: .daysFromNow(days &+ 397))
+        case .date(let date):
+            return Validity(notBefore: notBefore, notAfter: .date(date.addingTimeInterval(397 * 86_400)))
+        }
+    }
+
     /// `days` long, starting one day ago so a slightly slow device clock still accepts it. (`&-`: `Int.min` days must
     /// reach `check()`, which refuses it, rather than trap here.)
     public static func days(_ days: Int) -> Validity { Validity(notBefore: .daysFromNow(-1), notAfter: .daysFromNow(days &- 1)) }
@@ -490,10 +539,20 @@ public struct Validity: Hashable, Sendable, Codable {
     /// Both moments as dates, relative ones counted from `now`: (notBefore, notAfter).
     public func resolve(now: Date) -> (Date, Date) { (notBefore.resolve(now: now), notAfter.resolve(now: now)) }
 
-    /// Both moments within what a certificate can carry (`Moment.check`).
+    /// Both moments within what a certificate can carry (`Moment.check`), and the end not before the start (as they
+    /// resolve now).
     public func check() throws {
         try notBefore.check("notBefore")
         try notAfter.check("notAfter")
+        let (start, end) = resolve(now: Date())
+        guard start <= end else {
+            let format = ISO8601DateFormatter()
+            throw PKIError(code: .invalidValidity, subject: "notAfter",
+                           reason: "notAfter (\(format.string(from: end))) is before notBefore "
+                              + "(\(format.string(from: start))): no moment is inside this validity",
+                           fix: "end the validity after it starts (a notBefore alone in the future needs a notAfter "
+                              + "after it)")
+        }
     }
 
     /// Whether a certificate made from this profile is meant to be expired, not yet valid, or valid right now.
@@ -553,6 +612,54 @@ public enum Moment: Hashable, Sendable, Codable, CustomStringConvertible {
         if let date = Moment.parseDate(text) { self = .date(date); return }
         throw PKIError(code: .invalidValidity, subject: text,
                        reason: "\"\(text)\" is neither a number of days nor a real ISO 8601 date (2030-01-01 or 2030-01-01T00:00:00Z)")
+    }
+
+    /// What a command line's `--not-before`/`--not-after` take: what `init(parsing:)` takes, and a duration from
+    /// `now` as step writes it (`2h`, `30m`, `-1h30m`, `90s`, `7d`). Whole days stay relative (`daysFromNow`: an
+    /// unchanged re-run reuses the certificate); hours, minutes and seconds become the date they reach from `now`.
+    public init(parsingWithDurations text: String, now: Date = Date()) throws {
+        let trimmed = text.trimmingCharacters(in: .whitespaces)
+        guard let duration = Moment.parseDuration(trimmed) else {
+            try self.init(parsing: trimmed)
+            return
+        }
+        if duration % 86_400 == 0 {
+            self = .daysFromNow(Int(duration / 86_400))
+        } else {
+            self = .date(now.addingTimeInterval(TimeInterval(duration)))
+        }
+    }
+
+    /// `[+-](NUMBER UNIT)+` with units d, h, m, s, as seconds; nil when `text` is not one. Bounded so it cannot
+    /// overflow (past 100 years `check` refuses it anyway).
+    static func parseDuration(_ text: String) -> Int64? {
+        var rest = Substring(text)
+        var sign: Int64 = 1
+        if let first = rest.first, first == "-" || first == "+" {
+            sign = first == "-" ? -1 : 1
+            rest = rest.dropFirst()
+        }
+        var total: Int64 = 0
+        var parts = 0
+        while !rest.isEmpty {
+            let digits = rest.prefix { $0.isASCII && $0.isNumber }
+            guard !digits.isEmpty, digits.count <= 12, let value = Int64(digits) else { return nil }
+            rest = rest.dropFirst(digits.count)
+            guard let unit = rest.first else { return nil }
+            let scale: Int64
+            switch unit {
+            case "d": scale = 86_400
+            case "h": scale = 3_600
+            case "m": scale = 60
+            case "s": scale = 1
+            default: return nil
+            }
+            rest = rest.dropFirst()
+            total += value * scale
+            parts += 1
+            guard total <= Int64(Moment.maximumDays + 1) * 86_400 * 2 else { return nil }
+        }
+        return parts == 0 ? nil : sign * total
     }
 
     /// An ISO 8601 date that exists: Foundation's parser rolls 2021-02-30 over to 2021-03-02, so the calendar date

@@ -129,6 +129,53 @@ public struct CertificateRequest: Sendable {
         return violations
     }
 
+    /// What a user should know about `leaf` as issued by `signer` (nil: self-signed), one line each: names outside the
+    /// issuer's name constraints, IP addresses under a name-constrained CA (BoringSSL refuses those chains), an
+    /// issuer that is expired or not yet valid (the leaf's own dates say "valid"), and a leaf that outlives its issuer.
+    /// Issued all the same: each is a legitimate fixture, but none should be a surprise.
+    package func warnings(leaf: Certificate, signer: CertificateAuthority?, now: Date = Date()) -> [String] {
+        guard let signer else { return [] }
+        // The names as issued: a CSR's come from the CSR, not from `hosts`.
+        var issued = self
+        issued.hosts = (leaf.dnsNames ?? []) + leaf.ipAddresses
+        issued.omitSubjectAltNames = false
+        var lines = issued.nameConstraintViolations(issuer: signer).map {
+            "\($0); use a name under one of them, or issue from a CA made with `ca init --no-name-constraints`"
+        }
+        let chain = [signer.certificate] + signer.chainToRoot + [signer.root]
+        let addresses = leaf.ipAddresses
+        if !addresses.isEmpty, let constrained = chain.first(where: { $0.nameConstraintEntries != nil }) {
+            let name = constrained.commonName ?? constrained.subject
+            lines.append("\(addresses.joined(separator: ", ")) under the name-constrained \(name): BoringSSL-based clients "
+                + "(swift-nio-ssl, AsyncHTTPClient, Chrome) refuse the chain, as they cannot evaluate IP address "
+                + "constraints; OpenSSL, Apple and the others accept it. Connect by name (localhost) for those")
+        }
+        let issuer = signer.certificate.commonName ?? signer.certificate.subject
+        let day = { (date: Date) in
+            ISO8601DateFormatter.string(from: date, timeZone: TimeZone(identifier: "UTC")!,
+                                        formatOptions: [.withFullDate])
+        }
+        // The store's own authorities are warned about as they are read (and an intermediate past its end is re-made);
+        // a CA of the user's own only here.
+        let issuerEnd = day(signer.certificate.notAfter)
+        let outlives = "this certificate ends on \(day(leaf.notAfter)), after its issuer \(issuer) (\(issuerEnd)): "
+            + "from then on clients refuse it as its issuer has expired; give fewer days to end with it"
+        if issuerAuthority == nil {
+            if leaf.notAfter > signer.certificate.notAfter, signer.certificate.notAfter > now {
+                lines.append(outlives)
+            }
+        } else if signer.certificate.notAfter < now {
+            lines.append("the issuer \(issuer) expired on \(issuerEnd): clients refuse this certificate "
+                + "(\"certificate has expired\", for the issuer) although its own dates are valid")
+        } else if signer.certificate.notBefore > now {
+            lines.append("the issuer \(issuer) is not valid before \(day(signer.certificate.notBefore)): clients "
+                + "refuse this certificate until then")
+        } else if leaf.notAfter > signer.certificate.notAfter {
+            lines.append(outlives)
+        }
+        return lines
+    }
+
     /// Parses repeated or comma-separated `--eku` values; `none` leaves the extension out, `both` is server + client.
     public static func parseExtendedKeyUsage(_ values: [String]) throws -> [ExtendedKeyUsage]? {
         let items = values.flatMap { $0.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) } }
@@ -187,9 +234,10 @@ public struct NameConstraintViolation: Sendable, Equatable, CustomStringConverti
 }
 
 extension CertificateStore {
-    /// Issues (or reuses, when nothing changed) the certificate a request describes.
+    /// Issues (or reuses, when nothing changed) the certificate a request describes. Everything is checked before
+    /// anything is made (`check`), so a refused request writes nothing: no key, no authority, no certificate.
     public func issue(_ request: CertificateRequest) throws -> Credential {
-        let profile = try request.profile()
+        let profile = try check(request)
         let keyName = request.keyName ?? request.name
         let signer: CertificateAuthority?
         if let own = request.issuerAuthority {
@@ -205,6 +253,45 @@ extension CertificateStore {
                                   keyFile: keyPath(name: keyName, spec: request.key).lastPathComponent, signer: signer)
         }
         return try credential(named: request.name, profile: profile, key: key, keyFile: "(the caller's own key)", signer: signer)
+    }
+
+    /// What `issue(request)` refuses, found by reading only: the name (`CertificateStore.reservedNames`), the profile,
+    /// a digest its signer's key cannot sign with, a key of the store's authorities (`requireNotAuthorityKey`), a key
+    /// to reuse (`keyName`) that does not exist, and a missing CA the store had (`caMissing`). Returns the profile.
+    package func check(_ request: CertificateRequest) throws -> CertificateProfile {
+        try CertificateStore.requireUnreserved(request.name)
+        let profile = try request.profile()
+        if let keyName = request.keyName, keyName != request.name {
+            try CertificateStore.validate(name: keyName)
+            if try existingKey(named: keyName, spec: request.key) == nil {
+                let others = storedKeySpecs(named: keyName).map { keyPath(name: keyName, spec: $0).lastPathComponent }
+                let found = others.isEmpty ? "" : " (\(others.joined(separator: ", ")) is there: give its type as the "
+                    + "key)"
+                throw PKIError(code: .noSuchKey, subject: keyName,
+                               reason: "there is no \(request.key) key named \"\(keyName)\" in "
+                                  + "\(keysDirectory.path)\(found)",
+                               fix: "name a key the store has, or leave keyName out for a key of the certificate's own")
+            }
+        }
+        if let key = request.privateKey { try requireNotAuthorityKey(spki: try key.spkiSHA256) }
+        if let key = try request.keyName.flatMap({ try existingKey(named: $0, spec: request.key) }) {
+            try requireNotAuthorityKey(spki: try key.spkiSHA256)
+        }
+        // The signer as it is, or as it would be made: its key type decides which digests it can sign with.
+        let signerKey: SigningKeyKind
+        if let own = request.issuerAuthority {
+            signerKey = SigningKeyKind(own.privateKey)
+        } else if case .authority(let id) = request.issuer {
+            if let existing = try existingAuthority(id) {
+                signerKey = SigningKeyKind(existing.privateKey)
+            } else {
+                signerKey = SigningKeyKind(id == .root ? CAOptions().key : id.keySpec)
+            }
+        } else {
+            signerKey = request.privateKey.map(SigningKeyKind.init) ?? SigningKeyKind(request.key)
+        }
+        try profile.checkSignable(by: signerKey)
+        return profile
     }
 
     /// What `issue(request)` would return without writing anything — the stored certificate, unchanged — or nil when
@@ -232,6 +319,7 @@ extension CertificateRequest {
     /// sets them (`hosts`, `emails`, `uris`, `commonName`, the subject fields). Returns the chain, leaf first. Nothing is
     /// kept in the store: the store keeps certificates with their keys, and this key is the requester's.
     package func sign(_ csr: CertificateSigningRequest, store: CertificateStore) throws -> [Certificate] {
+        try store.requireNotAuthorityKey(spki: try csr.publicKey.spkiSHA256)
         let signer: CertificateAuthority
         if let own = issuerAuthority {
             signer = own

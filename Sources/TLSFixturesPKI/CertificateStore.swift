@@ -98,6 +98,7 @@ public struct CAOptions: Sendable, Equatable {
                            fix: "give at least \(CAOptions.minimumDays) days; 3650 is the default")
         }
         try Validity.days(days).check()
+        try Subject(commonName: commonName).check()
     }
 
     /// Memberwise: each argument sets the property of the same name, unchecked.
@@ -303,14 +304,58 @@ public final class CertificateStore: Sendable {
         }
     }
 
+    /// Names the store answers to itself, whatever enters it: a built-in authority or `self` (what `issuer` names, so
+    /// a certificate called so could never be chosen as one) and `ca` (`exports/ca.cer`, the built-in CA's file for
+    /// app bundles). No certificate, key or scenario may take one; with each, what it stands for.
+    public static let reservedNames: [String: String] = {
+        var names = ["self": "the issuer name of a self-signed certificate",
+                     "ca": "the built-in CA's own file, exports/ca.cer, that apps bundle"]
+        for id in BuiltinAuthority.allCases {
+            names[id.rawValue] = "the built-in \(id.rawValue) authority's issuer name"
+        }
+        return names
+    }()
+
+    /// Throws `reservedName` when `name` is one of `reservedNames`.
+    public static func requireUnreserved(_ name: String) throws {
+        guard let role = reservedNames[name] else { return }
+        throw PKIError(code: .reservedName, subject: name, reason: "\"\(name)\" is reserved: it is \(role)",
+                       fix: "choose another name")
+    }
+
+    /// Throws `authorityKey` when `key` is the key of one of the store's authorities: a certificate on it would hand a
+    /// server (or anyone given the leaf's key file) the key that signs everything the store's CAs sign.
+    package func requireNotAuthorityKey(spki pin: String) throws {
+        for id in BuiltinAuthority.allCases {
+            guard let data = try? read(keyPath(id), privateKey: true), let theirs = try? PrivateKey(pem: data),
+                  (try? theirs.spkiSHA256) == pin else { continue }
+            let whose = id == .root ? "built-in CA's" : "\(id.rawValue) authority's"
+            throw PKIError(code: .authorityKey, subject: keyPath(id).path,
+                           reason: "that key is the \(whose) own (\(keyPath(id).path)): a certificate on it would give "
+                              + "its holder the key that signs for the store",
+                           fix: "use a key of its own: leave the key to the store, or give another")
+        }
+    }
+
     // MARK: The built-in CA
 
     /// The built-in CA if one exists; throws if it exists but is damaged.
     public func existingCA() throws -> CertificateAuthority? {
         if let cached = cache.withLockedValue({ $0.authorities[.root] }) { return cached }
-        // Unlocked (a look must not create a store at a mistyped --dir), so it must not repair either: a key without
-        // its certificate may be a CA being written right now by another process.
-        guard let root = try loadRoot(.root, repairingOrphanKey: false) else { return nil }
+        // Unlocked (a look must not create a store at a mistyped --dir), so it must not repair either; but a pair that
+        // does not match, or a key alone, may be a replacement half done by another process (`install`): looked at
+        // again under the lock, which waits for it to finish (or finishes it, after a crash).
+        let root: CertificateAuthority?
+        if FileSystem.exists(stagePath(.root)) && !isReadOnly {
+            // A stage left by a stopped process: settled (finished or dropped) under the lock before anything else.
+            root = try locked("ca-root", in: caDirectory) { try loadRoot(.root) }
+        } else {
+            do { root = try loadRoot(.root, settling: false) } catch let error as PKIError
+                where [.keyMismatch, .caMissing].contains(error.code) && !isReadOnly {
+                root = try locked("ca-root", in: caDirectory) { try loadRoot(.root) }
+            }
+        }
+        guard let root else { return nil }
         cache.withLockedValue { $0.authorities[.root] = root }
         return root
     }
@@ -321,9 +366,10 @@ public final class CertificateStore: Sendable {
         case refuse
         /// Return the existing CA unchanged (`ca init --if-missing`).
         case keep
-        /// Move the old CA to a new `ca/replaced-DATE/` (`replaced-DATE-2/`, … when one was retired in the same
-        /// second; never deleted or overwritten) and make a new one; everything it signed is re-issued on next use
-        /// (`ca init --force`).
+        /// Make a new CA and keep the old one in a new `ca/replaced-DATE/` (`replaced-DATE-2/`, … when one was retired
+        /// in the same second; never deleted or overwritten); everything it signed is re-issued on next use
+        /// (`ca init --force`). The new CA is made and written in full before it takes the old one's place by rename,
+        /// so a failure or a kill on the way leaves the old one the store's CA.
         case replace
     }
 
@@ -342,8 +388,9 @@ public final class CertificateStore: Sendable {
                 case .replace: break
                 }
             }
-            if policy == .replace { try retireAuthorities() }
-            return (try createRoot(.root, options: options), true)
+            let replacing = policy == .replace
+                && (FileSystem.exists(certificatePath(.root)) || FileSystem.exists(keyPath(.root)))
+            return (try createRoot(.root, options: options, retiring: replacing), true)
         }
         cache.withLockedValue { cache in
             if outcome.1 { cache = Cache(warnings: cache.warnings) }
@@ -363,29 +410,144 @@ public final class CertificateStore: Sendable {
             made = try loadOrCreateIntermediate(id, parent: try authority(parentID))
         } else {
             made = try locked("ca-\(id.rawValue)", in: caDirectory) {
-                try loadRoot(id) ?? createRoot(id, options: CAOptions())
+                if let existing = try loadRoot(id) { return existing }
+                // Made on first use only in a store that never had one: where it had, replacing it is the user's call.
+                if id == .root { try requireNoTraceOfRoot() }
+                return try createRoot(id, options: CAOptions())
             }
         }
         cache.withLockedValue { $0.authorities[id] = made }
         return made
     }
 
-    /// Moves the root and everything derived from it into a folder of its own, `ca/replaced-DATE[-N]/`. The folder is
-    /// new (made with `mkdir`, so a second retirement in the same second gets `-2`), so nothing in it can be
-    /// overwritten; and any file that cannot be moved stops the replacement before a new CA is written over it.
-    private func retireAuthorities() throws {
+    /// The `ca/replaced-…/` folder that keeps `certificate`, a root this store had: where `initializeCA(ifExists:
+    /// .replace)` put it. nil when no folder holds it.
+    public func retiredFolder(of certificate: Certificate) -> URL? {
+        let names = ((try? FileManager.default.contentsOfDirectory(atPath: caDirectory.path)) ?? [])
+            .filter { $0.hasPrefix("replaced-") }
+        for name in names.sorted().reversed() {
+            let folder = caDirectory.appendingPathComponent(name)
+            if let data = try? read(folder.appendingPathComponent("root.pem")),
+               (try? Certificate(pem: data)) == certificate {
+                return folder
+            }
+        }
+        return nil
+    }
+
+    /// Where a new root is written in full before it takes the old one's place (`install`).
+    private func stagePath(_ id: BuiltinAuthority) -> URL {
+        caDirectory.appendingPathComponent(".staged-\(id.rawValue)")
+    }
+
+    /// Writes a new root beside the old one and swaps it in by rename. The key and certificate go to `ca/.staged-ID/`
+    /// first, so a failure (a full disk) or a kill up to there leaves the old root as it was, byte for byte. The old
+    /// files are linked into `retired` before the swap, so they never lack a name; the key's rename, then the
+    /// certificate's, make the swap, and `settleStage` finishes one a crash cut between the two.
+    private func install(_ id: BuiltinAuthority, key: PrivateKey, certificate: Certificate,
+                         retiring retired: URL?) throws {
+        let stage = stagePath(id)
+        let stagedKey = stage.appendingPathComponent(keyPath(id).lastPathComponent)
+        let stagedCertificate = stage.appendingPathComponent(certificatePath(id).lastPathComponent)
+        FileSystem.removeStage(stage)
+        do {
+            try FileSystem.makeDirectory(stage, mode: 0o700)
+            try FileSystem.writeAtomically(try key.pem, to: stagedKey, mode: 0o600)
+            try FileSystem.writeAtomically(certificate.pem, to: stagedCertificate, mode: 0o644)
+        } catch {
+            FileSystem.removeStage(stage)
+            throw error
+        }
+        // For a rollback; a key that cannot be read is still kept, by its link in `retired`.
+        let oldKey = try? read(keyPath(id), privateKey: true)
+        var kept: [URL] = []
+        do {
+            if let retired {
+                for file in [certificatePath(id), keyPath(id)] where FileSystem.exists(file) {
+                    let copy = retired.appendingPathComponent(file.lastPathComponent)
+                    try FileSystem.keep(file, at: copy)
+                    kept.append(copy)
+                }
+            }
+            try FileSystem.replace(keyPath(id), with: stagedKey)
+        } catch {
+            for copy in kept { unlink(copy.path) }
+            if let retired { rmdir(retired.path) }
+            FileSystem.removeStage(stage)
+            throw error
+        }
+        do {
+            try FileSystem.replace(certificatePath(id), with: stagedCertificate)
+        } catch {
+            // The old key goes back (the old certificate never left), and the copies are dropped: nothing changed.
+            if let oldKey {
+                try? FileSystem.writeAtomically(oldKey, to: keyPath(id), mode: 0o600)
+            } else {
+                unlink(keyPath(id).path)
+            }
+            // (A key that could not be read stays in `retired`, its copies kept.)
+            if oldKey == nil { kept.removeAll() }
+            for copy in kept { unlink(copy.path) }
+            if let retired { rmdir(retired.path) }
+            FileSystem.removeStage(stage)
+            throw error
+        }
+        FileSystem.removeStage(stage)
+    }
+
+    /// A stage left by a process that stopped inside `install`: when its key was already swapped in, the certificate
+    /// that goes with it is put beside it (the swap finished); otherwise the new root never took the old one's place,
+    /// and the stage is dropped. Only under the authority's lock.
+    private func settleStage(_ id: BuiltinAuthority) {
+        let stage = stagePath(id)
+        guard FileSystem.exists(stage) else { return }
+        let stagedCertificate = stage.appendingPathComponent(certificatePath(id).lastPathComponent)
+        if !FileSystem.exists(stage.appendingPathComponent(keyPath(id).lastPathComponent)),
+           let data = try? read(stagedCertificate), let certificate = try? Certificate(pem: data),
+           let keyData = try? read(keyPath(id), privateKey: true), let key = try? PrivateKey(pem: keyData),
+           key.matches(certificate), (try? FileSystem.replace(certificatePath(id), with: stagedCertificate)) != nil {
+            warn("finished replacing \(id.rawValue) in \(caDirectory.path), which a stopped process had begun")
+        }
+        FileSystem.removeStage(stage)
+    }
+
+    /// A new, empty `ca/replaced-DATE[-N]/` for the CA being replaced. It is new (made with `mkdir`, so a second
+    /// retirement in the same second gets `-2`), so nothing in it can be overwritten.
+    private func makeRetirementFolder() throws -> URL {
         let stamp = ISO8601DateFormatter().string(from: Date()).replacingOccurrences(of: ":", with: "")
-        let retired = try FileSystem.makeNewDirectory(in: caDirectory, named: "replaced-\(stamp)", mode: 0o700)
-        // The root and everything derived from it; the other roots are independent and stay.
-        for id in BuiltinAuthority.allCases where id == .root || id.parent == .root {
+        return try FileSystem.makeNewDirectory(in: caDirectory, named: "replaced-\(stamp)", mode: 0o700)
+    }
+
+    /// Moves what the old root signed (the intermediates) beside it once the new root is in place: they are re-made
+    /// under the new root on first use. A file that cannot be moved is said, not fatal: a stale intermediate is
+    /// re-issued anyway, as its signature no longer verifies.
+    private func retireDerivedAuthorities(into retired: URL) {
+        for id in BuiltinAuthority.allCases where id.parent == .root {
             for file in [certificatePath(id), keyPath(id)] where FileSystem.exists(file) {
-                try FileSystem.move(file, to: retired.appendingPathComponent(file.lastPathComponent))
+                do { try FileSystem.move(file, to: retired.appendingPathComponent(file.lastPathComponent)) } catch {
+                    warn("\(error)")
+                }
             }
         }
     }
 
-    /// `repairingOrphanKey` only under the authority's lock, where a key without its certificate can only be a crash.
-    private func loadRoot(_ id: BuiltinAuthority, repairingOrphanKey: Bool = true) throws -> CertificateAuthority? {
+    /// What shows that the store had a root once: its key without its certificate, a key set aside
+    /// (`root.key.orphaned-…`), a retired CA (`replaced-…/`) or a swap cut short (`.staged-root/`). Throws `caMissing`
+    /// naming them; nothing when the store never had one.
+    private func requireNoTraceOfRoot() throws {
+        let names = ((try? FileManager.default.contentsOfDirectory(atPath: caDirectory.path)) ?? []).sorted()
+        let traces = names.filter { name in
+            name == "root.key" || name.hasPrefix("root.key.") || name.hasPrefix("root.pem.")
+                || name.hasPrefix("replaced-") || name == ".staged-root"
+        }
+        guard !traces.isEmpty else { return }
+        throw PKIError.caMissing(path: certificatePath(.root).path,
+                                 traces: traces.map { caDirectory.appendingPathComponent($0).path })
+    }
+
+    /// `settling` (finishing a swap a crash cut short: `settleStage`) only under the authority's lock.
+    private func loadRoot(_ id: BuiltinAuthority, settling: Bool = true) throws -> CertificateAuthority? {
+        if settling { settleStage(id) }
         let certificateFile = certificatePath(id)
         let keyFile = keyPath(id)
         let certificateData = try read(certificateFile)
@@ -397,10 +559,13 @@ public final class CertificateStore: Sendable {
         switch (certificateData, keyData) {
         case (nil, nil):
             return nil
+        case (nil, .some) where id == .root:
+            // A root is written whole before it is swapped in (`install`), so a key alone is a certificate lost (or a
+            // swap in progress, looked at without the lock): never a reason to make a new CA over it.
+            throw PKIError.caMissing(path: certificateFile.path, traces: [keyFile.path])
         case (nil, .some):
-            // A crash between writing the key and the certificate: no device can trust a certificate that was
-            // never written, so the orphan key is set aside and the root made again.
-            if repairingOrphanKey { FileSystem.moveAside(keyFile, reason: "orphaned") }
+            // The scenarios' other roots are the kit's to re-make: the key is set aside (never deleted), under lock.
+            if settling { FileSystem.moveAside(keyFile, reason: "orphaned") }
             return nil
         case (.some, nil):
             throw PKIError.damaged(path: keyFile.path, problem: "missing, but \(certificateFile.lastPathComponent) exists", fix: fix, code: code)
@@ -422,18 +587,25 @@ public final class CertificateStore: Sendable {
         }
     }
 
-    private func createRoot(_ id: BuiltinAuthority, options: CAOptions) throws -> CertificateAuthority {
-        let key = try generate(id == .root ? options.key : id.keySpec)
+    /// Makes a root in memory, then installs it (`install`); `retiring`: the files in place are the old root's, kept in
+    /// a new `replaced-…/` with what it signed.
+    private func createRoot(_ id: BuiltinAuthority, options: CAOptions,
+                            retiring: Bool = false) throws -> CertificateAuthority {
         var profile = id.profile(rootCommonName: options.commonName)
         if id == .root {
             profile.validity = .days(options.days)
             profile.nameConstraints = options.nameConstraints ? .localDevelopment(addingDNSSubtrees: options.permittedDomains) : nil
         }
+        try profile.subject.check()
+        let key = try generate(id == .root ? options.key : id.keySpec)
         let certificate = try profile.sign(subjectKey: key, issuer: nil)
         countIssued()
-        // Key first: a crash after it leaves an orphan key (recovered above), never a certificate without its key.
-        try FileSystem.writeAtomically(try key.pem, to: keyPath(id), mode: 0o600)
-        try FileSystem.writeAtomically(certificate.pem, to: certificatePath(id), mode: 0o644)
+        let retired = retiring ? try makeRetirementFolder() : nil
+        do { try install(id, key: key, certificate: certificate, retiring: retired) } catch {
+            if let retired { rmdir(retired.path) }
+            throw error
+        }
+        if let retired { retireDerivedAuthorities(into: retired) }
         logger.info("created \(id.rawValue) \(certificate.subject) in \(caDirectory.path)")
         return CertificateAuthority(certificate: certificate, privateKey: key)
     }
@@ -485,7 +657,7 @@ public final class CertificateStore: Sendable {
     package func existingAuthority(_ id: BuiltinAuthority) throws -> CertificateAuthority? {
         if let cached = cache.withLockedValue({ $0.authorities[id] }) { return cached }
         if id == .root { return try existingCA() }
-        guard let parentID = id.parent else { return try loadRoot(id, repairingOrphanKey: false) }
+        guard let parentID = id.parent else { return try loadRoot(id, settling: false) }
         guard let parent = try existingAuthority(parentID),
               let keyData = try read(keyPath(id), privateKey: true), let key = try? PrivateKey(pem: keyData),
               let certificate = try read(certificatePath(id)) else { return nil }
@@ -517,6 +689,16 @@ public final class CertificateStore: Sendable {
         }
         cache.withLockedValue { $0.keys[cacheKey] = key }
         return key
+    }
+
+    /// The types of the keys the store keeps under `name` (`keys/NAME.SPEC.key`), in file-name order.
+    package func storedKeySpecs(named name: String) -> [KeySpec] {
+        let files = ((try? FileManager.default.contentsOfDirectory(atPath: keysDirectory.path)) ?? []).sorted()
+        return files.compactMap { file in
+            guard file.hasPrefix("\(name)."), file.hasSuffix(".key") else { return nil }
+            let slug = file.dropFirst(name.count + 1).dropLast(4)
+            return KeySpec(slug.replacingOccurrences(of: "-", with: ":"))
+        }
     }
 
     /// Whether the key already exists on disk (so using it generates nothing).
@@ -558,29 +740,63 @@ public final class CertificateStore: Sendable {
            isStillFit(cached.credential.certificate, profile: profile, now: now) {
             return cached.credential
         }
+        // What the store held before this call waited for the lock: a different certificate written in between was
+        // another writer's, which this one must not silently replace.
+        let recordBefore = try read(leafRecordPath(name))
         let credential = try locked("leaf-\(name)", in: certsDirectory) { () throws -> Credential in
             if let reused = try reusableLeaf(name: name, fingerprint: fingerprint, key: key, signer: signer, profile: profile, now: now) {
                 return reused
             }
-            let made: Credential
-            if let signer {
-                made = try signer.issue(profile, key: key)
-            } else {
-                made = try CertificateAuthority.selfSigned(profile, key: key)
+            guard try read(leafRecordPath(name)) == recordBefore else {
+                throw PKIError.concurrentChange(path: leafPath(name).path)
             }
-            countIssued()
-            try FileSystem.writeAtomically(made.chainPEM, to: leafPath(name), mode: 0o644)
-            let record = LeafRecord(fingerprint: fingerprint, keyFile: keyFile,
-                                    issuer: signer.map { $0.certificate.subject } ?? "self", issuedAt: now)
-            let encoder = JSONEncoder()
-            encoder.outputFormatting = [.prettyPrinted, .sortedKeys]
-            encoder.dateEncodingStrategy = .iso8601
-            // The record is written last: it is the commit marker that says the PEM beside it is complete.
-            try FileSystem.writeAtomically(try encoder.encode(record), to: leafRecordPath(name), mode: 0o644)
-            return made
+            return try whileRootStands(signer) { () throws -> Credential in
+                let made: Credential
+                if let signer {
+                    made = try signer.issue(profile, key: key)
+                } else {
+                    made = try CertificateAuthority.selfSigned(profile, key: key)
+                }
+                countIssued()
+                try FileSystem.writeAtomically(made.chainPEM, to: leafPath(name), mode: 0o644)
+                let record = LeafRecord(fingerprint: fingerprint, keyFile: keyFile,
+                                        issuer: signer.map { $0.certificate.subject } ?? "self", issuedAt: now)
+                let encoder = JSONEncoder()
+                encoder.outputFormatting = [.prettyPrinted, .sortedKeys]
+                encoder.dateEncodingStrategy = .iso8601
+                // The record is written last: it is the commit marker that says the PEM beside it is complete.
+                try FileSystem.writeAtomically(try encoder.encode(record), to: leafRecordPath(name), mode: 0o644)
+                return made
+            }
         }
         cache.withLockedValue { $0.credentials[name] = (fingerprint, credential) }
         return credential
+    }
+
+    /// Runs `body` (signing and storing a leaf) holding the root's lock shared, so `initializeCA(ifExists: .replace)`
+    /// waits for it, once it has checked that `signer`, when it chains to the built-in CA this process loaded, still
+    /// chains to the store's CA: one replaced since is refused (`caReplaced`) rather than sign a leaf nothing trusts.
+    private func whileRootStands<T>(_ signer: CertificateAuthority?, _ body: () throws -> T) throws -> T {
+        guard let signer, let loaded = cache.withLockedValue({ $0.authorities[.root] }),
+              signer.root == loaded.certificate else { return try body() }
+        func check() throws -> T {
+            guard let data = try read(certificatePath(.root)),
+                  (try? Certificate(pem: data)) == loaded.certificate else {
+                // Forgotten, so that making it again in this process (a long-running serve) reads the new CA.
+                cache.withLockedValue { $0 = Cache(warnings: $0.warnings) }
+                throw PKIError.caReplaced(store: directory.path)
+            }
+            return try body()
+        }
+        var locked = false
+        do {
+            return try FileSystem.withSharedLock(locksDirectory.appendingPathComponent("ca-root.lock")) {
+                locked = true
+                return try check()
+            }
+        } catch let error as PKIError where !locked && error.code == .storeUnavailable && isReadOnly {
+            return try check()   // nothing replaces the CA of a store nobody can write
+        }
     }
 
     /// The certificate `credential(named:…)` would return without writing anything — the stored one, unchanged — or

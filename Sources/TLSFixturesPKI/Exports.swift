@@ -59,6 +59,9 @@ package enum ExportWriter {
     package enum Content: String, Sendable, CaseIterable {
         /// The certificate chain as served, leaf first (PEM).
         case chainPEM
+        /// The leaf alone (PEM): what mkcert writes and step writes without `--bundle`, for servers that take the
+        /// chain in a file of its own.
+        case leafPEM
         /// The private key (PEM, PKCS#8), 0600.
         case key
         /// The leaf alone (DER, `.cer`).
@@ -73,6 +76,7 @@ package enum ExportWriter {
         var kind: String {
             switch self {
             case .chainPEM: return "certificate chain (PEM)"
+            case .leafPEM: return "certificate (PEM, without the chain)"
             case .key: return "private key (PEM, PKCS#8)"
             case .certificateDER: return "certificate (DER)"
             case .pkcs12: return "PKCS#12 (password \"\(PKCS12Export.defaultPassword)\")"
@@ -100,19 +104,32 @@ package enum ExportWriter {
         package var chain: [Certificate]
         package var key: PrivateKey?
         package var name: String
-        package init(chain: [Certificate], key: PrivateKey?, name: String) { self.chain = chain; self.key = key; self.name = name }
-        package init(_ credential: Credential, name: String) { self.init(chain: credential.chain, key: credential.privateKey, name: name) }
+        /// What protects a `.p12` (mkcert's is `changeit`; the kit's `PKCS12Export.defaultPassword`).
+        package var password: String
+        package init(chain: [Certificate], key: PrivateKey?, name: String,
+                     password: String = PKCS12Export.defaultPassword) {
+            self.chain = chain; self.key = key; self.name = name; self.password = password
+        }
+        package init(_ credential: Credential, name: String, password: String = PKCS12Export.defaultPassword) {
+            self.init(chain: credential.chain, key: credential.privateKey, name: name, password: password)
+        }
 
         func data(_ content: Content) throws -> Data {
             switch content {
             case .chainPEM: return Certificate.pem(chain)
+            case .leafPEM: return chain[0].pem
             case .certificateDER: return chain[0].der
             case .key: return try requiredKey(content).pem
             case .pkcs12:
                 return try PKCS12Export.archive(certificate: chain[0], key: try requiredKey(content), chain: Array(chain.dropFirst()),
-                                                friendlyName: name)
+                                                friendlyName: name, password: password)
             case .bundle: return try requiredKey(content).pem + Certificate.pem(chain)
             }
+        }
+
+        /// What `content` is, in words, with this material's PKCS#12 password.
+        func kind(_ content: Content) -> String {
+            content == .pkcs12 ? "PKCS#12 (password \"\(password)\")" : content.kind
         }
 
         private func requiredKey(_ content: Content) throws -> PrivateKey {
@@ -187,7 +204,9 @@ package enum ExportWriter {
         guard let existing = try readOutput(destination.url) else { return true }
         guard let material else { return false }
         if destination.content == .pkcs12 {
-            guard let contents = PKCS12Export.contents(existing) else { return false }
+            guard let contents = PKCS12Export.contents(existing, password: material.password) else {
+                return false
+            }
             let keyPin = try material.key?.spkiSHA256
             return contents.certificate == material.chain[0] && contents.keyPin == keyPin
         }
@@ -203,14 +222,15 @@ package enum ExportWriter {
         var written: [Written] = []
         for (destination, data) in contents {
             if !force, try isUnchanged(destination, material), FileSystem.exists(destination.url) {
-                written.append(Written(path: destination.url.path, kind: destination.content.kind + ", unchanged"))
+                let kind = material.kind(destination.content) + ", unchanged"
+                written.append(Written(path: destination.url.path, kind: kind))
                 continue
             }
             try asOutput(destination.url) {
                 try FileSystem.createMissingDirectory(destination.url.deletingLastPathComponent(), mode: 0o755)
                 try FileSystem.writeAtomically(data, to: destination.url, mode: destination.content.mode)
             }
-            written.append(Written(path: destination.url.path, kind: destination.content.kind))
+            written.append(Written(path: destination.url.path, kind: material.kind(destination.content)))
         }
         return written
     }
@@ -220,16 +240,22 @@ package enum ExportWriter {
         try write(Material(credential, name: name), to: destinations(name: name, in: directory), force: force)
     }
 
-    /// One certificate in one format.
-    package static func write(_ data: Data, to url: URL, force: Bool) throws {
+    /// One certificate in one format (or any one file, with `mode`).
+    package static func write(_ data: Data, to url: URL, mode: mode_t = 0o644, force: Bool) throws {
+        try checkReplaceable(path: url, data: data, force: force)
+        try asOutput(url) {
+            try FileSystem.createMissingDirectory(url.deletingLastPathComponent(), mode: 0o755)
+            try FileSystem.writeAtomically(data, to: url, mode: mode)
+        }
+    }
+
+    /// What `write(_:to:mode:force:)` checks first: the folder exists and can be written, and no different file is
+    /// there unless `force`.
+    package static func checkReplaceable(path url: URL, data: Data, force: Bool) throws {
         try checkFolderExists(url.deletingLastPathComponent())
         try checkWritable(folder: url.deletingLastPathComponent())
         if !force, let existing = try readOutput(url), existing != data {
             throw PKIError.fileExists(url.path)
-        }
-        try asOutput(url) {
-            try FileSystem.createMissingDirectory(url.deletingLastPathComponent(), mode: 0o755)
-            try FileSystem.writeAtomically(data, to: url, mode: 0o644)
         }
     }
 

@@ -14,6 +14,15 @@ package enum FileSystem {
     /// The lock file is never followed if it is a symbolic link (`O_NOFOLLOW`): `O_CREAT` through a link would create
     /// a file wherever it points.
     static func withExclusiveLock<T>(_ lockFile: URL, _ body: () throws -> T) throws -> T {
+        try withLock(lockFile, LOCK_EX, body)
+    }
+
+    /// `withExclusiveLock`, but shared: holders exclude only an exclusive holder (one that replaces what they read).
+    static func withSharedLock<T>(_ lockFile: URL, _ body: () throws -> T) throws -> T {
+        try withLock(lockFile, LOCK_SH, body)
+    }
+
+    private static func withLock<T>(_ lockFile: URL, _ operation: Int32, _ body: () throws -> T) throws -> T {
         let fd = open(lockFile.path, O_CREAT | O_RDWR | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK, 0o600)
         guard fd >= 0 else {
             if errno == ELOOP { throw StoreTrust.symbolicLink(lockFile) }
@@ -21,7 +30,7 @@ package enum FileSystem {
         }
         defer { close(fd) }
         try StoreTrust.checkFile(fd, lockFile, privateKey: false, warn: { _ in })
-        while flock(fd, LOCK_EX) != 0 {
+        while flock(fd, operation) != 0 {
             if errno != EINTR { throw PKIError.storeUnavailable(path: lockFile.path, problem: "cannot lock: \(errnoText())") }
         }
         defer { flock(fd, LOCK_UN) }
@@ -199,6 +208,44 @@ package enum FileSystem {
         guard code == EPERM || code == EXDEV || code == ENOTSUP || code == EOPNOTSUPP || code == EMLINK else { return code }
         if exists(target) { return EEXIST }
         return rename(source.path, target.path) == 0 ? 0 : errno
+    }
+
+    /// Makes `url` (its parent exists) with exactly `mode`; fails if anything is there already.
+    static func makeDirectory(_ url: URL, mode: mode_t) throws {
+        guard mkdir(url.path, mode) == 0 else {
+            throw PKIError.storeUnavailable(path: url.path, problem: "cannot create it: \(errnoText())")
+        }
+        chmod(url.path, mode)   // mkdir's mode passes through the umask
+    }
+
+    /// Gives `source` a second name, `target` (which must not exist): a hard link, or a copy with the same bytes and
+    /// mode where the file system has no links. `source` stays where it is.
+    static func keep(_ source: URL, at target: URL) throws {
+        if link(source.path, target.path) == 0 { return }
+        guard let data = try read(source), let mode = mode(of: source), !exists(target) else {
+            throw PKIError.storeUnavailable(path: target.deletingLastPathComponent().path,
+                                            problem: "cannot keep \(source.lastPathComponent) there: \(errnoText())")
+        }
+        try writeAtomically(data, to: target, mode: mode)
+    }
+
+    /// Renames `source` over `target`, replacing it in one step (`rename`): a reader sees the old file or the new one.
+    static func replace(_ target: URL, with source: URL) throws {
+        guard rename(source.path, target.path) == 0 else {
+            throw PKIError.storeUnavailable(path: target.deletingLastPathComponent().path,
+                                            problem: "cannot move \(source.path) to \(target.lastPathComponent): "
+                                                + errnoText())
+        }
+    }
+
+    /// Removes a staging folder of the store's own making and the regular files in it; never follows a link.
+    static func removeStage(_ url: URL) {
+        var info = stat()
+        guard lstat(url.path, &info) == 0, (info.st_mode & S_IFMT) == S_IFDIR else { return }
+        for name in (try? FileManager.default.contentsOfDirectory(atPath: url.path)) ?? [] {
+            unlink(url.appendingPathComponent(name).path)
+        }
+        rmdir(url.path)
     }
 
     /// Creates a directory that did not exist before: `name`, else `name-2`, `name-3`, … (`mkdir` fails on an existing

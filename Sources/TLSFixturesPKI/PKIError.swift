@@ -84,6 +84,22 @@ extension ErrorCode where Owner == PKIError {
     public static var caExists: Self { Self("caExists") }
     /// The store has no CA and the caller asked not to make one.
     public static var noCA: Self { Self("noCA") }
+    /// The store had a CA and has lost it (its certificate is gone; its key, a key set aside or a retired CA remain):
+    /// a new one is made only when asked for, never on first use.
+    public static var caMissing: Self { Self("caMissing") }
+    /// The built-in CA was replaced (by another process) while a certificate it was to sign was being made: nothing
+    /// was written.
+    public static var caReplaced: Self { Self("caReplaced") }
+    /// Another process changed a stored certificate while this one was making it: nothing was written.
+    public static var concurrentChange: Self { Self("concurrentChange") }
+    /// A built-in authority the store has not made yet (or must re-make), asked for by something that only reads.
+    public static var authorityNotMade: Self { Self("authorityNotMade") }
+    /// A name the store answers to itself (`CertificateStore.reservedNames`).
+    public static var reservedName: Self { Self("reservedName") }
+    /// A key of the store's own authorities offered for another certificate.
+    public static var authorityKey: Self { Self("authorityKey") }
+    /// A key asked for by name (`keyName`, `--reuse-key-of`) that the store does not have.
+    public static var noSuchKey: Self { Self("noSuchKey") }
     /// The store (or a file in it) cannot be created, read, written or locked.
     public static var storeUnavailable: Self { Self("storeUnavailable") }
     /// A file in the store that this user may not read (its key or certificate for one scenario): that scenario fails,
@@ -119,20 +135,20 @@ extension ErrorCode where Owner == PKIError {
 // One factory a code (a few share one), named as the cases of the enum this replaced so call sites read the same.
 extension PKIError {
     package static func invalidKeySpec(_ spec: String, _ hint: String, file: String = #fileID, line: UInt = #line) -> PKIError {
-        PKIError(code: .invalidKeySpec, subject: spec, reason: "unknown key spec \"\(spec)\"", fix: hint, file: file, line: line)
+        PKIError(code: .invalidKeySpec, subject: spec, reason: "unknown key spec \"\(echoed(spec))\"", fix: hint, file: file, line: line)
     }
 
     package static func invalidDigest(_ digest: String, file: String = #fileID, line: UInt = #line) -> PKIError {
-        PKIError(code: .invalidDigest, subject: digest, reason: "unknown digest \"\(digest)\"",
+        PKIError(code: .invalidDigest, subject: digest, reason: "unknown digest \"\(echoed(digest))\"",
                  fix: "use one of \(SignatureDigest.allCases.map(\.rawValue).joined(separator: ", "))", file: file, line: line)
     }
 
     package static func invalidHost(_ host: String, _ why: String, file: String = #fileID, line: UInt = #line) -> PKIError {
-        PKIError(code: .invalidHost, subject: host, reason: "invalid host \"\(host)\"", fix: why, file: file, line: line)
+        PKIError(code: .invalidHost, subject: host, reason: "invalid host \"\(echoed(host))\"", fix: why, file: file, line: line)
     }
 
     package static func invalidName(_ name: String, _ why: String, file: String = #fileID, line: UInt = #line) -> PKIError {
-        PKIError(code: .invalidName, subject: name, reason: "invalid name \"\(name)\"", fix: why, file: file, line: line)
+        PKIError(code: .invalidName, subject: name, reason: "invalid name \"\(echoed(name))\"", fix: why, file: file, line: line)
     }
 
     package static func invalidNameConstraint(_ entry: String, _ why: String, file: String = #fileID, line: UInt = #line) -> PKIError {
@@ -154,6 +170,43 @@ extension PKIError {
     package static func noCA(path: String, file: String = #fileID, line: UInt = #line) -> PKIError {
         PKIError(code: .noCA, subject: path, reason: "no CA in \(path)",
                  fix: "make one with CertificateStore.initializeCA(), or open a store that has one (CertificateStore(directory:), TLS_FIXTURES_CERTS)",
+                 file: file, line: line)
+    }
+
+    /// The authority `name` (its certificate at `path`) is not in the store as it would be used.
+    package static func authorityNotMade(_ name: String, path: String, file: String = #fileID,
+                                         line: UInt = #line) -> PKIError {
+        PKIError(code: .authorityNotMade, subject: path,
+                 reason: "the \(name) authority is not made yet, or is out of date (\(path)); showing it makes nothing",
+                 fix: "it is made on first use by what it signs for (a scenario, an export: `tls-fixtures ca export "
+                    + "--authority \(name)`)", file: file, line: line)
+    }
+
+    /// The store's CA changed after this process loaded it and before a certificate it signs was written.
+    package static func caReplaced(store: String, file: String = #fileID, line: UInt = #line) -> PKIError {
+        PKIError(code: .caReplaced, subject: store,
+                 reason: "the built-in CA in \(store) was replaced while this certificate was being made (ca init "
+                    + "--force in another process?); nothing was written",
+                 fix: "make it again: it is then signed by the new CA", file: file, line: line)
+    }
+
+    /// Another writer stored a different certificate at `path` while this one was being made.
+    package static func concurrentChange(path: String, file: String = #fileID, line: UInt = #line) -> PKIError {
+        PKIError(code: .concurrentChange, subject: path,
+                 reason: "\(path) was changed by another process while this one was making it; nothing was written, "
+                    + "and the other's certificate is kept",
+                 fix: "look at what is there now, and make it again if you still want yours", file: file, line: line)
+    }
+
+    /// The root whose certificate `path` is missing, with what is left of it (`traces`).
+    package static func caMissing(path: String, traces: [String], file: String = #fileID,
+                                  line: UInt = #line) -> PKIError {
+        PKIError(code: .caMissing, subject: path,
+                 reason: "\(path) is missing, but this store had a CA (left of it: "
+                    + "\(traces.joined(separator: ", "))); a new one is made only when you ask, because devices trust "
+                    + "the old one and apps pin it",
+                 fix: "restore the CA's files from a backup (a retired one is in replaced-…/), or make a new CA with "
+                    + "initializeCA(ifExists: .replace) (the files left are moved aside, not deleted)",
                  file: file, line: line)
     }
 

@@ -17,14 +17,20 @@ import Darwin
 /// - `nss`: Chromium's `~/.pki/nssdb` (made when missing, as Chromium would) and every Firefox profile's database,
 ///   through NSS's `certutil`.
 /// - `keychain`: the macOS login keychain, through `security add-trusted-cert` (macOS only).
+/// - `java`: a Java `cacerts` keystore, through the JDK's `keytool` (what mkcert's `-install` does when `JAVA_HOME` is
+///   set): `Environment.javaCacerts`, else `$JAVA_HOME/lib/security/cacerts`, else the one beside the `java` on
+///   `PATH`; store password `changeit`, the JDK's default.
 ///
 /// Only this CA's own entries are touched: a file and a nickname carrying its fingerprint. Programs are found on
 /// `PATH` (and `/usr/sbin`, `/sbin`) and run through `Environment.run`, the seam tests replace; `Environment.root`
 /// moves every system path under another folder, so tests never touch the machine's own stores.
 package struct TrustStores: Sendable {
     package enum Store: String, CaseIterable, Sendable, Codable {
-        case system, nss, keychain
+        case system, nss, keychain, java
     }
+
+    /// The password of a JDK's `cacerts` (the JDK's default, which mkcert uses too).
+    package static let javaStorePassword = "changeit"
 
     /// What a store is, where, and what happened to the CA there.
     package struct Outcome: Sendable, Codable, Equatable {
@@ -47,6 +53,10 @@ package struct TrustStores: Sendable {
         package var locate: @Sendable (String) -> String?
         /// Runs a program (a path from `locate`) with arguments.
         package var run: @Sendable (String, [String]) throws -> SimulatorTrust.Tool.Output
+        /// The Java keystore to change (`ca install --java --cacerts FILE`); nil: the JDK's own (see `java`).
+        package var javaCacerts: URL? = nil
+        /// `$JAVA_HOME`, where the JDK's `cacerts` and `keytool` are looked for first.
+        package var javaHome: URL? = nil
 
         package init(root: URL, home: URL, isMacOS: Bool, locate: @escaping @Sendable (String) -> String?,
                      run: @escaping @Sendable (String, [String]) throws -> SimulatorTrust.Tool.Output) {
@@ -64,7 +74,7 @@ package struct TrustStores: Sendable {
             #endif
             let path = (environment["PATH"] ?? "/usr/bin:/bin").split(separator: ":").map(String.init)
             let folders = path + ["/usr/sbin", "/sbin"]
-            return Environment(
+            var found = Environment(
                 root: root ?? URL(fileURLWithPath: "/"),
                 home: URL(fileURLWithPath: environment["HOME"] ?? NSHomeDirectory()),
                 isMacOS: isMacOS,
@@ -72,6 +82,8 @@ package struct TrustStores: Sendable {
                     folders.map { "\($0)/\(name)" }.first { FileManager.default.isExecutableFile(atPath: $0) }
                 },
                 run: { path, arguments in try SimulatorTrust.Tool.launch(path, arguments) })
+            found.javaHome = environment["JAVA_HOME"].flatMap { $0.isEmpty ? nil : URL(fileURLWithPath: $0) }
+            return found
         }
 
         func path(_ absolute: String) -> URL { root.appendingPathComponent(String(absolute.dropFirst())) }
@@ -96,6 +108,15 @@ package struct TrustStores: Sendable {
                 outcomes += try installNSS(certificate, pemFile: pemFile, certutil: certutil, databases: databases)
             case .keychain(let security, let keychain):
                 outcomes.append(try installKeychain(pemFile: pemFile, security: security, keychain: keychain))
+            case .java(let keytool, let cacerts):
+                let listed = try environment.run(keytool, javaArguments(["-list"], certificate, cacerts))
+                if listed.status == 0 {
+                    outcomes.append(Outcome(store: .java, location: cacerts.path, action: "already installed"))
+                    continue
+                }
+                let importing = ["-importcert", "-noprompt", "-trustcacerts", "-file", pemFile.path]
+                try runChecked(keytool, javaArguments(importing, certificate, cacerts))
+                outcomes.append(Outcome(store: .java, location: cacerts.path, action: "installed"))
             }
         }
         return outcomes
@@ -116,6 +137,7 @@ package struct TrustStores: Sendable {
                 guard unlink(file.path) == 0 else { throw unavailable(.system, file.path, FileSystem.errnoText()) }
                 // Debian's documented way to drop a local CA: --fresh rebuilds the links and the bundle without it.
                 try runChecked(system.tool, system.arguments + (system.arguments == ["extract"] ? [] : ["--fresh"]))
+                try removeFromBundle(certificate, system)
                 outcomes.append(Outcome(store: .system, location: file.path, action: "removed"))
             case .nss(let certutil, let databases):
                 for database in databases where Self.hasDatabase(database) {
@@ -135,6 +157,14 @@ package struct TrustStores: Sendable {
                 let deleted = try environment.run(security, ["delete-certificate", "-Z", sha1, keychain.path])
                 let action = deleted.status == 0 ? "removed" : "not installed"
                 outcomes.append(Outcome(store: .keychain, location: keychain.path, action: action))
+            case .java(let keytool, let cacerts):
+                let listed = try environment.run(keytool, javaArguments(["-list"], certificate, cacerts))
+                guard listed.status == 0 else {
+                    outcomes.append(Outcome(store: .java, location: cacerts.path, action: "not installed"))
+                    continue
+                }
+                try runChecked(keytool, javaArguments(["-delete"], certificate, cacerts))
+                outcomes.append(Outcome(store: .java, location: cacerts.path, action: "removed"))
             }
         }
         return outcomes
@@ -146,12 +176,17 @@ package struct TrustStores: Sendable {
         var directory: URL
         var tool: String
         var arguments: [String]
+        /// The bundle the tool writes, which clients read (Debian's `ca-certificates.crt`); nil where not known.
+        var bundle: URL? = nil
+        /// What the tool needs to exist under a stand-in root (`--trust-root`): folders, then files.
+        var skeleton: (folders: [URL], files: [URL]) = ([], [])
     }
 
     private enum Plan {
         case system(SystemPlan)
         case nss(certutil: String, databases: [URL])
         case keychain(security: String, keychain: URL)
+        case java(keytool: String, cacerts: URL)
     }
 
     /// What changing `store` takes, checked before anything changes: the program, and write access to its folder.
@@ -175,7 +210,11 @@ package struct TrustStores: Sendable {
                                  "--etccertsdir", environment.path("/etc/ssl/certs").path,
                                  "--hooksdir", environment.path("/etc/ca-certificates/update.d").path]
                 }
-                plan = SystemPlan(directory: directory, tool: tool, arguments: arguments)
+                plan = SystemPlan(directory: directory, tool: tool, arguments: arguments,
+                                  bundle: environment.path("/etc/ssl/certs/ca-certificates.crt"),
+                                  skeleton: environment.isRealRoot ? ([], []) : (
+                                    ["/etc/ssl/certs", "/usr/share/ca-certificates", "/etc/ca-certificates/update.d"]
+                                        .map(environment.path), [environment.path("/etc/ca-certificates.conf")]))
             } else if let tool = environment.locate("update-ca-trust"), environment.isRealRoot {
                 let anchors = environment.path("/etc/pki/ca-trust/source/anchors")
                 plan = SystemPlan(directory: anchors, tool: tool, arguments: ["extract"])
@@ -218,6 +257,39 @@ package struct TrustStores: Sendable {
             }
             let keychain = environment.home.appendingPathComponent("Library/Keychains/login.keychain-db")
             return .keychain(security: security, keychain: keychain)
+        case .java:
+            let fromHome = environment.javaHome.map { $0.appendingPathComponent("bin/keytool").path }
+            guard let keytool = fromHome.flatMap({ FileManager.default.isExecutableFile(atPath: $0) ? $0 : nil })
+                    ?? environment.locate("keytool") else {
+                throw PKIError(code: .trustStoreUnavailable, subject: "java",
+                               reason: "the JDK's keytool is not installed",
+                               fix: "install a JDK (Debian/Ubuntu: apt install default-jdk-headless), or set JAVA_HOME")
+            }
+            let java = environment.javaHome.map { $0.appendingPathComponent("bin/java").path }
+                ?? environment.locate("java")
+            // The JDK's own: bin/java's folder's sibling lib/security/cacerts (through the alternatives' links).
+            let beside = java.map {
+                URL(fileURLWithPath: $0).resolvingSymlinksInPath().deletingLastPathComponent()
+                    .deletingLastPathComponent().appendingPathComponent("lib/security/cacerts")
+            }
+            guard let cacerts = environment.javaCacerts ?? beside, FileManager.default.fileExists(atPath: cacerts.path)
+            else {
+                let looked = (environment.javaCacerts ?? beside)?.path ?? "JAVA_HOME/lib/security/cacerts"
+                throw PKIError(code: .trustStoreUnavailable, subject: "java",
+                               reason: "no Java cacerts keystore at \(looked)",
+                               fix: "name the keystore (javaCacerts), or set JAVA_HOME to the JDK whose cacerts to "
+                                  + "change")
+            }
+            let target = cacerts.resolvingSymlinksInPath()
+            try requireWritable(target.deletingLastPathComponent(), store: .java,
+                                why: "the JDK's cacerts belongs to root: run it with sudo, naming the store (sudo "
+                                    + "changes HOME)")
+            if access(target.path, W_OK) != 0 {
+                throw PKIError(code: .trustStoreUnavailable, subject: "java",
+                               reason: "cannot write \(target.path) (\(FileSystem.errnoText()))",
+                               fix: "run it as a user who may (the JDK's cacerts belongs to root: sudo)")
+            }
+            return .java(keytool: keytool, cacerts: cacerts)
         }
     }
 
@@ -236,7 +308,24 @@ package struct TrustStores: Sendable {
             made.append(folder)
             folder.deleteLastPathComponent()
         }
+        // Under a stand-in root the tool's own folders may be missing (an empty --trust-root): made as a fresh system
+        // has them, so it does not fail in them ("can't cd to …/etc/ssl/certs").
+        for needed in plan.skeleton.folders where !FileSystem.exists(needed) {
+            var missing: [URL] = []
+            var folder = needed
+            while !FileSystem.exists(folder) && folder.path != "/" {
+                missing.append(folder)
+                folder.deleteLastPathComponent()
+            }
+            made = missing + made
+        }
+        var madeFiles: [URL] = []
         do {
+            for folder in plan.skeleton.folders { try FileSystem.createMissingDirectory(folder, mode: 0o755) }
+            for file in plan.skeleton.files where !FileSystem.exists(file) {
+                try FileSystem.writeAtomically(Data(), to: file, mode: 0o644)
+                madeFiles.append(file)
+            }
             try FileSystem.createMissingDirectory(plan.directory, mode: 0o755)
             do { try FileSystem.writeAtomically(certificate.pem, to: file, mode: 0o644) } catch let error as PKIError {
                 throw unavailable(.system, file.path, error.problem ?? error.reason)
@@ -250,8 +339,9 @@ package struct TrustStores: Sendable {
             } else {
                 try? FileManager.default.removeItem(at: file)
             }
-            // rmdir: only a folder left empty goes.
-            for folder in made where rmdir(folder.path) != 0 { break }
+            for file in madeFiles { unlink(file.path) }
+            // rmdir: only a folder left empty goes; deepest first.
+            for folder in made.sorted(by: { $0.path.count > $1.path.count }) { rmdir(folder.path) }
             throw error
         }
         return Outcome(store: .system, location: file.path, action: "installed")
@@ -286,6 +376,26 @@ package struct TrustStores: Sendable {
         return Outcome(store: .keychain, location: keychain.path, action: "installed")
     }
 
+    /// Takes this CA out of the system bundle if the tool left it there. Debian's update-ca-certificates writes the
+    /// bundle only when it adds a certificate, so with none left (an otherwise empty root) the old bundle, this CA in
+    /// it, stays and clients still trust it. Its exact PEM block (the tool copies the file as it was) is removed;
+    /// throws when the CA is still in the bundle afterwards, rather than report it removed.
+    private func removeFromBundle(_ certificate: Certificate, _ plan: SystemPlan) throws {
+        guard let bundle = plan.bundle, let data = try? Data(contentsOf: bundle) else { return }
+        let block = String(decoding: certificate.pem, as: UTF8.self)
+        let text = String(decoding: data, as: UTF8.self)
+        guard text.contains(block) else { return }
+        let without = text.replacingOccurrences(of: block.hasSuffix("\n") ? block : block + "\n", with: "")
+        do { try FileSystem.writeAtomically(Data(without.utf8), to: bundle, mode: 0o644) } catch let error as PKIError {
+            throw unavailable(.system, bundle.path, error.problem ?? error.reason)
+        }
+        if let again = try? Data(contentsOf: bundle), String(decoding: again, as: UTF8.self).contains(block) {
+            throw PKIError(code: .trustStoreUnavailable, subject: "system",
+                           reason: "\(bundle.path) still holds the CA after \(plan.tool) ran",
+                           fix: "remove its block from the bundle by hand, then run \(plan.tool) --fresh")
+        }
+    }
+
     // MARK: Helpers
 
     /// An NSS database in the SQL format (`cert9.db`), the only one current NSS makes.
@@ -296,6 +406,13 @@ package struct TrustStores: Sendable {
     /// The CA's file in the system store: one name per CA, so a new CA never replaces the file of an old one.
     package func fileName(_ certificate: Certificate) -> String {
         "swift-tls-fixtures-\(certificate.sha256Fingerprint.hexString.prefix(16)).crt"
+    }
+
+    /// keytool's arguments for this CA's entry in `cacerts`: its alias (one per CA, as the system store's file name),
+    /// the keystore and its password.
+    private func javaArguments(_ command: [String], _ certificate: Certificate, _ cacerts: URL) -> [String] {
+        command + ["-alias", "swift-tls-fixtures-\(certificate.sha256Fingerprint.hexString.prefix(16))",
+                   "-keystore", cacerts.path, "-storepass", Self.javaStorePassword]
     }
 
     /// The CA's nickname in an NSS database.

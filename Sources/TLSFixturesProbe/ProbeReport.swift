@@ -44,7 +44,9 @@ package enum ProbeReport {
                          + (verification.verifier ?? "OpenSSL security level \(verification.securityLevel)")))
         }
         if let stapled = result.stapledOCSP { tail.append(("OCSP staple", staple(stapled))) }
-        if let verdict = result.defaultClient { tail.append(("Default client", defaultClient(verdict))) }
+        if let verdict = result.defaultClient {
+            tail.append(("Default client", defaultClient(verdict, verification: result.verification)))
+        }
         if let pins { tail.append(("Pins", pins.description)) }
         if let http = result.http {
             let scenario = (try? JSONDecoder().decode(FixtureResponse.self, from: Data(http.body.utf8)))?.scenario
@@ -79,11 +81,18 @@ package enum ProbeReport {
         return text
     }
 
-    /// What a default client of the linked OpenSSL does with this handshake, and why.
-    static func defaultClient(_ verdict: DefaultClientVerdict) -> String {
+    /// What a default client of the linked OpenSSL does with this handshake, and why. The verdict is the handshake's
+    /// alone (protocol, cipher, key sizes); a client that verifies, as curl and Python do, then refuses a certificate
+    /// that does not verify, inside the handshake: so a completed handshake with a failed `verification` is a refusal.
+    static func defaultClient(_ verdict: DefaultClientVerdict, verification: VerifyOutcome? = nil) -> String {
         let library = "the defaults of \(LinkedOpenSSL.versionText)"
         switch verdict.outcome {
-        case "completes": return "completes the handshake (\(library))"
+        case "completes":
+            if let error = verification?.error {
+                return "REFUSES the certificate (\(library), verifying as curl and Python do): \(error.text); the "
+                    + "protocol and cipher alone would pass"
+            }
+            return "completes the handshake (\(library))"
         case "refuses":
             return "REFUSES the handshake (\(library)): " + (verdict.reason.map { "\($0) — OpenSSL: " } ?? "") + (verdict.failure ?? "")
         default: return "could not tell: \(verdict.failure ?? "no answer")"

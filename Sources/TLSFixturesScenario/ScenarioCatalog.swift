@@ -44,6 +44,10 @@ public struct ScenarioCatalog: Sendable {
             guard names.insert(scenario.name).inserted else {
                 throw ScenarioError.duplicate(scenario.name, directory.appendingPathComponent("\(scenario.name).json").path)
             }
+            do { try builtIn.requireFreeCertificateName(scenario.name) } catch {
+                throw ScenarioError.malformed(directory.appendingPathComponent("\(scenario.name).json").path,
+                                              "at name: \((error as? any CodedError)?.reason ?? "\(error)")")
+            }
             if let port = scenario.port {
                 // `serve` puts the dashboard on the base port and the revocation services above it: those offsets are taken.
                 let file = directory.appendingPathComponent("\(scenario.name).json").path
@@ -160,12 +164,17 @@ public struct ScenarioCatalog: Sendable {
     /// Every scenario's name, in the catalog's order.
     public var names: [String] { scenarios.map(\.name) }
 
-    /// Certificates and keys issued by name (`cert issue --name`, `--reuse-key-of`) share the store's `certs/` and
-    /// `keys/` with the scenarios and the store's own material, so such a name there would replace a scenario's
-    /// certificate (breaking every app that pins it), or replace or hand out the store's own (the client identity, the
-    /// backup pin's key). Throws unless `name` is none of them: no scenario in this catalog (nor one of its
-    /// `serve --domain` variants, `NAME.domains-…`) and none of `CertificateStore.ownNames`.
-    public func requireFreeCertificateName(_ name: String) throws {
+    /// The one rule for a name entering the store: a certificate or key issued by name (`cert issue --name`,
+    /// `--reuse-key-of`) or a scenario of the user's own (a file, an inline scenario). They share the store's `certs/`,
+    /// `keys/` and `exports/` with the scenarios and the store's own material, so such a name there would replace a
+    /// scenario's certificate (breaking every app that pins it), or replace or hand out the store's own (the client
+    /// identity, the backup pin's key, `exports/ca.cer`), or shadow an issuer name. Throws unless `name` is none of
+    /// them: never one of `CertificateStore.reservedNames`; and unless `overriding` (the user said so: `--force`), no
+    /// scenario in this catalog (nor one of its `serve --domain` variants, `NAME.domains-…`) and none of
+    /// `CertificateStore.ownNames`.
+    public func requireFreeCertificateName(_ name: String, overriding: Bool = false) throws {
+        try CertificateStore.requireUnreserved(name)
+        if overriding { return }
         if names.contains(name) { throw ScenarioError.certificateNameTaken(name) }
         if let role = CertificateStore.ownNames[name] { throw ScenarioError.certificateNameTaken(name, role: role) }
         if let range = name.range(of: ".domains-"), names.contains(String(name[..<range.lowerBound])) {

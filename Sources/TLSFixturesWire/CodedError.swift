@@ -50,3 +50,11 @@ public struct ErrorCode<Owner>: Hashable, Sendable, CustomStringConvertible {
     package init(_ name: String) { description = name }
 }
 
+
+/// A value a user typed, as an error message repeats it: whole when short, else its start and its length, so a
+/// 5,000-character mistake is named in one readable line rather than echoed back in full.
+package func echoed(_ value: String, limit: Int = 64) -> String {
+    let count = value.count
+    guard count > limit else { return value }
+    return "\(value.prefix(limit))… (\(count) characters)"
+}

@@ -39,10 +39,12 @@ struct CAExport: AsyncParsableCommand {
             FileHandle.standardOutput.write(data)
             return
         }
-        do { try store.requireOutside(URL(fileURLWithPath: out)) } catch let error as PKIError { throw CLIError("--out \(error)") }
+        do { try store.requireOutside(URL(fileURLWithPath: out)) } catch let error as PKIError {
+            throw CLIError("--out \(error)", code: error.code.description)
+        }
         do { try ExportWriter.write(data, to: URL(fileURLWithPath: out), force: force) } catch let error as PKIError
             where error.code == .outputUnavailable {
-            throw CLIError("--out: \(error.reason); \(error.fix ?? "choose a folder you can write to")")
+            throw CLIError("--out: \(error.reason); \(error.fix ?? "choose a folder you can write to")", code: error.code.description)
         }
         print("Wrote \(out) (\(format), \(data.count) bytes)")
     }

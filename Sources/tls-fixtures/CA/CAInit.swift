@@ -79,7 +79,8 @@ struct CAInit: AsyncParsableCommand {
         if created, let old = replacing {
             Output.error("""
                 warning: replaced the CA \(old.certificate.subject) (SHA-256 \(old.certificate.sha256Fingerprint.colonHex)); \
-                its files are in \(store.directory.path)/ca/replaced-*/. Devices and simulators that trust it keep trusting \
+                its files are in \(store.retiredFolder(of: old.certificate)?.path ?? "\(store.directory.path)/ca/replaced-*")/. \
+                Devices and simulators that trust it keep trusting \
                 it until you remove it, and need the new one installed; apps that pin its key must pin the new one.
                 """)
         }

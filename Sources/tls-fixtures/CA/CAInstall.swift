@@ -13,22 +13,31 @@ struct TrustStoreOptions: ParsableArguments {
     @Flag(help: "The macOS login keychain, as a trusted root (security add-trusted-cert; macOS only).")
     var keychain = false
 
+    @Flag(help: "A Java cacerts keystore, with keytool (--cacerts, else the JDK of JAVA_HOME or of the java on PATH).")
+    var java = false
+
+    @Option(help: ArgumentHelp("The Java keystore --java changes (store password changeit).", valueName: "file"))
+    var cacerts: String?
+
     @Option(help: ArgumentHelp("Act on the system store under this folder instead of / (for packaging and tests).", valueName: "dir"))
     var trustRoot: String?
 
     var stores: [TrustStores.Store] {
-        [(system, TrustStores.Store.system), (nss, .nss), (keychain, .keychain)].filter(\.0).map(\.1)
+        [(system, TrustStores.Store.system), (nss, .nss), (keychain, .keychain), (java, .java)].filter(\.0).map(\.1)
     }
 
     func validate() throws {
         if stores.isEmpty {
-            throw CLIError("name the trust stores to change: --system (Linux, as root), --nss (Chromium, Firefox), --keychain (macOS); "
-                + "nothing is installed unless you ask")
+            throw CLIError("name the trust stores to change: --system (Linux, as root), --nss (Chromium, Firefox), --keychain (macOS), "
+                + "--java (a JDK's cacerts); nothing is installed unless you ask")
         }
+        if cacerts != nil && !java { throw CLIError("--cacerts names the keystore of --java; add --java") }
     }
 
     var trustStores: TrustStores {
-        TrustStores(environment: .current(root: trustRoot.map { URL(fileURLWithPath: $0).standardizedFileURL }))
+        var environment = TrustStores.Environment.current(root: trustRoot.map { URL(fileURLWithPath: $0).standardizedFileURL })
+        environment.javaCacerts = cacerts.map { URL(fileURLWithPath: $0).standardizedFileURL }
+        return TrustStores(environment: environment)
     }
 }
 
@@ -44,6 +53,7 @@ struct CAInstall: AsyncParsableCommand {
               sudo tls-fixtures ca install --system --dir ~/.local/share/swift-tls-fixtures
               tls-fixtures ca install --nss
               tls-fixtures ca install --keychain
+              tls-fixtures ca install --java --cacerts ./cacerts
             """
     )
 
@@ -90,7 +100,8 @@ enum TrustAction {
         do { return try body() } catch let error as PKIError where error.code == .trustStoreUnavailable && error.subject == "system"
                                                                   && error.reason.hasPrefix("cannot write") {
             throw CLIError("\(error.reason): the system store belongs to root; run it with sudo, naming the CA's store "
-                + "(sudo changes HOME): sudo tls-fixtures ca install --system --dir '\(store.directory.path)'")
+                + "(sudo changes HOME): sudo tls-fixtures ca install --system --dir '\(store.directory.path)'",
+                code: error.code.description)
         }
     }
 

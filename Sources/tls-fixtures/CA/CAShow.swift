@@ -20,7 +20,10 @@ struct CAShow: AsyncParsableCommand {
         let id = authority
         // Showing must not create: a missing CA is reported, and `ca init` makes one.
         guard let root = try store.existingCA() else { throw PKIError.noCA(path: store.directory.path) }
-        let ca = id == .root ? root : try store.authority(id)
+        // Nor an authority not made yet (or due to be re-made): that is the job of what uses it.
+        guard let ca = id == .root ? root : try store.existingAuthority(id) else {
+            throw PKIError.authorityNotMade(id.rawValue, path: store.certificatePath(id).path)
+        }
         let legacy = LegacyNameConstraints(ca.certificate)
         let expiry = ca.expiryWarning(name: id == .root ? "the built-in CA" : "the \(id.rawValue) CA", store: store.directory.path)
         let warnings = [legacy?.explanation(for: id), expiry].compactMap { $0 }

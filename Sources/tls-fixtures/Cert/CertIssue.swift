@@ -9,8 +9,8 @@ struct CertIssue: AsyncParsableCommand {
         discussion: """
             The certificate and its key are kept in the store under NAME and reused while nothing you pass changes; \
             --out-dir also writes NAME.pem (chain), NAME.key (0600), NAME.cer (DER) and NAME.p12 (password \
-            "\(PKCS12Export.defaultPassword)"); --cert-file, --key-file, --p12-file and --bundle-file (key and chain in \
-            one PEM) write files named as you like, in folders that exist (--out-dir's folder is made if missing). \
+            "\(PKCS12Export.defaultPassword)", or --p12-password); --cert-file, --leaf-file (the certificate without \
+            the chain), --key-file, --p12-file and --bundle-file (key and chain in one PEM) write files named as you like, in folders that exist (--out-dir's folder is made if missing). \
             Every destination is checked before anything is written, so a \
             refusal (a different existing file without --force, a folder you cannot write to) changes neither the store \
             nor your files.
@@ -57,8 +57,8 @@ struct CertIssue: AsyncParsableCommand {
     @Option(parsing: .unconditionalSingleValue, help: ArgumentHelp("URI subjectAltName, such as a SPIFFE ID (repeatable).", valueName: "uri"))
     var uri: [String] = []
 
-    @Option(help: ArgumentHelp("Key: rsa:BITS (BITS from 512 to 8192), an EC curve or ed25519.", valueName: "spec"))
-    var key: KeySpec = .ec(.p256)
+    @Option(help: ArgumentHelp("Key: rsa:BITS (BITS from 512 to 8192), an EC curve or ed25519 (default ec:p256).", valueName: "spec"))
+    var key: KeySpec?
 
     @Option(help: ArgumentHelp("Reuse the key of another certificate in the store (same SPKI pin).", valueName: "name"))
     var reuseKeyOf: String?
@@ -75,10 +75,10 @@ struct CertIssue: AsyncParsableCommand {
     @Option(parsing: .unconditional, help: ArgumentHelp("Validity in days, starting one day ago.", valueName: "n"))
     var days: String?
 
-    @Option(parsing: .unconditional, help: ArgumentHelp("Start of validity: days from now (may be negative) or an ISO 8601 date.", valueName: "when"))
+    @Option(parsing: .unconditional, help: ArgumentHelp("Start of validity: days from now (may be negative), a duration (-1h, 30m) or an ISO 8601 date.", valueName: "when"))
     var notBefore: String?
 
-    @Option(parsing: .unconditional, help: ArgumentHelp("End of validity: days from now (negative = already expired) or an ISO 8601 date.", valueName: "when"))
+    @Option(parsing: .unconditional, help: ArgumentHelp("End of validity: days from now (negative = already expired), a duration (2h, 90m) or an ISO 8601 date.", valueName: "when"))
     var notAfter: String?
 
     @Option(help: ArgumentHelp("Serial number: decimal, or hex as 0x04d2 or 04:d2 (default: random).", valueName: "n"))
@@ -138,8 +138,8 @@ struct CertIssue: AsyncParsableCommand {
     @Option(help: ArgumentHelp("Excluded name constraint on a CA (repeatable).", valueName: "name"))
     var exclude: [String] = []
 
-    @Option(help: ArgumentHelp("Signer: self, a built-in authority (\(BuiltinAuthority.allCases.map(\.rawValue).joined(separator: ", "))) or the NAME of a CA issued with --ca.", valueName: "issuer"))
-    var issuer = "root"
+    @Option(help: ArgumentHelp("Signer: self, a built-in authority (\(BuiltinAuthority.allCases.map(\.rawValue).joined(separator: ", "))) or the NAME of a CA issued with --ca (default root).", valueName: "issuer"))
+    var issuer: String?
 
     @Option(help: ArgumentHelp("Sign with this CA certificate (PEM, may include the chain above it) …", valueName: "file"))
     var issuerCert: String?
@@ -159,8 +159,14 @@ struct CertIssue: AsyncParsableCommand {
     @Option(help: ArgumentHelp("Write the private key (PEM, 0600) here.", valueName: "file"))
     var keyFile: String?
 
-    @Option(help: ArgumentHelp("Write a PKCS#12 archive (key and chain, password \"\(PKCS12Export.defaultPassword)\") here.", valueName: "file"))
+    @Option(help: ArgumentHelp("Write a PKCS#12 archive (key and chain, password --p12-password) here.", valueName: "file"))
     var p12File: String?
+
+    @Option(help: ArgumentHelp("The password of the .p12 written (default \"\(PKCS12Export.defaultPassword)\"; mkcert uses changeit).", valueName: "password"))
+    var p12Password: String?
+
+    @Option(help: ArgumentHelp("Write the certificate alone (PEM, no chain: mkcert's and step's default) here.", valueName: "file"))
+    var leafFile: String?
 
     @Option(help: ArgumentHelp("Write the private key and the chain in one PEM file (0600) here.", valueName: "file"))
     var bundleFile: String?
@@ -171,17 +177,20 @@ struct CertIssue: AsyncParsableCommand {
     func validate() throws {
         // ArgumentParser wraps what validate() throws, so the flags go into library errors here rather than in main.
         try FlagHints.translating {
-            if !force {
-                try ScenarioCatalog.builtIn.requireFreeCertificateName(name)
-                if let reuseKeyOf, let role = CertificateStore.ownNames[reuseKeyOf] {
-                    throw CLIError("--reuse-key-of \(reuseKeyOf): that key is the store's own (\(role)); use another, or add --force")
+            try ScenarioCatalog.builtIn.requireFreeCertificateName(name, overriding: force)
+            if let reuseKeyOf {
+                do { try ScenarioCatalog.builtIn.requireFreeCertificateName(reuseKeyOf, overriding: force) } catch {
+                    let reason = (error as? any CodedError)?.reason ?? "\(error)"
+                    throw CLIError("--reuse-key-of \(reuseKeyOf): that key is not yours to reuse (\(reason)); use another, "
+                        + "or add --force")
                 }
             }
-            let sources = [reuseKeyOf.map { _ in "--reuse-key-of" }, useKey.map { _ in "--use-key" }, csr.map { _ in "--csr" }].compactMap { $0 }
-            if sources.count > 1 { throw CLIError("\(sources.joined(separator: " and ")) each choose the key; give one") }
-            if issuerCert != nil || issuerKey != nil {
-                guard issuerCert != nil && issuerKey != nil else { throw CLIError("--issuer-cert and --issuer-key go together") }
-                if selfSigned || issuer != "root" { throw CLIError("--issuer-cert/--issuer-key choose the signer; leave out --issuer and --self-signed") }
+            try refuseConflictingOptions()
+            if p12Password != nil && p12File == nil && outDir == nil {
+                throw CLIError("--p12-password: no .p12 is written; add --p12-file FILE or --out-dir DIR")
+            }
+            if p12Password?.isEmpty == true {
+                throw CLIError("--p12-password is empty; iOS's SecPKCS12Import refuses an archive without a password, so give one")
             }
             if csr != nil {
                 if selfSigned || issuer == "self" { throw CLIError("a certificate for a --csr cannot be self-signed (its key is the requester's); leave out --self-signed") }
@@ -195,6 +204,27 @@ struct CertIssue: AsyncParsableCommand {
         }
     }
 
+    /// Two options that each decide the same thing, or where one would be silently ignored, are refused naming both.
+    private func refuseConflictingOptions() throws {
+        func given(_ pairs: [(Bool, String)]) -> [String] { pairs.filter(\.0).map(\.1) }
+        let keySources = given([(reuseKeyOf != nil, "--reuse-key-of"), (useKey != nil, "--use-key"), (csr != nil, "--csr")])
+        if keySources.count > 1 { throw CLIError("\(keySources.joined(separator: " and ")) each choose the key; give one") }
+        if key != nil, let other = given([(useKey != nil, "--use-key"), (csr != nil, "--csr")]).first {
+            throw CLIError("--key and \(other): \(other) brings its own key, so --key would be ignored; give one")
+        }
+        if csr != nil, let names = given([(!host.isEmpty, "--host"), (!email.isEmpty, "--email"), (!uri.isEmpty, "--uri"),
+                                           (noSan, "--no-san")]).first {
+            throw CLIError("--csr and \(names): the names come from the CSR, and \(names) would replace them; give one (make a "
+                + "CSR with the names you want)")
+        }
+        let signers = given([(issuer != nil, "--issuer"), (selfSigned, "--self-signed"), (issuerCert != nil, "--issuer-cert")])
+        if signers.count > 1 { throw CLIError("\(signers.joined(separator: " and ")) each choose the signer; give one") }
+        if (issuerCert == nil) != (issuerKey == nil) { throw CLIError("--issuer-cert and --issuer-key go together") }
+    }
+
+    /// The password of every `.p12` this command writes.
+    private var password: String { p12Password ?? PKCS12Export.defaultPassword }
+
     /// The request the options describe. With a store, a stored CA (`--issuer NAME`) or CA files are loaded; without
     /// one (in `validate()`), only what can be checked without reading the store is.
     func request(resolvingIssuerIn store: CertificateStore?) throws -> CertificateRequest {
@@ -202,7 +232,9 @@ struct CertIssue: AsyncParsableCommand {
         request.hosts = host
         request.emails = email
         request.uris = uri
-        request.key = key
+        // A key reused by name is of the type it is stored as, when it is stored as one only.
+        let stored = reuseKeyOf.flatMap { name in store?.storedKeySpecs(named: name) } ?? []
+        request.key = key ?? (stored.count == 1 ? stored[0] : .ec(.p256))
         request.keyName = reuseKeyOf
         request.digest = digest
         if days != nil && (notBefore != nil || notAfter != nil) {
@@ -214,12 +246,13 @@ struct CertIssue: AsyncParsableCommand {
             guard count <= Moment.maximumDays else { throw CLIError("--days is at most \(Moment.maximumDays) (100 years), not \(count)") }
             request.validity = .days(count)
         } else if notBefore != nil || notAfter != nil {
-            request.validity = Validity(notBefore: try moment(notBefore, "--not-before") ?? .daysFromNow(-1),
-                                        notAfter: try moment(notAfter, "--not-after") ?? .daysFromNow(396))
+            let start = try moment(notBefore, "--not-before") ?? .daysFromNow(-1)
+            request.validity = Validity(notBefore: start, notAfter: try moment(notAfter, "--not-after")
+                                            ?? Validity.standardLeaf(startingAt: start).notAfter)
         }
         if let serial {
             do { request.serial = try CertificateProfile.parseSerial(serial) } catch let error as PKIError {
-                throw CLIError("--serial: \(error.reason); \(error.fix ?? "")")
+                throw CLIError("--serial: \(error.reason); \(error.fix ?? "")", code: error.code.description)
             }
         }
         if !eku.isEmpty { request.extendedKeyUsage = try CertificateRequest.parseExtendedKeyUsage(eku) }
@@ -245,15 +278,17 @@ struct CertIssue: AsyncParsableCommand {
         request.excluded = exclude
         if selfSigned {
             request.issuer = .selfSigned
-        } else if let builtIn = try? CertificateRequest.parseIssuer(issuer) {
+        } else if issuerCert != nil {
+            // The signer comes from the files, read below.
+        } else if let builtIn = try? CertificateRequest.parseIssuer(issuer ?? "root") {
             request.issuer = builtIn
-        } else {
+        } else if let issuer {
             let known = "self, " + BuiltinAuthority.allCases.map(\.rawValue).joined(separator: ", ")
             do {
                 try CertificateStore.validate(name: issuer)
                 if let store { request.issuerAuthority = try store.storedAuthority(named: issuer) }
             } catch let error as PKIError where error.code == .invalidName || error.reason.hasPrefix("no certificate named") {
-                throw CLIError("unknown issuer \"\(issuer)\": --issuer takes \(known), or the NAME of a CA you issued into the store "
+                throw CLIError("unknown issuer \"\(echoed(issuer))\": --issuer takes \(known), or the NAME of a CA you issued into the store "
                     + "(`cert issue --ca --name NAME`)")
             }
         }
@@ -268,9 +303,11 @@ struct CertIssue: AsyncParsableCommand {
     private func moment(_ text: String?, _ option: String) throws -> Moment? {
         guard let text else { return nil }
         let moment: Moment
-        do { moment = try Moment(parsing: text) } catch let error as PKIError { throw CLIError("\(option): \(error.reason)") }
+        do { moment = try Moment(parsingWithDurations: text) } catch let error as PKIError {
+            throw CLIError("\(option): \(error.reason), nor a duration from now (2h, 30m, -1h30m)", code: error.code.description)
+        }
         // Out of range: the reason names the option already.
-        do { try moment.check(option) } catch let error as PKIError { throw CLIError(error.reason) }
+        do { try moment.check(option) } catch let error as PKIError { throw CLIError(error.reason, code: error.code.description) }
         return moment
     }
 
@@ -281,7 +318,8 @@ struct CertIssue: AsyncParsableCommand {
             result += ExportWriter.destinations(name: name, in: URL(fileURLWithPath: outDir), withKey: withKey).map { ($0, "--out-dir") }
         }
         let files: [(String?, ExportWriter.Content, String)] = [(certFile, .chainPEM, "--cert-file"), (keyFile, .key, "--key-file"),
-                                                                (p12File, .pkcs12, "--p12-file"), (bundleFile, .bundle, "--bundle-file")]
+                                                                (p12File, .pkcs12, "--p12-file"), (bundleFile, .bundle, "--bundle-file"),
+                                                                (leafFile, .leafPEM, "--leaf-file")]
         for case let (path?, content, option) in files {
             result.append((ExportWriter.Destination(URL(fileURLWithPath: path).standardizedFileURL, content), option))
         }
@@ -298,7 +336,7 @@ struct CertIssue: AsyncParsableCommand {
         // Every destination is checked before the store or any file changes (a refusal then leaves both as they were).
         if let outDir {
             do { try store.requireOutside(URL(fileURLWithPath: outDir)) } catch let error as PKIError {
-                throw CLIError("--out-dir \(error.reason); write it elsewhere")
+                throw CLIError("--out-dir \(error.reason); write it elsewhere", code: error.code.description)
             }
         }
         try onOutputs(outputs) {
@@ -316,13 +354,17 @@ struct CertIssue: AsyncParsableCommand {
             // nil when the store would make something new, which then differs from any file already there.
             let reused = try store.reusable(request)
             try onOutputs(outputs) {
-                try ExportWriter.checkReplaceable(reused.map { ExportWriter.Material($0, name: name) }, outputs.map(\.0), force: false)
+                try ExportWriter.checkReplaceable(reused.map { ExportWriter.Material($0, name: name, password: password) },
+                                                  outputs.map(\.0), force: false)
             }
         }
-        warnAboutNameConstraints(request, store: store)
         let credential = try store.issue(request)
+        for line in request.warnings(leaf: credential.certificate, signer: try signer(of: request, store: store)) {
+            Output.error("warning: \(line)")
+        }
         let written = try onOutputs(outputs) {
-            try ExportWriter.write(ExportWriter.Material(credential, name: name), to: outputs.map(\.0), force: force)
+            try ExportWriter.write(ExportWriter.Material(credential, name: name, password: password), to: outputs.map(\.0),
+                                   force: force)
         }
         let report = IssueReport(
             name: name, storedAt: store.leafPath(name).path,
@@ -346,6 +388,9 @@ struct CertIssue: AsyncParsableCommand {
         // A new certificate (a new serial) differs from any file already there.
         try onOutputs(outputs) { try ExportWriter.checkReplaceable(nil, outputs.map(\.0), force: force) }
         let chain = try FlagHints.translating { try request.sign(signingRequest, store: store) }
+        for line in request.warnings(leaf: chain[0], signer: try signer(of: request, store: store)) {
+            Output.error("warning: \(line)")
+        }
         let written = try onOutputs(outputs) {
             try ExportWriter.write(ExportWriter.Material(chain: chain, key: nil, name: name), to: outputs.map(\.0), force: force)
         }
@@ -357,19 +402,11 @@ struct CertIssue: AsyncParsableCommand {
         for file in written { print("Wrote \(file.path) — \(file.kind)") }
     }
 
-    /// Issued all the same (a certificate that breaks its CA's constraints is a legitimate fixture), but said.
-    private func warnAboutNameConstraints(_ request: CertificateRequest, store: CertificateStore) {
-        let authority: CertificateAuthority?
-        if let own = request.issuerAuthority {
-            authority = own
-        } else if case .authority(let id) = request.issuer {
-            authority = try? store.authority(id)
-        } else {
-            authority = nil
-        }
-        for violation in request.nameConstraintViolations(issuer: authority) {
-            Output.error("warning: \(violation); use a name under one of them, or issue from a CA made with `ca init --no-name-constraints`")
-        }
+    /// The CA that signed what `request` issued (made by then): nil for a self-signed certificate.
+    private func signer(of request: CertificateRequest, store: CertificateStore) throws -> CertificateAuthority? {
+        if let own = request.issuerAuthority { return own }
+        if case .authority(let id) = request.issuer { return try store.existingAuthority(id) }
+        return nil
     }
 
     /// Errors about an output file, worded with the option that named it (never as the store's).
@@ -378,10 +415,11 @@ struct CertIssue: AsyncParsableCommand {
             let path = error.subject ?? ""
             let option = outputs.first { $0.0.url.path == path || path.hasPrefix($0.0.url.deletingLastPathComponent().path + "/") }?.1
                 ?? outputs.first { path.hasPrefix($0.0.url.deletingLastPathComponent().path) }?.1 ?? "output"
+            let code = error.code.description
             switch error.code {
-            case .fileExists: throw CLIError("\(option): \(error.reason); pass --force to replace it, or write somewhere else")
-            case .insideStore: throw CLIError("\(option) \(error.reason); write it elsewhere")
-            default: throw CLIError("\(option): \(error.reason); \(error.fix ?? "choose a folder you can write to")")
+            case .fileExists: throw CLIError("\(option): \(error.reason); pass --force to replace it, or write somewhere else", code: code)
+            case .insideStore: throw CLIError("\(option) \(error.reason); write it elsewhere", code: code)
+            default: throw CLIError("\(option): \(error.reason); \(error.fix ?? "choose a folder you can write to")", code: code)
             }
         }
     }

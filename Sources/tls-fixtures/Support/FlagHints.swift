@@ -32,6 +32,9 @@ enum FlagHints {
                              + "--allow-weak-key makes it anyway (to test that refusal)"),
         .damagedCA: .instead("restore it from a backup, or replace the CA with `tls-fixtures ca init --force\(dir)` (devices "
                              + "that trust the old one must then trust the new one)"),
+        .caMissing: .instead("restore the CA's files from a backup (a retired one is in ca/replaced-…/), or make a new CA "
+                             + "with `tls-fixtures ca init --force\(dir)` (the files left are moved aside, not deleted; "
+                             + "devices and apps that trust or pin the old one need the new one)"),
         .untrustedStore: .also("(--dir or TLS_FIXTURES_CERTS)"),
     ] }
 
@@ -117,7 +120,7 @@ enum FlagHints {
     /// before `main` could see it.
     static func translating<T>(_ body: () throws -> T) throws -> T {
         do { return try body() } catch {
-            if let line = line(for: error) { throw CLIError(line) }
+            if let line = line(for: error) { throw CLIError(line, code: JSONError.code(of: error)) }
             throw error
         }
     }
@@ -125,7 +128,7 @@ enum FlagHints {
     /// The async form, for `run()` bodies that want the CLI's words before `main` (it translates too).
     static func translating<T>(_ body: () async throws -> T) async throws -> T {
         do { return try await body() } catch {
-            if let line = line(for: error) { throw CLIError(line) }
+            if let line = line(for: error) { throw CLIError(line, code: JSONError.code(of: error)) }
             throw error
         }
     }

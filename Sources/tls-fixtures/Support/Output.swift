@@ -49,7 +49,9 @@ struct PlainStderrLogHandler: LogHandler {
 /// the whole usage text.)
 struct CLIError: Error, CustomStringConvertible {
     let description: String
-    init(_ description: String) { self.description = description }
+    /// The code of the library error this line words for the CLI, which `--json` reports; nil for the CLI's own.
+    let code: String?
+    init(_ description: String, code: String? = nil) { self.description = description; self.code = code }
 }
 
 /// Seconds options (`--timeout`, `--handshake-timeout`, …): checked in `validate()` against the library's one range
@@ -99,13 +101,8 @@ enum JSONError {
 
     /// The stable code of a library error, when it has one.
     static func code(of error: any Error) -> String {
-        switch error {
-        case let error as PKIError: return error.code.description
-        case let error as ScenarioError: return error.code.description
-        case let error as FixtureError: return error.code.description
-        case let error as ProbeError: return error.code.description
-        case let error as RunnerError: return error.code.description
-        default: return "error"
-        }
+        if let error = error as? CLIError { return error.code ?? "error" }
+        if let error = error as? any CodedError { return "\(error.code)" }
+        return "error"
     }
 }

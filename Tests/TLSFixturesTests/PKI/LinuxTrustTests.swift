@@ -122,22 +122,24 @@ struct LinuxTrustTests {
         #expect(try StoreSafetyTests.snapshot(root) == before, "a refused install changed the system store")
     }
 
-    /// A root update-ca-certificates cannot work in (here: empty, so it cannot enter etc/ssl/certs) fails the install
-    /// with the tool's own words, and the certificate file written for it is taken back out: left there, the next
-    /// update of that store, by anyone, would trust the CA unasked.
+    /// A root update-ca-certificates cannot work in (here: etc/ssl/certs is a file, so it cannot enter it) fails the
+    /// install with the tool's own words, and the certificate file written for it is taken back out: left there, the
+    /// next update of that store, by anyone, would trust the CA unasked.
     @Test("a system install the update tool refuses fails in one line and leaves no certificate file behind")
     func refusedUpdateRollsBack() throws {
         try #require(Self.updateCACertificates != nil, "Debian's ca-certificates package (update-ca-certificates) is needed")
         let store = TestEnvironment.temporaryDirectory("install-rollback").path
         #expect(try TestEnvironment.tlsFixtures(["ca", "init", "--dir", store]).status == 0)
-        let root = TestEnvironment.temporaryDirectory("trust-root-empty")
+        let root = TestEnvironment.temporaryDirectory("trust-root-broken")
+        try FileManager.default.createDirectory(at: root.appendingPathComponent("etc/ssl"), withIntermediateDirectories: true)
+        try Data("not a folder".utf8).write(to: root.appendingPathComponent("etc/ssl/certs"))
+        let before = try StoreSafetyTests.snapshot(root)
         let refused = try TestEnvironment.tlsFixtures(["ca", "install", "--dir", store, "--system", "--trust-root", root.path])
         CLIInputTests.expectOneLineError(refused, mentioning: ["update-ca-certificates", "failed", "etc/ssl/certs"])
         let left = FileManager.default.enumerator(atPath: root.path)?.compactMap { $0 as? String }.filter { $0.hasSuffix(".crt") }
         #expect(left == [], "a refused install left \(left ?? []) in the system store")
-        // Nor the folders it made for it: the root is as empty as it was.
-        let folders = try FileManager.default.contentsOfDirectory(atPath: root.path)
-        #expect(folders == [], "a refused install left \(folders) in \(root.path)")
+        // Nor the folders and files it made for it: the root is as it was.
+        #expect(try StoreSafetyTests.snapshot(root) == before, "a refused install left things in \(root.path)")
         // A file of that name that was there before, with other bytes (the same CA with CRLF line ends, say), is put
         // back as it was, not deleted.
         let ca = try CertificateStore(directory: URL(fileURLWithPath: store)).ca().certificate
@@ -148,6 +150,41 @@ struct LinuxTrustTests {
         let again = try TestEnvironment.tlsFixtures(["ca", "install", "--dir", store, "--system", "--trust-root", root.path])
         #expect(again.status != 0, "\(again.combined)")
         #expect(try Data(contentsOf: file) == earlier, "the file that was there before was not put back as it was")
+    }
+
+    /// Issue 36, item 12: an empty --trust-root used to fail inside the tool ("can't cd to …"), and with only this CA
+    /// in a root, uninstall said "removed" while the bundle (which Debian's tool rewrites only when it adds a
+    /// certificate) and so every client still trusted it.
+    @Test("an empty --trust-root: install makes the store's folders and trusts the CA; uninstall leaves nothing trusting it",
+          .requires(Tools.openssl))
+    func emptyTrustRoot() throws {
+        try #require(Self.updateCACertificates != nil, "Debian's ca-certificates package (update-ca-certificates) is needed")
+        let store = TestEnvironment.temporaryDirectory("install-empty").path
+        #expect(try TestEnvironment.tlsFixtures(["ca", "init", "--dir", store]).status == 0)
+        let leaf = TestEnvironment.temporaryDirectory("install-empty-leaf").appendingPathComponent("leaf.pem").path
+        #expect(try TestEnvironment.tlsFixtures(["cert", "issue", "--dir", store, "--name", "leaf", "--host", "leaf.test",
+                                                 "--cert-file", leaf]).status == 0)
+        // Empty, and with the tool's folders but no other CA (where the bundle was left as it was).
+        let empty = TestEnvironment.temporaryDirectory("trust-root-empty")
+        let bare = TestEnvironment.temporaryDirectory("trust-root-bare")
+        for folder in ["etc/ssl/certs", "usr/share/ca-certificates", "etc/ca-certificates/update.d"] {
+            try FileManager.default.createDirectory(at: bare.appendingPathComponent(folder), withIntermediateDirectories: true)
+        }
+        try Data().write(to: bare.appendingPathComponent("etc/ca-certificates.conf"))
+        for root in [empty, bare] {
+            let stores = ["--dir", store, "--system", "--trust-root", root.path]
+            let installed = try TestEnvironment.tlsFixtures(["ca", "install"] + stores)
+            #expect(installed.status == 0 && installed.stdout.contains("system: installed"), "\(installed.combined)")
+            let certs = root.appendingPathComponent("etc/ssl/certs")
+            #expect(try TestEnvironment.openssl(["verify", "-CAfile", certs.path + "/ca-certificates.crt", leaf]).status == 0)
+            #expect(try TestEnvironment.openssl(["verify", "-CApath", certs.path, leaf]).status == 0, "no hash link")
+            let removed = try TestEnvironment.tlsFixtures(["ca", "uninstall"] + stores)
+            #expect(removed.status == 0 && removed.stdout.contains("system: removed"), "\(removed.combined)")
+            #expect(try TestEnvironment.openssl(["verify", "-CAfile", certs.path + "/ca-certificates.crt", leaf]).status != 0,
+                    "\(root.lastPathComponent): the bundle still trusts the CA")
+            #expect(try TestEnvironment.openssl(["verify", "-CApath", certs.path, leaf]).status != 0,
+                    "\(root.lastPathComponent): a hash link still trusts the CA")
+        }
     }
 
     @Test("the macOS keychain: add-trusted-cert to the login keychain, then remove-trusted-cert and delete-certificate by SHA-1 (seam)")

@@ -52,6 +52,22 @@ struct ProbeVerdictTests {
         }
     }
 
+    /// Issue 36, item 11: the handshake completes for expired and self-signed, but no verifying client gets there.
+    @Test("a certificate that does not verify is said to be refused by a default client, as curl refuses it",
+          .requires(Tools.curl), arguments: [("expired", "certificate has expired"), ("self-signed", "self-signed certificate")])
+    func defaultClientRefusesTheCertificate(_ scenario: String, _ words: String) async throws {
+        let caFile = try TestEnvironment.file(try Self.store.ca().certificate.pem, name: "ca.pem")
+        try await withFixture(scenario, store: Self.store) { fixture in
+            let target = "localhost:\(fixture.port)"
+            let probe = try await Subprocess.runAwaiting([TestEnvironment.cli, "probe", target, "--ca", caFile])
+            let curl = try await Subprocess.runAwaiting(["curl", "-sS", "-o", "/dev/null", "--cacert", caFile, "https://\(target)/"])
+            #expect(probe.status == 3, "\(probe.combined)")
+            let line = probe.stdout.split(separator: "\n").first { $0.hasPrefix("Default client") } ?? ""
+            #expect(line.contains("REFUSES") && line.contains(words) && !line.contains("completes"), "\(line)")
+            #expect(curl.status != 0 && curl.stderr.contains(words), "curl: \(curl.stderr)")
+        }
+    }
+
     @Test("the JSON carries the same verdict")
     func defaultClientJSON() async throws {
         let caFile = try TestEnvironment.file(try Self.store.ca().certificate.pem, name: "ca.pem")

@@ -119,6 +119,14 @@ struct FleetTests {
                     "expect": ["ats": "block"],
                 ])))
         #expect(taken?.code == .catalogName && taken?.field == "scenario.name")
+        // The store's own names are no scenario's either (issue 36: one rule for every way a name enters the store).
+        let reserved = await refusal(
+            StartFixtureRequest(
+                scenario: .inline([
+                    "name": "client", "group": "custom", "summary": "s", "tls": [:], "certificate": [:],
+                    "expect": ["ats": "allow"],
+                ])))
+        #expect(reserved?.code == .invalidScenario && reserved?.field == "scenario.name", "\(String(describing: reserved))")
         let badKey = await refusal(
             StartFixtureRequest(
                 scenario: .inline([
