@@ -52,7 +52,8 @@ package struct CommandLoad: Sendable {
         return words.map { word in values.reduce(word) { $0.replacingOccurrences(of: $1.key, with: $1.value) } }
     }
 
-    /// Runs the command for `url`; returns its output's first line when it exits 0, throws `Refused` otherwise.
+    /// Runs the command for `url`; returns `exit 0` when it exits 0, throws `Refused` (the status and the first line
+    /// of its output) otherwise.
     package func run(_ url: URL) async throws -> String {
         let arguments = arguments(for: url)
         let output = FileManager.default.temporaryDirectory.appendingPathComponent("report-\(UUID().uuidString)")
@@ -88,7 +89,7 @@ package struct CommandLoad: Sendable {
         guard process.terminationStatus == 0 else {
             throw Refused(status: process.terminationStatus, output: line.quotedForMessage(limit: 300))
         }
-        return line.quotedForMessage(limit: 300)
+        return "exit 0"
     }
 
     /// Splits a command line as a POSIX shell splits words: blanks separate, single quotes keep everything, double

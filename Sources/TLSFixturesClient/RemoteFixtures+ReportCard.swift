@@ -26,7 +26,8 @@ extension RemoteFixtures {
     /// every scenario it is the control of. Scenarios the runner cannot serve (unsupported by its OpenSSL) are left
     /// out; `trustsAssumedRoots` says the client trusts the roots a scenario assumes (pin-mitm's interception root);
     /// `judgesAppleErrors` holds thrown `NSURLErrorDomain` errors to Apple's families (false for a command's exit).
-    public func reportCard<T>(scenarios names: [String]? = nil, client: String, family: ReportCard.Family = .verifying,
+    public func reportCard<T>(scenarios names: [String]? = nil, client: String = "your client",
+                              family: ReportCard.Family = .verifying,
                               url: FixtureURLChoice = .qualifiedName, trustsAssumedRoots: Bool = false,
                               context: [String: String] = [:], to folder: URL? = nil, wait: TimeInterval = 5,
                               judgesAppleErrors: Bool = LoadJudge.isApplePlatform,

@@ -220,12 +220,17 @@ public struct ReportCard: Codable, Sendable, Hashable {
             case .success(let verdict):
                 return entry(.asExpected, "refused \(verdict.step), as a verifying client does", notes: verdict.notes)
             case .failure(let failure):
+                // The scenario's half in its own words: the card shows the control beside it.
+                var why = failure.description
+                if failure.code != .controlRefused, let range = why.range(of: "but on \(scenario): ") {
+                    why = String(why[range.upperBound...])
+                }
                 switch failure.code {
                 case .controlRefused, .neverReached, .ambiguous, .unrecognizedOutcome, .notTLS, .stillOpen,
                      .unproven, .noRefusal:
-                    return entry(.unproven, failure.description)
+                    return entry(.unproven, why)
                 default:
-                    return entry(.unexpected, failure.description)
+                    return entry(.unexpected, why)
                 }
             }
         case .accept:
