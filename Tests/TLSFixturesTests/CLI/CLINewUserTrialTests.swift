@@ -69,10 +69,10 @@ struct CLINewUserTrialTests {
         let loop = NIOAsyncTestingEventLoop()
         let fleet = try await FleetTests.fleet(on: loop, origin: Date())
         do {
-            _ = try await fleet.startLeased(StartFixtureRequest(scenario: .inline([
-                "name": "md5-mine", "group": "custom", "summary": "s", "tls": [:],
-                "certificate": ["issuer": "root", "key": "ec:p256", "digest": "md5"], "expect": ["ats": "block"],
-            ])))
+            let json = #"{"name": "md5-mine", "group": "custom", "summary": "s", "tls": {}, "#
+                + #""certificate": {"issuer": "root", "key": "ec:p256", "digest": "md5"}, "expect": {"ats": "block"}}"#
+            let scenario = try ScenarioCatalog.decode(Data(json.utf8), source: "scenario")
+            _ = try await fleet.startLeased(LeaseRequest(scenario: .inline(scenario)))
             Issue.record("an EC issuer signed with md5")
         } catch {
             let text = "\(error)"
