@@ -164,12 +164,12 @@ print(len(paths), "in-order" if paths == expected else "out-of-order", len(data)
         @Test("the dashboard stays within the memory bound (each small request asks for the whole catalog)")
         func dashboard() async throws {
             let store = reliabilityStore
-            var options = ScenarioRunner.Options()
-            options.portBase = try ServeEndToEndTests.freePortBase()
-            options.idleTimeout = .seconds(60)
-            let catalog = ScenarioCatalog.builtIn
-            try await ScenarioRunner.withRunner(try catalog.scenarios(named: ["ats-compliant", "tls-v1-2", "expired", "http"]),
-                                                catalog: catalog, store: store, options: options) { runner in
+            var configuration = FixtureRunner.Configuration()
+            configuration.store = store
+            configuration.portBase = try ServeEndToEndTests.freePortBase()
+            configuration.idleTimeout = .seconds(60)
+            configuration.scenarios = ["ats-compliant", "tls-v1-2", "expired", "http"]
+            try await FixtureRunner.withRunner(configuration) { runner in
                 let dashboard = try #require(runner.frontDoor).dashboard
                 let answer = try await HTTPGet.fetch(port: dashboard.port, path: "/scenarios.json")
                 #expect(answer.status == 200 && answer.body.count > 2_000, "an answer much larger than a request: \(answer.body.count) bytes")

@@ -84,12 +84,12 @@ extension ReliabilitySuite {
     struct ListenerLimits {
         /// Runs `body` with a runner's dashboard (in this process) and always stops the runner.
         static func withDashboard(headerTimeout: TimeAmount, _ body: (RunnerListener) async throws -> Void) async throws {
-            var options = ScenarioRunner.Options()
-            options.portBase = try ServeEndToEndTests.freePortBase()
-            options.headerTimeout = headerTimeout
-            let catalog = ScenarioCatalog.builtIn
-            try await ScenarioRunner.withRunner(try catalog.scenarios(named: ["http"]), catalog: catalog, store: reliabilityStore,
-                                                options: options) { runner in
+            var configuration = FixtureRunner.Configuration()
+            configuration.store = reliabilityStore
+            configuration.portBase = try ServeEndToEndTests.freePortBase()
+            configuration.headerTimeout = headerTimeout
+            configuration.scenarios = ["http"]
+            try await FixtureRunner.withRunner(configuration) { runner in
                 try await body(try #require(runner.frontDoor).dashboard)
             }
         }
