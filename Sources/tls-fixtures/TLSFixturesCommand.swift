@@ -17,7 +17,7 @@ struct TLSFixturesCommand: AsyncParsableCommand {
         version: "\(TLSFixturesVersion.current) (linked with \(LinkedOpenSSL.versionText))",
         subcommands: [ServeCommand.self, ScenariosCommand.self, ProbeCommand.self, ATSCommand.self, PinsCommand.self,
                       HostsCommand.self, CACommand.self, CertCommand.self, PrepareCommand.self, WaitCommand.self,
-                      ConnectionsCommand.self, ReportCommand.self, SimulatorCommand.self]
+                      ConnectionsCommand.self, ReportCommand.self, SimulatorCommand.self, LegacyHelperCommand.self]
     )
 
     static func main() async {
