@@ -29,6 +29,11 @@ package enum CipherNames {
 
     package static func isTLS13(iana: String) -> Bool { table.tls13.contains(iana) }
 
+    /// The IANA name of an OpenSSL suite name, nil when the linked OpenSSL does not have it.
+    package static func ianaName(openSSL name: String) -> String? {
+        table.ianaToOpenSSL.first { $0.value == name }?.key
+    }
+
     /// An OpenSSL cipher string offering exactly `suites` (TLS ≤ 1.2), or nil when none is available.
     public static func cipherString(iana suites: [String]) -> String? {
         let names = suites.compactMap(openSSLName(iana:)).filter { !$0.hasPrefix("TLS_") }

@@ -2,9 +2,6 @@ import COpenSSL
 import Foundation
 import XCTest
 @testable import TLSFixtures
-@testable import TLSFixturesOpenSSL
-@testable import TLSFixturesPKI
-@testable import TLSFixturesWire
 
 /// Server facts for the ATS model's tests, made without a server: what a client would observe about a fixture. The
 /// catalog's rows are derived from each scenario's file (`ATSCatalog`); the helpers here build them, and the facts of
@@ -171,7 +168,7 @@ enum ATSCatalog {
         var keyBits = declared.keyBits
         var curve: String? = nil
         if case .ec(let named) = plan.key {
-            keyBits = named.bits
+            keyBits = Int(named.rawValue.dropFirst()) ?? keyBits
             curve = ["p224": "secp224r1", "p256": "prime256v1", "p384": "secp384r1", "p521": "secp521r1"][named.rawValue]
         }
         let selfSigned = plan.leafIssuer == .selfSigned
@@ -257,10 +254,8 @@ enum ATSCatalog {
         ["SSLv3": .ssl3, "TLSv1": .tls1_0, "TLSv1.1": .tls1_1, "TLSv1.2": .tls1_2, "TLSv1.3": .tls1_3][name] ?? .tls1_3
     }
 
-    /// A suite's IANA name, from its OpenSSL name: the linked OpenSSL's table, read backwards.
-    static func iana(_ openSSLName: String) -> String {
-        TLSRegistry.cipherSuites.values.first { CipherNames.openSSLName(iana: $0) == openSSLName } ?? openSSLName
-    }
+    /// A suite's IANA name, from its OpenSSL name, as the linked OpenSSL names it.
+    static func iana(_ openSSLName: String) -> String { CipherNames.ianaName(openSSL: openSSLName) ?? openSSLName }
 }
 
 /// The pinning rows' certificates, from scenarios.md: the published pinned leaf key, the built-in CA,

@@ -2,7 +2,7 @@ import Foundation
 import NIOCore
 import NIOHTTP1
 import Testing
-import TLSFixturesWire
+import TLSFixtures
 @testable import TLSFixturesRunner
 
 /// The front door's request guard (issue 37): which room a request is for and why one is refused, as pure functions of
