@@ -17,7 +17,7 @@ ifneq ($(LOW_FD_LIMIT),)
 export SWT_EXPERIMENTAL_MAXIMUM_PARALLELIZATION_WIDTH ?= 8
 endif
 
-.PHONY: help deps build install uninstall test run bench bench-quick test-asan test-tsan fuzz fuzz-build clean scenarios lint matrix matrix-test-clients legacy-openssl test-legacy
+.PHONY: help deps build install uninstall test run bench bench-quick apple-report test-asan test-tsan fuzz fuzz-build clean scenarios lint matrix matrix-test-clients legacy-openssl test-legacy
 
 help:
 	@echo "make run         build (release) and serve every scenario plus the dashboard"
@@ -31,6 +31,7 @@ help:
 	@echo "make fuzz        run the libFuzzer targets for a bounded time (Linux only: the toolchain's libFuzzer)"
 	@echo "On macOS: brew install openssl@3 pkg-config (plus curl python3 for every test); see docs/macos.md"
 	@echo "make matrix      every scenario against every client TLS stack (Linux; writes docs/CLIENTS.md, docs/clients.json)"
+	@echo "make apple-report    Apple's URLSession's report card on this Mac and in a simulator, into docs/apple/ (macOS)"
 	@echo "make legacy-openssl  build an OpenSSL with SSLv3/RC4/3DES and the helper serve runs for ssl-v3, rc4, 3des (opt-in)"
 	@echo "make test-legacy     prove those three with that OpenSSL's own s_client (builds it first; opt-in)"
 
@@ -137,6 +138,10 @@ lint:
 	@python3 scripts/check-public-docs.py
 	@python3 scripts/check-toolchain-floor.py
 	@scripts/actionlint.sh
+
+# Apple's URLSession's report card on this Mac and in an iOS Simulator, into docs/apple/ (docs/apple/README.md). Mac only.
+apple-report:
+	@scripts/apple-report.sh
 
 clean:
 	rm -rf .build .build-asan .build-tsan .build-fuzz .build-matrix .build-lint fuzz-out

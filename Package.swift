@@ -164,7 +164,7 @@ let package = Package(
         .testTarget(
             name: "TLSFixturesTests",
             dependencies: [
-                "TLSFixtures", "TLSFixturesCLISupport", "TLSFixturesXCTest", "TLSFixturesClient",
+                "TLSFixtures", "TLSFixturesCLISupport", "TLSFixturesXCTest", "TLSFixturesClient", "TLSFixturesWire",
                 "TLSFixturesClientXCTest", "tls-fixtures",
                 // The runner's suites reach the fleet's and the front door's internals (@testable).
                 "TLSFixturesFleet", "TLSFixturesRunner",

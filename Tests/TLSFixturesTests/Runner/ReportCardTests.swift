@@ -188,3 +188,59 @@ struct ReportCardLiveTests {
         #expect(card.entries.count >= 55)
     }
 }
+
+/// docs/apple/: report cards Apple's URLSession made on a Mac (`make apple-report`), and the scenario files held to
+/// them on every machine, so a committed card turns the files' guesses into evidence.
+@Suite("Apple's report cards and the scenario files")
+struct AppleCardTests {
+    static var expectations: [String: FixtureExpectations] {
+        Dictionary(uniqueKeysWithValues: ScenarioCatalog.builtIn.scenarios.map { scenario in
+            let expect = scenario.expect
+            return (scenario.name, FixtureExpectations(verify: expect.verify, ats: expect.ats,
+                                                       trustedRoots: expect.trustedRoots, pins: expect.pins,
+                                                       refusal: expect.refusal))
+        })
+    }
+
+    @Test("every committed card agrees with the scenario files")
+    func committedCards() throws {
+        let folder = TestEnvironment.packageRoot.appendingPathComponent("docs/apple")
+        let cards = try FileManager.default.contentsOfDirectory(atPath: folder.path).filter { $0.hasSuffix(".json") }
+        for file in cards {
+            let card = try ReportCard.decode(Data(contentsOf: folder.appendingPathComponent(file)))
+            #expect(card.family == .apple, "\(file) was not made by make apple-report")
+            let disagreements = card.appleDisagreements(with: Self.expectations)
+            #expect(disagreements.isEmpty, "docs/apple/\(file): \(disagreements.joined(separator: "; "))")
+        }
+        // None yet: the README there says so, and must stop saying so once one is committed.
+        let readme = try String(contentsOf: folder.appendingPathComponent("README.md"), encoding: .utf8)
+        #expect(readme.contains("No card has been recorded yet") == cards.isEmpty)
+    }
+
+    @Test("a card's codes are held to the files: another code or a verdict other than expected is named")
+    func disagreementsNamed() {
+        let date = Date(timeIntervalSince1970: 1_780_000_000)
+        let refused = ConnectionRecord(id: 1, acceptedAt: date, endedAt: date, peer: "127.0.0.1:1",
+                                       outcome: .alertReceived(.certificateUnknown, phase: .afterServerFlight))
+        let served = ConnectionRecord(id: 1, acceptedAt: date, endedAt: date, peer: "127.0.0.1:1",
+                                      outcome: .handshakeCompleted(.init(protocol: "TLSv1.3", cipher: "x", group: nil,
+                                                                         clientCertificate: false)),
+                                      requests: [.init(method: "GET", path: "/", status: 200, number: 1)])
+        func entry(_ scenario: String, code: Int, stream: Int?) -> ReportCard.Entry {
+            ReportCard.Entry(scenario: scenario, group: "certificate", expected: .refuse, steps: [.certificate],
+                             control: "ats-compliant",
+                             said: .init(accepted: false, detail: "NSURLErrorDomain \(code)", errorDomain: "NSURLErrorDomain",
+                                         errorCode: code, streamErrorCode: stream),
+                             controlSaid: .init(accepted: true, detail: "200"), records: [refused],
+                             controlRecords: [served], verdict: .asExpected, why: "refused at the certificate")
+        }
+        let card = ReportCard(client: "URLSession", family: .apple, date: date, entries: [
+            entry("expired", code: -1202, stream: -9814),   // what the file says now
+            entry("self-signed", code: -1200, stream: -9802),   // ATS's system trust: another code
+        ])
+        let found = card.appleDisagreements(with: Self.expectations)
+        #expect(found.count == 2, "\(found)")
+        #expect(found.allSatisfy { $0.hasPrefix("self-signed: ") }, "\(found)")
+        #expect(found.contains { $0.contains("-1200") && $0.contains("-1202") })
+    }
+}
