@@ -82,6 +82,12 @@ struct ServeCommand: AsyncParsableCommand {
         valueName: "file"))
     var connectionLog: String?
 
+    @Option(help: ArgumentHelp(
+        "Keep a report card in this folder of every client that connects to a catalog fixture, per scenario, with a "
+            + "verdict from what the fixture saw (report.md, report.json, report.junit.xml; rewritten as connections "
+            + "end): for testing an app by hand.", valueName: "dir"))
+    var report: String?
+
     func validate() throws {
         _ = try SecondsOption.check(handshakeTimeout, "--handshake-timeout")
         _ = try SecondsOption.check(idleTimeout, "--idle-timeout")
@@ -191,9 +197,26 @@ struct ServeCommand: AsyncParsableCommand {
         options.proxyPort = proxyPort
         options.allowRemoteClients = allowRemoteClients
         let sink = try connectionSink()
-        if sink.isActive { options.connectionEnded = { sink.write($0) } }
+        let report = try reportSink()
+        if sink.isActive || report != nil {
+            options.connectionEnded = { connection in
+                if sink.isActive { sink.write(connection) }
+                report?.add(connection)
+            }
+        }
         if sink.wantsProxyRefusals { options.proxyRefused = { sink.write($0) } }
         return options
+    }
+
+    /// `--report DIR`'s card of clients driven by hand; nil without it.
+    private func reportSink() throws -> ManualReportSink? {
+        guard let report else { return nil }
+        do {
+            return try ManualReportSink(folder: URL(fileURLWithPath: report), catalog: try source.catalog(),
+                                        family: .verifying)
+        } catch {
+            throw CLIError("--report \(report) cannot be written (\(error)); give a folder you may write to")
+        }
     }
 
     /// Where each ended connection goes (`--log-connections`, `--connection-log`); opening the file is the check.

@@ -244,3 +244,42 @@ struct AppleCardTests {
         #expect(found.contains { $0.contains("-1200") && $0.contains("-1202") })
     }
 }
+
+/// `serve --report DIR`: a card of clients driven by hand, kept current as their connections end.
+@Suite("serve --report: the card of clients driven by hand", .serialized)
+struct ManualReportTests {
+    @Test("a verifying curl is as expected; the same client with -k accepting expired is unexpected",
+          .requires(Tools.curl))
+    func cardFromRecords() async throws {
+        let folder = TestEnvironment.temporaryDirectory("manual-report")
+        let runner = try ControlAPIRunner.start(["ats-compliant", "expired"], extra: ["--report", folder.path])
+        defer { runner.stop() }
+        let ca = try TestEnvironment.file(try runner.store.ca().certificate.pem, name: "ca.pem")
+        let compliant = URL(string: "https://localhost:\(runner.base + 1)/")!
+        let expired = URL(string: "https://localhost:\(runner.base + 31)/")!
+        _ = try await CurlLoad(trusting: [ca])(compliant)
+        _ = try? await CurlLoad(trusting: [ca])(expired)
+        let file = folder.appendingPathComponent("report.json")
+        @Sendable func card() throws -> ReportCard? { try? ReportCard.decode(Data(contentsOf: file)) }
+        try await CPUBudgetTests.until { (try? card())??.entries.count == 2 }
+        let first = try #require(try card())
+        #expect(first.entries.map(\.verdict) == [.asExpected, .asExpected], "\(first.markdown())")
+        #expect(first.entries.last?.why.contains("at the certificate") == true)
+        // The same ClientHello from curl -k: one client, which has now accepted expired.
+        _ = try await CurlLoad(insecure: true)(expired)
+        try await CPUBudgetTests.until {
+            (try? card())??.entries.first { $0.scenario == "expired" }?.verdict == .unexpected
+        }
+        let markdown = try String(contentsOf: folder.appendingPathComponent("report.md"), encoding: .utf8)
+        #expect(markdown.contains("**unexpected**: accepted what a verifying client refuses"), "\(markdown)")
+    }
+
+    @Test("a --report folder that cannot be written is refused in one line before anything serves")
+    func unwritable() async throws {
+        let file = try TestEnvironment.file(Data("x".utf8), name: "not-a-folder")
+        let result = try await Subprocess.runAwaiting([TestEnvironment.cli, "serve", "ats-compliant", "--port-base",
+                                                       "\(try ServeEndToEndTests.freePortBase())", "--report", file])
+        #expect(result.status == 1 && result.stderr.contains("--report \(file) cannot be written"), "\(result.combined)")
+        #expect(result.stderr.split(separator: "\n").count == 1, "\(result.stderr)")
+    }
+}
