@@ -58,6 +58,42 @@ final class IOSReadmeExample: DocumentationExampleTestCase {
     // README: remote-xctest-example end
 }
 
+/// docs/report-card.md's example: URLSession's whole card in one test. It asserts every verdict proven, so it fails
+/// until the client trusts the kit's CA and reaches the fixtures, naming the first scenario left unproven.
+final class ReportCardExample: DocumentationExampleTestCase {
+    override class var failureSignature: String { "unproven" }
+    private var serve: ControlAPIRunner?
+
+    override func setUp() async throws {
+        try await super.setUp()
+        if ProcessInfo.processInfo.environment["TLS_FIXTURES_URL"] == nil {
+            serve = try ControlAPIRunner.start(["ats-compliant", "expired", "pin-rotated-key", "pinned"])
+        }
+        if let serve { fixtures = RemoteFixtures(runner: serve.runnerURL) }
+    }
+
+    override func tearDown() async throws {
+        try await super.tearDown()
+        serve?.stop()
+    }
+
+    // README: report-card-example begin
+    var fixtures = RemoteFixtures()   // TLS_FIXTURES_URL, else http://localhost:9800
+
+    func testReportCard() async throws {
+        let session = URLSession(configuration: .fixtures(through: fixtures.proxy))   // or your app's session
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("report-card")
+        // Every scenario the runner serves and its control, each on a fresh fixture: report.md, .json, .junit.xml.
+        let card = try await fixtures.reportCard(client: "URLSession", family: .apple, to: folder) { url in
+            try await session.data(from: url)
+        }
+        // Every verdict proven: until the CA is trusted, the controls are refused and this names the first one.
+        let unproven = card.entries.first { $0.verdict == .unproven }
+        XCTAssertNil(unproven, "\(card.summaryLine): \(unproven?.scenario ?? ""): \(unproven?.why ?? "")")
+    }
+    // README: report-card-example end
+}
+
 /// Runs a suite with `serve` started for it and `ExampleRunner.url` naming it.
 struct WithExampleRunner: SuiteTrait, TestScoping {
     func provideScope(for test: Test, testCase: Test.Case?, performing function: @Sendable () async throws -> Void) async throws {
@@ -127,5 +163,19 @@ final class RemoteXCTestHelperTests: FailureCapturingTestCase {
             await XCTAssertRefused("expired", runner: fixtures) { url in try await trusting(url) }
         }
         XCTAssertEqual(passed, [])
+    }
+
+    /// Issue 34, case 4, through the runner: the second load reuses the first's kept-alive connection, opened before its
+    /// cursor, and the runner must list it by the request it answered since (`requestsAfter`).
+    func testKeptAliveThroughTheRunner() async throws {
+        let fixture = try await startRemoteFixture("http", runner: fixtures)
+        let session = URLSession(configuration: .ephemeral)
+        defer { session.invalidateAndCancel() }
+        let first = await failures { await XCTAssertAccepted(fixture) { try await session.data(from: fixture.url) } }
+        let second = await failures { await XCTAssertAccepted(fixture) { try await session.data(from: fixture.url) } }
+        XCTAssertEqual(first + second, [])
+        let records = try await fixture.connections()
+        XCTAssertEqual(records.count, 1, "libcurl did not keep the connection alive: \(records)")
+        XCTAssertEqual(records.first?.requestCount, 2)
     }
 }
