@@ -6,7 +6,7 @@ import Testing
 /// scenario files' `expect.clients`.
 ///
 /// `make test` runs every stack that installs from Debian's packages, PyPI or the package mirror — on Linux all
-/// twelve (scripts/ensure-deps.sh matrix-test installs them; the three Swift clients are built from Matrix/ into
+/// thirteen (scripts/ensure-deps.sh matrix-test installs them; the three Swift clients are built from Matrix/ into
 /// .build-matrix) — each on the controls, on failures every stack must refuse, and on every scenario where that stack
 /// differs from OpenSSL: where its file lists the stack in `expect.clients`, or where the `openssl` client's verdict
 /// is another. So a CA that one stack refuses fails the controls here, and a stack whose behaviour changes (or a
@@ -152,7 +152,7 @@ struct CommittedMatrixDocumentationTests {
         #expect(refusals > 200, "only \(refusals) refusals in docs/clients.json")
     }
 
-    @Test("docs/clients.json shows every control verified everywhere, and only Java taking a www.apple.com leaf")
+    @Test("docs/clients.json shows every control verified everywhere, and only JSSE (Java, OkHttp) taking a www.apple.com leaf")
     func committedMustShow() throws {
         let report = try MatrixEnvironment.committedReport()
         let catalog = try MatrixEnvironment.catalog()
@@ -173,9 +173,10 @@ struct CommittedMatrixDocumentationTests {
                 #expect(row.results[client]?.accepted == false, "\(name) × \(client): \(row.results[client]?.detail ?? "?")")
             }
         }
-        // Which clients ignore the CA's name constraints is a finding users must see: Java, and nobody else.
+        // Which clients ignore the CA's name constraints is a finding users must see: JSSE's (Java, and OkHttp on it),
+        // and nobody else.
         let impersonation = try #require(report.rows.first { $0.scenario == "impersonation" })
-        #expect(Set(impersonation.results.filter { $0.value.accepted == true }.keys) == ["java"])
+        #expect(Set(impersonation.results.filter { $0.value.accepted == true }.keys) == ["java", "okhttp"])
     }
 }
 
@@ -193,8 +194,8 @@ enum MatrixEnvironment {
     }
     static var runnable: Bool { required || built("matrix-nio-ssl") }
     static let skipReason: Comment = "the matrix clients are not built: run `make test`, which builds Matrix/ into .build-matrix"
-    /// The stacks `make test` runs. On Linux all twelve: each installs from Debian's packages (openssl, curl, GnuTLS,
-    /// NSS, Chromium, Java, Go, Node), PyPI (pyca/cryptography) or the package mirror (swift-nio-ssl, AsyncHTTPClient;
+    /// The stacks `make test` runs. On Linux all thirteen: each installs from Debian's packages (openssl, curl, GnuTLS,
+    /// NSS, Chromium, Java, OkHttp, Go, Node), PyPI (pyca/cryptography) or the package mirror (swift-nio-ssl, AsyncHTTPClient;
     /// URLSession is the toolchain's). On macOS the committed verdicts are Linux's: there the stacks whose verdicts do
     /// not depend on the OS (BoringSSL built from source, Homebrew's GnuTLS, pyca/cryptography), as before.
     static var liveClients: [MatrixClient] {
