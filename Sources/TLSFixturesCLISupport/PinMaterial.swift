@@ -51,7 +51,8 @@ package struct AndroidPinReport: Codable, Sendable, Equatable {
         backup = material.backup
         ca = material.ca
         self.expiration = expiration.description
-        networkSecurityConfig = NSCPinFormats.pinSetXML(pins, expiration: expiration)
+        networkSecurityConfig = NSCPinFormats.pinSetXML(pins, expiration: expiration,
+                                                        trustAnchor: "@raw/tls_fixtures_ca")
         okHttpCertificatePinner = NSCPinFormats.okHttpCertificatePinner(pins)
         caCertificateFile = material.caCertificateFile
     }

@@ -122,8 +122,8 @@ package enum ScenarioNSCFacts {
             return .refuses(step: .afterHandshake, because: "the leaf does not name the host: OkHttp's host name "
                             + "check fails after the handshake")
         }
-        return .refuses(step: scenario.expect.refusal?.step ?? .certificate, because: "the chain itself is refused "
-                        + "(OpenSSL: \(verify))")
+        return .refuses(step: scenario.expect.refusal?.step ?? .certificate, because: "the chain itself is refused: "
+                        + "\(verify) (OpenSSL's verify, taken for Conscrypt's)")
     }
 
     /// The scenario's TLS 1.2 suites as IANA names: the linked OpenSSL expands the cipher string; names it lacks

@@ -187,9 +187,11 @@ public struct NSCEvaluator: Sendable {
         let offered = clientVersions
         if facts.maxVersion < offered.lowerBound || facts.minVersion > offered.upperBound {
             let server = facts.minVersion == facts.maxVersion ? "\(facts.maxVersion)" : "\(facts.minVersion)–\(facts.maxVersion)"
+            let client = offered.lowerBound == offered.upperBound ? "\(offered.lowerBound) only"
+                : "\(offered.lowerBound)–\(offered.upperBound)"
             blockers.append(Blocker(step: .negotiation, reason: "the server speaks \(server), \(options.client.rawValue) "
-                + "offers \(offered.lowerBound)–\(offered.upperBound) here (device API \(app.deviceAPI), target SDK "
-                + "\(app.targetSdk))", fix: versionFix(facts), rule: .okHttpTLSVersions))
+                + "offers \(client) here (device API \(app.deviceAPI), target SDK \(app.targetSdk))",
+                fix: versionFix(facts), rule: .okHttpTLSVersions))
         } else if facts.maxVersion < .tls1_3 || offered.upperBound < .tls1_3, let suites = facts.tls12Suites,
                   !agreesOnSuite(suites) {
             rules.append(.tls12CipherSuites)
@@ -289,8 +291,11 @@ public struct NSCEvaluator: Sendable {
 
     private func cleartextFix(_ host: String, domain: NSCDomain?, origin: String) -> NSCFix {
         if let domain {
-            return NSCFix(kind: .config, text: "set cleartextTrafficPermitted=\"true\" on the <domain-config> for "
-                          + "\(domain.name) (\(origin))")
+            let own = "<domain-config cleartextTrafficPermitted=\"true\"><domain>\(Self.xmlEscaped(host))</domain>"
+                + "</domain-config>"
+            return NSCFix(kind: .config, text: domain.name == host
+                ? "set cleartextTrafficPermitted=\"true\" on the \(origin)"
+                : "\(own) (or cleartextTrafficPermitted=\"true\" on the \(origin), for all of \(domain.name))")
         }
         return NSCFix(kind: .config, text: "<domain-config cleartextTrafficPermitted=\"true\"><domain>"
                       + "\(Self.xmlEscaped(host))</domain></domain-config>")
@@ -333,7 +338,7 @@ public struct NSCEvaluator: Sendable {
     }
 
     private func stackFix(_ because: String) -> NSCFix {
-        NSCFix(kind: .impossible, text: "none: no config key admits it (\(because))")
+        NSCFix(kind: .impossible, text: "none: no config key admits it")
     }
 
     static func xmlEscaped(_ text: String) -> String {

@@ -283,8 +283,8 @@ enum NSCExpiration {
 /// `android.util.Base64.decode(text, DEFAULT)`, which NSC pins go through: characters outside the alphabet and `=`
 /// are skipped (spaces, line breaks, anything else), padding may be left out but when present must be complete, and
 /// nothing but skipped characters may follow it; a lone sixth bit-group at the end is an error.
-enum AndroidBase64 {
-    static func decode(_ text: String) -> Data? {
+package enum AndroidBase64 {
+    package static func decode(_ text: String) -> Data? {
         var output: [UInt8] = []
         var value = 0
         var state = 0   // 0–3: inside a quartet; 4: one `=` read, one more expected; 5: only skippable characters

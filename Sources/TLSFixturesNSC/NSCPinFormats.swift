@@ -35,11 +35,24 @@ public enum NSCPinFormats {
     }
 
     /// A `<domain-config>` for the host with the leaf and backup pins, ready for `res/xml/network_security_config.xml`.
-    public static func pinSetXML(_ pins: Pins, expiration: NSCDay, includeSubdomains: Bool = false) -> String {
+    /// `trustAnchor` (`@raw/tls_fixtures_ca`) adds the anchor the chain must end at: a top-level domain-config inherits
+    /// base-config's anchors, not those of another domain-config that names a parent domain.
+    public static func pinSetXML(_ pins: Pins, expiration: NSCDay, includeSubdomains: Bool = false,
+                                 trustAnchor: String? = nil) -> String {
         let host = NSCEvaluator.xmlEscaped(pins.host)
         var lines = [
             "<domain-config>",
             "    <domain includeSubdomains=\"\(includeSubdomains)\">\(host)</domain>",
+        ]
+        if let trustAnchor {
+            lines += [
+                "    <!-- the kit's CA (a top-level domain-config does not inherit another's trust-anchors) -->",
+                "    <trust-anchors>",
+                "        <certificates src=\"\(NSCEvaluator.xmlEscaped(trustAnchor))\"/>",
+                "    </trust-anchors>",
+            ]
+        }
+        lines += [
             "    <pin-set expiration=\"\(expiration)\">",
             "        <!-- the leaf key the server uses now -->",
             "        <pin digest=\"SHA-256\">\(pins.leaf)</pin>",
