@@ -146,6 +146,7 @@ group_matrix_test() {
   need required chromium              chromium    -
   need required javac                 default-jdk-headless -   # `java File.java` compiles in memory: the JDK, not a JRE
   need required file:/usr/share/java/okhttp.jar libokhttp-java - # the OkHttp column (with okio, its dependency)
+  need required file:/usr/share/java/com.android.json.jar libandroid-json-java - # org.json for docs/android.md's helper
   need required go                    golang-go   -
   need required node                  nodejs      -
   need required unshare               util-linux  -            # URLSession's private mount namespace (matrix.py)
