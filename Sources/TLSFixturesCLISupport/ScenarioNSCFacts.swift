@@ -140,6 +140,7 @@ package enum ScenarioNSCFacts {
     /// The legacy suites the catalog names that OpenSSL 3 builds without the legacy provider do not know.
     static let legacyNames: [String: String] = [
         "RC4-SHA": "TLS_RSA_WITH_RC4_128_SHA", "ECDHE-RSA-RC4-SHA": "TLS_ECDHE_RSA_WITH_RC4_128_SHA",
-        "DES-CBC3-SHA": "TLS_RSA_WITH_3DES_EDE_CBC_SHA", "ECDHE-RSA-DES-CBC3-SHA": "TLS_ECDHE_RSA_WITH_3DES_EDE_CBC_SHA",
+        "DES-CBC3-SHA": "TLS_RSA_WITH_3DES_EDE_CBC_SHA",
+        "ECDHE-RSA-DES-CBC3-SHA": "TLS_ECDHE_RSA_WITH_3DES_EDE_CBC_SHA",
     ]
 }

@@ -26,7 +26,8 @@ public struct NSCApp: Sendable, Equatable, Codable {
     public static let currentTargetSdk = 35
 
     /// The app a manifest describes; `targetSdk` and `build` given here win over the manifest's (a Gradle project
-    /// keeps them in build.gradle). Without either, `targetSdkVersion` falls back to `minSdkVersion`, as Android's does.
+    /// keeps them in build.gradle). Without either, `targetSdkVersion` falls back to `minSdkVersion`, as in
+    /// Android.
     public init(manifest: NSCManifest, targetSdk: Int? = nil, deviceAPI: Int? = nil, build: NSCBuild? = nil) {
         let target = targetSdk ?? manifest.targetSdkVersion ?? manifest.minSdkVersion ?? NSCApp.currentTargetSdk
         self.init(targetSdk: target, deviceAPI: deviceAPI,

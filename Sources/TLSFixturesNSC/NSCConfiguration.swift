@@ -16,8 +16,8 @@ public struct NSCDocument: Sendable, Equatable, Codable {
     public var warnings: [String]
 
     /// Memberwise: each argument sets the property of the same name, unchecked.
-    public init(base: NSCConfigEntry? = nil, domainConfigs: [NSCConfigEntry] = [], debugOverrides: NSCConfigEntry? = nil,
-                warnings: [String] = []) {
+    public init(base: NSCConfigEntry? = nil, domainConfigs: [NSCConfigEntry] = [],
+                debugOverrides: NSCConfigEntry? = nil, warnings: [String] = []) {
         self.base = base
         self.domainConfigs = domainConfigs
         self.debugOverrides = debugOverrides
@@ -45,9 +45,10 @@ public struct NSCConfigEntry: Sendable, Equatable, Codable {
     public var line: Int
 
     /// Memberwise: each argument sets the property of the same name, unchecked.
-    public init(cleartextTrafficPermitted: Bool? = nil, hstsEnforced: Bool? = nil, trustAnchors: [NSCCertificates]? = nil,
-                pinSet: NSCPinSet? = nil, certificateTransparency: Bool? = nil, domains: [NSCDomain] = [],
-                children: [NSCConfigEntry] = [], line: Int = 0) {
+    public init(cleartextTrafficPermitted: Bool? = nil, hstsEnforced: Bool? = nil,
+                trustAnchors: [NSCCertificates]? = nil, pinSet: NSCPinSet? = nil,
+                certificateTransparency: Bool? = nil, domains: [NSCDomain] = [], children: [NSCConfigEntry] = [],
+                line: Int = 0) {
         self.cleartextTrafficPermitted = cleartextTrafficPermitted
         self.hstsEnforced = hstsEnforced
         self.trustAnchors = trustAnchors

@@ -107,8 +107,8 @@ public struct NSCEvaluator: Sendable {
     }
 
     /// The TLS 1.2-and-older suites Conscrypt enables by default (`NativeCrypto.DEFAULT_X509_CIPHER_SUITES`, IANA
-    /// names): ECDHE with AES-GCM, ChaCha20 or AES-CBC-SHA, and RSA key exchange with AES-GCM or AES-CBC-SHA. No DHE, no
-    /// 3DES, no RC4, no NULL.
+    /// names): ECDHE with AES-GCM, ChaCha20 or AES-CBC-SHA, and RSA key exchange with AES-GCM or AES-CBC-SHA. No DHE,
+    /// no 3DES, no RC4, no NULL.
     public static let conscryptTLS12Suites: Set<String> = [
         "TLS_ECDHE_ECDSA_WITH_AES_128_GCM_SHA256", "TLS_ECDHE_ECDSA_WITH_AES_256_GCM_SHA384",
         "TLS_ECDHE_ECDSA_WITH_CHACHA20_POLY1305_SHA256", "TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256",
@@ -186,11 +186,13 @@ public struct NSCEvaluator: Sendable {
         rules += [options.client == .okhttp ? .okHttpTLSVersions : .platformTLSVersions, .platformTLSVersions]
         let offered = clientVersions
         if facts.maxVersion < offered.lowerBound || facts.minVersion > offered.upperBound {
-            let server = facts.minVersion == facts.maxVersion ? "\(facts.maxVersion)" : "\(facts.minVersion)–\(facts.maxVersion)"
+            let server = facts.minVersion == facts.maxVersion ? "\(facts.maxVersion)"
+                : "\(facts.minVersion)–\(facts.maxVersion)"
             let client = offered.lowerBound == offered.upperBound ? "\(offered.lowerBound) only"
                 : "\(offered.lowerBound)–\(offered.upperBound)"
-            blockers.append(Blocker(step: .negotiation, reason: "the server speaks \(server), \(options.client.rawValue) "
-                + "offers \(client) here (device API \(app.deviceAPI), target SDK \(app.targetSdk))",
+            blockers.append(Blocker(step: .negotiation, reason: "the server speaks \(server), "
+                + "\(options.client.rawValue) offers \(client) here (device API \(app.deviceAPI), target SDK "
+                + "\(app.targetSdk))",
                 fix: versionFix(facts), rule: .okHttpTLSVersions))
         } else if facts.maxVersion < .tls1_3 || offered.upperBound < .tls1_3, let suites = facts.tls12Suites,
                   !agreesOnSuite(suites) {
@@ -202,7 +204,8 @@ public struct NSCEvaluator: Sendable {
         }
         if case .refuses(.negotiation, let because) = facts.stack {
             rules.append(.stackAsScenario)
-            blockers.append(Blocker(step: .negotiation, reason: because, fix: stackFix(because), rule: .stackAsScenario))
+            blockers.append(Blocker(step: .negotiation, reason: because, fix: stackFix(because),
+                                    rule: .stackAsScenario))
         }
 
         let chain = facts.chain ?? NSCChain(anchor: NSCChainAnchor(name: "an unknown root", heldBy: []), spkiPins: [])
@@ -212,8 +215,9 @@ public struct NSCEvaluator: Sendable {
             let anchors = resolved.trustAnchors.isEmpty ? "none"
                 : resolved.trustAnchors.map(\.description).joined(separator: ", ")
             blockers.append(Blocker(step: .certificate, reason: "trust anchor for certification path not found: the "
-                + "chain ends at \(chain.anchor), and the anchors for \(facts.host) (\(resolved.origin)) are \(anchors)",
-                fix: anchorFix(chain.anchor, host: facts.host, place: place, domain: domain), rule: .trustAnchorRequired))
+                + "chain ends at \(chain.anchor), and the anchors for \(facts.host) (\(resolved.origin)) are "
+                + anchors, fix: anchorFix(chain.anchor, host: facts.host, place: place, domain: domain),
+                rule: .trustAnchorRequired))
         }
         rules.append(.chainStrength)
         if let bits = chain.smallestRSAKeyBits, bits < 1024 {
@@ -229,7 +233,8 @@ public struct NSCEvaluator: Sendable {
         }
         if case .refuses(.certificate, let because) = facts.stack {
             rules.append(.stackAsScenario)
-            blockers.append(Blocker(step: .certificate, reason: because, fix: stackFix(because), rule: .stackAsScenario))
+            blockers.append(Blocker(step: .certificate, reason: because, fix: stackFix(because),
+                                    rule: .stackAsScenario))
         }
         let pins = resolved.pinSet
         if !pins.pins.isEmpty {

@@ -14,8 +14,9 @@ public enum NSCConfidence: String, Sendable, Codable, CaseIterable {
 /// The statements about Android the NSC model is built from, each with its source and confidence. Verdicts list the
 /// rules that decided them (`NSCVerdict.rules`); docs/android.md lists every one (a test keeps the two in step).
 ///
-/// `config/` is `core/java/android/security/net/config/` of AOSP's frameworks/base (aosp-mirror/platform_frameworks_base);
-/// "docs" is <https://developer.android.com/privacy-and-security/security-config>.
+/// `config/` is `core/java/android/security/net/config/` of AOSP's frameworks/base
+/// (aosp-mirror/platform_frameworks_base); "docs" is
+/// <https://developer.android.com/privacy-and-security/security-config>.
 public enum NSCModelRule: String, Sendable, Codable, CaseIterable, CustomStringConvertible {
     case platformDefaults = "platform-defaults"
     case manifestCleartext = "manifest-cleartext"
@@ -78,8 +79,8 @@ public enum NSCModelRule: String, Sendable, Codable, CaseIterable, CustomStringC
             return "true/false (also TRUE, True, FALSE, False) are booleans; any other value is read as the "
                 + "attribute's default: cleartextTrafficPermitted=\"no\" permits cleartext"
         case .certificateSources:
-            return "<certificates src> is system, user, wfa or a resource (@raw/NAME, PEM or DER); anything else, or no "
-                + "src, stops the app"
+            return "<certificates src> is system, user, wfa or a resource (@raw/NAME, PEM or DER); anything else, "
+                + "or no src, stops the app"
         case .overridePins:
             return "A chain ending at an anchor with overridePins=\"true\" skips the pin check; where one certificate "
                 + "is in two entries, the overriding one counts"
@@ -169,7 +170,8 @@ public enum NSCModelRule: String, Sendable, Codable, CaseIterable, CustomStringC
                 + "\"trust-anchors\""
         case .overridePins:
             return "\(c)NetworkSecurityConfig.java (constructor's sort, getTrustAnchors); "
-                + "NetworkSecurityTrustManager.java, isPinningEnforced; XmlConfigTests.testOverridesPins, testDebugDedup"
+                + "NetworkSecurityTrustManager.java, isPinningEnforced; XmlConfigTests.testOverridesPins, "
+                + "testDebugDedup"
         case .debugOverrides:
             return "\(c)XmlConfigSource.java, parseNetworkSecurityConfig and addDebugAnchorsIfNeeded; XmlConfigTests."
                 + "testDebugOverridesDisabled, testBasicDebugOverrides, testDebugOverridesWithDomain; \(d), "

@@ -13,7 +13,8 @@ extension NSCDocument {
     /// Parses `network_security_config.xml` as Android's `XmlConfigSource` does for `build`, or throws the error that
     /// would stop the app. `debugResource` is the file's `_debug` twin (`network_security_config_debug.xml`), whose
     /// `<debug-overrides>` a debuggable build uses when the main file has none.
-    public static func parse(_ data: Data, build: NSCBuild, debugResource: Data? = nil) throws(NSCConfigError) -> NSCDocument {
+    public static func parse(_ data: Data, build: NSCBuild,
+                             debugResource: Data? = nil) throws(NSCConfigError) -> NSCDocument {
         var parser = NSCParser(build: build)
         var document = try parser.document(NSCXMLReader.root(of: data))
         if build == .debug, document.debugOverrides == nil, let debugResource {
@@ -54,7 +55,9 @@ struct NSCParser {
         for element in root.children {
             switch element.name {
             case Kind.base.rawValue:
-                guard !seenBase else { throw NSCConfigError.duplicate("base-config", in: Self.root, line: element.line) }
+                guard !seenBase else {
+                    throw NSCConfigError.duplicate("base-config", in: Self.root, line: element.line)
+                }
                 seenBase = true
                 document.base = try entry(element, kind: .base)
             case Kind.domain.rawValue:
@@ -127,7 +130,9 @@ struct NSCParser {
                     throw NSCConfigError.notAllowed("pin-set", in: kind.rawValue, line: child.line,
                                                     fix: "pins are per domain: put the <pin-set> in a <domain-config>")
                 }
-                guard !seenPinSet else { throw NSCConfigError.duplicate("pin-set", in: kind.rawValue, line: child.line) }
+                guard !seenPinSet else {
+                    throw NSCConfigError.duplicate("pin-set", in: kind.rawValue, line: child.line)
+                }
                 seenPinSet = true
                 entry.pinSet = try pinSet(child)
             case "domain-config":

@@ -23,8 +23,9 @@ public struct NSCServerFacts: Sendable, Equatable, Codable {
     public var stack: NSCStackOutcome
 
     /// Memberwise: each argument sets the property of the same name, unchecked.
-    public init(host: String, cleartext: Bool = false, minVersion: TLSVersion = .tls1_2, maxVersion: TLSVersion = .tls1_3,
-                tls12Suites: [String]? = nil, chain: NSCChain? = nil, stack: NSCStackOutcome = .accepts) {
+    public init(host: String, cleartext: Bool = false, minVersion: TLSVersion = .tls1_2,
+                maxVersion: TLSVersion = .tls1_3, tls12Suites: [String]? = nil, chain: NSCChain? = nil,
+                stack: NSCStackOutcome = .accepts) {
         self.host = host
         self.cleartext = cleartext
         self.minVersion = minVersion

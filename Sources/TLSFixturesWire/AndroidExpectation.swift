@@ -7,7 +7,8 @@ import Foundation
 ///
 /// ```json
 /// "android": {"outcome": "reject", "step": "certificate",
-///             "because": "the interception root is a CA the user installed, which apps targeting API 24+ do not trust",
+///             "because": "the interception root is a CA the user installed, which apps targeting API 24+ do not
+///                         trust",
 ///             "fix": "<certificates src=\"user\"/> in the host's trust-anchors (its pins still refuse it)"}
 /// ```
 ///
@@ -51,7 +52,8 @@ public struct AndroidExpectation: Codable, Sendable, Hashable {
         because = try c.decode(String.self, forKey: .because)
         fix = try c.decodeIfPresent(String.self, forKey: .fix)
         if because.trimmingCharacters(in: .whitespaces).isEmpty {
-            throw DecodingError.dataCorruptedError(forKey: .because, in: c, debugDescription: "say why Android does this")
+            throw DecodingError.dataCorruptedError(forKey: .because, in: c,
+                                                   debugDescription: "say why Android does this")
         }
         if outcome == .accept && step != nil {
             throw DecodingError.dataCorruptedError(forKey: .step, in: c, debugDescription:

@@ -23,7 +23,8 @@ struct NSCCommand: AsyncParsableCommand {
 struct NSCCheck: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "check",
-        abstract: "Judge an app's Network Security Config against every catalog scenario, with the fix for each refusal.",
+        abstract: "Judge an app's Network Security Config against every catalog scenario, with the fix for each "
+            + "refusal.",
         discussion: """
             Exit status: 0 when the config parses (whatever the verdicts), 1 when Android would refuse the config \
             itself (the app then fails its first connection), or on another error.
@@ -34,37 +35,53 @@ struct NSCCheck: AsyncParsableCommand {
             """
     )
 
-    @Argument(help: ArgumentHelp("The app's network_security_config.xml. Without it: an app that names none (the platform's defaults, and the manifest's usesCleartextTraffic).", valueName: "file"))
+    @Argument(help: ArgumentHelp(
+        "The app's network_security_config.xml. Without it: an app that names none (the platform's "
+        + "defaults, and the manifest's usesCleartextTraffic).", valueName: "file"))
     var file: String?
 
-    @Option(help: ArgumentHelp("The app's AndroidManifest.xml (the merged one has the SDK levels): usesCleartextTraffic, networkSecurityConfig, debuggable, targetSdkVersion.", valueName: "file"))
+    @Option(help: ArgumentHelp(
+        "The app's AndroidManifest.xml (the merged one has the SDK levels): usesCleartextTraffic, "
+        + "networkSecurityConfig, debuggable, targetSdkVersion.", valueName: "file"))
     var manifest: String?
 
-    @Option(help: ArgumentHelp("The app's targetSdkVersion. Default: the manifest's, else \(NSCApp.currentTargetSdk).", valueName: "level"))
+    @Option(help: ArgumentHelp(
+        "The app's targetSdkVersion. Default: the manifest's, else \(NSCApp.currentTargetSdk).", valueName: "level"))
     var targetSdk: Int?
 
-    @Option(help: ArgumentHelp("The device's API level (its TLS versions depend on it). Default: the target SDK.", valueName: "level"))
+    @Option(help: ArgumentHelp(
+        "The device's API level (its TLS versions depend on it). Default: the target SDK.", valueName: "level"))
     var deviceApi: Int?
 
-    @Option(help: ArgumentHelp("release or debug (debug applies <debug-overrides>). Default: the manifest's android:debuggable, else release.", valueName: "build"))
+    @Option(help: ArgumentHelp(
+        "release or debug (debug applies <debug-overrides>). Default: the manifest's android:debuggable, "
+        + "else release.", valueName: "build"))
     var build: NSCBuild?
 
-    @Option(help: ArgumentHelp("The config's _debug twin, whose <debug-overrides> a debug build reads when the file has none. Default: NAME_debug.xml beside FILE, when there is one.", valueName: "file"))
+    @Option(help: ArgumentHelp(
+        "The config's _debug twin, whose <debug-overrides> a debug build reads when the file has none. "
+        + "Default: NAME_debug.xml beside FILE, when there is one.", valueName: "file"))
     var debugResource: String?
 
     @Option(help: ArgumentHelp("The HTTP client: okhttp (3.13 or later) or httpsurlconnection.", valueName: "client"))
     var client: NSCClient = .okhttp
 
-    @Option(name: .customLong("ca-in"), help: ArgumentHelp("Where the kit's CA is on the device: @raw/NAME (bundled with the app), user (installed in Settings) or system (repeatable). Default: @raw/tls_fixtures_ca.", valueName: "source"))
+    @Option(name: .customLong("ca-in"), help: ArgumentHelp(
+        "Where the kit's CA is on the device: @raw/NAME (bundled with the app), user (installed in "
+        + "Settings) or system (repeatable). Default: @raw/tls_fixtures_ca.", valueName: "source"))
     var caIn: [String] = []
 
-    @Option(help: ArgumentHelp("The host the app connects by: qualified (NAME.fixtures.test, through the runner's proxy) or localhost (adb reverse).", valueName: "host"))
+    @Option(help: ArgumentHelp(
+        "The host the app connects by: qualified (NAME.fixtures.test, through the runner's proxy) or "
+        + "localhost (adb reverse).", valueName: "host"))
     var host: ScenarioNSCFacts.HostChoice = .qualified
 
-    @Option(help: ArgumentHelp("The device's day, for pin-set expirations (yyyy-MM-dd). Default: today.", valueName: "day"))
+    @Option(help: ArgumentHelp(
+        "The device's day, for pin-set expirations (yyyy-MM-dd). Default: today.", valueName: "day"))
     var today: String?
 
-    @Option(help: ArgumentHelp("Scenarios to judge, comma-separated or repeated. Default: every scenario of the catalog.", valueName: "names"))
+    @Option(help: ArgumentHelp(
+        "Scenarios to judge, comma-separated or repeated. Default: every scenario of the catalog.", valueName: "names"))
     var scenario: [String] = []
 
     @OptionGroup var storeOptions: StoreOptions
@@ -77,8 +94,12 @@ struct NSCCheck: AsyncParsableCommand {
     }
 
     func validate() throws {
-        if let targetSdk, !(1...99).contains(targetSdk) { throw ValidationError("--target-sdk \(targetSdk) is not an API level") }
-        if let deviceApi, !(1...99).contains(deviceApi) { throw ValidationError("--device-api \(deviceApi) is not an API level") }
+        if let targetSdk, !(1...99).contains(targetSdk) {
+            throw ValidationError("--target-sdk \(targetSdk) is not an API level")
+        }
+        if let deviceApi, !(1...99).contains(deviceApi) {
+            throw ValidationError("--device-api \(deviceApi) is not an API level")
+        }
         _ = try placement()
         _ = try day()
         let catalog = try FlagHints.translating { try source.catalog() }
@@ -136,11 +157,12 @@ struct NSCCheck: AsyncParsableCommand {
                                     today: try day()), hosts: host, caPlacement: try placement(),
                                     keys: ScenarioNSCFacts.Keys(published.pins))
         let catalog = try source.catalog()
-        let chosen = scenarioNames.isEmpty ? catalog.scenarios : try scenarioNames.map { try catalog.scenario(named: $0) }
+        let chosen = scenarioNames.isEmpty ? catalog.scenarios
+            : try scenarioNames.map { try catalog.scenario(named: $0) }
         let rows = check.rows(chosen)
         if output.json {
-            try Output.json(NSCCheckReport(app: app, configFile: file, caIn: check.caPlacement.map(\.description).sorted(),
-                                           rows: rows))
+            let placement = check.caPlacement.map(\.description).sorted()
+            try Output.json(NSCCheckReport(app: app, configFile: file, caIn: placement, rows: rows))
             return
         }
         print(NSCCheckText.text(rows, app: app, file: file, client: client, caPlacement: check.caPlacement))
@@ -175,8 +197,8 @@ enum NSCCheckText {
     static func text(_ rows: [NSCCatalogCheck.Row], app: NSCApp, file: String?, client: NSCClient,
                      caPlacement: Set<NSCCertificateSource>) -> String {
         let placement = caPlacement.map(\.description).sorted().joined(separator: ", ")
-        var lines = ["\(file ?? "no Network Security Config"): \(app.build.rawValue) build, target SDK \(app.targetSdk) "
-                     + "on API \(app.deviceAPI), \(client.rawValue); the kit's CA in \(placement)"]
+        var lines = ["\(file ?? "no Network Security Config"): \(app.build.rawValue) build, target SDK "
+                     + "\(app.targetSdk) on API \(app.deviceAPI), \(client.rawValue); the kit's CA in \(placement)"]
         let width = max(rows.map(\.scenario.count).max() ?? 8, 8)
         for row in rows {
             let verdict = row.verdict

@@ -6,7 +6,8 @@ import TLSFixturesCLISupport
 struct PinsCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "pins",
-        abstract: "Pins for your app: NSPinnedDomains, .cer files, with --domain TrustKit, with --android a pin-set and OkHttp's pinner.",
+        abstract: "Pins for your app: NSPinnedDomains, .cer files, with --domain TrustKit, with --android a pin-set "
+            + "and OkHttp's pinner.",
         discussion: """
             Without a scenario: the published pins every pinning scenario is judged against — the `pinned` leaf key, \
             the built-in CA, and a backup key no server uses (TrustKit requires two pins). With a scenario: that \
@@ -41,10 +42,12 @@ struct PinsCommand: AsyncParsableCommand {
         valueName: "port"))
     var portBase = ScenarioCatalog.defaultPortBase
 
-    @Flag(help: ArgumentHelp("Android's formats instead: a Network Security Config <pin-set> and OkHttp's CertificatePinner, for the same keys."))
+    @Flag(help: ArgumentHelp("Android's formats instead: a Network Security Config <pin-set> and OkHttp's "
+                             + "CertificatePinner, for the same keys."))
     var android = false
 
-    @Option(help: ArgumentHelp("With --android: the pin-set's expiration (yyyy-MM-dd). Default: a year from today.", valueName: "day"))
+    @Option(help: ArgumentHelp("With --android: the pin-set's expiration (yyyy-MM-dd). Default: a year from today.",
+                               valueName: "day"))
     var expiration: String?
 
     @OptionGroup var storeOptions: StoreOptions
@@ -136,8 +139,8 @@ struct PinsCommand: AsyncParsableCommand {
         print(report.networkSecurityConfig)
         print("\nOkHttp (CertificatePinner checks after the handshake; it has no expiration):\n")
         print(report.okHttpCertificatePinner)
-        print("\nTrust the kit's CA in the app: copy \(report.caCertificateFile) to app/src/main/res/raw/tls_fixtures_ca.cer "
-              + "and add <certificates src=\"@raw/tls_fixtures_ca\"/> to the domain-config's <trust-anchors> "
-              + "(docs/android.md).")
+        print("\nTrust the kit's CA in the app: copy \(report.caCertificateFile) to "
+              + "app/src/main/res/raw/tls_fixtures_ca.cer and add <certificates src=\"@raw/tls_fixtures_ca\"/> to "
+              + "the domain-config's <trust-anchors> (docs/android.md).")
     }
 }

@@ -7,9 +7,9 @@ import Testing
 
 /// OkHttp with a CertificatePinner, judged by the differential check from the fixtures' own records: the matrix's
 /// OkHttp client (Matrix/Clients/OkHttpMatrixClient.java, Debian's libokhttp-java on the JDK) pinning the published
-/// `pinned` key and the backup, as `pins --android` prints them, refuses pin-rotated-key and pin-mitm after the handshake
-/// while its control `pinned` is answered, and loads pin-reissued. And docs/android.md's instrumented-test helper, run on
-/// the JDK against a real `serve` through its proxy, judges the same way.
+/// `pinned` key and the backup, as `pins --android` prints them, refuses pin-rotated-key and pin-mitm after the
+/// handshake while its control `pinned` is answered, and loads pin-reissued. And docs/android.md's instrumented-test
+/// helper, run on the JDK against a real `serve` through its proxy, judges the same way.
 @Suite("OkHttp and docs/android.md's helper, live: pins refused and accepted, proven from the fixtures' records",
        .enabled(if: MatrixEnvironment.required || OkHttpLoad.installed, OkHttpLoad.skipReason))
 struct OkHttpPinningTests {
@@ -154,7 +154,8 @@ struct OkHttpPinningTests {
                         .generateCertificates(new ByteArrayInputStream(pem.getBytes(StandardCharsets.US_ASCII)))) {
                     roots.setCertificateEntry("ca" + index++, certificate);
                 }
-                TrustManagerFactory factory = TrustManagerFactory.getInstance(TrustManagerFactory.getDefaultAlgorithm());
+                TrustManagerFactory factory =
+                        TrustManagerFactory.getInstance(TrustManagerFactory.getDefaultAlgorithm());
                 factory.init(roots);
                 X509TrustManager trust = (X509TrustManager) factory.getTrustManagers()[0];
                 SSLContext context = SSLContext.getInstance("TLS");
@@ -200,9 +201,8 @@ struct OkHttpLoad: Sendable {
         let host = url.host ?? "localhost"
         let targets = folder.appendingPathComponent("targets.txt")
         try Data("t0\t\(host)\t\(url.port ?? 443)\n".utf8).write(to: targets)
-        var arguments = ["java", "-cp", Self.jars.joined(separator: ":"),
-                         TestEnvironment.packageRoot.appendingPathComponent("Matrix/Clients/OkHttpMatrixClient.java").path,
-                         roots.path, targets.path]
+        let client = TestEnvironment.packageRoot.appendingPathComponent("Matrix/Clients/OkHttpMatrixClient.java")
+        var arguments = ["java", "-cp", Self.jars.joined(separator: ":"), client.path, roots.path, targets.path]
         if let pins {
             let pinFile = folder.appendingPathComponent("pins.txt")
             try Data("t0\t\(pins.joined(separator: ","))\n".utf8).write(to: pinFile)

@@ -57,7 +57,8 @@ struct AndroidDocsTests {
             let stderr = result.stderr.trimmingCharacters(in: .newlines)
             let shown = (result.stdout.trimmingCharacters(in: .newlines) + (stderr.isEmpty ? "" : "\n" + stderr))
                 .replacingOccurrences(of: folder.path + "/", with: "")
-            #expect(shown == check.output, "docs/android.md shows another output for \(check.command.joined(separator: " "))")
+            #expect(shown == check.output,
+                    "docs/android.md shows another output for \(check.command.joined(separator: " "))")
         }
     }
 
@@ -77,7 +78,8 @@ struct AndroidDocsTests {
                                                        "--dir", Self.store.directory.path])
         #expect(unnamed.status != 0 && unnamed.stderr.contains("give its file"), "\(unnamed.combined)")
         let badOption = try TestEnvironment.tlsFixtures(["nsc", "check", "--ca-in", "somewhere", file])
-        #expect(badOption.status != 0 && badOption.stderr.contains("--ca-in somewhere is not @raw/NAME, user or system"))
+        #expect(badOption.status != 0
+                    && badOption.stderr.contains("--ca-in somewhere is not @raw/NAME, user or system"))
     }
 
     @Test("nsc check --json: one row a scenario, each verdict with its rules")
@@ -89,7 +91,8 @@ struct AndroidDocsTests {
         let rows = object?["rows"] as? [[String: Any]]
         #expect(rows?.map { $0["scenario"] as? String } == ["http", "ats-compliant"])
         let http = rows?.first?["verdict"] as? [String: Any]
-        #expect(http?["connects"] as? Bool == false && http?["step"] as? String == "beforeConnecting", "\(String(describing: http))")
+        #expect(http?["connects"] as? Bool == false && http?["step"] as? String == "beforeConnecting",
+                "\(String(describing: http))")
         #expect((http?["rules"] as? [String])?.contains("cleartext-before-connecting") == true)
     }
 

@@ -35,7 +35,8 @@ struct NSCAOSPTests {
                 xml: nsc("\n"), app: NSCApp(targetSdk: 24),
                 expectation: .connections([yes(android), yes(developer), yes(google)])),
         NSCCase(name: "testEmptyConfigFile: defaults", source: "\(xmlTests) testEmptyConfigFile (cleartext permitted, "
-                + "HSTS off, anchors, no pins, for the test app's target SDK, N)", xml: nsc(""), app: NSCApp(targetSdk: 24),
+                + "HSTS off, anchors, no pins, for the test app's target SDK, N)", xml: nsc(""),
+                app: NSCApp(targetSdk: 24),
                 expectation: .config(host: "") { $0.cleartextTrafficPermitted && !$0.hstsEnforced
                     && !$0.trustAnchors.isEmpty && $0.pinSet.pins.isEmpty }),
         NSCCase(name: "testEmptyAnchors", source: "\(xmlTests) testEmptyAnchors; res/xml/empty_trust.xml",
@@ -144,14 +145,16 @@ struct NSCAOSPTests {
                 + "res/xml/nested_domains_override.xml",
                 xml: nsc("""
                     <base-config cleartextTrafficPermitted="false"></base-config>
-                    <domain-config cleartextTrafficPermitted="true"><domain includeSubdomains="true">android.com</domain>
+                    <domain-config cleartextTrafficPermitted="true">
+                    <domain includeSubdomains="true">android.com</domain>
                     <domain-config cleartextTrafficPermitted="false"><domain>developer.android.com</domain>
                     </domain-config></domain-config>
                     """),
                 expectation: .connections([
                     NSCCase.Probe(NSCFacts.cleartext("android.com"), connects: true),
                     NSCCase.Probe(NSCFacts.cleartext("www.android.com"), connects: true),
-                    NSCCase.Probe(NSCFacts.cleartext("developer.android.com"), connects: false, step: .beforeConnecting),
+                    NSCCase.Probe(NSCFacts.cleartext("developer.android.com"), connects: false,
+                                  step: .beforeConnecting),
                 ])),
         NSCCase(name: "testDebugOverridesDisabled", source: "\(xmlTests) testDebugOverridesDisabled; "
                 + "res/xml/debug_basic.xml (a release build)",
@@ -172,7 +175,8 @@ struct NSCAOSPTests {
                     <base-config><trust-anchors></trust-anchors></base-config>
                     <debug-overrides><trust-anchors><certificates src="system" /></trust-anchors></debug-overrides>
                     """), app: debug,
-                expectation: .config(host: "") { !$0.trustAnchors.isEmpty && $0.trustAnchors.allSatisfy(\.overridePins) }),
+                expectation: .config(host: "") {
+                    !$0.trustAnchors.isEmpty && $0.trustAnchors.allSatisfy(\.overridePins) }),
         NSCCase(name: "testDebugOverridesWithDomain", source: "\(xmlTests) testDebugOverridesWithDomain; "
                 + "res/xml/debug_domain.xml",
                 xml: nsc("""
@@ -270,7 +274,8 @@ struct NSCAOSPTests {
                 xml: nsc("""
                     <domain-config><domain>android.com
                         </domain><domain>   developer.android.com    </domain><pin-set>
-                    <pin digest="SHA-256">  zCTnfLwLKbS9S2sbp+uFz4KZOocFvXxkV06Ce9O5M2w=  </pin></pin-set></domain-config>
+                    <pin digest="SHA-256">  zCTnfLwLKbS9S2sbp+uFz4KZOocFvXxkV06Ce9O5M2w=  </pin></pin-set>
+                    </domain-config>
                     """),
                 expectation: .connections([yes(android), yes(developer)])),
         NSCCase(name: "testDomainWhitespaceTrimming: both names match", source: "\(xmlTests) "
@@ -278,7 +283,8 @@ struct NSCAOSPTests {
                 xml: nsc("""
                     <domain-config><domain>android.com
                         </domain><domain>   developer.android.com    </domain><pin-set>
-                    <pin digest="SHA-256">  zCTnfLwLKbS9S2sbp+uFz4KZOocFvXxkV06Ce9O5M2w=  </pin></pin-set></domain-config>
+                    <pin digest="SHA-256">  zCTnfLwLKbS9S2sbp+uFz4KZOocFvXxkV06Ce9O5M2w=  </pin></pin-set>
+                    </domain-config>
                     """),
                 expectation: .config(host: "developer.android.com") {
                     $0.pinSet.pins == [NSCFacts.androidComChainPin] }),

@@ -5,8 +5,8 @@ import Testing
 @testable import TLSFixturesCLISupport
 @testable import TLSFixturesRunner
 
-/// The catalog through the NSC model: the baseline Android app (docs/android.md's strict config) against every scenario,
-/// held to the scenario files (`expect.android`, else what ATS does), and the pin scenarios under the pins
+/// The catalog through the NSC model: the baseline Android app (docs/android.md's strict config) against every
+/// scenario, held to the scenario files (`expect.android`, else what ATS does), and the pin scenarios under the pins
 /// `pins --android` prints, with their expiration.
 @Suite("NSC model over the catalog: the scenario files' Android expectations, and pins with expiry")
 struct NSCCatalogTests {
@@ -17,7 +17,8 @@ struct NSCCatalogTests {
 
     /// Scenarios the comparison leaves out, each for a reason the model states (docs/android.md, "Not modelled").
     static let notCompared: [String: String] = [
-        "client-cert-required": "ATS has no verdict on a client certificate (\"n/a\"), and the baseline app presents none",
+        "client-cert-required":
+            "ATS has no verdict on a client certificate (\"n/a\"), and the baseline app presents none",
         "revoked-stapled": "revocation is not modelled: whether the platform asks for and checks a stapled OCSP answer",
     ]
 
@@ -34,7 +35,8 @@ struct NSCCatalogTests {
             #expect(verdict.connects == (expected == .accept),
                     "\(row.scenario): the file says \(expected.rawValue), the model \(verdict.reason ?? "connects")")
             if let step = scenario.expect.android?.step {
-                #expect(verdict.step == step, "\(row.scenario): the file says \(step), the model \(String(describing: verdict.step))")
+                #expect(verdict.step == step,
+                        "\(row.scenario): the file says \(step), the model \(String(describing: verdict.step))")
             }
             compared += 1
         }
@@ -47,7 +49,7 @@ struct NSCCatalogTests {
             guard let android = scenario.expect.android else { continue }
             let differs = Self.atsOutcome(scenario.expect.ats) != android.outcome || android.step != nil
             #expect(differs, "\(scenario.name): expect.android says what ATS says; leave it out")
-            #expect(android.because.contains("(") || android.because.contains("AOSP") || android.because.contains("OkHttp"),
+            #expect(["(", "AOSP", "OkHttp"].contains { android.because.contains($0) },
                     "\(scenario.name): expect.android.because names no source")
         }
         // The lead's three kinds of difference are each stated: cleartext, a user-installed CA, and the model's pins.
@@ -100,7 +102,8 @@ struct NSCCatalogTests {
                 "\(String(describing: verdicts["pin-mitm"]))")
         // Without them (the default from target SDK 24), the trust refuses it first.
         let strict = try Self.pinVerdicts(expiration: NSCDay(year: 2027, month: 6, day: 1), userCAs: false)
-        #expect(strict["pin-mitm"]?.reason?.contains("trust anchor") == true, "\(String(describing: strict["pin-mitm"]))")
+        #expect(strict["pin-mitm"]?.reason?.contains("trust anchor") == true,
+                "\(String(describing: strict["pin-mitm"]))")
     }
 
     @Test("an expired pin-set is not enforced: pin-rotated-key and pin-mitm connect from its expiration day on")
@@ -160,7 +163,9 @@ struct NSCCatalogTests {
         #expect(try decode(#"{"outcome": "reject", "step": "certificate", "because": "x (y)"}"#).step == .certificate)
         #expect(throws: DecodingError.self) { try decode(#"{"outcome": "reject", "because": "x", "steps": "y"}"#) }
         #expect(throws: DecodingError.self) { try decode(#"{"outcome": "reject", "because": " "}"#) }
-        #expect(throws: DecodingError.self) { try decode(#"{"outcome": "accept", "step": "certificate", "because": "x"}"#) }
+        #expect(throws: DecodingError.self) {
+            try decode(#"{"outcome": "accept", "step": "certificate", "because": "x"}"#)
+        }
         #expect(throws: DecodingError.self) { try decode(#"{"outcome": "maybe", "because": "x"}"#) }
     }
 }

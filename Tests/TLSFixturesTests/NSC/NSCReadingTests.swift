@@ -39,7 +39,9 @@ struct NSCReadingTests {
             try Self.manifest("android:usesCleartextTraffic=\"yes\"")
         }
         #expect(notBoolean?.code == .invalidManifest && notBoolean?.reason.hasPrefix("line ") == true)
-        #expect(throws: NSCConfigError.self) { try Self.manifest("", sdk: "<uses-sdk android:targetSdkVersion=\"V\"/>") }
+        #expect(throws: NSCConfigError.self) {
+            try Self.manifest("", sdk: "<uses-sdk android:targetSdkVersion=\"V\"/>")
+        }
         let wrong = #expect(throws: NSCConfigError.self) {
             try NSCManifest.parse(Data("<network-security-config/>".utf8))
         }
@@ -94,7 +96,8 @@ struct NSCReadingTests {
         let pins = NSCPinFormats.Pins(host: "pinned.fixtures.test", leaf: "LEAF", backup: "BACKUP", ca: "CA")
         let xml = NSCPinFormats.pinSetXML(pins, expiration: NSCDay(year: 2027, month: 1, day: 31))
         #expect(xml.contains("<pin-set expiration=\"2027-01-31\">"))
-        #expect(xml.contains("<pin digest=\"SHA-256\">LEAF</pin>") && xml.contains("<pin digest=\"SHA-256\">BACKUP</pin>"))
+        #expect(xml.contains("<pin digest=\"SHA-256\">LEAF</pin>"))
+        #expect(xml.contains("<pin digest=\"SHA-256\">BACKUP</pin>"))
         #expect(xml.contains("<!-- or the CA's key") && xml.contains("<pin digest=\"SHA-256\">CA</pin> -->"))
         let kotlin = NSCPinFormats.okHttpCertificatePinner(pins)
         #expect(kotlin.contains(".add(\"pinned.fixtures.test\", \"sha256/LEAF\")"))
@@ -116,7 +119,8 @@ struct NSCReadingTests {
         try String(contentsOf: TestEnvironment.packageRoot.appendingPathComponent("docs/android.md"), encoding: .utf8)
     }
 
-    @Test("every model rule has one row in docs/android.md, with the code's confidence", arguments: NSCModelRule.allCases)
+    @Test("every model rule has one row in docs/android.md, with the code's confidence",
+          arguments: NSCModelRule.allCases)
     func ruleRow(rule: NSCModelRule) throws {
         let rows = try Self.androidDoc().split(separator: "\n").filter { $0.hasPrefix("| `\(rule.rawValue)` |") }
         try #require(rows.count == 1, "docs/android.md has \(rows.count) rows for \(rule.rawValue)")
@@ -128,7 +132,8 @@ struct NSCReadingTests {
     @Test("docs/android.md's rule table has no row for a rule the code does not know")
     func noStaleRows() throws {
         let known = Set(NSCModelRule.allCases.map(\.rawValue))
-        let table = try Self.androidDoc().components(separatedBy: "## Every rule")[1].components(separatedBy: "\n## ")[0]
+        let table = try Self.androidDoc().components(separatedBy: "## Every rule")[1]
+            .components(separatedBy: "\n## ")[0]
         let ids = table.split(separator: "\n").compactMap { line -> String? in
             guard line.hasPrefix("| `"), let end = line.dropFirst(3).firstIndex(of: "`") else { return nil }
             return String(line[line.index(line.startIndex, offsetBy: 3)..<end])

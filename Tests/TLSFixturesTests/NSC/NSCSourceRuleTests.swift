@@ -3,9 +3,10 @@ import Testing
 import TLSFixtures
 
 /// The rules of AOSP's NSC code that its own tests do not exercise, one case a code path: `XmlConfigSource`'s checks,
-/// `ApplicationConfig`'s host lookup, `NetworkSecurityConfig.getDefaultBuilder`'s defaults, `NetworkSecurityTrustManager`'s
-/// pin check, `ManifestConfigSource`'s manifest switch, `android.util.Base64`'s decoding of a pin; and the examples of
-/// Android's documentation page. `config/` is `core/java/android/security/net/config/` of frameworks/base.
+/// `ApplicationConfig`'s host lookup, `NetworkSecurityConfig.getDefaultBuilder`'s defaults,
+/// `NetworkSecurityTrustManager`'s pin check, `ManifestConfigSource`'s manifest switch, `android.util.Base64`'s
+/// decoding of a pin; and the examples of Android's documentation page. `config/` is
+/// `core/java/android/security/net/config/` of frameworks/base.
 @Suite("NSC model: AOSP's code paths and Android's documented examples, case by case")
 struct NSCSourceRuleTests {
     static let xmlSource = "config/XmlConfigSource.java"
@@ -40,7 +41,8 @@ struct NSCSourceRuleTests {
                 + "allowed in debug-overrides\")", xml: nsc("<debug-overrides><pin-set/></debug-overrides>"),
                 app: debug, expectation: .refused(.elementNotAllowed)),
         NSCCase(name: "a domain in debug-overrides", source: "\(xmlSource) parseConfigEntry (\"domain element not "
-                + "allowed in debug-overrides\")", xml: nsc("<debug-overrides><domain>a.com</domain></debug-overrides>"),
+                + "allowed in debug-overrides\")",
+                xml: nsc("<debug-overrides><domain>a.com</domain></debug-overrides>"),
                 app: debug, expectation: .refused(.elementNotAllowed)),
         NSCCase(name: "a domain-config inside base-config", source: "\(xmlSource) parseConfigEntry (\"Nested "
                 + "domain-config not allowed in base-config\")",
@@ -81,7 +83,8 @@ struct NSCSourceRuleTests {
         NSCCase(name: "a pin of 31 bytes", source: "\(xmlSource) parsePin (\"digest length … does not match\")",
                 xml: nsc(pinSet("zCTnfLwLKbS9S2sbp+uFz4KZOocFvXxkV06Ce9O5M2")), expectation: .refused(.invalidPin)),
         NSCCase(name: "a pin without its padding", source: "android.util.Base64 Decoder (padding optional)",
-                xml: nsc(pinSet("zCTnfLwLKbS9S2sbp+uFz4KZOocFvXxkV06Ce9O5M2w")), expectation: .connections([yes(android)])),
+                xml: nsc(pinSet("zCTnfLwLKbS9S2sbp+uFz4KZOocFvXxkV06Ce9O5M2w")),
+                expectation: .connections([yes(android)])),
         NSCCase(name: "a pin broken across lines", source: "android.util.Base64 Decoder (characters outside the "
                 + "alphabet are skipped)", xml: nsc(pinSet("zCTnfLwLKbS9S2sbp+uF\n    z4KZOocFvXxkV06Ce9O5M2w=")),
                 expectation: .connections([yes(android)])),
@@ -117,7 +120,8 @@ struct NSCSourceRuleTests {
                 + "<trust-anchors><x/><certificates src=\"system\"><y/></certificates></trust-anchors></base-config>"
                 + "<unknown/>"), expectation: .connections([yes(android), yes(NSCFacts.cleartext("a.com"))])),
         NSCCase(name: "cleartextTrafficPermitted=\"no\" permits cleartext", source: "\(xmlSource) parseConfigEntry "
-                + "(getAttributeBooleanValue(i, DEFAULT_CLEARTEXT_TRAFFIC_PERMITTED)); aapt2 ParseBool keeps \"no\" text",
+                + "(getAttributeBooleanValue(i, DEFAULT_CLEARTEXT_TRAFFIC_PERMITTED)); aapt2 ParseBool keeps "
+                + "\"no\" text",
                 xml: nsc("<base-config cleartextTrafficPermitted=\"no\"/>"),
                 expectation: .connections([yes(NSCFacts.cleartext("a.com"))])),
         NSCCase(name: "cleartextTrafficPermitted=\"FALSE\" is a boolean", source: "aapt2 ResourceUtils::ParseBool "
@@ -183,7 +187,8 @@ struct NSCSourceRuleTests {
                 + "(targetSdkVersion < P)", xml: nsc(""), app: NSCApp(targetSdk: 28),
                 expectation: .connections([no(NSCFacts.cleartext("a.com"), .beforeConnecting)])),
         NSCCase(name: "cleartext on at target SDK 27", source: "config/NetworkSecurityConfig.java getDefaultBuilder",
-                xml: nsc(""), app: NSCApp(targetSdk: 27), expectation: .connections([yes(NSCFacts.cleartext("a.com"))])),
+                xml: nsc(""), app: NSCApp(targetSdk: 27),
+                expectation: .connections([yes(NSCFacts.cleartext("a.com"))])),
         NSCCase(name: "no config file: usesCleartextTraffic=\"true\"", source: "config/ManifestConfigSource.java "
                 + "getConfigSource (DefaultConfigSource with FLAG_USES_CLEARTEXT_TRAFFIC)",
                 app: NSCApp(targetSdk: 35, usesCleartextTraffic: true),
@@ -225,7 +230,8 @@ struct NSCSourceRuleTests {
                 xml: nsc("<base-config><trust-anchors><certificates src=\"@raw/extracas\"/>"
                          + "<certificates src=\"system\"/></trust-anchors></base-config>"),
                 expectation: .connections([yes(NSCFacts.publicServer("example.com")),
-                                           yes(NSCFacts.bundledCAServer("intranet.example", resource: "raw/extracas"))])),
+                                           yes(NSCFacts.bundledCAServer("intranet.example",
+                                                                        resource: "raw/extracas"))])),
         NSCCase(name: "Configure CAs for debugging: debug build", source: "\(docs)#TrustingDebugCa",
                 xml: nsc("<debug-overrides><trust-anchors><certificates src=\"@raw/debug_cas\"/></trust-anchors>"
                          + "</debug-overrides>"), app: debug,

@@ -44,7 +44,8 @@ struct NSCCase: Sendable, CustomStringConvertible {
 
     func document() throws -> NSCDocument? {
         guard let xml else { return nil }
-        return try NSCDocument.parse(Data(xml.utf8), build: app.build, debugResource: debugResource.map { Data($0.utf8) })
+        return try NSCDocument.parse(Data(xml.utf8), build: app.build,
+                                     debugResource: debugResource.map { Data($0.utf8) })
     }
 
     /// Runs the case: every expectation checked, each failure naming the case and its source.
@@ -61,7 +62,8 @@ struct NSCCase: Sendable, CustomStringConvertible {
             let evaluator = NSCEvaluator(config: config, app: app, options: NSCEvaluationOptions(today: today))
             for probe in probes {
                 let verdict = evaluator.evaluate(probe.facts)
-                #expect(verdict.connects == probe.connects, "\(comment): \(probe.facts.host): \(verdict.reason ?? "connects")")
+                #expect(verdict.connects == probe.connects,
+                        "\(comment): \(probe.facts.host): \(verdict.reason ?? "connects")")
                 if let step = probe.step { #expect(verdict.step == step, "\(comment): \(probe.facts.host)") }
             }
         case .config(let host, let holds):
@@ -98,8 +100,8 @@ enum NSCFacts {
 
     /// A server whose chain ends at the CA bundled as `@raw/NAME`.
     static func bundledCAServer(_ host: String, resource: String = "raw/my_ca", pins: [String] = []) -> NSCServerFacts {
-        NSCServerFacts(host: host, chain: NSCChain(anchor: NSCChainAnchor(name: "a bundled CA",
-                                                                          heldBy: [.resource(resource)]), spkiPins: pins))
+        NSCServerFacts(host: host, chain: NSCChain(
+            anchor: NSCChainAnchor(name: "a bundled CA", heldBy: [.resource(resource)]), spkiPins: pins))
     }
 
     /// The same host over plain HTTP.
