@@ -251,7 +251,8 @@ extension FixtureFleet: FleetCommands {
                 clientIdentity: identity,
                 expect: FixtureExpectations(
                     verify: expect.verify, ats: expect.ats, atsFix: expect.atsFix,
-                    trustedRoots: expect.trustedRoots, pins: expect.pins, note: expect.note, refusal: expect.refusal),
+                    trustedRoots: expect.trustedRoots, pins: expect.pins, note: expect.note, refusal: expect.refusal,
+                    android: expect.android),
                 proxy: nil, session: session, ttl: ttl,
                 expiresAt: options.leaseClock.now().addingTimeInterval(TimeInterval(ttl)))
         } catch {

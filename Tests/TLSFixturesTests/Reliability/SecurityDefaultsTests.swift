@@ -211,6 +211,8 @@ extension ReliabilitySuite {
                 ["cert", "issue", "--name", "printed", "--host", "localhost"] + dir,
                 ["cert", "issue", "--name", "printed", "--host", "localhost", "--json"] + dir,
                 ["pins"] + dir, ["pins", "--json"] + dir, ["pins", "pin-rotated-key"] + dir,
+                ["pins", "--android"] + dir, ["pins", "--android", "--json"] + dir,
+                ["nsc", "check"] + dir, ["nsc", "check", "--json"] + dir,
                 ["prepare", "tls-v1-3"] + dir, ["prepare", "--json", "tls-v1-3"] + dir,
                 ["probe", url, "--builtin-ca"] + dir, ["probe", url, "--builtin-ca", "--json"] + dir,
                 ["probe", "https://localhost:\(clientFixture.port)/", "--ca", root, "--client-cert", clientCertificate, "--client-key", clientKey, "--json"],
@@ -221,7 +223,7 @@ extension ReliabilitySuite {
             // ca show only reads (issue 36): each authority is made first, so each is shown.
             try await offThePool { for authority in BuiltinAuthority.allCases { _ = try storeStore.authority(authority) } }
             for authority in BuiltinAuthority.allCases { commands.append(["ca", "show", "--authority", authority.rawValue] + dir) }
-            for group in [["scenarios"], ["ca"], ["cert"], ["ats"]] { commands.append(group + ["--help"]) }
+            for group in [["scenarios"], ["ca"], ["cert"], ["ats"], ["nsc"]] { commands.append(group + ["--help"]) }
             for leaf in [["serve"], ["probe"], ["pins"], ["hosts"], ["prepare"], ["scenarios", "list"], ["scenarios", "show"], ["ca", "init"],
                          ["ca", "show"], ["ca", "export"], ["cert", "issue"], ["cert", "show"], ["ats", "check"], ["ats", "diagnose"], ["ats", "exception"]] {
                 commands.append(["help"] + leaf)
