@@ -106,6 +106,7 @@ struct ServeCommand: AsyncParsableCommand {
     }
 
     func run() async throws {
+        TestHooks.watchParent()
         let catalog = try source.catalog()
         let scenarios = names.isEmpty ? catalog.scenarios : try catalog.scenarios(named: names)
         if noDashboard { warnings().forEach(Output.error) }
@@ -193,6 +194,7 @@ struct ServeCommand: AsyncParsableCommand {
         let sink = try connectionSink()
         if sink.isActive { options.connectionEnded = { sink.write($0) } }
         if sink.wantsProxyRefusals { options.proxyRefused = { sink.write($0) } }
+        options.preparationGate = TestHooks.preparationGate()
         return options
     }
 
