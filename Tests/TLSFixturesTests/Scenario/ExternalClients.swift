@@ -253,6 +253,18 @@ enum Ports {
         return withSocketAddress(host: host, port: port) { bind(fd, $0, $1) == 0 } && listen(fd, 1) == 0
     }
 
+    /// Whether a socket is bound to `port` on 127.0.0.1 now, listening or not: a bind without SO_REUSEADDR fails with
+    /// EADDRINUSE. What tells a port held for a scenario still preparing (bound, not listening: "connection refused")
+    /// from a port nobody holds, which refuses a connection just the same. (A connection of its own in TIME_WAIT would
+    /// count too: ask before connecting to the port.)
+    static func isBound(_ port: Int) -> Bool {
+        let fd = socket(AF_INET, streamSocketType, 0)
+        guard fd >= 0 else { return false }
+        defer { close(fd) }
+        let bound = withSocketAddress(host: "127.0.0.1", port: port) { bind(fd, $0, $1) == 0 }
+        return !bound && errno == EADDRINUSE
+    }
+
     /// The inodes of the sockets listening on `port` right now, in any process of this network namespace; nil where
     /// there is no /proc (macOS).
     static func listeners(_ port: Int) -> Set<String>? {
