@@ -30,7 +30,7 @@ struct ExampleRunsTests {
           .requires(Tools.curl), .enabled(if: ProxyEndToEndTests.namespace == nil,
                                           Comment(rawValue: ProxyEndToEndTests.namespace ?? "")))
     func trustedAndNot() async throws {
-        let runner = try ControlAPIRunner.start(["ats-compliant"])
+        let runner = try await ControlAPIRunner.start(["ats-compliant"])
         defer { runner.stop() }
         let ca = try TestEnvironment.file(try CertificateStore.resolved().ca().certificate.pem, name: "ca.pem")
         #expect(try runner.store.ca().certificate.pem == CertificateStore.resolved().ca().certificate.pem,
