@@ -23,7 +23,10 @@ final class LimitedServe {
                                                             "--handshake-timeout", "60", "--header-timeout", "60"] + extra)
     }
 
-    func started() -> Bool { process.waitForOutput("Serving \(Self.scenarios.count) scenarios", timeout: 120) }
+    /// Whether it reports serving; the timeout only detects a hang.
+    func started() async -> Bool {
+        await process.waitForOutput("Serving \(Self.scenarios.count) scenarios", timeout: 600)
+    }
 
     func port(_ scenario: String) throws -> Int {
         try #require(ScenarioCatalog.builtIn.port(of: try ScenarioCatalog.builtIn.scenario(named: scenario), portBase: portBase))
@@ -175,13 +178,13 @@ extension ReliabilitySuite {
         @Test("one client exhausting descriptors on one listener leaves the other fixtures and the dashboard answering")
         func exhaustionOnOneListener() async throws {
             let serve = try LimitedServe(descriptors: 256)
-            #expect(serve.started(), "serve did not start: \(serve.process.stderr)")
+            #expect(await serve.started(), "serve did not start: \(serve.process.stderr)")
             let abused = try serve.port("ats-compliant")
             let held = try await LimitedServe.flood(abused, count: 400)
             #expect(held.connections.count >= 300, "only \(held.connections.count) connects succeeded")
             // The fixture has reached its cap once it says so.
             let capLine = "64 connections open, the most one listener may hold"
-            #expect(serve.process.waitForErrorOutput(capLine, timeout: 30),
+            #expect(await serve.process.waitForErrorOutput(capLine, timeout: 30),
                     "no warning about the cap: \(serve.process.stderr)")
             try await serve.othersAnswer(except: "ats-compliant")
             let warnings = serve.process.stderr.split(separator: "\n").filter { $0.contains(capLine) }
@@ -199,11 +202,11 @@ extension ReliabilitySuite {
         @Test("out of descriptors, listeners back off instead of spinning, and answer again once descriptors free up")
         func acceptBackoff() async throws {
             let serve = try LimitedServe(descriptors: 256, extra: ["--max-connections", "1000"])
-            #expect(serve.started(), "serve did not start: \(serve.process.stderr)")
+            #expect(await serve.started(), "serve did not start: \(serve.process.stderr)")
             let held = try await LimitedServe.flood(try serve.port("ats-compliant"), count: 400)
             // Out of descriptors once it says so; then two seconds of its CPU time are the measurement.
             let pause = "scenario ats-compliant: cannot accept connections (Too many open files); trying again in 1 s"
-            #expect(serve.process.waitForErrorOutput(pause, timeout: 30),
+            #expect(await serve.process.waitForErrorOutput(pause, timeout: 30),
                     "it never ran out: \(serve.process.stderr.prefix(2_000))")
             let before = serve.cpuSeconds
             try await Task.sleep(nanoseconds: 2_000_000_000)

@@ -234,7 +234,7 @@ enum ReliabilityFixtures {
         let fixture = try await start(name, handshakeTimeout: handshakeTimeout, idleTimeout: idleTimeout)
         for _ in 0..<3 { _ = try await probe(fixture) }
         // Foundation's Process keeps a dozen descriptors (its child-reaping machinery) from its first use on.
-        try Subprocess.run(["true"])
+        try await Subprocess.runAwaiting(["true"])
         _ = await settle { fixture.connectionCount == 0 }
         return (fixture, ProcessResources.now())
     }

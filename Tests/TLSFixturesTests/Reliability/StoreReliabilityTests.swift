@@ -12,6 +12,7 @@ import Darwin
 /// A child process that runs while the test does other things (several `prepare`s at once, a `serve`).
 final class BackgroundProcess: @unchecked Sendable {
     let process = Process()
+    private let termination = Termination()
     private let scratch: URL
     private let outURL: URL
     private let errURL: URL
@@ -26,48 +27,68 @@ final class BackgroundProcess: @unchecked Sendable {
         process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
         process.arguments = arguments
         process.environment = TestEnvironment.childEnvironment(environment ?? [:])
-        process.standardOutput = try FileHandle(forWritingTo: outURL)
-        process.standardError = try FileHandle(forWritingTo: errURL)
+        let handles = [try FileHandle(forWritingTo: outURL), try FileHandle(forWritingTo: errURL)]
+        defer { for handle in handles { try? handle.close() } }
+        process.standardOutput = handles[0]
+        process.standardError = handles[1]
         process.standardInput = FileHandle.nullDevice
+        let termination = termination
+        process.terminationHandler = { _ in termination.finish() }
         try process.run()
     }
 
+    /// A child still running here gets SIGTERM, and SIGKILL if it has not exited `StoppableChild.stopBound` later.
     deinit {
-        if process.isRunning { process.terminate(); process.waitUntilExit() }
+        if !termination.isFinished {
+            kill(process.processIdentifier, SIGTERM)
+            if !termination.wait(until: Date().addingTimeInterval(StoppableChild.stopBound)) {
+                kill(process.processIdentifier, SIGKILL)
+            }
+        }
         try? FileManager.default.removeItem(at: scratch)
     }
 
     var stdout: String { String(decoding: (try? Data(contentsOf: outURL)) ?? Data(), as: UTF8.self) }
     var stderr: String { String(decoding: (try? Data(contentsOf: errURL)) ?? Data(), as: UTF8.self) }
+    var isRunning: Bool { !termination.isFinished }
 
-    /// Waits for the exit; false when `timeout` passed first (the process is then terminated).
+    /// Awaits the exit; false when `timeout` passed first (the process is then stopped: `stop()`).
     @discardableResult
-    func wait(timeout: TimeInterval) -> Bool {
-        let deadline = Date().addingTimeInterval(timeout)
-        while process.isRunning {
-            if Date() > deadline { process.terminate(); process.waitUntilExit(); return false }
-            usleep(20_000)
-        }
-        process.waitUntilExit()
-        return true
+    func wait(timeout: TimeInterval, sourceLocation: SourceLocation = #_sourceLocation) async -> Bool {
+        if await termination.finished(within: timeout) { return true }
+        await stop(sourceLocation: sourceLocation)
+        return false
+    }
+
+    /// SIGTERM, and the exit awaited; past `StoppableChild.stopBound`, SIGKILL and a failed test.
+    func stop(sourceLocation: SourceLocation = #_sourceLocation) async {
+        guard isRunning else { return }
+        kill(process.processIdentifier, SIGTERM)
+        if await termination.finished(within: StoppableChild.stopBound) { return }
+        kill(process.processIdentifier, SIGKILL)
+        let command = (process.arguments ?? []).prefix(2).joined(separator: " ")
+        Issue.record("\(command) did not exit within \(Int(StoppableChild.stopBound)) s of SIGTERM: killed",
+                     sourceLocation: sourceLocation)
+        _ = await termination.finished(within: StoppableChild.stopBound)
     }
 
     /// Waits until standard output contains `text`; false on exit or timeout first.
-    func waitForOutput(_ text: String, timeout: TimeInterval) -> Bool {
-        wait(for: text, in: { $0.stdout }, timeout: timeout)
+    func waitForOutput(_ text: String, timeout: TimeInterval) async -> Bool {
+        await wait(for: text, in: { $0.stdout }, timeout: timeout)
     }
 
     /// Until the child has written `text` to its standard error (or ended, or `timeout` passed).
-    func waitForErrorOutput(_ text: String, timeout: TimeInterval) -> Bool {
-        wait(for: text, in: { $0.stderr }, timeout: timeout)
+    func waitForErrorOutput(_ text: String, timeout: TimeInterval) async -> Bool {
+        await wait(for: text, in: { $0.stderr }, timeout: timeout)
     }
 
-    private func wait(for text: String, in stream: (BackgroundProcess) -> String, timeout: TimeInterval) -> Bool {
+    /// Looks every 20 ms, sleeping in between (no thread held).
+    private func wait(for text: String, in stream: (BackgroundProcess) -> String, timeout: TimeInterval) async -> Bool {
         let deadline = Date().addingTimeInterval(timeout)
         while Date() < deadline {
             if stream(self).contains(text) { return true }
-            if !process.isRunning { return stream(self).contains(text) }
-            usleep(20_000)
+            if !isRunning { return stream(self).contains(text) }
+            try? await Task.sleep(for: .milliseconds(20))
         }
         return false
     }
@@ -184,14 +205,15 @@ extension ReliabilitySuite {
         }
 
         @Test("8 processes preparing one empty store at once end with one CA and every file valid")
-        func eightPrepares() throws {
+        func eightPrepares() async throws {
             let store = TestEnvironment.temporaryDirectory("race8").appendingPathComponent("store")
             let processes = try (0..<8).map { _ in
                 try BackgroundProcess([TestEnvironment.cli, "prepare", "--json", "--dir", store.path] + Self.raceScenarios)
             }
             var keysGenerated = 0, certificatesIssued = 0
             for process in processes {
-                #expect(process.wait(timeout: 300), "prepare did not finish")
+                // A hang detector: eight processes making every scenario's keys on two cores.
+                try #require(await process.wait(timeout: 900), "prepare did not finish")
                 #expect(process.process.terminationStatus == 0, "\(process.stderr)")
                 #expect(!process.stderr.contains("warning"), "\(process.stderr)")
                 let report = try JSONSerialization.jsonObject(with: Data(process.stdout.utf8)) as? [String: Any]

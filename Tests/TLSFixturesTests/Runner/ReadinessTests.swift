@@ -154,9 +154,10 @@ struct ReadinessTests {
             defer { finished.withLockedValue { $0 = true } }
             return try await fleet.startLeased(StartFixtureRequest(scenario: .name("expired")))
         }
-        // Once the start waits on the catalog fixture (an event, not a sleep), it has not finished.
+        // Once the start waits on the catalog fixture, it has not finished: looked for every 5 ms, sleeping in
+        // between (a loop of Task.yield() kept a pool thread busy for as long as the start took to get there).
         while fleet.settleWaiters.withLockedValue({ $0.isEmpty }) && !finished.withLockedValue({ $0 }) {
-            await Task.yield()
+            try await Task.sleep(for: .milliseconds(5))
         }
         #expect(!finished.withLockedValue { $0 }, "the start did not wait for the scenario being prepared")
         gate.release("expired")

@@ -101,6 +101,18 @@ struct Subprocess {
             if process.isRunning { process.terminate() }
         }
 
+        /// For a `defer`, which cannot await: SIGTERM and the exit waited for on this thread, `StoppableChild.stopBound`
+        /// at most, then SIGKILL and a failed test. What it waits for is another process's exit, which needs nothing
+        /// from this one.
+        func stopBlocking(_ what: String = "the child", sourceLocation: SourceLocation = #_sourceLocation) {
+            guard !termination.isFinished else { return }
+            kill(process.processIdentifier, SIGTERM)
+            if termination.wait(until: Date().addingTimeInterval(StoppableChild.stopBound)) { return }
+            kill(process.processIdentifier, SIGKILL)
+            Issue.record("\(what) did not exit within \(Int(StoppableChild.stopBound)) s of SIGTERM: killed",
+                         sourceLocation: sourceLocation)
+        }
+
         /// The child's output and status. Foundation on Linux learns of an exit through a descriptor the child
         /// inherits, so a grandchild left holding it (a `serve` a shell put in the background) hides even a SIGKILLed
         /// child's exit: then the status is -1 and standard error says so, rather than the test waiting for ever (or
@@ -185,7 +197,7 @@ final class StoppableChild: @unchecked Sendable {
         kill(process.processIdentifier, SIGTERM)
         if await termination.finished(within: Self.stopBound) { return true }
         forceKill(what, sourceLocation: sourceLocation)
-        _ = await termination.finished(within: .infinity)
+        _ = await termination.finished(within: Self.stopBound)
         return false
     }
 
