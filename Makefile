@@ -123,15 +123,17 @@ bench bench-quick: deps
 
 # No Mac builds this project's CI here: scripts/lint-darwin.py finds Linux-only Swift (Glibc spellings, /proc,
 # posix_spawn initialisers, …) outside branches Darwin never compiles, before the build. Its rules are tested by
-# Tests/TLSFixturesTests/Portability/DarwinLintTests.swift. check-client-graph.py holds TLSFixturesClient (what iOS test
-# targets link) to Foundation: no OpenSSL, no NIO, in `swift package describe` and in its sources' imports
-# (ClientGraphTests tests the checker). check-layers.py holds the library's layer targets to their order and every
+# Tests/TLSFixturesTests/Portability/DarwinLintTests.swift. lint-async-blocking.py finds calls that block a thread
+# (a child process waited for, a sleep) inside the tests' async code, which runs on the concurrency pool's two threads
+# (AsyncBlockingLintTests). check-client-graph.py holds TLSFixturesClient (what iOS test targets link) to Foundation:
+# no OpenSSL, no NIO, in `swift package describe` and in its sources' imports (ClientGraphTests tests the checker). check-layers.py holds the library's layer targets to their order and every
 # target's imports to its declared dependencies, keeps COpenSSL inside TLSFixturesOpenSSL and the ATS model Foundation
 # only (LayerGraphTests tests it). check-toolchain-floor.py holds every manifest and resolved dependency to the Swift the
 # README states (ToolchainFloorTests), and actionlint.sh lints the workflows (the macOS one runs nowhere else before
 # GitHub does; it installs a pinned actionlint into .build-lint/venv when none is on PATH).
 lint:
 	@python3 scripts/lint-darwin.py
+	@python3 scripts/lint-async-blocking.py
 	@python3 scripts/check-client-graph.py
 	@python3 scripts/check-layers.py
 	@python3 scripts/check-public-docs.py
