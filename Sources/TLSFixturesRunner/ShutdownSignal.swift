@@ -55,6 +55,13 @@ package final class ShutdownSignal: Sendable {
         }
         let reader = ends[0]
         let thread = Thread {
+            // A process started from a thread that blocks signals (a test's pool thread, say) starts with them
+            // blocked: this thread takes them whatever it inherited, so they are delivered here and never stay
+            // pending for ever. One that comes before this runs waits as pending, then.
+            var taken = sigset_t()
+            sigemptyset(&taken)
+            for number in signals { sigaddset(&taken, number) }
+            pthread_sigmask(SIG_UNBLOCK, &taken, nil)
             var byte: UInt8 = 0
             while true {
                 let count = read(reader, &byte, 1)

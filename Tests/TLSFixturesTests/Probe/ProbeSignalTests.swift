@@ -23,7 +23,7 @@ struct ProbeSignalTests {
     @Test("a server that resets the connection after the handshake raises no SIGPIPE on the probing thread")
     func resetRaisesNoSignal() async throws {
         #if os(Linux)
-        let server = try ProbeTestServer.start(.resetAfterHandshake)
+        let server = try await ProbeTestServer.start(.resetAfterHandshake)
         defer { server.stop() }
         let roots = try ProbeTestServer.trustRoots
         let target = server.target
@@ -48,7 +48,7 @@ struct ProbeSignalTests {
     @Test("tls-fixtures probe, started with SIGPIPE at its default, keeps that default while it probes")
     func cliKeepsDefault() async throws {
         #if os(Linux)
-        let server = try ProbeTestServer.start(.silent)
+        let server = try await ProbeTestServer.start(.silent)
         defer { server.stop() }
         // The test process ignores SIGPIPE (NIO does) and an ignored signal stays ignored across exec: Python resets it
         // to the default before it becomes the CLI.
@@ -122,7 +122,7 @@ struct ProbeSignalTests {
 struct ProbeResetSurvivalTests {
     @Test("tls-fixtures probe, SIGPIPE at its default, reports a reset as a failure every time instead of dying")
     func cliSurvivesReset() async throws {
-        let server = try ProbeTestServer.start(.resetAfterHandshake)
+        let server = try await ProbeTestServer.start(.resetAfterHandshake)
         defer { server.stop() }
         // The test process ignores SIGPIPE (NIO does), and an ignored signal stays ignored across exec: Python resets it
         // to the default (and unblocks it) before it becomes the CLI.
