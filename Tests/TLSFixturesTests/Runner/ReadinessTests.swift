@@ -101,7 +101,8 @@ struct ReadinessTests {
         #expect(before.status == .preparing && before.waitingFor == inOrder, "\(before)")
         #expect(!before.ready && before.summary == "still preparing \(inOrder.joined(separator: ", ")); 0 serving")
         // Held: bound by the fleet (an unbound port refuses too, so the refusal alone proves nothing), not listening.
-        #expect(Ports.isBound(try port("ats-compliant")) && Ports.isBound(try port("expired")), "a port is not held")
+        let (compliantPort, expiredPort) = (try port("ats-compliant"), try port("expired"))
+        #expect(Ports.isBound(compliantPort) && Ports.isBound(expiredPort), "a port is not held")
         #expect(connectErrno(try port("ats-compliant")) == ECONNREFUSED, "a held port accepted a connection")
 
         let serving = Task { try await fleet.serve() }
@@ -117,7 +118,7 @@ struct ReadinessTests {
         let meanwhile = fleet.health(asking: nil)
         #expect(meanwhile.status == .preparing && meanwhile.waitingFor.contains("expired"), "\(meanwhile)")
         #expect(connectErrno(try port("expired")) == ECONNREFUSED, "a port still preparing must refuse, not reset")
-        #expect(Ports.isBound(try port("expired")), "a port still preparing is not held")
+        #expect(Ports.isBound(expiredPort), "a port still preparing is not held")
         #expect(fleet.health(asking: ["ats-compliant"]).ready, "a scenario asked about by name is ready once it serves")
         let unsupported = fleet.health(asking: ["ssl-v3"])
         guard case .unsupported? = await fleet.settled("ssl-v3", within: Self.preparationBound) else {
