@@ -12,14 +12,10 @@ import Darwin
 // async tests without tying up the cooperative thread pool.
 
 enum External {
-    /// Runs a program on a global dispatch thread (Subprocess blocks while it waits), so many can run at once.
+    /// Runs a program and awaits its exit (no thread waits for it, Dispatch's no more than the pool's), so many can run
+    /// at once.
     static func run(_ arguments: [String], stdin: Data? = nil, timeout: TimeInterval = 60) async throws -> Subprocess.Result {
-        try await withCheckedThrowingContinuation { continuation in
-            DispatchQueue.global().async {
-                do { continuation.resume(returning: try Subprocess.run(arguments, stdin: stdin, timeout: timeout)) }
-                catch { continuation.resume(throwing: error) }
-            }
-        }
+        try await Subprocess.runAwaiting(arguments, stdin: stdin, timeout: timeout)
     }
 
     static func openssl(_ arguments: [String], stdin: Data? = nil) async throws -> Subprocess.Result {
