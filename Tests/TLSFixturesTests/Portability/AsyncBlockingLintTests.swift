@@ -87,7 +87,8 @@ struct AsyncBlockingLintTests {
         #expect(result.status == 1 && lines.count == 4, "\(result.combined)")
         #expect(lines.contains { $0.contains("Sample.swift:2: [sleep]") }, "\(lines)")
         #expect(lines.contains { $0.contains("Sample.swift:6: [subprocess-run]") }, "\(lines)")
-        #expect(lines.contains { $0.contains("Sample.swift:12: [subprocess-run]") && $0.contains("`helper`") }, "\(lines)")
+        #expect(lines.contains { $0.contains("Sample.swift:12: [subprocess-run]") && $0.contains("`helper`") },
+                "\(lines)")
         #expect(lines.contains { $0.contains("Sample.swift:13: [process-wait]") && $0.contains("`otherHelper`") },
                 "\(lines)")
     }

@@ -26,13 +26,15 @@ struct TestSummaryTests {
         let paths = (logs.keys.sorted() + missing).map { folder.appendingPathComponent($0).path }
         // Neither of make test's switches unless the test sets it: this run's own environment may have them.
         let switches = ["TLS_FIXTURES_CI": "", "TLS_FIXTURES_MATRIX_REQUIRED": ""].merging(environment) { $1 }
-        return try await Subprocess.runAwaiting([try #require(Tools.python.path), script] + paths, environment: switches)
+        return try await Subprocess.runAwaiting([try #require(Tools.python.path), script] + paths,
+                                                environment: switches)
     }
 
     @Test("whole logs that ran tests pass, counted by test (a parameterized one once)")
     func passes() async throws {
+        let reliability = ["✔ Test \"four\" passed after 1 seconds.", Self.end(1)]
         let result = try await Self.summary(["parallel.log": Self.passing + [Self.matrixLine],
-                                             "reliability.log": ["✔ Test \"four\" passed after 1 seconds.", Self.end(1)]],
+                                             "reliability.log": reliability],
                                             environment: ["TLS_FIXTURES_MATRIX_REQUIRED": "1"])
         #expect(result.status == 0, "\(result.combined)")
         #expect(result.stdout.hasPrefix("tests: 4 passed, 0 failed, 0 skipped\n"), "\(result.stdout)")
@@ -57,13 +59,14 @@ struct TestSummaryTests {
     @Test("a run that stopped half-way (no last line) fails it")
     func cutShort() async throws {
         let result = try await Self.summary(["parallel.log": Array(Self.passing.dropLast())])
-        #expect(result.status == 1 && result.stderr.contains("parallel.log: the run did not finish"), "\(result.combined)")
+        #expect(result.status == 1 && result.stderr.contains("parallel.log: the run did not finish"),
+                "\(result.combined)")
     }
 
     @Test("a parameterized test that ran none of its cases fails it, named")
     func noCases() async throws {
-        let log = Array(Self.passing.dropLast()) + ["✔ Test \"every scenario\" with 0 test cases passed after 0.001 seconds.",
-                                             Self.end(3)]
+        let log = Array(Self.passing.dropLast())
+            + ["✔ Test \"every scenario\" with 0 test cases passed after 0.001 seconds.", Self.end(3)]
         let result = try await Self.summary(["parallel.log": log])
         #expect(result.status == 1 && result.stderr.contains("every scenario ran none of its test cases"),
                 "\(result.combined)")

@@ -21,7 +21,8 @@ struct ShutdownTests {
     @Test("a signal raised the moment listen() returns is not lost")
     func signalRightAfterListen() async throws {
         let listener = ShutdownSignal.listen(to: [SIGUSR2])
-        // To the process, as `kill` sends SIGTERM (raise() would aim at this thread, a pool thread that blocks signals).
+        // To the process, as `kill` sends SIGTERM (raise() would aim at this thread: a pool thread, which blocks
+        // signals).
         kill(getpid(), SIGUSR2)
         let received = NIOLockedValueBox<Int32?>(nil)
         Task {
