@@ -556,7 +556,10 @@ def wait_until_prepared(document, deadline):
 # and its targets run in rounds that hit each fixture once (rounds()), with a cursor per fixture between rounds, so the
 # records a fixture kept since the cursor are that one target's. No record is attributed by guessing from its contents.
 
-SETTLE = 5   # seconds a record may take to settle (the connection closed, or a request answered) once its client is done
+# Seconds a record may take to settle (the connection closed, or a request answered) once its client is done: a hang
+# detector. Each wait ends as soon as its records have settled; a loaded machine can take more than a few seconds to
+# see a close, and a record still open at the deadline is reported as the client's (a refusal not proven).
+SETTLE = 60
 PHASES = {"beforeClientHello": "before ClientHello", "afterClientHello": "after ClientHello",
           "afterServerFlight": "after server flight"}
 

@@ -112,6 +112,7 @@ struct ServeCommand: AsyncParsableCommand {
     }
 
     func run() async throws {
+        TestHooks.watchParent()
         let catalog = try source.catalog()
         let scenarios = names.isEmpty ? catalog.scenarios : try catalog.scenarios(named: names)
         if noDashboard { warnings().forEach(Output.error) }
@@ -205,6 +206,7 @@ struct ServeCommand: AsyncParsableCommand {
             }
         }
         if sink.wantsProxyRefusals { options.proxyRefused = { sink.write($0) } }
+        options.preparationGate = TestHooks.preparationGate()
         return options
     }
 
