@@ -40,6 +40,10 @@ let package = Package(
         // The ATS model as pure values: a policy, handshake facts in, a verdict out. Live handshakes reach it through
         // `ATSLiveHandshaker`, which the layers above implement.
         .target(name: "TLSFixturesATS", dependencies: ["TLSFixturesWire"]),
+        // Android's twin of the ATS model: a Network Security Config (and the manifest's switches) parsed as AOSP's
+        // XmlConfigSource parses it, resolved per host, and a server's facts judged against it. Foundation only
+        // (FoundationXML's XMLParser on Linux), like the ATS model.
+        .target(name: "TLSFixturesNSC", dependencies: ["TLSFixturesWire"]),
         // Small types that each own one OpenSSL object; the only importer of COpenSSL.
         .target(
             name: "TLSFixturesOpenSSL",
@@ -120,8 +124,8 @@ let package = Package(
         .target(
             name: "TLSFixtures",
             dependencies: [
-                "TLSFixturesWire", "TLSFixturesATS", "TLSFixturesOpenSSL", "TLSFixturesPKI", "TLSFixturesScenario",
-                "TLSFixturesServer", "TLSFixturesProbe", "TLSFixturesFleet", "TLSFixturesRunner",
+                "TLSFixturesWire", "TLSFixturesATS", "TLSFixturesNSC", "TLSFixturesOpenSSL", "TLSFixturesPKI",
+                "TLSFixturesScenario", "TLSFixturesServer", "TLSFixturesProbe", "TLSFixturesFleet", "TLSFixturesRunner",
             ]
         ),
         // What only the CLI shows (the startup table, the README's catalog table, pin files, the ATS probe of a catalog
@@ -130,7 +134,7 @@ let package = Package(
             name: "TLSFixturesCLISupport",
             dependencies: [
                 "TLSFixturesRunner", "TLSFixturesFleet", "TLSFixturesProbe", "TLSFixturesServer", "TLSFixturesScenario",
-                "TLSFixturesPKI", "TLSFixturesOpenSSL", "TLSFixturesATS", "TLSFixturesWire",
+                "TLSFixturesPKI", "TLSFixturesOpenSSL", "TLSFixturesATS", "TLSFixturesNSC", "TLSFixturesWire",
             ]
         ),
         // XCTest glue lives apart so the library and the CLI never link XCTest.
@@ -166,6 +170,8 @@ let package = Package(
             dependencies: [
                 "TLSFixtures", "TLSFixturesCLISupport", "TLSFixturesXCTest", "TLSFixturesClient",
                 "TLSFixturesClientXCTest", "tls-fixtures",
+                // LoadJudgeTests reach the judge's internals (@testable TLSFixturesWire).
+                "TLSFixturesWire",
                 // The runner's suites reach the fleet's and the front door's internals (@testable).
                 "TLSFixturesFleet", "TLSFixturesRunner",
                 // BlockingWorkTests hold the server layer's own pools (BlockingWork).

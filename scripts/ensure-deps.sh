@@ -8,7 +8,7 @@
 #   scripts/ensure-deps.sh browser  the browser check alone
 #   scripts/ensure-deps.sh bench    make bench (Linux): nginx, wrk, taskset, openssl, curl, python3
 #   scripts/ensure-deps.sh matrix-test  make test's live client matrix: on Linux every client stack (GnuTLS, NSS tools,
-#                                   Chromium, Java, Go, Node, unshare, pyca/cryptography's verifier from PyPI into a
+#                                   Chromium, Java, OkHttp, Go, Node, unshare, pyca/cryptography's verifier from PyPI into a
 #                                   venv by scripts/matrix-python.sh when python3 lacks it); on macOS GnuTLS and pyca
 #   scripts/ensure-deps.sh matrix   make matrix (Linux): the same stacks
 #
@@ -42,7 +42,7 @@ xctest_missing=""     # macOS: XCTest comes with Xcode, not with the Command Lin
 # need required|optional CHECK APT_PACKAGE BREW_PACKAGE [WHAT IT IS FOR]
 #   CHECK: a command name; pc:MODULE (pkg-config finds MODULE); keg:NAME/bin/TOOL (Homebrew's keg-only build, macOS);
 #          brew-bin:TOOL (a program under Homebrew's prefix, macOS); py-openssl3 (python3's ssl is OpenSSL 3);
-#          py3 (python3 3.8 or later)
+#          py3 (python3 3.8 or later); file:PATH (a file a package installs, such as a jar)
 #   A package of "-" means the requirement does not apply on that OS.
 need() {
   local kind=$1 check=$2 apt=$3 brew=$4 purpose=${5:-}
@@ -68,6 +68,7 @@ satisfied() {
     py-pyca-or-venv) command -v python3 >/dev/null 2>&1 && { python3 -c 'import cryptography.x509.verification' 2>/dev/null \
                    || python3 -c 'import ensurepip' 2>/dev/null; } ;;
     ca-bundle) [ -f /etc/ssl/certs/ca-certificates.crt ] ;;
+    file:*) [ -f "${1#file:}" ] ;;
     py-openssl3) command -v python3 >/dev/null 2>&1 \
                    && python3 -c 'import ssl, sys; sys.exit(not ssl.OPENSSL_VERSION.startswith("OpenSSL 3"))' 2>/dev/null ;;
     *) command -v "$1" >/dev/null 2>&1 ;;
@@ -131,7 +132,7 @@ group_bench() {
 
 # make test's live client matrix (ClientMatrixTests) judges the fixtures with other TLS stacks: every one it runs is
 # required, so a missing stack fails `make test` rather than skipping the check that catches a CA or server regression.
-# On Linux that is all twelve stacks of scripts/matrix.py, each from Debian's packages (pyca/cryptography from PyPI,
+# On Linux that is all thirteen stacks of scripts/matrix.py, each from Debian's packages (pyca/cryptography from PyPI,
 # the Swift clients built from Matrix/); on macOS, GnuTLS and pyca (the committed verdicts are Linux's).
 group_matrix_test() {
   need required gnutls-cli            gnutls-bin  gnutls
@@ -144,6 +145,8 @@ group_matrix_test() {
   need required certutil              libnss3-tools -
   need required chromium              chromium    -
   need required javac                 default-jdk-headless -   # `java File.java` compiles in memory: the JDK, not a JRE
+  need required file:/usr/share/java/okhttp.jar libokhttp-java - # the OkHttp column (with okio, its dependency)
+  need required file:/usr/share/java/com.android.json.jar libandroid-json-java - # org.json for docs/android.md's helper
   need required go                    golang-go   -
   need required node                  nodejs      -
   need required unshare               util-linux  -            # URLSession's private mount namespace (matrix.py)

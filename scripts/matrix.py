@@ -86,12 +86,15 @@ def one_line(text):
 
 
 class Context:
-    def __init__(self, work, ca_file, swift_products, python):
+    def __init__(self, work, ca_file, swift_products, python, cli=None, pinned=None):
         self.work = work
         self.ca_file = ca_file
         self.swift_products = swift_products
         self.python = python
         self.request_file = work / "request.txt"
+        self.cli = cli
+        # Scenario name -> (pins, extra trusted roots) for the clients that pin (OkHttp's CertificatePinner).
+        self.pinned = pinned or {}
 
 
 def targets_file(ctx, name, targets):
@@ -367,6 +370,41 @@ def run_java(ctx, targets):
                               str(targets_file(ctx, "java", targets))], timeout=60 + 20 * len(targets)), targets)
 
 
+# OkHttp: Debian's libokhttp-java on the JDK, compiled at run time like the Java column, with OkHttp's jars on the
+# class path. The pinning scenarios get a CertificatePinner (the published pinned key and the backup) and their
+# trustedRoots (pin-mitm's interception root), so there the pin, not the trust, decides (Matrix/Clients/OkHttpMatrixClient.java).
+OKHTTP_JARS = ["/usr/share/java/okhttp.jar", "/usr/share/java/okio.jar"]
+
+
+def okhttp_version(ctx):
+    missing = [jar for jar in OKHTTP_JARS if not Path(jar).exists()]
+    if missing or not shutil.which("java"):
+        return None, "OkHttp's jars or java not installed (apt-get install libokhttp-java default-jdk-headless)"
+    version = run(["dpkg-query", "-W", "-f", "${Version}", "libokhttp-java"]).stdout.strip()
+    java = first_match([r'version "([^"]+)"'], run(["java", "-version"]).stderr, "?")
+    return f"OkHttp {version or '(version unknown)'} on JDK {java}", None
+
+
+def run_okhttp(ctx, targets):
+    pins = ctx.work / "pins-okhttp.txt"
+    lines = []
+    for target in targets:
+        if target["scenario"] in ctx.pinned:
+            hashes, roots = ctx.pinned[target["scenario"]]
+            lines.append("\t".join([target["id"], ",".join(hashes)] + ([",".join(roots)] if roots else [])))
+    pins.write_text("".join(line + "\n" for line in lines))
+    return batch_results(run(["java", "-cp", ":".join(OKHTTP_JARS), str(MATRIX / "Clients/OkHttpMatrixClient.java"),
+                              ctx.ca_file, str(targets_file(ctx, "okhttp", targets)), str(pins)],
+                             timeout=60 + 20 * len(targets)), targets)
+
+
+def okhttp_short(detail):
+    # "javax.net.ssl.SSLPeerUnverifiedException: Certificate pinning failure! Peer certificate chain: …" and
+    # "Hostname localhost not verified: certificate: …": the first sentence says what OkHttp objected to.
+    first = java_short(detail)
+    return re.split(r"(?<=!) | Peer certificate chain:|: certificate: ", first)[0]
+
+
 def java_short(detail):
     # "javax.net.ssl.SSLHandshakeException: PKIX path validation failed: java.security.cert.CertPathValidatorException:
     # validity check failed <- …": the innermost message of the first exception says what JSSE objected to.
@@ -436,6 +474,7 @@ CLIENT_SPECS = {
     "chromium": (chromium_version, per_target_runner(chromium_one, workers=2), lambda d: d),
     "java": (tool_version(["java", "-version"], r'version "([^"]+)"', "java not installed (apt-get install default-jdk-headless)"),
              run_java, java_short),
+    "okhttp": (okhttp_version, run_okhttp, okhttp_short),
     "go": (tool_version(["go", "version"], r"go version (go\S+)", "go not installed (apt-get install golang-go)"), run_go, go_short),
     "node": (tool_version(["node", "--version"], r"(v\S+)", "node not installed (apt-get install nodejs)"), run_node, node_short),
     "pyca": (pyca_version, run_pyca, pyca_short),
@@ -517,7 +556,10 @@ def wait_until_prepared(document, deadline):
 # and its targets run in rounds that hit each fixture once (rounds()), with a cursor per fixture between rounds, so the
 # records a fixture kept since the cursor are that one target's. No record is attributed by guessing from its contents.
 
-SETTLE = 5   # seconds a record may take to settle (the connection closed, or a request answered) once its client is done
+# Seconds a record may take to settle (the connection closed, or a request answered) once its client is done: a hang
+# detector. Each wait ends as soon as its records have settled; a loaded machine can take more than a few seconds to
+# see a close, and a record still open at the deadline is reported as the client's (a refusal not proven).
+SETTLE = 60
 PHASES = {"beforeClientHello": "before ClientHello", "afterClientHello": "after ClientHello",
           "afterServerFlight": "after server flight"}
 
@@ -839,8 +881,9 @@ def main():
         with open(work / f"serve-{client}.log", "w") as log:
             return serve(options.cli, store, base, names, log)
 
-    report = measure(options, chosen, document, Context(work, ca_file, options.swift_clients, python), plan,
-                     launch=launch, bases=bases)
+    context = Context(work, ca_file, options.swift_clients, python, cli=options.cli,
+                      pinned=pinned_scenarios(options.cli, store, document))
+    report = measure(options, chosen, document, context, plan, launch=launch, bases=bases)
     write(options, report)
     mismatches = [(row["scenario"], client, result) for row in report["rows"] if row["primary"]
                   for client, result in row["results"].items()
@@ -877,8 +920,26 @@ def main():
         sys.exit(1)
 
 
+def pinned_scenarios(cli, store, document):
+    """The pinning scenarios (those whose file says which published pins match, `expect.pins`): each with the published
+    pins as `tls-fixtures pins` prints them (the `pinned` leaf key and the backup, not the CA: a pinner passes on any
+    one pin of the chain) and the roots its file says the device trusts besides the CA (`expect.trustedRoots`, found in
+    the store's ca/ once serve has made them)."""
+    printed = run([cli, "pins", "pinned", "--json", "--dir", str(store)], timeout=120)
+    if printed.returncode != 0:
+        raise SystemExit("tls-fixtures pins failed: " + printed.stderr)
+    material = json.loads(printed.stdout)
+    hashes = [f"sha256/{material['leaf']}", f"sha256/{material['backup']}"]
+    pinned = {}
+    for entry in document["scenarios"]:
+        if entry["expect"].get("pins") is not None:
+            roots = [str(store / "ca" / f"{root}.pem") for root in entry["expect"].get("trustedRoots") or []]
+            pinned[entry["name"]] = (hashes, roots)
+    return pinned
+
+
 def report_json(report):
-    """Indented, but each connection record on one line: 59 rows x 12 clients of them would otherwise be most of it."""
+    """Indented, but each connection record on one line: 60 rows x 13 clients of them would otherwise be most of it."""
     records = []
 
     def placeholder(record):

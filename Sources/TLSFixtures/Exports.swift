@@ -2,6 +2,7 @@
 // is its own target (Package.swift) so the compiler keeps the dependencies pointing down; users need not know that.
 @_exported import TLSFixturesATS
 @_exported import TLSFixturesFleet
+@_exported import TLSFixturesNSC
 @_exported import TLSFixturesOpenSSL
 @_exported import TLSFixturesPKI
 @_exported import TLSFixturesProbe

@@ -1,4 +1,5 @@
 import Foundation
+import TLSFixturesWire
 
 /// How Apple's ATS parser reads an `NSExceptionDomains` key that holds a "/": as a network, or as nothing.
 ///
@@ -27,10 +28,18 @@ public enum ATSCIDRKey {
     }
 
     /// Why a key with a "/" names no network: Apple's parser refused it, so its entry never matches.
-    public struct Refusal: Error, Sendable, Equatable, CustomStringConvertible {
+    public struct Refusal: CodedError {
+        /// Its kinds: one, a key Apple's parser refuses.
+        public typealias Code = ErrorCode<Refusal>
+        /// `refusedKey`.
+        public let code = Code("refusedKey")
         /// One sentence: what in the key Apple's parser refuses.
         public let reason: String
-        public var description: String { reason }
+        /// None: the key is the user's to write differently, as the reason says.
+        public var fix: String? { nil }
+
+        /// A refusal for `reason`.
+        public init(reason: String) { self.reason = reason }
     }
 
     /// Apple's buffers for the part before the slash (`MAXIMUM_V4_ADDRESS_LENGTH`, `MAXIMUM_V6_ADDRESS_LENGTH`).

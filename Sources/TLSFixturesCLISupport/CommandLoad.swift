@@ -34,11 +34,19 @@ package struct CommandLoad: Sendable {
         self.timeout = timeout
     }
 
-    /// What a run said when the client did not accept.
-    package struct Refused: Error, CustomStringConvertible {
-        package var status: Int32
-        package var output: String
-        package var description: String { "exit \(status): \(output)" }
+    /// What a run said when the client did not accept: its exit status and the first line of its output.
+    package struct Refused: CodedError {
+        package typealias Code = ErrorCode<Refused>
+        package let code = Code("clientRefused")
+        package let status: Int32
+        package let output: String
+        package var reason: String { "exit \(status): \(output)" }
+        package var fix: String? { nil }
+
+        package init(status: Int32, output: String) {
+            self.status = status
+            self.output = output
+        }
     }
 
     /// The words for the fixture at `url` (its qualified URL).
@@ -137,11 +145,17 @@ package struct CommandLoad: Sendable {
     }
 }
 
-/// A command template that cannot be run.
-package struct CommandLoadError: Error, CustomStringConvertible {
-    package var reason: String
-    package var fix: String
-    package var description: String { "\(reason); \(fix)" }
+/// A command template that cannot be run, or a report option that names nothing.
+package struct CommandLoadError: CodedError {
+    package typealias Code = ErrorCode<CommandLoadError>
+    package let code = Code("badClient")
+    package let reason: String
+    package let fix: String?
+
+    package init(reason: String, fix: String) {
+        self.reason = reason
+        self.fix = fix
+    }
 }
 
 /// A child's exit, awaited without a thread: signalled by its termination handler.

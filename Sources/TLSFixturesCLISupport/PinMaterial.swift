@@ -1,5 +1,6 @@
 import Foundation
 import TLSFixturesATS
+import TLSFixturesNSC
 import TLSFixturesPKI
 import TLSFixturesFleet
 import TLSFixturesScenario
@@ -22,6 +23,39 @@ package struct PinMaterial: Codable, Sendable, Equatable {
     public var clientIdentity: ClientIdentityFiles?
 
     package var pinSet: PinSet { PinSet(domain: domain, leafPins: [leaf], caPins: [ca], backupPin: backup) }
+
+    /// The same keys for Android: the leaf and the backup pinned, the CA's offered as a commented alternative (an
+    /// Android pin-set or CertificatePinner passes on any one pin of the chain; see `NSCPinFormats`).
+    package var androidPins: NSCPinFormats.Pins { NSCPinFormats.Pins(host: domain, leaf: leaf, backup: backup, ca: ca) }
+}
+
+/// `pins --android --json`: the same keys as the iOS output, in Android's two formats.
+package struct AndroidPinReport: Codable, Sendable, Equatable {
+    package var domain: String
+    package var leaf: String
+    package var backup: String
+    package var ca: String
+    /// The pin-set's `expiration` (yyyy-MM-dd).
+    package var expiration: String
+    /// The `<domain-config>` with the `<pin-set>`, for res/xml/network_security_config.xml.
+    package var networkSecurityConfig: String
+    /// OkHttp's `CertificatePinner`, in Kotlin.
+    package var okHttpCertificatePinner: String
+    /// The kit's CA as DER, to copy to res/raw for a `<certificates src="@raw/…"/>` trust anchor.
+    package var caCertificateFile: String
+
+    package init(_ material: PinMaterial, expiration: NSCDay) {
+        let pins = material.androidPins
+        domain = material.domain
+        leaf = material.leaf
+        backup = material.backup
+        ca = material.ca
+        self.expiration = expiration.description
+        networkSecurityConfig = NSCPinFormats.pinSetXML(pins, expiration: expiration,
+                                                        trustAnchor: "@raw/tls_fixtures_ca")
+        okHttpCertificatePinner = NSCPinFormats.okHttpCertificatePinner(pins)
+        caCertificateFile = material.caCertificateFile
+    }
 }
 
 /// Where a client identity lives: the certificate chain and its key (both PEM, in the store) and a `.p12` of both

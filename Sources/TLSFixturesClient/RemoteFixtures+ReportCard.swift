@@ -82,7 +82,7 @@ extension RemoteFixtures {
                 said = ReportCard.Said(accepted: true, detail: Self.describe(value))
             } catch {
                 thrown = error
-                said = ReportCard.Said(accepted: false, detail: "\(error)")
+                said = ReportCard.Said(threw: error)
             }
             let records = try await fixture.settledRecords(after: .start, thrown: thrown, wait: wait)
             await fixture.stop()

@@ -34,6 +34,24 @@ package enum CipherNames {
         table.ianaToOpenSSL.first { $0.value == name }?.key
     }
 
+    /// The TLS 1.2-and-older suites an OpenSSL cipher string selects at security level 0, as IANA names (what a
+    /// server configured with it accepts when the linked OpenSSL has them); nil when the string selects nothing.
+    package static func ianaSuites(cipherString: String) -> [String]? {
+        guard let ctx = SSL_CTX_new(TLS_method()) else { return nil }
+        defer { SSL_CTX_free(ctx) }
+        defer { OpenSSLError.clearQueue() }
+        SSL_CTX_set_security_level(ctx, 0)
+        guard SSL_CTX_set_cipher_list(ctx, cipherString) == 1, let stack = SSL_CTX_get_ciphers(ctx) else { return nil }
+        var suites: [String] = []
+        for index in 0..<OPENSSL_sk_num(stack) {
+            guard let raw = OPENSSL_sk_value(stack, index), let standard = SSL_CIPHER_standard_name(OpaquePointer(raw))
+            else { continue }
+            let iana = String(cString: standard)
+            if !table.tls13.contains(iana) { suites.append(iana) }
+        }
+        return suites.isEmpty ? nil : suites
+    }
+
     /// An OpenSSL cipher string offering exactly `suites` (TLS ≤ 1.2), or nil when none is available.
     public static func cipherString(iana suites: [String]) -> String? {
         let names = suites.compactMap(openSSLName(iana:)).filter { !$0.hasPrefix("TLS_") }

@@ -250,9 +250,11 @@ extension CertificateStore {
         guard let key = request.privateKey else {
             let key = try self.key(named: keyName, spec: request.key)
             return try credential(named: request.name, profile: profile, key: key,
-                                  keyFile: keyPath(name: keyName, spec: request.key).lastPathComponent, signer: signer)
+                                  keyFile: keyPath(name: keyName, spec: request.key).lastPathComponent, signer: signer,
+                                  refusingConcurrentChange: true)
         }
-        return try credential(named: request.name, profile: profile, key: key, keyFile: "(the caller's own key)", signer: signer)
+        return try credential(named: request.name, profile: profile, key: key, keyFile: "(the caller's own key)",
+                              signer: signer, refusingConcurrentChange: true)
     }
 
     /// What `issue(request)` refuses, found by reading only: the name (`CertificateStore.reservedNames`), the profile,

@@ -731,9 +731,13 @@ public final class CertificateStore: Sendable {
     }
 
     /// The certificate `name` made from `profile` for `key`, signed by `signer` (a CA of the store's or the user's own;
-    /// nil: self-signed). `keyFile` is recorded beside it, to say where its key is.
+    /// nil: self-signed). `keyFile` is recorded beside it, to say where its key is. With `refusingConcurrentChange`
+    /// (a certificate a person names: `cert issue`), one written by another process while this one waited is kept and
+    /// this call throws `concurrentChange`; without it (a scenario's leaf, made the same way by every runner but for
+    /// the revocation URLs of its port base), the last writer's stays, and each runner serves what it made.
     package func credential(named name: String, profile: CertificateProfile, key: PrivateKey, keyFile: String,
-                            signer: CertificateAuthority?, now: Date = Date()) throws -> Credential {
+                            signer: CertificateAuthority?, now: Date = Date(),
+                            refusingConcurrentChange: Bool = false) throws -> Credential {
         try CertificateStore.validate(name: name)
         let fingerprint = try leafFingerprint(profile: profile, key: key, signer: signer)
         if let cached = cache.withLockedValue({ $0.credentials[name] }), cached.fingerprint == fingerprint,
@@ -741,13 +745,13 @@ public final class CertificateStore: Sendable {
             return cached.credential
         }
         // What the store held before this call waited for the lock: a different certificate written in between was
-        // another writer's, which this one must not silently replace.
-        let recordBefore = try read(leafRecordPath(name))
+        // another writer's, which a person's named certificate must not silently replace.
+        let recordBefore = refusingConcurrentChange ? try read(leafRecordPath(name)) : nil
         let credential = try locked("leaf-\(name)", in: certsDirectory) { () throws -> Credential in
             if let reused = try reusableLeaf(name: name, fingerprint: fingerprint, key: key, signer: signer, profile: profile, now: now) {
                 return reused
             }
-            guard try read(leafRecordPath(name)) == recordBefore else {
+            if refusingConcurrentChange, try read(leafRecordPath(name)) != recordBefore {
                 throw PKIError.concurrentChange(path: leafPath(name).path)
             }
             return try whileRootStands(signer) { () throws -> Credential in

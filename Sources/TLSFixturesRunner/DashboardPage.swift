@@ -26,6 +26,10 @@ package enum DashboardPage {
             CA pin <code>sha256/\(escape(caPin))</code>. Machine-readable catalog: <a href="/scenarios.json">/scenarios.json</a>.</p>
           \(document.revocationResponder.map { "<p class=\"revocation\"><strong>Revocation:</strong> the OCSP responder and CRLs the revocation scenarios' leaves name: <a href=\"\(escape($0))/\">\(escape($0))</a> (POST /ocsp, GET /crl/NAME.crl). \(escape(RevocationNote.apple))</p>" } ?? "")
           <p class="legend">Other clients: where BoringSSL, GnuTLS, NSS, Java, Go, Node, URLSession or a strict RFC 5280 verifier part from OpenSSL's verdict (every client not named agrees with it), as measured by the client matrix (docs/CLIENTS.md, <code>make matrix</code>).</p>
+          <p class="legend">Android: what an Android app does where it differs from iOS (OkHttp on the platform's
+            Conscrypt, target SDK 35, a release build, the kit's CA bundled as <code>@raw/tls_fixtures_ca</code> for
+            <code>fixtures.test</code>: docs/android.md); — where it does what ATS does. <code>tls-fixtures nsc
+            check</code> judges your own Network Security Config.</p>
           <p class="legend">Live: this browser tries every fixture now — <span class="loaded">loaded</span> means it accepted the connection, <span class="blocked">blocked</span> that it refused it — and each result is marked <span class="mark-expected">expected</span> or <span class="mark-unexpected">unexpected</span> against what a browser that verifies certificates does (Chromium trusting the built-in CA, presenting no client certificate; the client matrix measured it). A row still being prepared says <em>preparing</em> and is tried once it serves.</p>
           <p id="live-not-verifying" class="alarm" hidden><strong>This browser is not verifying certificates.</strong> It loaded <span id="live-not-verifying-names"></span>, which no verifying client may accept (OpenSSL, BoringSSL, NSS, GnuTLS, Java, Go and URLSession all refuse them). It was started with <code>--ignore-certificate-errors</code>, someone clicked through a warning, or a TLS-intercepting proxy or antivirus answers for the fixtures: its results here say nothing about what your app will see.</p>
           <p id="live-untrusted" class="trap" hidden><strong>This browser does not trust the built-in CA</strong>, so it blocks every HTTPS fixture — the ones OpenSSL verifies too — and "blocked" below says nothing about the scenarios. Install <a href="/ca.cer" download="tls-fixtures-ca.cer">ca.cer</a> as a trusted root for this browser (Keychain Access on macOS; Settings ▸ Certificate Trust Settings on iOS; on Linux Chromium's NSS database: <code>certutil -d sql:$HOME/.pki/nssdb -A -t C,, -n tls-fixtures -i ca.pem</code>), restart the browser and reload.</p>
@@ -38,7 +42,9 @@ package enum DashboardPage {
             <section id="group-\(escape(group.rawValue.replacingOccurrences(of: " ", with: "-")))">
             <h2>\(escape(group.rawValue.capitalized))</h2>
             <table>
-            <thead><tr><th>Scenario</th><th>What is deliberately wrong</th><th>OpenSSL verify</th><th>Other clients that differ</th><th>ATS default</th><th>Smallest ATS fix</th><th>Leaf pin</th><th>Live</th></tr></thead>
+            <thead><tr><th>Scenario</th><th>What is deliberately wrong</th><th>OpenSSL verify</th>
+            <th>Other clients that differ</th><th>ATS default</th><th>Smallest ATS fix</th><th>Android</th>
+            <th>Leaf pin</th><th>Live</th></tr></thead>
             <tbody>
             """
             for entry in entries { body += row(entry) }
@@ -79,6 +85,7 @@ package enum DashboardPage {
         <td class="clients">\(clientsCell(entry.expect, notJudged: entry.clientMatrix))</td>
         <td class="ats-\(entry.expect.ats.rawValue.replacingOccurrences(of: "/", with: ""))">\(escape(entry.expect.ats.rawValue))</td>
         <td>\(escape(fixText(entry.expect.atsFix)))</td>
+        <td class="android">\(androidCell(entry.expect.android))</td>
         <td class="pin">\(entry.pins?.leaf.map { "<code>sha256/\(escape($0))</code>" } ?? "—")</td>
         \(live)
         </tr>
@@ -147,6 +154,18 @@ package enum DashboardPage {
         }.joined(separator: "<br>")
     }
 
+    /// What an Android app does where it differs from iOS (`expect.android`): the outcome, where it stops, why, and
+    /// the fix; `—` where Android does what ATS does.
+    static func androidCell(_ android: AndroidExpectation?) -> String {
+        guard let android else { return "—" }
+        var text = "<span class=\"android-\(android.outcome.rawValue)\" data-outcome=\"\(android.outcome.rawValue)\">"
+            + "\(android.outcome.rawValue)</span>"
+        if let step = android.step { text += " <small>\(escape(step.description))</small>" }
+        text += "<br><small>\(escape(android.because))</small>"
+        if let fix = android.fix { text += "<br><small class=\"android-fix\">fix: \(escape(fix))</small>" }
+        return text
+    }
+
     /// The catalog's last column in words.
     public static func fixText(_ fix: ATSFix?) -> String {
         // A user scenario need not state its fix; "—" would read as "none needed".
@@ -188,6 +207,8 @@ package enum DashboardPage {
     .trap{background:#fff4d6;padding:.5em .7em;border-left:4px solid #e0a800}
     p.revocation{background:#eef4ff;padding:.5em .7em;border-left:4px solid #3b6fd8}
     .ats-allow{color:#1a7f37}.ats-block{color:#b42318}
+    .android-accept{color:#1a7f37;font-weight:600}.android-reject{color:#b42318;font-weight:600}
+    td.android{min-width:12em;max-width:20em}
     td.live[data-live=loaded] .outcome,.loaded{color:#1a7f37;font-weight:600}
     td.live[data-live=blocked] .outcome,.blocked{color:#b42318;font-weight:600}
     tr.unsupported td{color:#999}

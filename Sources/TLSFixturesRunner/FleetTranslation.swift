@@ -76,7 +76,7 @@ extension FixtureDescription {
             clientIdentity: identity,
             expect: FixtureExpectations(
                 verify: expect.verify, ats: expect.ats, atsFix: expect.atsFix, trustedRoots: expect.trustedRoots,
-                pins: expect.pins, note: expect.note, refusal: expect.refusal),
+                pins: expect.pins, note: expect.note, refusal: expect.refusal, android: expect.android),
             proxy: proxy, session: fixture.session, ttl: fixture.ttl, expiresAt: fixture.expiresAt)
     }
 }

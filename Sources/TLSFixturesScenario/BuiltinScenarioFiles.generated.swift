@@ -284,6 +284,13 @@ package enum BuiltinScenarioFiles {
         ],
         "outcome": "reject",
         "because": "Go's client minimum is TLS 1.2 unless tls.Config.MinVersion lowers it (since Go 1.18)"
+      },
+      {
+        "clients": [
+          "okhttp"
+        ],
+        "outcome": "reject",
+        "because": "OkHttp's default ConnectionSpec.MODERN_TLS offers TLS 1.2 and 1.3 only (OkHttp 3.13); JDK 17 disables TLSv1 and TLSv1.1 under it too"
       }
     ],
     "refusal": {
@@ -369,6 +376,13 @@ package enum BuiltinScenarioFiles {
         ],
         "outcome": "reject",
         "because": "Go's client minimum is TLS 1.2 unless tls.Config.MinVersion lowers it (since Go 1.18)"
+      },
+      {
+        "clients": [
+          "okhttp"
+        ],
+        "outcome": "reject",
+        "because": "OkHttp's default ConnectionSpec.MODERN_TLS offers TLS 1.2 and 1.3 only (OkHttp 3.13); JDK 17 disables TLSv1 and TLSv1.1 under it too"
       }
     ],
     "refusal": {
@@ -483,6 +497,10 @@ package enum BuiltinScenarioFiles {
         "streamErrorName": "errSSLPeerHandshakeFail",
         "source": "Apple's TLS logs a handshake_failure(40) alert from a server with no shared suite (https://github.com/datatheorem/TrustKit/issues/223, iOS 13 simulator), and URLSession reported such failures as -9824 (https://github.com/apptentive/apptentive-ios/issues/152, iOS 9/10); iOS 13 and later offer no DHE suites (https://github.com/apple/swift-nio/issues/1542)"
       }
+    },
+    "android": {
+      "outcome": "accept",
+      "because": "OkHttp's default ConnectionSpec.MODERN_TLS keeps RSA key exchange suites (TLS_RSA_WITH_AES_128_GCM_SHA256 and others, OkHttp 3.13 APPROVED_CIPHER_SUITES), and no Network Security Config key asks for forward secrecy; ATS refuses them"
     }
   }
 }
@@ -530,6 +548,13 @@ package enum BuiltinScenarioFiles {
         ],
         "outcome": "reject",
         "because": "Go's crypto/tls implements no finite-field DHE cipher suite"
+      },
+      {
+        "clients": [
+          "okhttp"
+        ],
+        "outcome": "reject",
+        "because": "OkHttp's approved cipher suites (ConnectionSpec.APPROVED_CIPHER_SUITES, the ones MODERN_TLS enables) have no finite-field DHE suite"
       }
     ],
     "refusal": {
@@ -602,6 +627,13 @@ package enum BuiltinScenarioFiles {
         ],
         "outcome": "reject",
         "because": "Go's crypto/tls implements no finite-field DHE cipher suite"
+      },
+      {
+        "clients": [
+          "okhttp"
+        ],
+        "outcome": "reject",
+        "because": "OkHttp's approved cipher suites (ConnectionSpec.APPROVED_CIPHER_SUITES, the ones MODERN_TLS enables) have no finite-field DHE suite"
       }
     ],
     "refusal": {
@@ -697,6 +729,13 @@ package enum BuiltinScenarioFiles {
         ],
         "outcome": "reject",
         "because": "JSSE refuses DH groups under 1024 bits"
+      },
+      {
+        "clients": [
+          "okhttp"
+        ],
+        "outcome": "reject",
+        "because": "OkHttp's approved cipher suites (ConnectionSpec.APPROVED_CIPHER_SUITES, the ones MODERN_TLS enables) have no finite-field DHE suite"
       }
     ],
     "refusal": {
@@ -874,7 +913,8 @@ package enum BuiltinScenarioFiles {
           "nss",
           "chromium",
           "java",
-          "go"
+          "go",
+          "okhttp"
         ],
         "outcome": "reject",
         "because": "no client offers a NULL (unencrypted) suite unless told to; pyca judges only the certificate, which is fine"
@@ -942,10 +982,11 @@ package enum BuiltinScenarioFiles {
       },
       {
         "clients": [
-          "java"
+          "java",
+          "okhttp"
         ],
         "outcome": "accept",
-        "because": "JDK 17 refuses SHA-1 only in chains that end in a root of its own cacerts (jdk.certpath.disabledAlgorithms: SHA1 jdkCA & usage TLSServer)"
+        "because": "JDK 17 refuses SHA-1 only in chains that end in a root of its own cacerts (jdk.certpath.disabledAlgorithms: SHA1 jdkCA & usage TLSServer); OkHttp here runs on that JSSE (Android's Conscrypt refuses SHA-1 from Android 10)"
       }
     ],
     "refusal": {
@@ -970,7 +1011,7 @@ package enum BuiltinScenarioFiles {
   "name": "sha1-intermediate",
   "group": "certificate",
   "port": 9822,
-  "summary": "Root \u2192 SHA-1-signed intermediate \u2192 leaf",
+  "summary": "Root → SHA-1-signed intermediate → leaf",
   "tls": {
     "securityLevel": 0
   },
@@ -1012,10 +1053,11 @@ package enum BuiltinScenarioFiles {
       },
       {
         "clients": [
-          "java"
+          "java",
+          "okhttp"
         ],
         "outcome": "accept",
-        "because": "JDK 17 refuses SHA-1 only in chains that end in a root of its own cacerts (jdk.certpath.disabledAlgorithms: SHA1 jdkCA & usage TLSServer)"
+        "because": "JDK 17 refuses SHA-1 only in chains that end in a root of its own cacerts (jdk.certpath.disabledAlgorithms: SHA1 jdkCA & usage TLSServer); OkHttp here runs on that JSSE (Android's Conscrypt refuses SHA-1 from Android 10)"
       }
     ],
     "refusal": {
@@ -1137,10 +1179,11 @@ package enum BuiltinScenarioFiles {
       },
       {
         "clients": [
-          "java"
+          "java",
+          "okhttp"
         ],
         "outcome": "accept",
-        "because": "JDK 17 refuses only RSA keys under 1024 bits (jdk.certpath.disabledAlgorithms)"
+        "because": "JDK 17 refuses only RSA keys under 1024 bits (jdk.certpath.disabledAlgorithms); OkHttp here runs on that JSSE"
       },
       {
         "clients": [
@@ -1177,6 +1220,10 @@ package enum BuiltinScenarioFiles {
         "streamErrorName": "errSSLATSMinimumKeySizeViolation",
         "source": null
       }
+    },
+    "android": {
+      "outcome": "accept",
+      "because": "Conscrypt's chain check wants RSA keys of 1024 bits or more (ChainStrengthAnalyzer, MIN_RSA_MODULUS_LEN_BITS), so an RSA-1024 leaf passes; iOS 13 and later want 2048 (Apple support note 103769), OpenSSL at security level 2 too"
     }
   }
 }
@@ -1380,8 +1427,8 @@ package enum BuiltinScenarioFiles {
         "bad_certificate"
       ],
       "lateCheck": {
-        "clients": "libcurl (curl, and URLSession on Linux: FoundationNetworking)",
-        "source": "curl's lib/vtls/openssl.c: the host name is matched by ossl_verifyhost() once SSL_connect() has completed (ossl_connect_step3), not by OpenSSL's verify callback; observed in the client matrix's records (docs/clients.json, Debian 12: make matrix) for curl and URLSession"
+        "clients": "libcurl (curl, and URLSession on Linux: FoundationNetworking) and OkHttp",
+        "source": "curl's lib/vtls/openssl.c: the host name is matched by ossl_verifyhost() once SSL_connect() has completed (ossl_connect_step3), not by OpenSSL's verify callback; observed in the client matrix's records (docs/clients.json, Debian 12: make matrix) for curl and URLSession; OkHttp matches the host name with its OkHostnameVerifier after the handshake (RealConnection.connectTls)"
       },
       "apple": {
         "urlErrorCode": -1202,
@@ -1445,6 +1492,13 @@ package enum BuiltinScenarioFiles {
         ],
         "outcome": "reject",
         "because": "the web PKI profile requires a subjectAltName extension"
+      },
+      {
+        "clients": [
+          "okhttp"
+        ],
+        "outcome": "reject",
+        "because": "OkHttp's OkHostnameVerifier looks for the host in the subjectAltName only (OkHttp 3.x has no common-name fallback): Hostname localhost not verified, after the handshake"
       }
     ],
     "refusal": {
@@ -1453,6 +1507,10 @@ package enum BuiltinScenarioFiles {
       "alerts": [
         "bad_certificate"
       ],
+      "lateCheck": {
+        "clients": "OkHttp",
+        "source": "OkHttp checks the host name with its own OkHostnameVerifier once the TLS handshake has completed (RealConnection.connectTls); observed in the client matrix's records (docs/clients.json, Debian 12: make matrix)"
+      },
       "apple": {
         "urlErrorCode": -1202,
         "urlErrorName": "NSURLErrorServerCertificateUntrusted",
@@ -1701,7 +1759,8 @@ package enum BuiltinScenarioFiles {
     "clients": [
       {
         "clients": [
-          "java"
+          "java",
+          "okhttp"
         ],
         "outcome": "accept",
         "because": "JSSE's PKIX validation takes the trusted root as an input, not as part of the path, and ignores the name constraints in it (RFC 5280 6.1.1 makes trust-anchor constraints optional): trusting the CA in Java trusts it for every name"
@@ -1820,7 +1879,15 @@ package enum BuiltinScenarioFiles {
       "caSPKI": true,
       "certificate": false
     },
-    "clients": [],
+    "clients": [
+      {
+        "clients": [
+          "okhttp"
+        ],
+        "outcome": "reject",
+        "because": "the matrix gives OkHttp a CertificatePinner with the published pinned key and the backup (as tls-fixtures pins --android prints them): a new leaf key fails it after the handshake (Certificate pinning failure!)"
+      }
+    ],
     "refusal": {
       "control": "pinned",
       "step": "afterHandshake",
@@ -1884,6 +1951,12 @@ package enum BuiltinScenarioFiles {
         "streamErrorName": "errSSLFatalAlert",
         "source": "NSPinnedDomains: a pin mismatch fails with -1200 and -9802, an ATS block no delegate can lift (Quinn, Apple DTS, https://developer.apple.com/forums/thread/731368). Pinning in a URLSessionDelegate that cancels the challenge fails with -999 instead (Alamofire and TrustKit maintainers: https://github.com/Alamofire/Alamofire/issues/2089, https://github.com/datatheorem/TrustKit/issues/39)"
       }
+    },
+    "android": {
+      "outcome": "reject",
+      "step": "certificate",
+      "because": "The interception root stands for a debugging proxy's CA, which on Android the user installs; apps targeting API 24 or later trust no user-installed CA unless their config says so, so the handshake fails at the certificate (Trust anchor for certification path not found) before any pin is checked (AOSP NetworkSecurityConfig.getDefaultBuilder; NetworkSecurityConfigTests.testUserAddedCaOptIn). On iOS the device trusts it and only the pins refuse it",
+      "fix": "<certificates src=\"user\"/> in the host's trust-anchors; its pins (tls-fixtures pins --android) still refuse it"
     }
   }
 }
@@ -1943,6 +2016,12 @@ package enum BuiltinScenarioFiles {
         "urlErrorName": "NSURLErrorAppTransportSecurityRequiresSecureConnection",
         "source": "Apple's documentation of URLError.Code.appTransportSecurityRequiresSecureConnection (https://developer.apple.com/documentation/foundation/urlerror/code/apptransportsecurityrequiressecureconnection); ATS exempts localhost, so load the qualified name"
       }
+    },
+    "android": {
+      "outcome": "reject",
+      "step": "beforeConnecting",
+      "because": "Apps targeting API 28 or later permit no cleartext by default, and OkHttp fails the request before connecting (UnknownServiceException: CLEARTEXT communication to HOST not permitted by network security policy); an app targeting 27 or lower, or one whose manifest sets android:usesCleartextTraffic=\"true\" and names no Network Security Config, connects (AOSP NetworkSecurityConfig.getDefaultBuilder, ManifestConfigSource; OkHttp 3.13 RealConnection.connect)",
+      "fix": "<domain-config cleartextTrafficPermitted=\"true\"><domain>http.fixtures.test</domain></domain-config>, or cleartextTrafficPermitted=\"true\" on the fixtures.test domain-config"
     }
   }
 }
@@ -2467,10 +2546,11 @@ package enum BuiltinScenarioFiles {
       },
       {
         "clients": [
-          "java"
+          "java",
+          "okhttp"
         ],
         "outcome": "reject",
-        "because": "JSSE refuses handshake messages over jdk.tls.maxHandshakeMessageSize, 32768 bytes by default"
+        "because": "JSSE refuses handshake messages over jdk.tls.maxHandshakeMessageSize, 32768 bytes by default (OkHttp here runs on it)"
       },
       {
         "clients": [
@@ -2531,6 +2611,13 @@ package enum BuiltinScenarioFiles {
         ],
         "outcome": "reject",
         "because": "Go's crypto/tls implements no finite-field DHE cipher suite, whatever the group size"
+      },
+      {
+        "clients": [
+          "okhttp"
+        ],
+        "outcome": "reject",
+        "because": "OkHttp's approved cipher suites (ConnectionSpec.APPROVED_CIPHER_SUITES, the ones MODERN_TLS enables) have no finite-field DHE suite"
       }
     ],
     "refusal": {

@@ -262,18 +262,22 @@ public struct Expectations: Codable, Sendable, Hashable {
     /// What a client refusing the scenario for its own reason shows: the alert that ends the handshake and Apple's
     /// error code. `FixtureServer.expectRefused` checks a refusal against it; nil where clients accept the scenario.
     public var refusal: RefusalExpectation?
+    /// What an Android app does, where that differs from iOS or from `verify` (cleartext, user-installed CAs, TLS
+    /// versions no config key lowers); nil where Android agrees with `verify`. docs/android.md says which app.
+    public var android: AndroidExpectation?
 
     /// Memberwise: each argument sets the property of the same name, unchecked.
     public init(verify: String?, ats: ATSExpectation, atsFix: ATSFix? = nil, trustedRoots: [String]? = nil,
                 pins: PinExpectation? = nil, note: String? = nil, revocation: RevocationExpectation? = nil,
-                clients: [ClientDifference]? = nil, handshake: Handshake? = nil, refusal: RefusalExpectation? = nil) {
+                clients: [ClientDifference]? = nil, handshake: Handshake? = nil, refusal: RefusalExpectation? = nil,
+                android: AndroidExpectation? = nil) {
         self.verify = verify; self.ats = ats; self.atsFix = atsFix; self.trustedRoots = trustedRoots
         self.pins = pins; self.note = note; self.revocation = revocation; self.clients = clients
-        self.handshake = handshake; self.refusal = refusal
+        self.handshake = handshake; self.refusal = refusal; self.android = android
     }
 
     enum CodingKeys: String, CodingKey, CaseIterable {
-        case verify, ats, atsFix, trustedRoots, pins, note, revocation, clients, handshake, refusal
+        case verify, ats, atsFix, trustedRoots, pins, note, revocation, clients, handshake, refusal, android
     }
 
     public init(from decoder: Decoder) throws {
@@ -292,6 +296,7 @@ public struct Expectations: Codable, Sendable, Hashable {
         clients = try c.decodeIfPresent([ClientDifference].self, forKey: .clients)
         handshake = try c.decodeIfPresent(Handshake.self, forKey: .handshake)
         refusal = try c.decodeIfPresent(RefusalExpectation.self, forKey: .refusal)
+        android = try c.decodeIfPresent(AndroidExpectation.self, forKey: .android)
         try validateClients(codingPath: decoder.codingPath)
     }
 }

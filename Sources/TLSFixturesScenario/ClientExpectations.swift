@@ -14,6 +14,7 @@ public enum MatrixClient: String, CaseIterable, Codable, Sendable, Hashable, Com
     case nss
     case chromium
     case java
+    case okhttp
     case go
     case node
     case pyca
@@ -28,6 +29,7 @@ public enum MatrixClient: String, CaseIterable, Codable, Sendable, Hashable, Com
         case .gnutls: return "GnuTLS"
         case .nss: return "NSS"
         case .java: return "JSSE"
+        case .okhttp: return "OkHttp 3.13 on JSSE"
         case .go: return "Go crypto/tls"
         case .pyca: return "pyca/cryptography (RFC 5280)"
         }
@@ -45,6 +47,8 @@ public enum MatrixClient: String, CaseIterable, Codable, Sendable, Hashable, Com
         case .nss: return "NSS tstclnt"
         case .chromium: return "headless Chromium"
         case .java: return "JSSE SSLSocket, default PKIX trust manager, HTTPS endpoint identification"
+        case .okhttp: return "OkHttp's default ConnectionSpecs and OkHostnameVerifier (Debian's libokhttp-java); a "
+            + "CertificatePinner with the published pinned key and the backup on the pinning scenarios"
         case .go: return "Go net/http default client"
         case .node: return "Node https.request"
         case .pyca: return "pyca/cryptography x509.verification (the chain only, not the handshake)"

@@ -329,8 +329,6 @@ public struct ScenarioError: CodedError {
 }
 
 extension ScenarioError {
-    /// The leaf of `scenario` would name `names` hosts with `NAME.DOMAIN` added for each of `domains`: more than
-    /// `CertificateProfile.maximumSubjectAltNames`, and its own listed hosts leave no filler to give way.
     /// A refusal whose control cannot serve as one.
     public static func badControl(_ source: String, _ control: String, _ why: String, suggestion: String?)
         -> ScenarioError
@@ -342,6 +340,8 @@ extension ScenarioError {
                       source: source)
     }
 
+    /// The leaf of `scenario` would name `names` hosts with `NAME.DOMAIN` added for each of `domains`: more than
+    /// `CertificateProfile.maximumSubjectAltNames`, and its own listed hosts leave no filler to give way.
     public static func domainNamesDoNotFit(scenario: String, names: Int, domains: [String]) -> ScenarioError {
         ScenarioError(code: .domainNamesDoNotFit,
                       reason: "scenario \"\(scenario)\" cannot also name "

@@ -106,11 +106,15 @@ public struct FixtureExpectations: Codable, Sendable, Hashable {
     /// What a client refusing it for its own reason shows (the scenario file's `expect.refusal`): what a client's
     /// `expectRefused` checks the fixture's records and the thrown error against.
     public var refusal: RefusalExpectation?
+    /// What an Android app does where that differs from iOS or from `verify` (the scenario file's `expect.android`);
+    /// nil where Android agrees with `verify`.
+    public var android: AndroidExpectation?
 
     /// Memberwise: each argument sets the property of the same name, unchecked.
     public init(verify: String?, ats: ATSExpectation, atsFix: ATSFix? = nil, trustedRoots: [String]? = nil,
-                pins: PinExpectation? = nil, note: String? = nil, refusal: RefusalExpectation? = nil) {
+                pins: PinExpectation? = nil, note: String? = nil, refusal: RefusalExpectation? = nil,
+                android: AndroidExpectation? = nil) {
         self.verify = verify; self.ats = ats; self.atsFix = atsFix; self.trustedRoots = trustedRoots
-        self.pins = pins; self.note = note; self.refusal = refusal
+        self.pins = pins; self.note = note; self.refusal = refusal; self.android = android
     }
 }

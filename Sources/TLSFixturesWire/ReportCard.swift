@@ -75,11 +75,29 @@ public struct ReportCard: Codable, Sendable, Hashable {
         public var accepted: Bool
         /// Its error, or its exit status and output, one line, bounded.
         public var detail: String
+        /// The thrown error's domain and code (`NSURLErrorDomain`, -1202), when it threw one.
+        public var errorDomain: String?
+        public var errorCode: Int?
+        /// The stream error underneath a URL error (`_kCFStreamErrorCodeKey`: -9814), when Apple's loader gave one.
+        public var streamErrorCode: Int?
 
         /// Memberwise: each argument sets the property of the same name, unchecked.
-        public init(accepted: Bool, detail: String) {
+        public init(accepted: Bool, detail: String, errorDomain: String? = nil, errorCode: Int? = nil,
+                    streamErrorCode: Int? = nil) {
             self.accepted = accepted
             self.detail = detail.quotedForMessage(limit: 400)
+            self.errorDomain = errorDomain
+            self.errorCode = errorCode
+            self.streamErrorCode = streamErrorCode
+        }
+
+        /// What a load that threw `error` said: its words, domain, code and stream code.
+        public init(threw error: Error) {
+            let bridged = error as NSError
+            let stream = bridged.userInfo["_kCFStreamErrorCodeKey"] as? Int
+                ?? (bridged.userInfo[NSUnderlyingErrorKey] as? NSError)?.userInfo["_kCFStreamErrorCodeKey"] as? Int
+            self.init(accepted: false, detail: "\(ThrownError(error))", errorDomain: bridged.domain,
+                      errorCode: bridged.code, streamErrorCode: stream)
         }
     }
 
@@ -356,5 +374,38 @@ extension String {
             }
         }
         return text
+    }
+}
+
+extension ReportCard {
+    /// Where a card made with Apple's URLSession (`family` `.apple`) disagrees with the scenario files: a verdict other
+    /// than as expected, or an `NSURLErrorDomain` code or stream code other than `expect.refusal.apple` states. Once a
+    /// card from a Mac is committed (docs/apple/), the files must agree with it: the card is the evidence, the files'
+    /// guesses give way to it. `expectations` are the files', by scenario name.
+    public func appleDisagreements(with expectations: [String: FixtureExpectations]) -> [String] {
+        var found: [String] = []
+        for entry in entries {
+            guard let expect = expectations[entry.scenario] else {
+                found.append("\(entry.scenario): no scenario file has this name")
+                continue
+            }
+            if entry.verdict == .unexpected {
+                found.append("\(entry.scenario): \(entry.why)")
+                continue
+            }
+            guard entry.verdict == .asExpected, entry.expected == .refuse,
+                  let apple = expect.refusal?.apple?.error else { continue }
+            if entry.said.errorDomain == "NSURLErrorDomain", let code = entry.said.errorCode,
+               code != apple.urlErrorCode {
+                found.append("\(entry.scenario): Apple reported NSURLErrorDomain \(code) where the file expects "
+                    + "\(apple.urlErrorCode) (\(apple.urlErrorName)): write the observed code, with this card as its "
+                    + "source")
+            }
+            if let stream = entry.said.streamErrorCode, let expected = apple.streamErrorCode, stream != expected {
+                found.append("\(entry.scenario): Apple's stream error was \(stream) where the file expects \(expected)"
+                    + " (\(apple.streamErrorName ?? "?"))")
+            }
+        }
+        return found
     }
 }

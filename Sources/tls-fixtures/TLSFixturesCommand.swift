@@ -15,9 +15,10 @@ struct TLSFixturesCommand: AsyncParsableCommand {
             \(CertificateStore.defaultDirectory.path)), shared with the TLSFixtures library in your tests.
             """,
         version: "\(TLSFixturesVersion.current) (linked with \(LinkedOpenSSL.versionText))",
-        subcommands: [ServeCommand.self, ScenariosCommand.self, ProbeCommand.self, ATSCommand.self, PinsCommand.self,
-                      HostsCommand.self, CACommand.self, CertCommand.self, PrepareCommand.self, WaitCommand.self,
-                      ConnectionsCommand.self, ReportCommand.self, SimulatorCommand.self, LegacyHelperCommand.self]
+        subcommands: [ServeCommand.self, ScenariosCommand.self, ProbeCommand.self, ATSCommand.self, NSCCommand.self,
+                      PinsCommand.self, HostsCommand.self, CACommand.self, CertCommand.self, PrepareCommand.self,
+                      WaitCommand.self, ConnectionsCommand.self, ReportCommand.self, SimulatorCommand.self,
+                      LegacyHelperCommand.self]
     )
 
     static func main() async {

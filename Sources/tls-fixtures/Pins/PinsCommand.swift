@@ -6,7 +6,8 @@ import TLSFixturesCLISupport
 struct PinsCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "pins",
-        abstract: "Pins for your app: an NSPinnedDomains snippet, .cer files, and with --domain a TrustKit configuration.",
+        abstract: "Pins for your app: NSPinnedDomains, .cer files, with --domain TrustKit, with --android a pin-set "
+            + "and OkHttp's pinner.",
         discussion: """
             Without a scenario: the published pins every pinning scenario is judged against — the `pinned` leaf key, \
             the built-in CA, and a backup key no server uses (TrustKit requires two pins). With a scenario: that \
@@ -18,6 +19,10 @@ struct PinsCommand: AsyncParsableCommand {
             TrustKit refuses names outside the public suffix list, NAME.fixtures.test among them, so its configuration \
             comes with --domain only (the domain `serve --domain` serves): then both configurations are for \
             NAME.DOMAIN and the leaf .cer is the one that names it.
+
+            With --android: a Network Security Config <pin-set> (with the backup pin and an expiration) and OkHttp's \
+            CertificatePinner, for the same keys. Both pass on any one pin of the chain, so they pin the leaf key and \
+            the backup, not the CA: a new leaf key from the CA (pin-rotated-key) is then refused, as on iOS.
 
             A revocation scenario's leaf names the OCSP responder and CRL of the `serve` it is served by: give the \
             same --port-base as that `serve`, so the leaf .cer and the URLs printed are the ones it presents.
@@ -37,6 +42,14 @@ struct PinsCommand: AsyncParsableCommand {
         valueName: "port"))
     var portBase = ScenarioCatalog.defaultPortBase
 
+    @Flag(help: ArgumentHelp("Android's formats instead: a Network Security Config <pin-set> and OkHttp's "
+                             + "CertificatePinner, for the same keys."))
+    var android = false
+
+    @Option(help: ArgumentHelp("With --android: the pin-set's expiration (yyyy-MM-dd). Default: a year from today.",
+                               valueName: "day"))
+    var expiration: String?
+
     @OptionGroup var storeOptions: StoreOptions
     @OptionGroup var source: ScenarioSourceOptions
     @OptionGroup var output: OutputOptions
@@ -46,6 +59,16 @@ struct PinsCommand: AsyncParsableCommand {
         _ = try FlagHints.translating { try catalog.scenario(named: scenario) }
         _ = try FlagHints.translating { try FixtureDomains.normalize(domain.map { [$0] } ?? []) }
         try PortBaseOption.check(portBase, catalog: catalog)
+        if expiration != nil && !android { throw ValidationError("--expiration is for --android's pin-set") }
+        _ = try expirationDay()
+    }
+
+    func expirationDay() throws -> NSCDay {
+        guard let expiration else { return NSCPinFormats.defaultExpiration(from: NSCDay(Date(), timeZone: .current)) }
+        guard let day = NSCDay(parsing: expiration) else {
+            throw ValidationError("--expiration \(expiration) is not a day written yyyy-MM-dd")
+        }
+        return day
     }
 
     func run() async throws {
@@ -57,6 +80,10 @@ struct PinsCommand: AsyncParsableCommand {
         var material = try store.pinMaterial(for: prepared)
         // The name the app connects by, and the name its pinning configuration must carry.
         if let first = domains.first { material.domain = "\(prepared.scenario.name).\(first)" }
+        if android {
+            try printAndroid(material)
+            return
+        }
         if output.json { try Output.json(material); return }
         print("Pins for \(material.domain) (sha256/ base64 of the DER SubjectPublicKeyInfo):")
         print("  leaf    sha256/\(material.leaf)")
@@ -93,5 +120,27 @@ struct PinsCommand: AsyncParsableCommand {
             print("  key          \(identity.keyFile)")
             print("  PKCS#12      \(identity.pkcs12File)   (password \"\(identity.pkcs12Password)\"; SecPKCS12Import, curl --cert-type P12)")
         }
+    }
+
+    /// `--android`: the leaf and backup pins as a `<pin-set>` and a `CertificatePinner`, and the CA for res/raw.
+    func printAndroid(_ material: PinMaterial) throws {
+        let report = AndroidPinReport(material, expiration: try expirationDay())
+        if output.json {
+            try Output.json(report)
+            return
+        }
+        print("Pins for \(report.domain) (sha256/ base64 of the DER SubjectPublicKeyInfo):")
+        print("  leaf    sha256/\(report.leaf)")
+        print("  backup  sha256/\(report.backup)   (no server uses this key)")
+        print("  CA      sha256/\(report.ca)   (not pinned below: Android passes on any one pin of the chain, so a "
+              + "new leaf key from this CA would pass)")
+        print("\nNetwork Security Config (res/xml/network_security_config.xml, Android 7+; from the expiration day on "
+              + "the pins are not enforced):\n")
+        print(report.networkSecurityConfig)
+        print("\nOkHttp (CertificatePinner checks after the handshake; it has no expiration):\n")
+        print(report.okHttpCertificatePinner)
+        print("\nTrust the kit's CA in the app: copy \(report.caCertificateFile) to "
+              + "app/src/main/res/raw/tls_fixtures_ca.cer and add <certificates src=\"@raw/tls_fixtures_ca\"/> to "
+              + "the domain-config's <trust-anchors> (docs/android.md).")
     }
 }

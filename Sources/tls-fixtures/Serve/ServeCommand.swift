@@ -38,10 +38,13 @@ struct ServeCommand: AsyncParsableCommand {
     }
 
     func run() async throws {
-        let configuration = try flags.configuration(sink: try flags.connectionSink())
+        TestHooks.watchParent()
+        let configuration = try flags.configuration(sink: try flags.connectionSink(), report: try flags.reportSink())
         let presenter = ServePresenter(
             json: flags.output.json, warnings: configuration.warnings.map(FlagHints.serveFlags),
             caFile: storeOptions.store.certificatePath(.root).path, storeArgument: storeOptions.dirArgument)
-        try await FixtureRunner(configuration, hooks: FixtureFleet.Hooks(), events: presenter.show).run()
+        var hooks = FixtureFleet.Hooks()
+        hooks.preparationGate = TestHooks.preparationGate()
+        try await FixtureRunner(configuration, hooks: hooks, events: presenter.show).run()
     }
 }

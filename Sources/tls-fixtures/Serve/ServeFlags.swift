@@ -72,9 +72,18 @@ struct ServeFlags: ParsableArguments {
         valueName: "file"))
     var connectionLog: String?
 
+    @Option(help: ArgumentHelp(
+        "Keep a report card in this folder of every client that connects to a catalog fixture, per scenario, with a "
+            + "verdict from what the fixture saw (report.md, report.json, report.junit.xml; rewritten as connections "
+            + "end): for testing an app by hand.", valueName: "dir"))
+    var report: String?
+
     /// The flags as the library's configuration, unchecked (`FixtureRunner` checks it). With `sink`, each ended
-    /// connection and refused proxy request goes to `--log-connections` and `--connection-log`.
-    func configuration(sink: ConnectionEventSink? = nil) throws -> FixtureRunner.Configuration {
+    /// connection and refused proxy request goes to `--log-connections` and `--connection-log`; with `report`, each
+    /// ended connection to `--report`'s card too.
+    func configuration(
+        sink: ConnectionEventSink? = nil, report: ManualReportSink? = nil
+    ) throws -> FixtureRunner.Configuration {
         var configuration = FixtureRunner.Configuration()
         configuration.catalog = try source.catalog()
         configuration.scenarios = names
@@ -94,9 +103,26 @@ struct ServeFlags: ParsableArguments {
         configuration.proxyPort = proxyPort
         configuration.allowRemoteClients = allowRemoteClients
         configuration.stopsOnSignals = true
-        if let sink, sink.isActive { configuration.connectionEnded = { sink.write($0) } }
+        let logging = sink?.isActive == true ? sink : nil
+        if logging != nil || report != nil {
+            configuration.connectionEnded = { connection in
+                logging?.write(connection)
+                report?.add(connection)
+            }
+        }
         if let sink, sink.wantsProxyRefusals { configuration.proxyRefused = { sink.write($0) } }
         return configuration
+    }
+
+    /// `--report DIR`'s card of clients driven by hand; nil without it.
+    func reportSink() throws -> ManualReportSink? {
+        guard let report else { return nil }
+        do {
+            return try ManualReportSink(folder: URL(fileURLWithPath: report), catalog: try source.catalog(),
+                                        family: .verifying)
+        } catch {
+            throw CLIError("--report \(report) cannot be written (\(error)); give a folder you may write to")
+        }
     }
 
     /// Where each ended connection goes (`--log-connections`, `--connection-log`); opening the file is the check.

@@ -32,6 +32,7 @@ protocol StoreCommand {
 extension ServeCommand: StoreCommand {}
 extension PrepareCommand: StoreCommand {}
 extension PinsCommand: StoreCommand {}
+extension NSCCheck: StoreCommand {}
 extension ProbeCommand: StoreCommand {}
 extension ATSException: StoreCommand {}
 extension CertIssue: StoreCommand {}

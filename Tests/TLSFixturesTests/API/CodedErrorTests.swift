@@ -23,6 +23,7 @@ struct CodedErrorTests {
         (RemoteFixtureError.noSession, "noSession"),
         (PinFormatError.trustKitNeedsTwoPins(found: 1), "trustKitNeedsTwoPins"),
         (ATSPolicyError.atsNotADictionary(found: "string"), "atsNotADictionary"),
+        (NSCConfigError.noDomain(line: 3), "noDomain"),
         (OpenSSLError(operation: "set the cipher list", reasons: ["SSL routines: no cipher match"]), "callFailed"),
         (ScenarioUnsupported(code: .linkedOpenSSL, scenario: "rc4", why: "unsupported by the linked OpenSSL",
                              fix: "build one"), "linkedOpenSSL"),

@@ -51,6 +51,8 @@ struct DocExample: CustomStringConvertible, Sendable {
                    context: .statements(prelude: "let store = CertificateStore.resolved()"), products: .library),
         DocExample(marker: "remote-swift-testing-example", file: "API/RemoteReadmeExampleTests.swift",
                    page: "docs/ios.md", context: .suiteMembers, products: .client),
+        DocExample(marker: "report-card-example", file: "API/RemoteReadmeExampleTests.swift",
+                   page: "docs/report-card.md", context: .xctestMethods, products: .client),
     ]
 
     /// The README's manifest: the one Swift block that is no test's region.

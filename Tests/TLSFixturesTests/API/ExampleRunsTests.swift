@@ -10,7 +10,8 @@ import TLSFixturesClient
 /// must fail on the control half too (`ExampleExpectation`). So a new user's first green run proves the set-up.
 @Suite("Documentation examples: green once the CA is trusted, red before", .serialized)
 struct ExampleRunsTests {
-    static let xctestCases = ["TLSFixturesTests.MacReadmeExample", "TLSFixturesTests.IOSReadmeExample"]
+    static let xctestCases = ["TLSFixturesTests.MacReadmeExample", "TLSFixturesTests.IOSReadmeExample",
+                              "TLSFixturesTests.ReportCardExample"]
     static let swiftTestingSuites = "MacSwiftTestingExampleTests|RemoteSwiftTestingExampleTests"
 
     /// The test executable, in the namespace, as `xctest` (XCTest cases) or with Swift Testing's filter.
@@ -30,7 +31,7 @@ struct ExampleRunsTests {
           .requires(Tools.curl), .enabled(if: ProxyEndToEndTests.namespace == nil,
                                           Comment(rawValue: ProxyEndToEndTests.namespace ?? "")))
     func trustedAndNot() async throws {
-        let runner = try ControlAPIRunner.start(["ats-compliant"])
+        let runner = try await ControlAPIRunner.start(["ats-compliant", "expired", "pin-rotated-key", "pinned"])
         defer { runner.stop() }
         let ca = try TestEnvironment.file(try CertificateStore.resolved().ca().certificate.pem, name: "ca.pem")
         #expect(try runner.store.ca().certificate.pem == CertificateStore.resolved().ca().certificate.pem,

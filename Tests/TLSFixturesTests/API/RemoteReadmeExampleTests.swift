@@ -16,9 +16,9 @@ import XCTest
 
 /// Starts `serve` for the examples, or uses the one `TLS_FIXTURES_URL` names (an `ExampleRuns` re-run).
 enum ExampleRunner {
-    static func start() throws -> ControlAPIRunner? {
+    static func start() async throws -> ControlAPIRunner? {
         if ProcessInfo.processInfo.environment["TLS_FIXTURES_URL"] != nil { return nil }
-        return try ControlAPIRunner.start(["ats-compliant"])
+        return try await ControlAPIRunner.start(["ats-compliant"])
     }
 
     /// The runner's URL for the Swift Testing suite's tests (set by `WithExampleRunner`).
@@ -30,7 +30,7 @@ final class IOSReadmeExample: DocumentationExampleTestCase {
 
     override func setUp() async throws {
         try await super.setUp()
-        serve = try ExampleRunner.start()
+        serve = try await ExampleRunner.start()
         if let serve { fixtures = RemoteFixtures(runner: serve.runnerURL) }
     }
 
@@ -38,7 +38,7 @@ final class IOSReadmeExample: DocumentationExampleTestCase {
         try await super.tearDown()
         // The differential check stops the fixtures it starts.
         if let serve {
-            let left = try serve.api("GET", "/api/fixtures")
+            let left = try await serve.api("GET", "/api/fixtures")
             XCTAssertEqual(try left.decode(FixtureList.self).fixtures, [], "the check left a fixture running")
             serve.stop()
         }
@@ -58,15 +58,51 @@ final class IOSReadmeExample: DocumentationExampleTestCase {
     // README: remote-xctest-example end
 }
 
+/// docs/report-card.md's example: URLSession's whole card in one test. It asserts every verdict proven, so it fails
+/// until the client trusts the kit's CA and reaches the fixtures, naming the first scenario left unproven.
+final class ReportCardExample: DocumentationExampleTestCase {
+    override class var failureSignature: String { "unproven" }
+    private var serve: ControlAPIRunner?
+
+    override func setUp() async throws {
+        try await super.setUp()
+        if ProcessInfo.processInfo.environment["TLS_FIXTURES_URL"] == nil {
+            serve = try await ControlAPIRunner.start(["ats-compliant", "expired", "pin-rotated-key", "pinned"])
+        }
+        if let serve { fixtures = RemoteFixtures(runner: serve.runnerURL) }
+    }
+
+    override func tearDown() async throws {
+        try await super.tearDown()
+        serve?.stop()
+    }
+
+    // README: report-card-example begin
+    var fixtures = RemoteFixtures()   // TLS_FIXTURES_URL, else http://localhost:9800
+
+    func testReportCard() async throws {
+        let session = URLSession(configuration: .fixtures(through: fixtures.proxy))   // or your app's session
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("report-card")
+        // Every scenario the runner serves and its control, each on a fresh fixture: report.md, .json, .junit.xml.
+        let card = try await fixtures.reportCard(client: "URLSession", family: .apple, to: folder) { url in
+            try await session.data(from: url)
+        }
+        // Every verdict proven: until the CA is trusted, the controls are refused and this names the first one.
+        let unproven = card.entries.first { $0.verdict == .unproven }
+        XCTAssertNil(unproven, "\(card.summaryLine): \(unproven?.scenario ?? ""): \(unproven?.why ?? "")")
+    }
+    // README: report-card-example end
+}
+
 /// Runs a suite with `serve` started for it and `ExampleRunner.url` naming it.
 struct WithExampleRunner: SuiteTrait, TestScoping {
     func provideScope(for test: Test, testCase: Test.Case?, performing function: @Sendable () async throws -> Void) async throws {
-        let runner = try ExampleRunner.start()
+        let runner = try await ExampleRunner.start()
         defer { runner?.stop() }
         let url = runner?.runnerURL ?? RemoteFixtures().runnerURL
         try await ExampleRunner.$url.withValue(url) { try await function() }
         if let runner {
-            let left = try runner.api("GET", "/api/fixtures").decode(FixtureList.self)
+            let left = try await runner.api("GET", "/api/fixtures").decode(FixtureList.self)
             #expect(left.fixtures.isEmpty, "the check left a fixture running")
         }
     }
@@ -98,7 +134,7 @@ final class RemoteXCTestHelperTests: FailureCapturingTestCase {
     private var fixtures = RemoteFixtures()
 
     override func setUp() async throws {
-        let serve = try ControlAPIRunner.start(["ats-compliant"])
+        let serve = try await ControlAPIRunner.start(["ats-compliant"])
         self.serve = serve
         fixtures = RemoteFixtures(runner: serve.runnerURL)
     }
@@ -127,5 +163,19 @@ final class RemoteXCTestHelperTests: FailureCapturingTestCase {
             await XCTAssertRefused("expired", runner: fixtures) { url in try await trusting(url) }
         }
         XCTAssertEqual(passed, [])
+    }
+
+    /// Issue 34, case 4, through the runner: the second load reuses the first's kept-alive connection, opened before its
+    /// cursor, and the runner must list it by the request it answered since (`requestsAfter`).
+    func testKeptAliveThroughTheRunner() async throws {
+        let fixture = try await startRemoteFixture("http", runner: fixtures)
+        let session = URLSession(configuration: .ephemeral)
+        defer { session.invalidateAndCancel() }
+        let first = await failures { await XCTAssertAccepted(fixture) { try await session.data(from: fixture.url) } }
+        let second = await failures { await XCTAssertAccepted(fixture) { try await session.data(from: fixture.url) } }
+        XCTAssertEqual(first + second, [])
+        let records = try await fixture.connections()
+        XCTAssertEqual(records.count, 1, "libcurl did not keep the connection alive: \(records)")
+        XCTAssertEqual(records.first?.requestCount, 2)
     }
 }

@@ -451,6 +451,11 @@ final class ATSReferenceTableTests: XCTestCase {
                       policy: [ATSKey.pinnedDomains: ["fixtures.test": [ATSKey.includesSubdomains: 1,
                         ATSKey.pinnedLeafIdentities: [[ATSKey.spkiSHA256Base64: .string(F.pin("other"))]]]]],
                       facts: modern, allowed: true, pinned: .some(nil)),
+        // §Default requirements: "Certificate signatures SHA-256 or better" — SHA-224 is below it, though of the
+        // SHA-2 family (a digest rank that treats every SHA-2 digest alike would let it through).
+        ATSReferenceCase(name: "SHA-224 leaf blocked", url: https,
+                      facts: withLeaf { $0.signatureDigest = "sha224"; $0.signatureAlgorithm = "sha224WithRSAEncryption" },
+                      allowed: false, rule: .signatureHash),
         // §Default requirements: "Certificate signatures SHA-256 or better" — SHA-384 leaf passes.
         ATSReferenceCase(name: "SHA-384 leaf allowed", url: https,
                       facts: withLeaf { $0.signatureDigest = "sha384"; $0.signatureAlgorithm = "sha384WithRSAEncryption" },

@@ -102,7 +102,7 @@ struct ClientExpectationTests {
         let base = try MatrixEnvironment.freePortBase()
         let serve = try Subprocess.launch([TestEnvironment.cli, "serve", "--dir", clientExpectationStore.directory.path,
                                            "--port-base", "\(base)", "ip-san", "expired"])
-        defer { serve.process.terminate(); _ = serve.wait(timeout: 10) }
+        defer { serve.stopBlocking("serve") }
         var waited = 0
         while !Ports.accepts(base) && waited < 600 { try await Task.sleep(for: .milliseconds(100)); waited += 1 }
         let json = try await External.run(["curl", "-sS", "--max-time", "10", "http://127.0.0.1:\(base)/scenarios.json"])

@@ -6,7 +6,7 @@ import Testing
 /// scenario files' `expect.clients`.
 ///
 /// `make test` runs every stack that installs from Debian's packages, PyPI or the package mirror — on Linux all
-/// twelve (scripts/ensure-deps.sh matrix-test installs them; the three Swift clients are built from Matrix/ into
+/// thirteen (scripts/ensure-deps.sh matrix-test installs them; the three Swift clients are built from Matrix/ into
 /// .build-matrix) — each on the controls, on failures every stack must refuse, and on every scenario where that stack
 /// differs from OpenSSL: where its file lists the stack in `expect.clients`, or where the `openssl` client's verdict
 /// is another. So a CA that one stack refuses fails the controls here, and a stack whose behaviour changes (or a
@@ -97,7 +97,7 @@ struct ClientMatrixTests {
                 if !accepted {
                     #expect(!server.connections.isEmpty,
                             "\(name) × \(client.rawValue) refused (\(observed.detail)), but the fixture saw no connection from it: not proven")
-                    if client != .pyca, case .failure(let why) = MatrixEnvironment.refusalShown(scenario, server) {
+                    if client != .pyca, case .failure(let why) = MatrixEnvironment.refusalShown(scenario, server, client: client) {
                         let text = "\(name) × \(client.rawValue) refused (\(observed.detail)), but the fixture's "
                             + "records do not show the scenario's refusal: \(why.reason)"
                         Issue.record(Comment(rawValue: text))
@@ -163,7 +163,8 @@ struct CommittedMatrixDocumentationTests {
             for (client, result) in row.results where result.accepted == false && client != MatrixClient.pyca.rawValue {
                 refusals += 1
                 let server = try #require(result.server, "\(row.scenario) × \(client): no records: re-run `make matrix`")
-                if case .failure(let why) = MatrixEnvironment.refusalShown(scenario, server) {
+                if let stack = MatrixClient(rawValue: client),
+                   case .failure(let why) = MatrixEnvironment.refusalShown(scenario, server, client: stack) {
                     let text = "\(row.scenario) × \(client): the scenario file's refusal disagrees with docs/clients.json: "
                         + why.reason
                     Issue.record(Comment(rawValue: text))
@@ -173,7 +174,7 @@ struct CommittedMatrixDocumentationTests {
         #expect(refusals > 200, "only \(refusals) refusals in docs/clients.json")
     }
 
-    @Test("docs/clients.json and the scenario files agree on the controls and the must-refuse list (documentation consistency)")
+    @Test("docs/clients.json and the scenario files agree on the controls, the must-refuse list and JSSE taking apple.com")
     func committedControlsAndRefusalsAgree() throws {
         let report = try MatrixEnvironment.committedReport()
         let catalog = try MatrixEnvironment.catalog()
@@ -194,9 +195,10 @@ struct CommittedMatrixDocumentationTests {
                 #expect(row.results[client]?.accepted == false, "\(name) × \(client): \(row.results[client]?.detail ?? "?")")
             }
         }
-        // Which clients ignore the CA's name constraints is a finding users must see: Java, and nobody else.
+        // Which clients ignore the CA's name constraints is a finding users must see: JSSE's (Java, and OkHttp on it),
+        // and nobody else.
         let impersonation = try #require(report.rows.first { $0.scenario == "impersonation" })
-        #expect(Set(impersonation.results.filter { $0.value.accepted == true }.keys) == ["java"])
+        #expect(Set(impersonation.results.filter { $0.value.accepted == true }.keys) == ["java", "okhttp"])
     }
 }
 
@@ -214,21 +216,25 @@ enum MatrixEnvironment {
     }
     static var runnable: Bool { required || built("matrix-nio-ssl") }
     static let skipReason: Comment = "the matrix clients are not built: run `make test`, which builds Matrix/ into .build-matrix"
-    /// The stacks `make test` runs. On Linux all twelve: each installs from Debian's packages (openssl, curl, GnuTLS,
-    /// NSS, Chromium, Java, Go, Node), PyPI (pyca/cryptography) or the package mirror (swift-nio-ssl, AsyncHTTPClient;
-    /// URLSession is the toolchain's). On macOS the committed verdicts are Linux's: there the stacks whose verdicts do
+    /// The stacks `make test` runs. On Linux all thirteen: each installs from Debian's packages (openssl, curl,
+    /// GnuTLS, NSS, Chromium, Java, OkHttp, Go, Node), PyPI (pyca/cryptography) or the package mirror (swift-nio-ssl,
+    /// AsyncHTTPClient; URLSession is the toolchain's). On macOS the committed verdicts are Linux's: there the stacks whose verdicts do
     /// not depend on the OS (BoringSSL built from source, Homebrew's GnuTLS, pyca/cryptography), as before.
     static var liveClients: [MatrixClient] {
         HostOS.current == .linux ? MatrixClient.allCases : [.swiftNIOSSL, .gnutls, .pyca]
     }
     /// Whether a cell's records show the scenario's refusal at one of its steps, for its reason (`LoadJudge`).
-    /// The matrix's clients trust the built-in CA alone: a scenario whose file assumes another root trusted (`pin-mitm`
-    /// and its interception root) is refused by them at the certificate, by trust, whatever its own refusal says.
-    static func refusalShown(_ scenario: Scenario, _ server: Report.Server) -> Result<RefusalStep, LoadExpectationFailure> {
-        var expectation = scenario.expect.refusal
-        if scenario.expect.trustedRoots != nil, let control = expectation?.control {
-            expectation = RefusalExpectation(control: control, step: .certificate)
-        }
+    /// The matrix's clients trust the built-in CA alone, but OkHttp, which is given the roots a scenario assumes (so
+    /// that on `pin-mitm` its pin, not its trust, refuses): for the others such a scenario is refused at the
+    /// certificate, by trust, whatever its own refusal says (`ReportCard.refusal(_:trustsAssumedRoots:)`).
+    static func refusalShown(_ scenario: Scenario, _ server: Report.Server, client: MatrixClient)
+        -> Result<RefusalStep, LoadExpectationFailure>
+    {
+        let expect = scenario.expect
+        let expectation = ReportCard.refusal(
+            FixtureExpectations(verify: expect.verify, ats: expect.ats, trustedRoots: expect.trustedRoots,
+                                pins: expect.pins, refusal: expect.refusal),
+            trustsAssumedRoots: client == .okhttp)
         let records = server.connections.enumerated().map { $0.element.record(id: $0.offset + 1) }
         return LoadJudge(scenario: scenario.name, target: "its fixture", expectation: expectation,
                          judgesAppleErrors: false).refusalShown(by: records)

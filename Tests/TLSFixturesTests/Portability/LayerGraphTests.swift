@@ -9,8 +9,9 @@ import Testing
 @Suite("The layers' dependency rules", .requires(Tools.python))
 struct LayerGraphTests {
     static let script = TestEnvironment.packageRoot.appendingPathComponent("scripts/check-layers.py").path
-    static let layers = ["TLSFixturesWire", "TLSFixturesATS", "TLSFixturesOpenSSL", "TLSFixturesPKI", "TLSFixturesScenario",
-                         "TLSFixturesServer", "TLSFixturesProbe", "TLSFixturesFleet", "TLSFixturesRunner", "TLSFixtures"]
+    static let layers = ["TLSFixturesWire", "TLSFixturesATS", "TLSFixturesNSC", "TLSFixturesOpenSSL", "TLSFixturesPKI",
+                         "TLSFixturesScenario", "TLSFixturesServer", "TLSFixturesProbe", "TLSFixturesFleet",
+                         "TLSFixturesRunner", "TLSFixtures"]
 
     /// A package of layers in a temporary folder, each depending on the one below and importing it, with `sources`
     /// written into it (path → text) and `extraDependencies` added (target → dependencies), then checked.

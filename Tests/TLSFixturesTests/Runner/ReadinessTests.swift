@@ -12,7 +12,7 @@ import Glibc
 import Darwin
 #endif
 
-/// Holds named scenarios back before they are prepared (`FixtureFleet.Options.preparationGate`), as a slow key would,
+/// Holds named scenarios back before they are prepared (`FixtureFleet.Hooks.preparationGate`), as a slow key would,
 /// until the test lets them through: so a test sees a scenario `preparing` for as long as it needs to, by events.
 final class PreparationGate: Sendable {
     private let state = NIOLockedValueBox<(held: Set<String>, waiting: [String: [CheckedContinuation<Void, Never>]])>(
@@ -100,6 +100,9 @@ struct ReadinessTests {
         let inOrder = Self.catalog.names.filter { ["ats-compliant", "expired", "ssl-v3"].contains($0) }
         #expect(before.status == .preparing && before.waitingFor == inOrder, "\(before)")
         #expect(!before.ready && before.summary == "still preparing \(inOrder.joined(separator: ", ")); 0 serving")
+        // Held: bound by the fleet (an unbound port refuses too, so the refusal alone proves nothing), not listening.
+        let (compliantPort, expiredPort) = (try port("ats-compliant"), try port("expired"))
+        #expect(Ports.isBound(compliantPort) && Ports.isBound(expiredPort), "a port is not held")
         #expect(connectErrno(try port("ats-compliant")) == ECONNREFUSED, "a held port accepted a connection")
 
         let serving = Task { try await fleet.serve() }
@@ -115,6 +118,7 @@ struct ReadinessTests {
         let meanwhile = RunnerHealth(fleet, asking: nil)
         #expect(meanwhile.status == .preparing && meanwhile.waitingFor.contains("expired"), "\(meanwhile)")
         #expect(connectErrno(try port("expired")) == ECONNREFUSED, "a port still preparing must refuse, not reset")
+        #expect(Ports.isBound(expiredPort), "a port still preparing is not held")
         #expect(RunnerHealth(fleet, asking: ["ats-compliant"]).ready, "a scenario asked about by name is ready once it serves")
         let unsupported = RunnerHealth(fleet, asking: ["ssl-v3"])
         guard case .unsupported? = await fleet.settled("ssl-v3", within: Self.preparationBound) else {
@@ -154,9 +158,10 @@ struct ReadinessTests {
             defer { finished.withLockedValue { $0 = true } }
             return try await fleet.startLeased(LeaseRequest(scenario: .catalog("expired")))
         }
-        // Once the start waits on the catalog fixture (an event, not a sleep), it has not finished.
+        // Once the start waits on the catalog fixture, it has not finished: looked for every 5 ms, sleeping in
+        // between (a loop of Task.yield() kept a pool thread busy for as long as the start took to get there).
         while !fleet.state.withLockedValue(\.hasWaiters) && !finished.withLockedValue({ $0 }) {
-            await Task.yield()
+            try await Task.sleep(for: .milliseconds(5))
         }
         #expect(!finished.withLockedValue { $0 }, "the start did not wait for the scenario being prepared")
         gate.release("expired")

@@ -116,8 +116,8 @@ struct ReportCardValueTests {
 /// scenario a verifying client refuses at the certificate, and a non-zero exit.
 @Suite("Report card, live", .serialized)
 struct ReportCardLiveTests {
-    static func runner() throws -> ControlAPIRunner {
-        try ControlAPIRunner.start(ScenarioCatalog.builtIn.names)
+    static func runner() async throws -> ControlAPIRunner {
+        try await ControlAPIRunner.start(ScenarioCatalog.builtIn.names)
     }
 
     static func report(_ runner: ControlAPIRunner, _ client: String, family: String, out: URL) async throws
@@ -133,7 +133,7 @@ struct ReportCardLiveTests {
     @Test("curl and openssl s_client: every scenario as expected; curl -k: unexpected wherever verifying matters",
           .requires(Tools.curl, Tools.openssl))
     func commandCards() async throws {
-        let runner = try Self.runner()
+        let runner = try await Self.runner()
         defer { runner.stop() }
         let scratch = TestEnvironment.temporaryDirectory("cards")
         let (curl, curlCard) = try await Self.report(runner, "curl -sS --max-time 10 --cacert {ca} {url}",
@@ -170,7 +170,7 @@ struct ReportCardLiveTests {
     @Test("URLSession on Linux, from a program linking TLSFixturesClient alone: the whole card, nothing unexpected",
           .enabled(if: ProxyEndToEndTests.namespace == nil, Comment(rawValue: ProxyEndToEndTests.namespace ?? "")))
     func urlSessionCard() async throws {
-        let runner = try Self.runner()
+        let runner = try await Self.runner()
         defer { runner.stop() }
         let ca = try TestEnvironment.file(try runner.store.ca().certificate.pem, name: "ca.pem")
         let out = TestEnvironment.temporaryDirectory("urlsession-card")
@@ -186,5 +186,100 @@ struct ReportCardLiveTests {
         let problems = card.entries.filter { $0.verdict != .asExpected }.map { "\($0.scenario): \($0.why)" }
         #expect(result.status == 0 && problems.isEmpty, "\(result.combined)\n\(problems.joined(separator: "\n"))")
         #expect(card.entries.count >= 55)
+    }
+}
+
+/// docs/apple/: report cards Apple's URLSession made on a Mac (`make apple-report`), and the scenario files held to
+/// them on every machine, so a committed card turns the files' guesses into evidence.
+@Suite("Apple's report cards and the scenario files")
+struct AppleCardTests {
+    static var expectations: [String: FixtureExpectations] {
+        Dictionary(uniqueKeysWithValues: ScenarioCatalog.builtIn.scenarios.map { scenario in
+            let expect = scenario.expect
+            return (scenario.name, FixtureExpectations(verify: expect.verify, ats: expect.ats,
+                                                       trustedRoots: expect.trustedRoots, pins: expect.pins,
+                                                       refusal: expect.refusal))
+        })
+    }
+
+    @Test("every committed card agrees with the scenario files")
+    func committedCards() throws {
+        let folder = TestEnvironment.packageRoot.appendingPathComponent("docs/apple")
+        let cards = try FileManager.default.contentsOfDirectory(atPath: folder.path).filter { $0.hasSuffix(".json") }
+        for file in cards {
+            let card = try ReportCard.decode(Data(contentsOf: folder.appendingPathComponent(file)))
+            #expect(card.family == .apple, "\(file) was not made by make apple-report")
+            let disagreements = card.appleDisagreements(with: Self.expectations)
+            #expect(disagreements.isEmpty, "docs/apple/\(file): \(disagreements.joined(separator: "; "))")
+        }
+        // None yet: the README there says so, and must stop saying so once one is committed.
+        let readme = try String(contentsOf: folder.appendingPathComponent("README.md"), encoding: .utf8)
+        #expect(readme.contains("No card has been recorded yet") == cards.isEmpty)
+    }
+
+    @Test("a card's codes are held to the files: another code or a verdict other than expected is named")
+    func disagreementsNamed() {
+        let date = Date(timeIntervalSince1970: 1_780_000_000)
+        let refused = ConnectionRecord(id: 1, acceptedAt: date, endedAt: date, peer: "127.0.0.1:1",
+                                       outcome: .alertReceived(.certificateUnknown, phase: .afterServerFlight))
+        let served = ConnectionRecord(id: 1, acceptedAt: date, endedAt: date, peer: "127.0.0.1:1",
+                                      outcome: .handshakeCompleted(.init(protocol: "TLSv1.3", cipher: "x", group: nil,
+                                                                         clientCertificate: false)),
+                                      requests: [.init(method: "GET", path: "/", status: 200, number: 1)])
+        func entry(_ scenario: String, code: Int, stream: Int?) -> ReportCard.Entry {
+            ReportCard.Entry(scenario: scenario, group: "certificate", expected: .refuse, steps: [.certificate],
+                             control: "ats-compliant",
+                             said: .init(accepted: false, detail: "NSURLErrorDomain \(code)", errorDomain: "NSURLErrorDomain",
+                                         errorCode: code, streamErrorCode: stream),
+                             controlSaid: .init(accepted: true, detail: "200"), records: [refused],
+                             controlRecords: [served], verdict: .asExpected, why: "refused at the certificate")
+        }
+        let card = ReportCard(client: "URLSession", family: .apple, date: date, entries: [
+            entry("expired", code: -1202, stream: -9814),   // what the file says now
+            entry("self-signed", code: -1200, stream: -9802),   // ATS's system trust: another code
+        ])
+        let found = card.appleDisagreements(with: Self.expectations)
+        #expect(found.count == 2, "\(found)")
+        #expect(found.allSatisfy { $0.hasPrefix("self-signed: ") }, "\(found)")
+        #expect(found.contains { $0.contains("-1200") && $0.contains("-1202") })
+    }
+}
+
+/// `serve --report DIR`: a card of clients driven by hand, kept current as their connections end.
+@Suite("serve --report: the card of clients driven by hand", .serialized)
+struct ManualReportTests {
+    @Test("a verifying curl is as expected; the same client with -k accepting expired is unexpected",
+          .requires(Tools.curl))
+    func cardFromRecords() async throws {
+        let folder = TestEnvironment.temporaryDirectory("manual-report")
+        let runner = try await ControlAPIRunner.start(["ats-compliant", "expired"], extra: ["--report", folder.path])
+        defer { runner.stop() }
+        let ca = try TestEnvironment.file(try runner.store.ca().certificate.pem, name: "ca.pem")
+        let compliant = URL(string: "https://localhost:\(runner.base + 1)/")!
+        let expired = URL(string: "https://localhost:\(runner.base + 31)/")!
+        _ = try await CurlLoad(trusting: [ca])(compliant)
+        _ = try? await CurlLoad(trusting: [ca])(expired)
+        let file = folder.appendingPathComponent("report.json")
+        @Sendable func card() throws -> ReportCard? { try? ReportCard.decode(Data(contentsOf: file)) }
+        try await CPUBudgetTests.until { (try? card())??.entries.count == 2 }
+        let first = try #require(try card())
+        #expect(first.entries.map(\.verdict) == [.asExpected, .asExpected], "\(first.markdown())")
+        #expect(first.entries.last?.why.contains("at the certificate") == true)
+        // The same ClientHello from curl -k: one client, which has now accepted expired.
+        _ = try await CurlLoad(insecure: true)(expired)
+        try await CPUBudgetTests.until {
+            (try? card())??.entries.first { $0.scenario == "expired" }?.verdict == .unexpected
+        }
+        let markdown = try String(contentsOf: folder.appendingPathComponent("report.md"), encoding: .utf8)
+        #expect(markdown.contains("**unexpected**: accepted what a verifying client refuses"), "\(markdown)")
+    }
+
+    @Test("a --report folder that cannot be written is refused in one line before anything serves")
+    func unwritable() async throws {
+        let file = try TestEnvironment.file(Data("x".utf8), name: "not-a-folder")
+        let result = try await Subprocess.runAwaiting([TestEnvironment.cli, "serve", "ats-compliant", "--port-base",
+                                                       "\(try ServeEndToEndTests.freePortBase())", "--report", file])
+        #expect(result.status == 1 && result.stderr.contains("--report \(file) cannot be written"), "\(result.combined)")
+        #expect(result.stderr.split(separator: "\n").count == 1, "\(result.stderr)")
     }
 }

@@ -151,6 +151,28 @@ struct TLSServerHandlerTests {
         #expect(pair.clientReads().0 == "HTTP/1.1 200 OK\r\n\r\n")
     }
 
+    /// What a client that checks something only after the handshake does when it objects: an alert once connected.
+    /// Made deterministic here: the client is given a server record with one byte flipped, so it fails the record's
+    /// integrity check and sends a fatal bad_record_mac(20), which the fixture must record as sent after the handshake.
+    @Test("an alert the client sends after the handshake is recorded as alertAfterHandshake, for TLS 1.2 and 1.3")
+    func alertAfterHandshakeRecorded() throws {
+        for maxVersion in [TLSVersion.tls1_2, .tls1_3] {
+            let pair = try Pair(maxVersion: maxVersion, records: true)
+            try pair.activate()
+            try pair.handshake()
+            pair.channel.writeAndFlush(ByteBuffer(string: "HTTP/1.1 200 OK\r\n\r\n"), promise: nil)
+            var sent = try #require(try pair.channel.readOutbound(as: ByteBuffer.self), "\(maxVersion)")
+            let last = sent.writerIndex - 1
+            sent.setInteger(sent.getInteger(at: last, as: UInt8.self)! ^ 0x01, at: last)
+            pair.client.consume(sent)
+            #expect(pair.clientReads().closeNotify == false)
+            try pair.deliverToServer()
+            let record = try #require(pair.record, "\(maxVersion)")
+            #expect(record.alertAfterHandshake == TLSAlert(code: 20), "\(maxVersion): \(record.summary)")
+            #expect(record.summary.contains("then the client sent bad_record_mac(20)"), "\(record.summary)")
+        }
+    }
+
     @Test("TLS 1.2 too: the handshake and the data survive a client that sends one byte at a time")
     func partialRecords() throws {
         for maxVersion in [TLSVersion.tls1_2, .tls1_3] {

@@ -74,14 +74,19 @@ enum ExampleExpectation: String {
         return HostOS.current == .linux ? .controlRefused : nil
     }
 
-    /// nil when `failures` (the example's, in order) are what this run expects; otherwise what is wrong.
-    static func problem(with failures: [String], expected: ExampleExpectation? = current) -> String? {
+    /// What a failure on the control half says.
+    static let controlRefusedText = "your client refuses the control too"
+
+    /// nil when `failures` (the example's, in order) are what this run expects; otherwise what is wrong. `signature`
+    /// is what its failure says when it fails for not reaching or trusting (an example with its own wording).
+    static func problem(with failures: [String], expected: ExampleExpectation? = current,
+                        signature: String = controlRefusedText) -> String? {
         let all = failures.joined(separator: "\n")
         switch expected {
         case .pass?:
             return failures.isEmpty ? nil : "the example was due to pass: \(all)"
         case .controlRefused?:
-            return failures.count == 1 && all.contains("your client refuses the control too") ? nil
+            return failures.count == 1 && all.contains(signature) ? nil
                 : "the example was due to fail on the control half, once: \(failures.isEmpty ? "it passed" : all)"
         case .untrustedCA?:
             return failures.count == 1 && all.contains("your client refuses the control too")
@@ -89,7 +94,7 @@ enum ExampleExpectation: String {
                 : "the example was due to fail on the control half for the untrusted CA: "
                     + (failures.isEmpty ? "it passed" : all)
         case nil:
-            return failures.isEmpty || (failures.count == 1 && all.contains("your client refuses the control too"))
+            return failures.isEmpty || (failures.count == 1 && all.contains(signature))
                 ? nil : "the example failed other than on the control half: \(all)"
         }
     }
@@ -98,6 +103,9 @@ enum ExampleExpectation: String {
 /// A case whose test methods are documentation examples: their failures are taken while they run, and held to
 /// `ExampleExpectation` in teardown.
 class DocumentationExampleTestCase: FailureCapturingTestCase {
+    /// What the example's failure says when it fails for not reaching or not trusting the fixtures.
+    class var failureSignature: String { ExampleExpectation.controlRefusedText }
+
     override func setUp() async throws {
         try await super.setUp()
         capturing = true
@@ -106,7 +114,9 @@ class DocumentationExampleTestCase: FailureCapturingTestCase {
     override func tearDown() async throws {
         let failures = captured
         capturing = false
-        if let problem = ExampleExpectation.problem(with: failures) { XCTFail(problem) }
+        if let problem = ExampleExpectation.problem(with: failures, signature: Self.failureSignature) {
+            XCTFail(problem)
+        }
         try await super.tearDown()
     }
 }
