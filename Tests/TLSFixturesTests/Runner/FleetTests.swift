@@ -41,6 +41,9 @@ struct FleetTests {
             LeaseRequest(scenario: .catalog("ats-compliant"), ttl: 3, session: "run"))
         #expect(short.expiresAt == origin.addingTimeInterval(2) && renewed.expiresAt == origin.addingTimeInterval(3))
         #expect(Ports.accepts(short.port) && Ports.accepts(renewed.port))
+        // Freed means the fixture's listening socket is gone. Not "a new listener could bind": these ports come from
+        // the ephemeral range, and another test's outgoing connection may take a freed one at once.
+        let shortHeld = Ports.held(short.port), renewedHeld = Ports.held(renewed.port)
 
         await loop.advanceTime(by: .seconds(1))
         let later = try fleet.renewLease(id: renewed.id, ttl: 10)
@@ -62,7 +65,7 @@ struct FleetTests {
         let gone = #expect(throws: FleetError.self) { try fleet.leasedFixture(id: short.id) }
         #expect(gone?.code == .noSuchFixture && gone?.reason.contains("has stopped (its lease ended") == true,
                 "\(String(describing: gone))")
-        #expect(Ports.canListen(short.port), "the ended lease's port still listens")
+        #expect(shortHeld.released, "the ended lease's port still listens")
         let notRenewed = #expect(throws: FleetError.self) { try fleet.renewLease(id: short.id, ttl: nil) }
         #expect(notRenewed?.reason.contains("has stopped") == true, "\(String(describing: notRenewed))")
         let kept = try await fleet.connections(of: .leased(short.id), after: cursor, wait: .seconds(30))
@@ -79,7 +82,7 @@ struct FleetTests {
         await loop.advanceTime(by: .seconds(10))  // its lease, renewed at 4 s: 4 + 10 s
         await Self.closed(fleet)
         #expect(fleet.leasedFixtures(session: "run").isEmpty)
-        #expect(Ports.canListen(renewed.port))
+        #expect(renewedHeld.released, "the renewed lease's port still listens after its end")
         await fleet.stop()
     }
 
