@@ -392,8 +392,9 @@ public struct LoadJudge: Sendable {
         let fix: String?
         switch record.outcome?.alert {
         case .unknownCA?, .certificateUnknown?, .badCertificate?:
-            fix = "make the client trust the kit's CA: tls-fixtures ca install (a simulator: tls-fixtures simulator "
-                + "trust; an in-process client: trust fixture.caCertificate)"
+            fix = "make the client trust the kit's CA: tls-fixtures ca install --keychain (macOS) or --system (Linux, "
+                + "as root); a simulator: tls-fixtures simulator trust; an in-process client: trust "
+                + "fixture.caCertificate"
         default:
             fix = record.closedAfterHandshakeWithoutRequest
                 ? "the load must send a request (GET the URL it is given) and return what it got" : nil
