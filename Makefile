@@ -87,7 +87,9 @@ SWIFT_WARNINGS := -Xswiftc -warnings-as-errors
 # ports, so it runs alone, after everything else (which runs in parallel).
 # TLS_FIXTURES_MATRIX_REQUIRED: the live client matrix (ClientMatrixTests) must run; a missing client fails it.
 # Every run's output goes to .build/test-logs as well; scripts/test-summary.py then prints one line (tests passed,
-# failed, skipped) and under it every skip with its reason and the stacks the client matrix ran. With TLS_FIXTURES_CI=1
+# failed, skipped) and under it every skip with its reason and the stacks the client matrix ran. It cannot pass on
+# nothing: a log missing or cut short, a group that ran no test, a parameterized test with no case, or no client
+# matrix (TLS_FIXTURES_MATRIX_REQUIRED) fails it (TestSummaryTests). With TLS_FIXTURES_CI=1
 # (.ci/run) a skip fails the target: CI installs everything, so every test must run there.
 # TEST_ENV: set before each test process starts, so no test changes the environment while others read it: a fresh
 # store for the run (the documentation examples' default store; each suite makes its own beside it) and no legacy
@@ -105,8 +107,8 @@ test: deps lint matrix-test-clients
 	  TLS_FIXTURES_MATRIX_REQUIRED=1 swift test --skip-build --skip ReliabilitySuite --skip DocExamplesConsumerTests 2>&1 \
 	    | tee $(TEST_LOGS)/parallel.log || status=1; \
 	  swift test --skip-build --filter ReliabilitySuite 2>&1 | tee $(TEST_LOGS)/reliability.log || status=1; \
-	  python3 scripts/test-summary.py $(TEST_LOGS)/doc-examples.log $(TEST_LOGS)/parallel.log \
-	    $(TEST_LOGS)/reliability.log || status=1; exit $$status
+	  TLS_FIXTURES_MATRIX_REQUIRED=1 python3 scripts/test-summary.py $(TEST_LOGS)/doc-examples.log \
+	    $(TEST_LOGS)/parallel.log $(TEST_LOGS)/reliability.log || status=1; exit $$status
 
 # Release build of the CLI and the in-process benchmark, then scripts/bench/run.py drives them, nginx, openssl s_server
 # and wrk (installed by ensure-deps when missing). ARGS passes options through, e.g. ARGS="--only handshake".
@@ -124,15 +126,17 @@ bench bench-quick: deps
 
 # No Mac builds this project's CI here: scripts/lint-darwin.py finds Linux-only Swift (Glibc spellings, /proc,
 # posix_spawn initialisers, …) outside branches Darwin never compiles, before the build. Its rules are tested by
-# Tests/TLSFixturesTests/Portability/DarwinLintTests.swift. check-client-graph.py holds TLSFixturesClient (what iOS test
-# targets link) to Foundation: no OpenSSL, no NIO, in `swift package describe` and in its sources' imports
-# (ClientGraphTests tests the checker). check-layers.py holds the library's layer targets to their order and every
+# Tests/TLSFixturesTests/Portability/DarwinLintTests.swift. lint-async-blocking.py finds calls that block a thread
+# (a child process waited for, a sleep) inside the tests' async code, which runs on the concurrency pool's two threads
+# (AsyncBlockingLintTests). check-client-graph.py holds TLSFixturesClient (what iOS test targets link) to Foundation:
+# no OpenSSL, no NIO, in `swift package describe` and in its sources' imports (ClientGraphTests tests the checker). check-layers.py holds the library's layer targets to their order and every
 # target's imports to its declared dependencies, keeps COpenSSL inside TLSFixturesOpenSSL and the ATS model Foundation
 # only (LayerGraphTests tests it). check-toolchain-floor.py holds every manifest and resolved dependency to the Swift the
 # README states (ToolchainFloorTests), and actionlint.sh lints the workflows (the macOS one runs nowhere else before
 # GitHub does; it installs a pinned actionlint into .build-lint/venv when none is on PATH).
 lint:
 	@python3 scripts/lint-darwin.py
+	@python3 scripts/lint-async-blocking.py
 	@python3 scripts/check-client-graph.py
 	@python3 scripts/check-layers.py
 	@python3 scripts/check-public-docs.py
@@ -225,7 +229,8 @@ define sanitized_test
 	  && $(3)=$(4) swift test --skip-build --sanitize=$(1) --scratch-path $(2) --filter ReliabilitySuite \
 	    2>&1 | tee $(2)/test-logs/reliability.log; \
 	  status=$$?; scripts/sanitizer-reports.sh $(2)/sanitizer-reports || status=1; \
-	  python3 scripts/test-summary.py $(2)/test-logs/parallel.log $(2)/test-logs/reliability.log || status=1; exit $$status
+	  TLS_FIXTURES_MATRIX_REQUIRED=1 python3 scripts/test-summary.py $(2)/test-logs/parallel.log \
+	    $(2)/test-logs/reliability.log || status=1; exit $$status
 endef
 
 test-asan: deps matrix-test-clients

@@ -10,17 +10,18 @@ import TLSFixturesWire
 /// lists what the runner serves), on a free block of ports; the card's fixtures are leases of their own.
 package enum ReportRunner {
     /// Starts it on the first free block of ports above 20000 (the whole span `serve` reserves from its base).
-    package static func start(store: CertificateStore) async throws -> (runner: ScenarioRunner, url: URL) {
+    package static func start(store: CertificateStore) async throws -> (runner: FixtureRunner, url: URL) {
         let catalog = ScenarioCatalog.builtIn
         let span = catalog.highestPort() - ScenarioCatalog.defaultPortBase
         var lastError: Error = FixtureError.portInUse(port: ScenarioCatalog.defaultPortBase, address: "localhost")
         for _ in 0..<20 {
             let base = Int.random(in: 20_000 ... (32_000 - span))
-            var options = ScenarioRunner.Options()
-            options.portBase = base
+            var configuration = FixtureRunner.Configuration()
+            configuration.catalog = catalog
+            configuration.store = store
+            configuration.portBase = base
             do {
-                let runner = try await ScenarioRunner.start(catalog.scenarios, catalog: catalog, store: store,
-                                                            options: options)
+                let runner = try await FixtureRunner.start(configuration)
                 return (runner, URL(string: "http://localhost:\(base)")!)
             } catch let error as FixtureError where error.code == .portInUse {
                 lastError = error

@@ -10,6 +10,9 @@ package enum FixtureState: Sendable {
     /// port is held meanwhile (bound, not listening), so a port that is taken fails at start, and a client that
     /// connects early is refused rather than accepted and reset.
     case preparing(making: String, reservation: PortReservation?)
+    /// A built-in scenario the linked OpenSSL cannot serve (`reason`), while the legacy helper is asked to serve it; it
+    /// becomes `servedByHelper`, or `unsupported` with this reason.
+    case awaitingHelper(reason: String)
     /// Listening here.
     case serving(FixtureServer)
     /// Served by the legacy helper, a process of its own, as its report says.
@@ -30,8 +33,16 @@ package enum FixtureState: Sendable {
     /// Serving here or in the helper, or about to.
     package var isServingOrPreparing: Bool {
         switch self {
-        case .serving, .servedByHelper, .preparing: return true
+        case .serving, .servedByHelper, .preparing, .awaitingHelper: return true
         case .unsupported, .failed, .stopped: return false
+        }
+    }
+
+    /// Not settled yet: being made, or waiting for the legacy helper's answer.
+    package var isPreparing: Bool {
+        switch self {
+        case .preparing, .awaitingHelper: return true
+        case .serving, .servedByHelper, .unsupported, .failed, .stopped: return false
         }
     }
 }
@@ -93,12 +104,12 @@ package protocol FleetQueries: Sendable {
     func document() -> CatalogDocument
     /// The catalog the fleet serves from.
     var catalog: ScenarioCatalog { get }
-    /// Whether the fleet is ready for the scenarios `asking` names (nil: every catalog fixture); `GET /api/health`.
-    func health(asking: [String]?) -> RunnerHealth
+    /// Whether the fleet has begun to stop (nothing new starts).
+    var isStopping: Bool { get }
     /// The leased fixture `id`.
-    func leasedFixture(id: String) throws(FleetError) -> FixtureDescription
+    func leasedFixture(id: String) throws(FleetError) -> LeasedFixture
     /// Leased fixtures serving now, oldest lease end first; only `session`'s when given.
-    func leasedFixtures(session: String?) -> [FixtureDescription]
+    func leasedFixtures(session: String?) -> [LeasedFixture]
     /// The connection records of a leased fixture (by id) or a catalog one (by name) after `cursor`, once one has
     /// settled or `wait` has passed (`FixtureServer.connections(after:wait:)`).
     func connections(of fixture: FixtureFleet.Key, after cursor: ConnectionCursor, wait: Duration) async throws(FleetError)
@@ -111,9 +122,9 @@ package protocol FleetQueries: Sendable {
 /// What the control API asks the fleet to do.
 package protocol FleetCommands: Sendable {
     /// Starts the fixture `request` asks for on a free port, with a lease.
-    func startLeased(_ request: StartFixtureRequest) async throws(FleetError) -> FixtureDescription
+    func startLeased(_ request: LeaseRequest) async throws(FleetError) -> LeasedFixture
     /// A fresh lease of `ttl` seconds (nil: the fixture's own) from now.
-    func renewLease(id: String, ttl: Int?) throws(FleetError) -> FixtureDescription
+    func renewLease(id: String, ttl: Int?) throws(FleetError) -> LeasedFixture
     /// Stops a leased fixture; false when there was none by that id (stopped already: not an error).
     @discardableResult
     func stopLeased(id: String) async -> Bool

@@ -11,26 +11,37 @@ package struct FleetError: CodedError {
     package let code: Code
     package let reason: String
     package let fix: String?
-    /// The part of the request at fault (`ttl`, `session`, `scenario`, `scenario.tls.minVersion`), when there is one.
-    package let field: String?
+    /// The part of the request at fault, when there is one (the front door names it as its request body does).
+    package let part: Part?
 
-    package init(_ code: Code, _ reason: String, fix: String? = nil, field: String? = nil) {
+    /// A part of a `LeaseRequest`.
+    package enum Part: Sendable, Equatable {
+        case ttl, session, scenario
+        /// An inline scenario's name.
+        case scenarioName
+        /// An inline scenario's certificate's `keyName`.
+        case keyName
+        /// An inline scenario's certificate's key type.
+        case key
+    }
+
+    package init(_ code: Code, _ reason: String, fix: String? = nil, part: Part? = nil) {
         self.code = code
         self.reason = reason
         self.fix = fix
-        self.field = field
+        self.part = part
     }
 
     package static func invalidTTL(_ ttl: Int) -> FleetError {
         FleetError(
             .invalidTTL, "ttl \(ttl) is not a lease", fix: "give whole seconds from 1 to \(FixtureAPI.maximumTTL)",
-            field: "ttl")
+            part: .ttl)
     }
 
     package static func invalidSession(_ session: String) -> FleetError {
         FleetError(
             .invalidSession, "session \"\(session)\" is not a session tag",
-            fix: "use 1–\(FixtureAPI.maximumSessionLength) letters, digits, '.', '_' or '-'", field: "session")
+            fix: "use 1–\(FixtureAPI.maximumSessionLength) letters, digits, '.', '_' or '-'", part: .session)
     }
 
     package static let stopping = FleetError(.stopping, "the runner is stopping")
@@ -50,7 +61,7 @@ package struct FleetError: CodedError {
         return FleetError(
             .preparing,
             "\(name) is still being prepared on its catalog port (making \(what), first run only); waited \(waited) s",
-            fix: "try again once it serves", field: "scenario")
+            fix: "try again once it serves", part: .scenario)
     }
 
     package static let full = FleetError(
@@ -128,7 +139,7 @@ extension ErrorCode where Owner == FleetError {
     package static var invalidSession: Self { Self("invalidSession") }
     /// A scenario name the catalog does not have.
     package static var unknownScenario: Self { Self("unknownScenario") }
-    /// An inline scenario the scenario files' own rules refuse (the field names the key).
+    /// An inline scenario the scenario files' own rules refuse (its name, in the fleet; the rest the front door finds).
     package static var invalidScenario: Self { Self("invalidScenario") }
     /// An inline scenario named as a catalog scenario.
     package static var catalogName: Self { Self("catalogName") }

@@ -1,5 +1,4 @@
 import Foundation
-import NIOConcurrencyHelpers
 import TLSFixturesServer
 
 /// Where the control API's starts are prepared: two lanes, so a start that needs no slow key never waits behind one
@@ -16,8 +15,8 @@ import TLSFixturesServer
 /// Neither is where the catalog's own background preparation runs on a first run, nor where fixtures started through
 /// the library in the same process are prepared.
 /// The threads are the process's (key generation competes for the same cores whichever fleet asks); the admission
-/// count is the fleet's.
-package final class PreparationLanes: Sendable {
+/// count is the fleet's, in its state (`FleetState.slowStarts`).
+package struct PreparationLanes: Sendable {
     /// What the slow lane does with a start, in order (a test waits on these rather than on time).
     package enum Event: Sendable, Equatable {
         /// Counted against `maximumSlowStarts`; queued until a slow thread is free.
@@ -30,32 +29,26 @@ package final class PreparationLanes: Sendable {
 
     let maximumSlowStarts: Int
     private let observer: (@Sendable (Event) -> Void)?
-    private let admitted = NIOLockedValueBox(0)
 
     init(maximumSlowStarts: Int, observer: (@Sendable (Event) -> Void)?) {
         self.maximumSlowStarts = maximumSlowStarts
         self.observer = observer
     }
 
-    /// Runs `body` in the slow lane when `slow`, else in the quick one. A slow start past the limit throws
-    /// `FleetError.busy` at once; one still queued when `stopping` turns true is dropped with `FleetError.stopping`,
-    /// never made for nobody. One already making its key is abandoned, not waited for (OpenSSL cannot be interrupted),
-    /// and refused when it is made.
+    /// Runs `body` in the slow lane when `slow`, else in the quick one. A slow start is counted by `admit` (given the
+    /// limit; false: refused) and `finish`; past the limit it throws `FleetError.busy` at once; one still queued when
+    /// `stopping` turns true is dropped with `FleetError.stopping`, never made for nobody. One already making its key
+    /// is abandoned, not waited for (OpenSSL cannot be interrupted), and refused when it is made.
     func run<T: Sendable>(
-        slow: Bool, scenario: String, stopping: @escaping @Sendable () -> Bool,
-        _ body: @escaping @Sendable () throws -> T
+        slow: Bool, scenario: String, admit: (Int) -> Bool, finish: () -> Void,
+        stopping: @escaping @Sendable () -> Bool, _ body: @escaping @Sendable () throws -> T
     ) async throws -> T {
         guard slow else { return try await BlockingWork.prepare(.requested(slow: false), body) }
         let limit = maximumSlowStarts
-        let admittedNow = admitted.withLockedValue { count -> Bool in
-            guard count < limit else { return false }
-            count += 1
-            return true
-        }
-        guard admittedNow else { throw FleetError.busy(limit) }
+        guard admit(limit) else { throw FleetError.busy(limit) }
         observer?(.admitted(scenario: scenario))
         defer {
-            admitted.withLockedValue { $0 -= 1 }
+            finish()
             observer?(.finished(scenario: scenario))
         }
         let observer = observer

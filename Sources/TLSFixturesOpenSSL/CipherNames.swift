@@ -29,6 +29,11 @@ package enum CipherNames {
 
     package static func isTLS13(iana: String) -> Bool { table.tls13.contains(iana) }
 
+    /// The IANA name of an OpenSSL suite name, nil when the linked OpenSSL does not have it.
+    package static func ianaName(openSSL name: String) -> String? {
+        table.ianaToOpenSSL.first { $0.value == name }?.key
+    }
+
     /// The TLS 1.2-and-older suites an OpenSSL cipher string selects at security level 0, as IANA names (what a
     /// server configured with it accepts when the linked OpenSSL has them); nil when the string selects nothing.
     package static func ianaSuites(cipherString: String) -> [String]? {

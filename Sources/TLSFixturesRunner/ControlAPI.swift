@@ -49,7 +49,7 @@ struct ControlAPI: Sendable {
             FixtureAPI.fixturesPath,
             [
                 (.POST, { api, request, _ in try await api.start(request) }),
-                (.GET, { api, request, _ in api.list(request) }),
+                (.GET, { api, request, _ in try api.list(request) }),
             ]),
         Route(
             FixtureAPI.fixturesPath + "/ID",
@@ -85,7 +85,7 @@ struct ControlAPI: Sendable {
     }
 
     private func route(_ request: Request) async throws -> HTTPAnswer {
-        let path = String(request.uri.split(separator: "?", maxSplits: 1, omittingEmptySubsequences: false)[0])
+        let path = RequestGuard.path(request.uri)
         let segments = path.split(separator: "/", omittingEmptySubsequences: true).map(String.init)
         for route in Self.routes {
             guard let parameter = route.match(segments) else { continue }
@@ -108,19 +108,26 @@ struct ControlAPI: Sendable {
     // MARK: The handlers
 
     private func start(_ request: Request) async throws -> HTTPAnswer {
-        let start = try Self.decode(StartFixtureRequest.self, request, known: ["scenario", "ttl", "session"])
-        let described = withProxy(try await fleet.startLeased(start))
+        let body = try Self.decode(StartFixtureRequest.self, request, known: ["scenario", "ttl", "session"])
+        let started = try await fleet.startLeased(try LeaseRequest(body))
+        let described: FixtureDescription
+        do {
+            described = try describe(started)
+        } catch {
+            // A fixture nobody was told of would run until its lease ends.
+            await fleet.stopLeased(id: started.id)
+            throw error
+        }
         return .json(.created, described).adding("Location", "\(FixtureAPI.fixturesPath)/\(described.id)")
     }
 
-    private func list(_ request: Request) -> HTTPAnswer {
-        .json(
-            .ok, FixtureList(fixtures: fleet.leasedFixtures(session: Self.query(request.uri)["session"]).map(withProxy))
-        )
+    private func list(_ request: Request) throws -> HTTPAnswer {
+        let session = RequestGuard.query(request.uri).last { $0.name == "session" }?.value
+        return .json(.ok, FixtureList(fixtures: try fleet.leasedFixtures(session: session).map(describe)))
     }
 
     private func describe(_ id: String) throws -> HTTPAnswer {
-        .json(.ok, withProxy(try fleet.leasedFixture(id: id)))
+        .json(.ok, try describe(try fleet.leasedFixture(id: id)))
     }
 
     /// Idempotent: a fixture stopped already is `204` too.
@@ -133,7 +140,7 @@ struct ControlAPI: Sendable {
         let renewal: RenewFixtureRequest =
             request.body.allSatisfy(\.isWhitespaceByte)
             ? RenewFixtureRequest() : try Self.decode(RenewFixtureRequest.self, request, known: ["ttl"])
-        return .json(.ok, withProxy(try fleet.renewLease(id: id, ttl: renewal.ttl)))
+        return .json(.ok, try describe(try fleet.renewLease(id: id, ttl: renewal.ttl)))
     }
 
     private func stopSession(_ session: String) async throws -> HTTPAnswer {
@@ -149,21 +156,19 @@ struct ControlAPI: Sendable {
     /// `200` when ready, `503` (with `Retry-After` while preparing) when not, and the same `RunnerHealth` either way,
     /// so `curl -sf` is a readiness check. `?scenarios=a,b` asks about those alone.
     private func health(_ request: Request) throws -> HTTPAnswer {
-        // Every parameter, an empty value too (`scenarios=` is a mistake to name, not to ignore).
-        let pairs = (request.uri.split(separator: "?", maxSplits: 1).dropFirst().first ?? "").split(separator: "&")
-            .map { $0.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false).map(String.init) }
-        if let unknown = pairs.first(where: { $0.first != "scenarios" })?.first {
+        let pairs = RequestGuard.query(request.uri)
+        if let unknown = pairs.first(where: { $0.name != "scenarios" })?.name {
             throw ControlAPIFailure(
                 400, "unknown query parameter \"\(unknown)\" (known: scenarios=NAME,NAME…)", field: unknown)
         }
         var asked: [String]? = nil
-        if let list = pairs.last.map({ ($0.dropFirst().first ?? "").removingPercentEncoding ?? "" }) {
+        if let list = pairs.last?.value {
             asked = list.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty }
             guard asked?.isEmpty == false else {
                 throw ControlAPIFailure(400, "scenarios= names no scenario; give NAME,NAME…", field: "scenarios")
             }
         }
-        let health = fleet.health(asking: asked)
+        let health = RunnerHealth(fleet, asking: asked)
         let answer = HTTPAnswer.json(health.ready ? .ok : .serviceUnavailable, health)
         return health.status == .preparing ? answer.adding("Retry-After", "1") : answer
     }
@@ -181,11 +186,8 @@ struct ControlAPI: Sendable {
         var after = 0
         var requestsAfter = Int.max
         var wait = Duration.zero
-        let query = uri.split(separator: "?", maxSplits: 1).dropFirst().first ?? ""
-        for pair in query.split(separator: "&") {
-            let parts = pair.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false).map(String.init)
-            let value = parts.count == 2 ? parts[1] : ""
-            switch parts[0] {
+        for (name, value) in RequestGuard.query(uri) {
+            switch name {
             case "after":
                 guard let number = Int(value), number >= 0 else {
                     throw ControlAPIFailure(
@@ -209,19 +211,21 @@ struct ControlAPI: Sendable {
                 }
                 wait = .milliseconds(Int64((seconds * 1000).rounded()))
             default:
-                let name = parts[0].escapingControlCharacters
                 throw ControlAPIFailure(
-                    400, "unknown query parameter \"\(name)\" (known: after=ID, requestsAfter=N, wait=SECONDS)",
-                    field: parts[0])
+                    400, "unknown query parameter \"\(name.escapingControlCharacters)\" (known: after=ID, "
+                        + "requestsAfter=N, wait=SECONDS)", field: name)
             }
         }
         return (ConnectionCursor(connection: after, request: requestsAfter), wait)
     }
 
-    private func withProxy(_ description: FixtureDescription) -> FixtureDescription {
-        var description = description
-        description.proxy = proxy()
-        return description
+    /// `fixture` as a client is told of it, with the runner's proxy; a 500 when its material cannot be written.
+    private func describe(_ fixture: LeasedFixture) throws -> FixtureDescription {
+        do {
+            return try FixtureDescription(fixture, proxy: proxy())
+        } catch {
+            throw ControlAPIFailure(500, "cannot describe \(fixture.scenario.name): \(error)")
+        }
     }
 
     // MARK: Reading requests
@@ -280,20 +284,6 @@ struct ControlAPI: Sendable {
         @unknown default:
             return (nil, "\(error)")
         }
-    }
-
-    static func query(_ uri: String) -> [String: String] {
-        let pieces = uri.split(separator: "?", maxSplits: 1, omittingEmptySubsequences: false)
-        var query: [String: String] = [:]
-        if pieces.count == 2 {
-            for pair in pieces[1].split(separator: "&") {
-                let kv = pair.split(separator: "=", maxSplits: 1).map {
-                    String($0).removingPercentEncoding ?? String($0)
-                }
-                if kv.count == 2 { query[kv[0]] = kv[1] }
-            }
-        }
-        return query
     }
 }
 

@@ -95,7 +95,7 @@ enum FleetErrorStatus {
     static func failure(_ error: FleetError) -> ControlAPIFailure {
         let row = table[error.code] ?? (.internalServerError, nil, nil)
         let message = row.fix.map { "\(error.reason); \($0)" } ?? error.description
-        var failure = ControlAPIFailure(Int(row.status.code), message, field: error.field)
+        var failure = ControlAPIFailure(Int(row.status.code), message, field: error.part?.field)
         failure.retryAfter = row.retryAfter
         return failure
     }

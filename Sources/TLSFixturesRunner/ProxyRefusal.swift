@@ -2,7 +2,7 @@ import Foundation
 
 /// A request the runner's proxy answered with an error instead of reaching a fixture: a name or port it will not
 /// tunnel to (`ProxyPolicy`), a TLS fixture asked for over http://, or a fixture it could not reach. Told at once
-/// (`ScenarioRunner.Options.proxyRefused`), so `serve --log-connections` shows a load that never arrived at any
+/// (`FixtureRunner.Configuration.proxyRefused`), so `serve --log-connections` shows a load that never arrived at any
 /// fixture, next to the connections that did: without it, a client that "refused" because the proxy did leaves no
 /// line at all.
 package struct ProxyRefusal: Sendable, Equatable {

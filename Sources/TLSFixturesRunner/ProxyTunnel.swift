@@ -154,15 +154,26 @@ final class ForwardedRequestHandler: ChannelDuplexHandler {
     }
 }
 
-/// Connects to a fixture for the proxy, on the caller's event loop (the tunnel's two ends must share one).
-enum ProxyConnector {
-    static func connect(to entry: ServedFixture, on eventLoop: EventLoop,
-                        initializer: @escaping @Sendable (Channel) -> EventLoopFuture<Void> = { $0.eventLoop.makeSucceededVoidFuture() })
-        -> EventLoopFuture<Channel> {
+/// How the proxy reaches a fixture: a channel to it on the caller's event loop (a tunnel's two ends must share one),
+/// set up by `initializer` before it connects. Injected into the front door, so a test can stand in for the fixture
+/// with a channel of its own and watch a working tunnel and forward in memory.
+protocol FixtureConnector: Sendable {
+    func connect(
+        to fixture: ServedFixture, on eventLoop: EventLoop,
+        initializer: @escaping @Sendable (Channel) -> EventLoopFuture<Void>
+    ) -> EventLoopFuture<Channel>
+}
+
+/// The real one: a TCP connection to the fixture's address and port.
+struct SocketConnector: FixtureConnector {
+    func connect(
+        to fixture: ServedFixture, on eventLoop: EventLoop,
+        initializer: @escaping @Sendable (Channel) -> EventLoopFuture<Void>
+    ) -> EventLoopFuture<Channel> {
         ClientBootstrap(group: eventLoop)
             .connectTimeout(.seconds(5))
             .channelOption(.tcpOption(.tcp_nodelay), value: 1)
             .channelInitializer(initializer)
-            .connect(host: entry.address, port: entry.port)
+            .connect(host: fixture.address, port: fixture.port)
     }
 }

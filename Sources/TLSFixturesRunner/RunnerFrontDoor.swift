@@ -103,6 +103,10 @@ package final class RunnerFrontDoor: Sendable {
                 proxy = try await RunnerListener.listen(
                     label: "proxy", port: proxyPort, bindAddresses: options.bindAddresses, limits: limits,
                     services: proxyServices, dashboard: nil)
+            } catch let error as FixtureError where error.code == .portInUse {
+                await dashboard.stop()
+                // Not the fixtures' ports: moving `portBase` would not help.
+                throw RunnerError.proxyPortInUse(error.reason)
             } catch {
                 await dashboard.stop()
                 throw error

@@ -14,8 +14,9 @@ struct RunnerLimits: Sendable {
     var logger: Logger
 }
 
-/// The HTTP pipeline of the runner's listeners: NIOHTTP1 parses each request, `RunnerRequestRouter` takes the API's,
-/// the proxy's and CONNECT, and the dashboard (when this listener has one) answers the rest.
+/// The HTTP pipeline of the runner's listeners: NIOHTTP1 parses each request, `RequestFlow` hands them on one at a
+/// time while the client reads its answers, `RunnerRequestRouter` answers the dashboard's and the control API's and
+/// hands the proxy's to `ProxyHandler` (where this listener proxies).
 enum RunnerHTTPPipeline {
     static func configure(
         _ channel: Channel, services: RunnerServices, dashboard: DashboardContent?, limits: RunnerLimits? = nil
@@ -31,17 +32,18 @@ enum RunnerHTTPPipeline {
             HTTPRequestDeadlineHandler(timeout: $0.headerTimeout, startsAfterHandshake: false, logger: $0.logger)
         }
         if let deadline { try pipeline.addHandler(deadline) }
-        // Each small request can ask for the whole catalog: answers wait while the client is not reading.
-        let backPressure = limits.map { _ in HTTPBackPressureHandler() }
-        let responder = dashboard.map(DashboardResponder.init(content:))
-        let router = RunnerRequestRouter(
-            services: services,
-            layer: HTTPLayer(
-                decoder: decoder, encoder: encoder, responder: responder,
-                deadline: deadline, backPressure: backPressure))
+        // Each small request can ask for the whole catalog, or a minute of key generation: one at a time, and answers
+        // wait while the client is not reading.
+        let flow = RequestFlow()
+        try pipeline.addHandler(flow)
+        let router = RunnerRequestRouter(services: services, dashboard: dashboard)
         try pipeline.addHandler(router)
-        if let backPressure { try pipeline.addHandler(backPressure) }
-        if let responder { try pipeline.addHandler(responder) }
+        if let policy = services.proxy {
+            let layer = HTTPLayer(decoder: decoder, encoder: encoder, flow: flow, router: router, deadline: deadline)
+            try pipeline.addHandler(
+                ProxyHandler(
+                    policy: policy, connector: services.connector, told: services.proxyRefused, layer: layer))
+        }
     }
 }
 

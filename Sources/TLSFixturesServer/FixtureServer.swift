@@ -113,7 +113,7 @@ public struct FixtureError: CodedError {
     public static func portInUse(port: Int, address: String) -> FixtureError {
         FixtureError(code: .portInUse, reason: "port \(port) on \(address) is already in use (lsof -i :\(port) shows by what)",
                      fix: "stop what listens there, or choose another port (FixtureConfiguration's port 0 picks a free one; "
-                        + "ScenarioRunner.Options.portBase moves them all)", port: port, address: address)
+                        + "FixtureRunner.Configuration.portBase moves them all)", port: port, address: address)
     }
 
     /// `address` is not one of this machine's (EADDRNOTAVAIL).

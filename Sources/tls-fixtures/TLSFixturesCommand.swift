@@ -17,7 +17,8 @@ struct TLSFixturesCommand: AsyncParsableCommand {
         version: "\(TLSFixturesVersion.current) (linked with \(LinkedOpenSSL.versionText))",
         subcommands: [ServeCommand.self, ScenariosCommand.self, ProbeCommand.self, ATSCommand.self, NSCCommand.self,
                       PinsCommand.self, HostsCommand.self, CACommand.self, CertCommand.self, PrepareCommand.self,
-                      WaitCommand.self, ConnectionsCommand.self, ReportCommand.self, SimulatorCommand.self]
+                      WaitCommand.self, ConnectionsCommand.self, ReportCommand.self, SimulatorCommand.self,
+                      LegacyHelperCommand.self]
     )
 
     static func main() async {

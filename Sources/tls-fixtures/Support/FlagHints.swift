@@ -79,6 +79,12 @@ enum FlagHints {
                 + "minute)" + (error.runnerAnswered ? "" : ", or start `tls-fixtures serve` there")
         case let error as RunnerError where error.code == .willNotServe:
             return "\(error.reason); wait for scenarios it serves (--scenario NAME), or serve the one you need"
+        case let error as RunnerConfigurationError:
+            return configurationLine(error)
+        case let error as RunnerError where error.code == .proxyPortInUse:
+            // FixtureError's line names --port-base, which does not move the proxy's own port.
+            return "\(error.reason); stop what listens there, or choose another --proxy-port (or leave it out: the "
+                + "proxy then shares the dashboard's port)"
         case let error as LegacyHelperError:
             return "\(error.reason); rebuild it with `make legacy-openssl`, or serve without it (--legacy-helper none)"
         case let error as SimulatorTrustError where error.code == .nothingBooted:
@@ -88,6 +94,22 @@ enum FlagHints {
         default:
             return nil
         }
+    }
+
+    /// A runner's configuration in `serve`'s flags: the library names the property, the line its flag.
+    static func configurationLine(_ error: RunnerConfigurationError) -> String {
+        let reason = serveFlags(error.reason)
+        switch error.code {
+        case .legacyHelperNotExecutable: return "\(reason); build it with `make legacy-openssl`, or pass none"
+        default: return error.fix.map { "\(reason); \($0)" } ?? reason
+        }
+    }
+
+    /// `line` (a runner's error or warning, naming `FixtureRunner.Configuration`'s properties) with `serve`'s flags.
+    static func serveFlags(_ line: String) -> String {
+        let flags = [("portBase", "--port-base"), ("proxyPort", "--proxy-port"),
+                     ("maximumConnections", "--max-connections"), ("the legacy helper ", "--legacy-helper ")]
+        return flags.reduce(line) { $0.replacingOccurrences(of: $1.0, with: $1.1) }
     }
 
     /// `serve --bind` with an address this machine does not have.

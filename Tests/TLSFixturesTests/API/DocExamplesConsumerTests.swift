@@ -52,10 +52,34 @@ enum DocExamples {
     }
 }
 
-@Suite("The documentation's Swift examples, built as a user's package")
+@Suite("The documentation's Swift examples, built as a user's package", .serialized)
 struct DocExamplesConsumerTests {
-    @Test("the README's manifest and every example build outside the checkout, in Swift 6 mode, without warnings")
-    func consumerBuilds() throws {
+    /// Not in the README: a program of the consumer's that starts and stops the whole runner through the public API
+    /// (`FixtureRunner`) and reads the dashboard's catalog over HTTP in between. Arguments: a free port base, a store.
+    static let runnerProgram = """
+        import Foundation
+        #if canImport(FoundationNetworking)
+        import FoundationNetworking
+        #endif
+        import TLSFixtures
+
+        var configuration = FixtureRunner.Configuration()
+        configuration.portBase = Int(CommandLine.arguments[1]) ?? 0
+        configuration.store = .at(URL(fileURLWithPath: CommandLine.arguments[2]))
+        configuration.scenarios = ["ats-compliant", "http"]
+        configuration.legacyHelper = .none
+        let runner = try await FixtureRunner.start(configuration)
+        let dashboard = runner.dashboardURL!
+        let (catalog, _) = try await URLSession.shared.data(from: dashboard.appendingPathComponent("scenarios.json"))
+        print("started \\(dashboard.absoluteString); scenarios.json: \\(catalog.count) bytes")
+        await runner.stop()
+        print("stopped")
+
+        """
+
+    /// Writes the consumer package (the README's manifest, its dependency by path, every example in the test target
+    /// its products need, and `RunnerConsumer`) and builds it; a second call rebuilds only what changed.
+    static func build() throws -> Subprocess.Result {
         let manifest = try DocExample.readmeManifest()
         #expect(manifest.contains(DocExamples.dependencyLine), "the README's manifest names the package otherwise")
         // The dependency by path, through a link named as the package is, so `package: "swift-tls-fixtures"` holds.
@@ -66,10 +90,18 @@ struct DocExamplesConsumerTests {
             try FileManager.default.createSymbolicLink(at: link, withDestinationURL: TestEnvironment.packageRoot)
         }
         let consumer = DocExamples.folder.appendingPathComponent("consumer")
+        let runnerTarget = """
+                .executableTarget(name: "RunnerConsumer", dependencies: [
+                    .product(name: "TLSFixtures", package: "swift-tls-fixtures"),
+                ]),
+
+            """
         try DocExamples.write(
             manifest.replacingOccurrences(of: DocExamples.dependencyLine,
-                                          with: #".package(path: "../swift-tls-fixtures")"#),
+                                          with: #".package(path: "../swift-tls-fixtures")"#)
+                .replacingOccurrences(of: "    targets: [\n", with: "    targets: [\n" + runnerTarget),
             to: consumer.appendingPathComponent("Package.swift"))
+        try DocExamples.write(runnerProgram, to: consumer.appendingPathComponent("Sources/RunnerConsumer/main.swift"))
 
         let targets = DocExamples.testTargets(manifest)
         #expect(targets.count == 2, "\(targets)")
@@ -91,12 +123,30 @@ struct DocExamplesConsumerTests {
                 try FileManager.default.removeItem(at: folder.appendingPathComponent(name))
             }
         }
-
-        let built = try Subprocess.run(
+        return try Subprocess.run(
             ["swift", "build", "--build-tests", "--package-path", consumer.path,
              "--scratch-path", DocExamples.folder.appendingPathComponent("scratch").path,
              "-Xswiftc", "-warnings-as-errors"],
             timeout: 3600)   // a hang detector: the first build takes minutes
+    }
+
+    @Test("the README's manifest and every example build outside the checkout, in Swift 6 mode, without warnings")
+    func consumerBuilds() throws {
+        let built = try Self.build()
         #expect(built.status == 0 && !built.timedOut, "the documentation's examples do not build:\n\(built.combined)")
+    }
+
+    /// Issue 37's "must show": a package outside the checkout starts the whole runner in one call and stops it in one.
+    @Test("a package outside the checkout starts and stops the whole runner through the public API")
+    func consumerRunsTheRunner() throws {
+        let built = try Self.build()
+        try #require(built.status == 0 && !built.timedOut, "the consumer does not build:\n\(built.combined)")
+        let program = DocExamples.folder.appendingPathComponent("scratch/debug/RunnerConsumer").path
+        let base = try ServeEndToEndTests.freePortBase()
+        let ran = try Subprocess.run([program, "\(base)", TestEnvironment.sharedStore.directory.path], timeout: 600)
+        #expect(ran.status == 0 && !ran.timedOut, "\(ran.combined)")
+        #expect(ran.stdout.contains("started http://localhost:\(base)/; scenarios.json: "), "\(ran.combined)")
+        #expect(ran.stdout.hasSuffix("stopped\n"), "\(ran.combined)")
+        for port in [base, base + 1] { #expect(!Ports.accepts(port), "port \(port) listens after the program ended") }
     }
 }

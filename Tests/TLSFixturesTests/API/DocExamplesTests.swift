@@ -45,6 +45,8 @@ struct DocExample: CustomStringConvertible, Sendable {
                    context: .fileScope, products: .library),
         DocExample(marker: "name-clash-example", file: "API/NewUserFrictionTests.swift", page: "docs/macos.md",
                    context: .fileScope, products: .library),
+        DocExample(marker: "runner-example", file: "Runner/FixtureRunnerTests.swift", page: "docs/macos.md",
+                   context: .suiteMembers, products: .library),
         DocExample(marker: "coded-error-example", file: "API/CodedErrorTests.swift", page: "docs/macos.md",
                    context: .statements(prelude: "let store = CertificateStore.resolved()"), products: .library),
         DocExample(marker: "remote-swift-testing-example", file: "API/RemoteReadmeExampleTests.swift",

@@ -31,7 +31,7 @@ struct ExampleRunsTests {
           .requires(Tools.curl), .enabled(if: ProxyEndToEndTests.namespace == nil,
                                           Comment(rawValue: ProxyEndToEndTests.namespace ?? "")))
     func trustedAndNot() async throws {
-        let runner = try ControlAPIRunner.start(["ats-compliant", "expired", "pin-rotated-key", "pinned"])
+        let runner = try await ControlAPIRunner.start(["ats-compliant", "expired", "pin-rotated-key", "pinned"])
         defer { runner.stop() }
         let ca = try TestEnvironment.file(try CertificateStore.resolved().ca().certificate.pem, name: "ca.pem")
         #expect(try runner.store.ca().certificate.pem == CertificateStore.resolved().ca().certificate.pem,

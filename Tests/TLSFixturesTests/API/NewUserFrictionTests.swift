@@ -105,7 +105,8 @@ struct NewUserFrictionTests {
     @Test("pins client-cert-required prints the key file (and a .p12), and curl gets in with either")
     func pinsPrintsTheClientKeyFile() async throws {
         let store = TestEnvironment.sharedStore
-        let pins = try TestEnvironment.tlsFixtures(["pins", "client-cert-required", "--dir", store.directory.path])
+        let pins = try await TestEnvironment.tlsFixturesAwaiting(
+            ["pins", "client-cert-required", "--dir", store.directory.path])
         #expect(pins.status == 0, "\(pins.stderr)")
         func path(after label: String) -> String? {
             pins.stdout.split(separator: "\n").first { $0.trimmingCharacters(in: .whitespaces).hasPrefix(label + " ") }
@@ -118,20 +119,21 @@ struct NewUserFrictionTests {
         var isDirectory: ObjCBool = false
         #expect(FileManager.default.fileExists(atPath: keyFile, isDirectory: &isDirectory) && !isDirectory.boolValue, "\(keyFile) is not a file")
         // The key is the certificate's: the same public key, as OpenSSL reads each file.
-        let fromKey = try TestEnvironment.openssl(["pkey", "-in", keyFile, "-pubout"]).stdout
-        let fromCertificate = try TestEnvironment.openssl(["x509", "-in", certificateFile, "-noout", "-pubkey"]).stdout
+        let fromKey = try await TestEnvironment.opensslAwaiting(["pkey", "-in", keyFile, "-pubout"]).stdout
+        let fromCertificate = try await TestEnvironment.opensslAwaiting(
+            ["x509", "-in", certificateFile, "-noout", "-pubkey"]).stdout
         #expect(!fromKey.isEmpty && fromKey == fromCertificate)
 
         try await withFixture("client-cert-required") { fixture in
             let url = fixture.url.absoluteString
             let caFile = try TestEnvironment.file(fixture.caCertificate.pem, name: "ca.pem")
-            let withPEM = try Subprocess.run(["curl", "-sS", "--cacert", caFile, "--cert", certificateFile, "--key", keyFile, url])
+            let withPEM = try await Subprocess.runAwaiting(["curl", "-sS", "--cacert", caFile, "--cert", certificateFile, "--key", keyFile, url])
             #expect(withPEM.status == 0 && withPEM.stdout.contains("\"client-cert-required\""), "\(withPEM.stderr)")
-            let withP12 = try Subprocess.run(["curl", "-sS", "--cacert", caFile, "--cert-type", "P12",
+            let withP12 = try await Subprocess.runAwaiting(["curl", "-sS", "--cacert", caFile, "--cert-type", "P12",
                                               "--cert", "\(p12File):\(PKCS12Export.defaultPassword)", url])
             #expect(withP12.status == 0 && withP12.stdout.contains("\"client-cert-required\""), "\(withP12.stderr)")
             // Control: without a certificate the server refuses.
-            let without = try Subprocess.run(["curl", "-sS", "--cacert", caFile, url])
+            let without = try await Subprocess.runAwaiting(["curl", "-sS", "--cacert", caFile, url])
             #expect(without.status != 0)
         }
     }
@@ -141,10 +143,11 @@ struct NewUserFrictionTests {
         try await withFixture("client-cert-required") { fixture in
             let client = try #require(fixture.prepared.clientCredential)
             let p12 = try TestEnvironment.file(try client.pkcs12(), name: "client.p12")
-            let opened = try TestEnvironment.openssl(["pkcs12", "-in", p12, "-passin", "pass:\(PKCS12Export.defaultPassword)", "-nodes"])
+            let opened = try await TestEnvironment.opensslAwaiting(["pkcs12", "-in", p12, "-passin", "pass:\(PKCS12Export.defaultPassword)", "-nodes"])
             #expect(opened.status == 0, "\(opened.stderr)")
             #expect(opened.stdout.contains("BEGIN PRIVATE KEY") && opened.stdout.contains("BEGIN CERTIFICATE"))
-            let wrong = try TestEnvironment.openssl(["pkcs12", "-in", p12, "-passin", "pass:wrong", "-nodes"])
+            let wrong = try await TestEnvironment.opensslAwaiting(
+                ["pkcs12", "-in", p12, "-passin", "pass:wrong", "-nodes"])
             #expect(wrong.status != 0)
             // And the server accepts it: the probe presents the identity the .p12 holds.
             var options = ProbeOptions()
@@ -161,15 +164,17 @@ struct NewUserFrictionTests {
             let caFile = try TestEnvironment.file(fixture.caCertificate.pem, name: "ca.pem")
             let target = "localhost:\(fixture.port)"
             let wrongPin = "sha256/\(fixture.pins.backup)"
-            let failed = try TestEnvironment.tlsFixtures(["probe", target, "--ca", caFile, "--pin", wrongPin])
+            let failed = try await TestEnvironment.tlsFixturesAwaiting(
+                ["probe", target, "--ca", caFile, "--pin", wrongPin])
             #expect(failed.status == 4)
             #expect(failed.stdout.contains("not sent: no pin matched"), "\(failed.stdout)")
-            let json = try TestEnvironment.tlsFixtures(["probe", target, "--ca", caFile, "--pin", wrongPin, "--json"])
+            let json = try await TestEnvironment.tlsFixturesAwaiting(
+                ["probe", target, "--ca", caFile, "--pin", wrongPin, "--json"])
             let object = try #require(try JSONSerialization.jsonObject(with: json.stdoutData) as? [String: Any])
             let result = try #require(object["result"] as? [String: Any])
             #expect(result["http"] == nil && (result["httpNotSent"] as? String)?.contains("no pin matched") == true, "\(json.stdout)")
             // Control: the right pin lets the request through (the fixture answers 200 with its name).
-            let matched = try TestEnvironment.tlsFixtures(["probe", target, "--ca", caFile, "--pin", "sha256/\(fixture.pins.leaf ?? "")"])
+            let matched = try await TestEnvironment.tlsFixturesAwaiting(["probe", target, "--ca", caFile, "--pin", "sha256/\(fixture.pins.leaf ?? "")"])
             #expect(matched.status == 0 && matched.stdout.contains("HTTP") && matched.stdout.contains("200"), "\(matched.stdout)")
             #expect(!matched.stdout.contains("not sent"))
         }
@@ -187,7 +192,7 @@ struct NewUserFrictionTests {
             #expect(caOnly.verification?.summary == "unable to get local issuer certificate")
             // The CLI's route to the same certificate.
             let out = TestEnvironment.temporaryDirectory("interception").appendingPathComponent("proxy.pem").path
-            let export = try TestEnvironment.tlsFixtures(["ca", "export", "--dir", TestEnvironment.sharedStore.directory.path,
+            let export = try await TestEnvironment.tlsFixturesAwaiting(["ca", "export", "--dir", TestEnvironment.sharedStore.directory.path,
                                                           "--authority", "interception-root", "--out", out])
             #expect(export.status == 0, "\(export.stderr)")
             #expect(try Certificate.all(pem: Data(contentsOf: URL(fileURLWithPath: out))) == [interception])
@@ -212,8 +217,8 @@ struct NewUserFrictionTests {
         let fixture = try await FixtureServer.start(serving: try ca.issueServerCertificate(hosts: ["localhost"]))
         let ownCA = try TestEnvironment.file(ca.certificate.pem, name: "ephemeral.pem")
         let builtIn = try TestEnvironment.file(try TestEnvironment.sharedStore.ca().certificate.pem, name: "builtin.pem")
-        let accepted = try Subprocess.run(["curl", "-sS", "--cacert", ownCA, fixture.url.absoluteString])
-        let refused = try Subprocess.run(["curl", "-sS", "--cacert", builtIn, fixture.url.absoluteString])
+        let accepted = try await Subprocess.runAwaiting(["curl", "-sS", "--cacert", ownCA, fixture.url.absoluteString])
+        let refused = try await Subprocess.runAwaiting(["curl", "-sS", "--cacert", builtIn, fixture.url.absoluteString])
         await fixture.stop()
         #expect(accepted.status == 0 && accepted.stdout.contains("\"ats-compliant\""), "\(accepted.stderr)")
         #expect(refused.status != 0)

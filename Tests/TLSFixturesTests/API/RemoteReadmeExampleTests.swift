@@ -16,9 +16,9 @@ import XCTest
 
 /// Starts `serve` for the examples, or uses the one `TLS_FIXTURES_URL` names (an `ExampleRuns` re-run).
 enum ExampleRunner {
-    static func start() throws -> ControlAPIRunner? {
+    static func start() async throws -> ControlAPIRunner? {
         if ProcessInfo.processInfo.environment["TLS_FIXTURES_URL"] != nil { return nil }
-        return try ControlAPIRunner.start(["ats-compliant"])
+        return try await ControlAPIRunner.start(["ats-compliant"])
     }
 
     /// The runner's URL for the Swift Testing suite's tests (set by `WithExampleRunner`).
@@ -30,7 +30,7 @@ final class IOSReadmeExample: DocumentationExampleTestCase {
 
     override func setUp() async throws {
         try await super.setUp()
-        serve = try ExampleRunner.start()
+        serve = try await ExampleRunner.start()
         if let serve { fixtures = RemoteFixtures(runner: serve.runnerURL) }
     }
 
@@ -38,7 +38,7 @@ final class IOSReadmeExample: DocumentationExampleTestCase {
         try await super.tearDown()
         // The differential check stops the fixtures it starts.
         if let serve {
-            let left = try serve.api("GET", "/api/fixtures")
+            let left = try await serve.api("GET", "/api/fixtures")
             XCTAssertEqual(try left.decode(FixtureList.self).fixtures, [], "the check left a fixture running")
             serve.stop()
         }
@@ -67,7 +67,7 @@ final class ReportCardExample: DocumentationExampleTestCase {
     override func setUp() async throws {
         try await super.setUp()
         if ProcessInfo.processInfo.environment["TLS_FIXTURES_URL"] == nil {
-            serve = try ControlAPIRunner.start(["ats-compliant", "expired", "pin-rotated-key", "pinned"])
+            serve = try await ControlAPIRunner.start(["ats-compliant", "expired", "pin-rotated-key", "pinned"])
         }
         if let serve { fixtures = RemoteFixtures(runner: serve.runnerURL) }
     }
@@ -97,12 +97,12 @@ final class ReportCardExample: DocumentationExampleTestCase {
 /// Runs a suite with `serve` started for it and `ExampleRunner.url` naming it.
 struct WithExampleRunner: SuiteTrait, TestScoping {
     func provideScope(for test: Test, testCase: Test.Case?, performing function: @Sendable () async throws -> Void) async throws {
-        let runner = try ExampleRunner.start()
+        let runner = try await ExampleRunner.start()
         defer { runner?.stop() }
         let url = runner?.runnerURL ?? RemoteFixtures().runnerURL
         try await ExampleRunner.$url.withValue(url) { try await function() }
         if let runner {
-            let left = try runner.api("GET", "/api/fixtures").decode(FixtureList.self)
+            let left = try await runner.api("GET", "/api/fixtures").decode(FixtureList.self)
             #expect(left.fixtures.isEmpty, "the check left a fixture running")
         }
     }
@@ -134,7 +134,7 @@ final class RemoteXCTestHelperTests: FailureCapturingTestCase {
     private var fixtures = RemoteFixtures()
 
     override func setUp() async throws {
-        let serve = try ControlAPIRunner.start(["ats-compliant"])
+        let serve = try await ControlAPIRunner.start(["ats-compliant"])
         self.serve = serve
         fixtures = RemoteFixtures(runner: serve.runnerURL)
     }

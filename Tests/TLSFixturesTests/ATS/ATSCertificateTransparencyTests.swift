@@ -39,7 +39,7 @@ struct ATSCertificateTransparencyTests {
 
     /// A self-signed RSA-2048 leaf for `host`, 90 days, EKU serverAuth, made by the openssl command (not our PKI); with
     /// `embedded`, its SCT list extension (1.3.6.1.4.1.11129.2.4.2, an OCTET STRING around the list) holds them.
-    static func leaf(embedded: [[UInt8]]) throws -> (cert: String, key: String) {
+    static func leaf(embedded: [[UInt8]]) async throws -> (cert: String, key: String) {
         let directory = TestEnvironment.temporaryDirectory("ct")
         let cert = directory.appendingPathComponent("leaf.pem").path
         let key = directory.appendingPathComponent("leaf.key").path
@@ -50,7 +50,7 @@ struct ATSCertificateTransparencyTests {
             let hex = ([0x04, UInt8(value.count)] + value).map { String(format: "%02x", $0) }.joined()
             arguments += ["-addext", "1.3.6.1.4.1.11129.2.4.2=DER:\(hex)"]
         }
-        let made = try TestEnvironment.openssl(arguments)
+        let made = try await TestEnvironment.opensslAwaiting(arguments)
         try #require(made.status == 0, "openssl req: \(made.combined.suffix(600))")
         return (cert, key)
     }
@@ -66,6 +66,7 @@ struct ATSCertificateTransparencyTests {
         defer {
             // SIGKILL: s_server serves until stopped, and a test process may hand its children an ignored SIGTERM.
             if server.process.isRunning { kill(server.process.processIdentifier, SIGKILL) }
+            // async-lint: allow process-wait — a defer cannot await; the child has had SIGKILL, so this is its reaping
             _ = server.wait(timeout: 10)
         }
         var waited = 0
@@ -93,7 +94,7 @@ struct ATSCertificateTransparencyTests {
 
     @Test("SCTs in the certificate and in the TLS extension: counted by source, s_client agrees, the model admits the leaf")
     func delivered() async throws {
-        let (cert, key) = try Self.leaf(embedded: [Self.sct(log: 0x11, timestamp: 1_750_000_000_000),
+        let (cert, key) = try await Self.leaf(embedded: [Self.sct(log: 0x11, timestamp: 1_750_000_000_000),
                                                    Self.sct(log: 0x22, timestamp: 1_750_000_000_001)])
         let info = Self.serverInfo(Self.list([Self.sct(log: 0x33, timestamp: 1_750_000_000_002)]))
         try await Self.withSServer(cert: cert, key: key, serverInfo: info) { port in
@@ -116,7 +117,7 @@ struct ATSCertificateTransparencyTests {
 
     @Test("no SCTs anywhere: none counted, s_client sees none, a system-anchored chain is refused for CT")
     func absent() async throws {
-        let (cert, key) = try Self.leaf(embedded: [])
+        let (cert, key) = try await Self.leaf(embedded: [])
         try await Self.withSServer(cert: cert, key: key, serverInfo: nil) { port in
             let options = try Self.probeOptions(trusting: cert)
             let target = ProbeTarget(host: Self.host, port: port, connectAddress: "127.0.0.1")
@@ -144,7 +145,7 @@ struct ATSCertificateTransparencyTests {
             let host = "ats-compliant.fixtures.test"
             let arguments = ["ats", "diagnose", "-v", "--trust-ca", ca, "--resolve", "\(host):\(fixture.port):127.0.0.1",
                              "https://\(host):\(fixture.port)/"]
-            let system = try TestEnvironment.tlsFixtures(arguments + ["--anchor", "system"])
+            let system = try await TestEnvironment.tlsFixturesAwaiting(arguments + ["--anchor", "system"])
             #expect(system.status == 2, "\(system.combined.suffix(1500))")
             #expect(!system.stdout.contains("Result : PASS"), "\(system.stdout.prefix(3000))")
             let failures = system.stdout.components(separatedBy: "Result : FAIL").count - 1
@@ -154,7 +155,7 @@ struct ATSCertificateTransparencyTests {
             #expect(system.stdout.contains("Code=-1200") && system.stdout.contains("_kCFStreamErrorCodeKey=-9802"),
                     "\(system.stdout.prefix(3000))")
             // Control: the same chain from a user-installed root (the built-in CA's usual place) passes.
-            let user = try TestEnvironment.tlsFixtures(arguments + ["--anchor", "user"])
+            let user = try await TestEnvironment.tlsFixturesAwaiting(arguments + ["--anchor", "user"])
             #expect(user.status == 0, "\(user.combined.suffix(1500))")
         }
     }

@@ -1,9 +1,11 @@
+import COpenSSL
 import Foundation
 import XCTest
-import TLSFixtures
+@testable import TLSFixtures
 
-/// Hand-built server facts, written from the scenario catalog's prose (scenarios.md), never from server
-/// code: what a client would observe about each fixture.
+/// Server facts for the ATS model's tests, made without a server: what a client would observe about a fixture. The
+/// catalog's rows are derived from each scenario's file (`ATSCatalog`); the helpers here build them, and the facts of
+/// the reference cases that are no scenario.
 enum ATSFactsKit {
     /// A fixed "now" so every date in the facts is reproducible.
     static let now = Date(timeIntervalSince1970: 1_750_000_000) // 2025-06-15
@@ -103,7 +105,7 @@ enum ATSFactsKit {
     static func url(_ text: String) -> URL { URL(string: text)! }
 }
 
-/// The scenario catalog (scenarios.md) as test data: the facts a client would observe at `NAME.fixtures.test`. The
+/// The scenario catalog as test data for the ATS model: the facts a client would observe at `NAME.fixtures.test`. The
 /// verdict and the smallest fix each row must get are not here: they come from the scenario's file (`expect.ats`,
 /// `expect.atsFix`), so they are written once.
 struct ATSCatalogRow {
@@ -116,225 +118,144 @@ struct ATSCatalogRow {
     var url: URL { URL(string: "\(facts.scheme)://\(host):8443/")! }
 }
 
+/// Every row is derived from its scenario file, as a client would see the server it describes (issue 37): the file's
+/// `expect.handshake` (protocol, suites, key, signature, certificates sent), its certificate plan as the library reads
+/// it (`CertificatePlan.profile`: names, subject, validity, key usage), the chain its `tls.sendChain` sends, and its
+/// `expect.verify`. A new scenario needs no row here. Rows written by hand remain only where that cannot work, each
+/// saying why (`handRows`).
 enum ATSCatalog {
     static func rows() -> [ATSCatalogRow] {
-        typealias F = ATSFactsKit
-        func baseline(_ name: String) -> ServerFacts { F.compliant("\(name).fixtures.test") }
-        func withLeaf(_ name: String, _ edit: (inout CertificateFacts) -> Void,
-                      accepted: AcceptedSuites = F.modernSuites, chainError: VerifyError? = nil) -> ServerFacts {
-            var leaf = F.leaf("\(name).fixtures.test")
-            edit(&leaf)
-            return F.facts(leaf: leaf, accepted: accepted, chainError: chainError)
+        ScenarioCatalog.builtIn.scenarios.filter { $0.expect.ats != .notApplicable }.map { scenario in
+            handRows[scenario.name] ?? derived(scenario)
         }
-        func h(_ name: String) -> String { "\(name).fixtures.test" }
-
-        var rows: [ATSCatalogRow] = []
-        // control
-        rows.append(ATSCatalogRow(name: "ats-compliant", facts: baseline("ats-compliant")))
-        for (name, bits, curve) in [("ecc256", 256, "prime256v1"), ("ecc384", 384, "secp384r1")] {
-            let ecdsa: AcceptedSuites = [
-                .tls1_2: ["TLS_ECDHE_ECDSA_WITH_AES_256_GCM_SHA384", "TLS_ECDHE_ECDSA_WITH_AES_128_GCM_SHA256"],
-                .tls1_3: ["TLS_AES_256_GCM_SHA384", "TLS_AES_128_GCM_SHA256"],
-            ]
-            rows.append(ATSCatalogRow(name: name, facts: withLeaf(name, { $0.keyType = .ec; $0.keyBits = bits; $0.curve = curve },
-                                                              accepted: ecdsa)))
-        }
-        for (name, bits) in [("rsa4096", 4096), ("rsa8192", 8192)] {
-            rows.append(ATSCatalogRow(name: name, facts: withLeaf(name, { $0.keyBits = bits })))
-        }
-        for (name, digest) in [("sha384", "sha384"), ("sha512", "sha512")] {
-            rows.append(ATSCatalogRow(name: name, facts: withLeaf(name, {
-                $0.signatureDigest = digest; $0.signatureAlgorithm = "\(digest)WithRSAEncryption"
-            })))
-        }
-        rows.append(ATSCatalogRow(name: "tls-v1-2", facts: F.speaking(h("tls-v1-2"), [.tls1_2: F.modernSuites[.tls1_2]!])))
-        rows.append(ATSCatalogRow(name: "tls-v1-3", facts: F.speaking(h("tls-v1-3"), [.tls1_3: F.modernSuites[.tls1_3]!])))
-        // protocol
-        rows.append(ATSCatalogRow(name: "tls-v1-0", facts: F.speaking(h("tls-v1-0"), F.tls10Only)))
-        rows.append(ATSCatalogRow(name: "tls-v1-1", facts: F.speaking(h("tls-v1-1"), F.tls11Only)))
-        // ssl-v3 as if the linked OpenSSL could serve it; the unsupported form is tested separately.
-        rows.append(ATSCatalogRow(name: "ssl-v3", facts: F.speaking(h("ssl-v3"), [.ssl3: ["TLS_RSA_WITH_AES_128_CBC_SHA"]]), impossibleMention: "SSLv3"))
-        // cipher
-        rows.append(ATSCatalogRow(name: "static-rsa", facts: F.speaking(h("static-rsa"), F.staticRSA)))
-        for name in ["dhe-only", "dh1024", "dh512"] {
-            // The DH group size is not in ServerFacts; the catalog says arbitrary loads admits all three.
-            rows.append(ATSCatalogRow(name: name, facts: F.speaking(h(name), F.dheOnly)))
-        }
-        rows.append(ATSCatalogRow(name: "cbc", facts: F.speaking(h("cbc"), [.tls1_2: ["TLS_ECDHE_RSA_WITH_AES_128_CBC_SHA"]])))
-        for (name, suite) in [("rc4", "TLS_RSA_WITH_RC4_128_SHA"), ("3des", "TLS_RSA_WITH_3DES_EDE_CBC_SHA"),
-                              ("null", "TLS_RSA_WITH_NULL_SHA256")] {
-            rows.append(ATSCatalogRow(name: name, facts: F.speaking(h(name), [.tls1_2: [suite]]), impossibleMention: suite))
-        }
-        // certificate
-        rows.append(ATSCatalogRow(name: "sha1-leaf", facts: withLeaf("sha1-leaf", {
-            $0.signatureDigest = "sha1"; $0.signatureAlgorithm = "sha1WithRSAEncryption"
-        })))
-        do {
-            let intermediate = F.cert("Intermediate", issuer: F.builtInIssuer, notBefore: F.now - 100 * F.day, days: 1000, isCA: true, eku: nil)
-            let leaf = F.leaf(h("intermediate"), issuer: intermediate.subject)
-            rows.append(ATSCatalogRow(name: "intermediate",
-                                   facts: F.facts(leaf: leaf, presented: [leaf, intermediate], verified: [leaf, intermediate, F.builtInCA])))
-        }
-        do {
-            let intermediate = F.cert("SHA-1 Intermediate", issuer: F.builtInIssuer, digest: "sha1", notBefore: F.now - 100 * F.day,
-                                      days: 1000, isCA: true, eku: nil)
-            let leaf = F.leaf(h("sha1-intermediate"), issuer: intermediate.subject)
-            rows.append(ATSCatalogRow(name: "sha1-intermediate",
-                                   facts: F.facts(leaf: leaf, presented: [leaf, intermediate],
-                                                  verified: [leaf, intermediate, F.builtInCA])))
-        }
-        rows.append(ATSCatalogRow(name: "md5-leaf", facts: withLeaf("md5-leaf", {
-            $0.signatureDigest = "md5"; $0.signatureAlgorithm = "md5WithRSAEncryption"
-        })))
-        for (name, bits) in [("rsa1024", 1024), ("rsa512", 512)] {
-            rows.append(ATSCatalogRow(name: name, facts: withLeaf(name, { $0.keyBits = bits })))
-        }
-        do {
-            var leaf = F.leaf(h("self-signed"), issuer: "CN=self-signed.fixtures.test,O=swift-tls-fixtures")
-            leaf.isSelfIssued = true
-            rows.append(ATSCatalogRow(name: "self-signed",
-                                   facts: F.facts(leaf: leaf, chainError: F.verifyError(18, "self-signed certificate"),
-                                                  verified: [leaf])))
-        }
-        do {
-            let otherRoot = F.root("Untrusted Root")
-            let leaf = F.leaf(h("untrusted-root"), issuer: otherRoot.subject)
-            rows.append(ATSCatalogRow(name: "untrusted-root",
-                                   facts: F.facts(leaf: leaf, chainError: F.verifyError(19, "self-signed certificate in certificate chain", depth: 1),
-                                                  presented: [leaf, otherRoot], verified: [leaf, otherRoot])))
-        }
-        rows.append(ATSCatalogRow(name: "wrong-host", facts: withLeaf("wrong-host", { $0.dnsNames = ["wrong.host.invalid"]; $0.ipAddresses = [] })))
-        rows.append(ATSCatalogRow(name: "no-san", facts: withLeaf("no-san", {
-            $0.commonName = "localhost"; $0.subject = "CN=localhost,O=swift-tls-fixtures"; $0.dnsNames = nil; $0.ipAddresses = []
-        })))
-        rows.append(ATSCatalogRow(name: "no-common-name", facts: withLeaf("no-common-name", {
-            $0.commonName = ""; $0.subject = "O=swift-tls-fixtures"
-        })))
-        rows.append(ATSCatalogRow(name: "expired", facts: withLeaf("expired", {
-            $0.notBefore = F.now - 398 * F.day; $0.notAfter = F.now - F.day
-        }, chainError: F.verifyError(10, "certificate has expired"))))
-        rows.append(ATSCatalogRow(name: "not-yet-valid", facts: withLeaf("not-yet-valid", {
-            $0.notBefore = F.now + F.day; $0.notAfter = F.now + 398 * F.day
-        }, chainError: F.verifyError(9, "certificate is not yet valid"))))
-        rows.append(ATSCatalogRow(name: "validity-826-days", facts: withLeaf("validity-826-days", {
-            $0.notAfter = $0.notBefore + 826 * F.day
-        })))  // user root: allow; app anchor: block (tested separately)
-        rows.append(ATSCatalogRow(name: "no-server-auth-eku", facts: withLeaf("no-server-auth-eku", { $0.extendedKeyUsage = ["clientAuth"] })))
-        do {
-            let intermediate = F.cert("Fixtures Intermediate", issuer: F.builtInIssuer, notBefore: F.now - 100 * F.day,
-                                      days: 1000, isCA: true, eku: nil)
-            let leaf = F.leaf(h("incomplete-chain"), issuer: intermediate.subject)
-            rows.append(ATSCatalogRow(name: "incomplete-chain",
-                                   facts: F.facts(leaf: leaf, chainError: F.verifyError(20, "unable to get local issuer certificate"),
-                                                  presented: [leaf], verified: [leaf])))
-        }
-        do {
-            let constrained = F.cert("Constrained CA", issuer: F.builtInIssuer, notBefore: F.now - 100 * F.day,
-                                     days: 1000, isCA: true, eku: nil)
-            let leaf = F.leaf(h("name-constraint-violation"), issuer: constrained.subject)
-            rows.append(ATSCatalogRow(name: "name-constraint-violation",
-                                   facts: F.facts(leaf: leaf, chainError: F.verifyError(47, "permitted subtree violation"),
-                                                  presented: [leaf, constrained], verified: [leaf, constrained, F.builtInCA])))
-        }
-        rows.append(ATSCatalogRow(name: "ip-san", facts: withLeaf("ip-san", { $0.ipAddresses = ["127.0.0.1", "::1"] })))
-        rows.append(ATSCatalogRow(name: "1000-sans", facts: withLeaf("1000-sans", {
-            $0.dnsNames = (1...999).map { "san\($0).fixtures.test" } + ["1000-sans.fixtures.test"]
-        })))
-        // pinning (no NSPinnedDomains in the default policy: trust decides)
-        for name in ["pinned", "pin-reissued", "pin-rotated-key", "pin-mitm"] {
-            rows.append(ATSCatalogRow(name: name, facts: ATSPinFixtures.facts(name)))
-        }
-        // cleartext
-        rows.append(ATSCatalogRow(name: "http", facts: ServerFacts(scheme: "http", accepted: [:], presentedChain: [], trust: nil)))
-        // combination
-        do {
-            // TLS 1.0 only, static RSA, SHA-1, RSA-1024, self-signed, wrong host.
-            let leaf = F.cert("legacy-everything.fixtures.test", issuer: "CN=legacy-everything.fixtures.test,O=swift-tls-fixtures",
-                              dns: ["wrong.host.invalid"], bits: 1024, digest: "sha1", selfIssued: true)
-            rows.append(ATSCatalogRow(name: "legacy-everything",
-                                   facts: F.facts(leaf: leaf, accepted: [.tls1_0: ["TLS_RSA_WITH_AES_128_CBC_SHA"]],
-                                                  chainError: F.verifyError(18, "self-signed certificate"), verified: [leaf])))
-        }
-        // revocation (second round): every leaf from the built-in intermediate, which is sent. ATS checks no revocation and
-        // default trust fetches nothing; only a stapled "revoked" signed by the issuer fails (Apple's trustd honours staples).
-        do {
-            let intermediate = F.cert("Fixtures Intermediate", issuer: F.builtInIssuer, notBefore: F.now - 100 * F.day,
-                                      days: 1000, isCA: true, eku: nil)
-            func revocationRow(_ name: String, ocsp: Bool = true, crl: Bool = true, mustStaple: Bool = false,
-                               stapled: String? = nil) -> ATSCatalogRow {
-                var leaf = F.leaf(h(name), issuer: intermediate.subject)
-                leaf.ocspURLs = ocsp ? ["http://localhost:9899/ocsp"] : []
-                leaf.crlURLs = crl ? ["http://localhost:9899/crl/intermediate.crl"] : []
-                leaf.mustStaple = mustStaple
-                var facts = F.facts(leaf: leaf, presented: [leaf, intermediate], verified: [leaf, intermediate, F.builtInCA])
-                facts.stapledOCSP = stapled.map {
-                    OCSPResponseFacts(responseStatus: "successful", certificateStatus: $0, revocationReason: $0 == "revoked" ? "keyCompromise" : nil,
-                                      revokedAt: $0 == "revoked" ? F.now - F.day : nil, thisUpdate: F.now, nextUpdate: F.now + F.day,
-                                      signedByIssuer: true)
-                }
-                return ATSCatalogRow(name: name, facts: facts)
-            }
-            rows.append(revocationRow("revoked"))
-            rows.append(revocationRow("revoked-stapled", stapled: "revoked"))
-            rows.append(revocationRow("ocsp-good-stapled", stapled: "good"))
-            rows.append(revocationRow("must-staple-missing", mustStaple: true))
-            var unreachable = revocationRow("ocsp-unreachable")
-            unreachable.facts.presentedChain[0].ocspURLs = ["http://localhost:9898/ocsp"]
-            rows.append(unreachable)
-            rows.append(revocationRow("crl-revoked", ocsp: false))
-
-            // certificate shapes (second round)
-            let reversedLeaf = F.leaf(h("reversed-chain"), issuer: intermediate.subject)
-            rows.append(ATSCatalogRow(name: "reversed-chain",
-                                      facts: F.facts(leaf: reversedLeaf, presented: [reversedLeaf, F.builtInCA, intermediate],
-                                                     verified: [reversedLeaf, intermediate, F.builtInCA])))
-        }
-        rows.append(ATSCatalogRow(name: "no-subject", facts: withLeaf("no-subject", { $0.subject = ""; $0.commonName = nil })))
-        rows.append(ATSCatalogRow(name: "10000-sans", facts: withLeaf("10000-sans", {
-            $0.dnsNames = ["localhost", "10000-sans.fixtures.test"] + (1...9998).map { "n\($0).10000-sans.fixtures.test" }
-        })))
-        rows.append(ATSCatalogRow(name: "dh2048", facts: F.speaking(h("dh2048"), F.dheOnly)))
-        // Mozilla's configurations (guidelines 6.0's modern and intermediate, 5.8's old): each speaks TLS 1.3 with
-        // forward-secret suites, so ATS allows all three. None has a DHE suite any more.
-        do {
-            let tls13: [String] = ["TLS_AES_128_GCM_SHA256", "TLS_AES_256_GCM_SHA384", "TLS_CHACHA20_POLY1305_SHA256"]
-            // Every built-in intermediate is RSA; modern's ECDSA signature comes straight from the (EC) root.
-            let intermediate = F.cert("Fixtures Intermediate", issuer: F.builtInIssuer, notBefore: F.now - 100 * F.day, days: 1000,
-                                      isCA: true, eku: nil)
-            var modernLeaf = F.leaf(h("mozilla-modern"), issuer: F.builtInIssuer)
-            modernLeaf.keyType = .ec; modernLeaf.keyBits = 256; modernLeaf.curve = "prime256v1"
-            modernLeaf.notAfter = modernLeaf.notBefore + 90 * F.day
-            rows.append(ATSCatalogRow(name: "mozilla-modern", facts: F.facts(leaf: modernLeaf, accepted: [.tls1_3: tls13],
-                                                                            presented: [modernLeaf],
-                                                                            verified: [modernLeaf, F.builtInCA])))
-            var intermediateLeaf = F.leaf(h("mozilla-intermediate"), issuer: intermediate.subject)
-            intermediateLeaf.notAfter = intermediateLeaf.notBefore + 90 * F.day
-            rows.append(ATSCatalogRow(name: "mozilla-intermediate", facts: F.facts(
-                leaf: intermediateLeaf,
-                accepted: [.tls1_2: ["TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256", "TLS_ECDHE_RSA_WITH_AES_256_GCM_SHA384",
-                                     "TLS_ECDHE_RSA_WITH_CHACHA20_POLY1305_SHA256"],
-                           .tls1_3: tls13],
-                presented: [intermediateLeaf, intermediate], verified: [intermediateLeaf, intermediate, F.builtInCA])))
-            let rsaIntermediate = F.cert("RSA Intermediate", issuer: F.builtInIssuer, notBefore: F.now - 100 * F.day,
-                                         days: 1000, isCA: true, eku: nil)
-            var oldLeaf = F.leaf(h("mozilla-old"), issuer: rsaIntermediate.subject)
-            oldLeaf.notAfter = oldLeaf.notBefore + 90 * F.day
-            let cbc = ["TLS_ECDHE_RSA_WITH_AES_128_CBC_SHA", "TLS_ECDHE_RSA_WITH_AES_256_CBC_SHA",
-                       "TLS_RSA_WITH_AES_128_CBC_SHA", "TLS_RSA_WITH_AES_256_CBC_SHA"]
-            rows.append(ATSCatalogRow(name: "mozilla-old", facts: F.facts(
-                leaf: oldLeaf,
-                accepted: [.tls1_0: cbc, .tls1_1: cbc,
-                           .tls1_2: ["TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256", "TLS_ECDHE_RSA_WITH_AES_128_CBC_SHA256",
-                                     "TLS_RSA_WITH_AES_128_GCM_SHA256"] + cbc,
-                           .tls1_3: tls13],
-                presented: [oldLeaf, rsaIntermediate], verified: [oldLeaf, rsaIntermediate, F.builtInCA])))
-        }
-        rows.append(ATSCatalogRow(name: "long-subdomain", facts: withLeaf("long-subdomain", {
-            $0.dnsNames = ["localhost", "long-subdomain.fixtures.test",
-                           "long-extended-subdomain-name-containing-many-letters-and-dashes.fixtures.test"]
-        })))
-        return rows
     }
+
+    /// The rows derivation cannot make, by scenario, each with its reason.
+    static let handRows: [String: ATSCatalogRow] = {
+        typealias F = ATSFactsKit
+        func h(_ name: String) -> String { "\(name).fixtures.test" }
+        var rows: [String: ATSCatalogRow] = [:]
+        // rc4 and 3des: the linked OpenSSL has neither suite, so it cannot name them in IANA's terms (CipherNames); the
+        // suites are written here, as the file's expect.handshake names them in OpenSSL's.
+        for (name, suite) in [("rc4", "TLS_ECDHE_RSA_WITH_RC4_128_SHA"), ("3des", "TLS_ECDHE_RSA_WITH_3DES_EDE_CBC_SHA")] {
+            rows[name] = ATSCatalogRow(
+                name: name, facts: F.facts(leaf: F.leaf(h(name)), accepted: [.tls1_2: [suite]]), impossibleMention: suite)
+        }
+        return rows
+    }()
+
+    /// The facts a client would observe for `scenario`, made from its file.
+    static func derived(_ scenario: Scenario) -> ATSCatalogRow {
+        typealias F = ATSFactsKit
+        guard let tls = scenario.tls, let plan = scenario.certificate else {
+            return ATSCatalogRow(
+                name: scenario.name, facts: ServerFacts(scheme: "http", accepted: [:], presentedChain: [], trust: nil))
+        }
+        let declared = scenario.expect.handshake ?? Expectations.Handshake()
+        let version = Self.version(declared.protocol)
+        let suites = declared.ciphers.map { CipherNames.isTLS13(iana: $0) ? $0 : Self.iana($0) }
+
+        // The leaf, as the library makes it from the plan.
+        let profile = try! plan.profile(scenarioName: scenario.name)
+        let (notBefore, notAfter) = profile.validity.resolve(now: F.now)
+        let names = profile.subjectAltNames
+        let dns: [String]? = names.map { $0.compactMap { name -> String? in
+            if case .dns(let text) = name { return text } else { return nil }
+        } }
+        let ips: [String] = names?.compactMap { name -> String? in
+            if case .ip(let address) = name { return address } else { return nil }
+        } ?? []
+        var keyBits = declared.keyBits
+        var curve: String? = nil
+        if case .ec(let named) = plan.key {
+            keyBits = Int(named.rawValue.dropFirst()) ?? keyBits
+            curve = ["p224": "secp224r1", "p256": "prime256v1", "p384": "secp384r1", "p521": "secp521r1"][named.rawValue]
+        }
+        let selfSigned = plan.leafIssuer == .selfSigned
+        let authority: BuiltinAuthority? = if case .authority(let issuer) = plan.leafIssuer { issuer } else { nil }
+        let issuers = authority.map(Self.issuerChain) ?? []
+        let commonName = profile.subject.commonName
+        let subject = commonName.map { "CN=\($0),O=swift-tls-fixtures" } ?? (plan.emptySubject ? "" : "O=swift-tls-fixtures")
+        var leaf = F.cert(
+            commonName, issuer: selfSigned ? subject : issuers.first!.subject, dns: dns, ips: ips,
+            keyType: declared.keyType, bits: keyBits, curve: curve,
+            digest: plan.key == .ed25519 ? "none" : plan.digest.rawValue,
+            signerKey: selfSigned ? (declared.keyType == .ec ? "EC" : "RSA") : (issuers.first!.keyType == .ec ? "EC" : "RSA"),
+            notBefore: notBefore, days: notAfter.timeIntervalSince(notBefore) / F.day, selfIssued: selfSigned,
+            eku: profile.extendedKeyUsage?.map(\.rawValue), key: plan.keyName ?? scenario.name)
+        leaf.subject = subject
+        if let sources = profile.statusSources {
+            leaf.ocspURLs = sources.ocspURL.map { [$0] } ?? []
+            leaf.crlURLs = sources.crlURL.map { [$0] } ?? []
+            leaf.mustStaple = sources.mustStaple
+        }
+
+        // The chain the server sends (tls.sendChain), and the one a client builds to the CA it trusts.
+        let intermediates = issuers.filter { !$0.isSelfIssued }
+        let root = issuers.last { $0.isSelfIssued }
+        let presented: [CertificateFacts]
+        switch tls.sendChain {
+        case .full: presented = [leaf] + intermediates
+        case .leafOnly: presented = [leaf]
+        case .withRoot: presented = [leaf] + intermediates + (root.map { [$0] } ?? [])
+        case .reversed: presented = [leaf] + (root.map { [$0] } ?? []) + intermediates.reversed()
+        }
+        let reachesIssuer = tls.sendChain != .leafOnly || intermediates.isEmpty
+        let verified = selfSigned ? [leaf] : reachesIssuer ? [leaf] + intermediates + (root.map { [$0] } ?? []) : [leaf]
+        // Against every root the device trusts (pin-mitm's interception root too), as the file states it.
+        let verify = declared.verifyTrustingDeviceRoots ?? scenario.expect.verify ?? "ok"
+        let chainError = selfSigned ? Self.verifyError("self-signed certificate") : Self.verifyError(verify)
+
+        var facts = F.facts(
+            leaf: leaf, accepted: [version: suites], chainError: chainError, presented: presented, verified: verified)
+        if tls.stapleOCSP, let status = plan.revocation?.status {
+            let revoked = status == .revoked
+            facts.stapledOCSP = OCSPResponseFacts(
+                responseStatus: "successful", certificateStatus: status.rawValue,
+                revocationReason: revoked ? "keyCompromise" : nil, revokedAt: revoked ? F.now - F.day : nil,
+                thisUpdate: F.now, nextUpdate: F.now + F.day, signedByIssuer: true)
+        }
+        let atFault = version == .ssl3 ? "SSLv3" : suites.first
+        return ATSCatalogRow(
+            name: scenario.name, facts: facts, impossibleMention: scenario.expect.atsFix?.kind == .impossible ? atFault : nil)
+    }
+
+    /// `authority` and the issuers above it, leaf side first.
+    static func issuerChain(_ authority: BuiltinAuthority) -> [CertificateFacts] {
+        typealias F = ATSFactsKit
+        switch authority {
+        case .root: return [F.builtInCA]
+        case .intermediate, .rsaIntermediate:
+            return [F.cert("swift-tls-fixtures intermediate", issuer: F.builtInIssuer, signerKey: "EC",
+                           notBefore: F.now - 100 * F.day, days: 1000, isCA: true, eku: nil), F.builtInCA]
+        case .sha1Intermediate:
+            return [F.cert("swift-tls-fixtures SHA-1 intermediate", issuer: F.builtInIssuer, digest: "sha1", signerKey: "EC",
+                           notBefore: F.now - 100 * F.day, days: 1000, isCA: true, eku: nil), F.builtInCA]
+        case .untrustedRoot: return [F.root("Untrusted Root")]
+        case .interceptionRoot: return [ATSPinFixtures.interceptionCA]
+        case .clientCA: return [F.root("swift-tls-fixtures client CA")]
+        }
+    }
+
+    /// A verify text of the file's as a chain error, nil when the chain holds. OpenSSL's verdicts on what the facts
+    /// already say and the ATS model judges itself (the name, the key's size, a digest, the key usage) are not chain
+    /// errors: the model must find those from the certificate, not from OpenSSL's words.
+    static func verifyError(_ text: String) -> VerifyError? {
+        let judgedFromFacts = ["ok", "hostname mismatch", "EE certificate key too weak",
+                               "CA signature digest algorithm too weak", "unsuitable certificate purpose"]
+        guard !judgedFromFacts.contains(text) else { return nil }
+        // OpenSSL's code for its own text (X509_verify_cert_error_string), so no table of codes is written here.
+        let code = (0..<100).first { String(cString: X509_verify_cert_error_string($0)) == text }
+        return VerifyError(code: Int32(code ?? 1), text: text, depth: 0)
+    }
+
+    /// The protocol as the file names it (OpenSSL's names).
+    static func version(_ name: String) -> TLSVersion {
+        ["SSLv3": .ssl3, "TLSv1": .tls1_0, "TLSv1.1": .tls1_1, "TLSv1.2": .tls1_2, "TLSv1.3": .tls1_3][name] ?? .tls1_3
+    }
+
+    /// A suite's IANA name, from its OpenSSL name, as the linked OpenSSL names it.
+    static func iana(_ openSSLName: String) -> String { CipherNames.ianaName(openSSL: openSSLName) ?? openSSLName }
 }
 
 /// The pinning rows' certificates, from scenarios.md: the published pinned leaf key, the built-in CA,

@@ -63,7 +63,7 @@ struct CLIInputTests {
         }
         // Below the ephemeral range: serve holds every named scenario's port before it learns which it cannot serve.
         let base = try ServeEndToEndTests.freePortBase()
-        let result = try TestEnvironment.tlsFixtures(["serve", "--dir", cliInputStore.directory.path,
+        let result = try await TestEnvironment.tlsFixturesAwaiting(["serve", "--dir", cliInputStore.directory.path,
                                                       "--port-base", "\(base)", "ssl-v3"], timeout: sslv3Served ? 5 : 60)
         if sslv3Served {
             #expect(result.timedOut, "an OpenSSL with SSLv3 serves it until stopped: \(result.stderr)")

@@ -73,7 +73,7 @@ struct JSONShapeTests {
     func probeReport() async throws {
         let caFile = try TestEnvironment.file(try TestEnvironment.sharedStore.ca().certificate.pem, name: "ca.pem")
         try await withFixture("ats-compliant", store: TestEnvironment.sharedStore) { fixture in
-            let object = try Self.object(try TestEnvironment.tlsFixtures(["probe", "localhost:\(fixture.port)", "--ca", caFile, "--json"]))
+            let object = try Self.object(try await TestEnvironment.tlsFixturesAwaiting(["probe", "localhost:\(fixture.port)", "--ca", caFile, "--json"]))
             #expect(Set(object.keys) == ["result", "pins"] && object["pins"] is NSNull, "\(object.keys)")
             let result = try #require(object["result"] as? [String: Any])
             let chain = try #require(result["presentedChain"] as? [[String: Any]])
@@ -116,7 +116,7 @@ struct JSONShapeTests {
     func verdictIsNotAnError() async throws {
         let caFile = try TestEnvironment.file(try TestEnvironment.sharedStore.ca().certificate.pem, name: "ca.pem")
         try await withFixture("expired", store: TestEnvironment.sharedStore) { fixture in
-            let result = try TestEnvironment.tlsFixtures(["probe", "localhost:\(fixture.port)", "--ca", caFile, "--json"])
+            let result = try await TestEnvironment.tlsFixturesAwaiting(["probe", "localhost:\(fixture.port)", "--ca", caFile, "--json"])
             #expect(result.status == 3)
             #expect(try Self.object(result)["error"] == nil, "a second JSON document, or an error, after the report")
         }

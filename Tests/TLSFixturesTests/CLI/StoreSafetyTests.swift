@@ -86,17 +86,30 @@ struct StoreSafetyTests {
     }
 
     @Test("an --out-dir this user cannot write is named as --out-dir, before the store is touched", .requires(Tools.setpriv))
-    func unwritableOutDir() throws {
-        // Root ignores permissions: run as nobody, with a store nobody may use and an out-dir nobody may not write.
+    func unwritableOutDir() async throws {
+        // Root ignores permissions: run as nobody, with a store nobody may use (its own, with a CA, so issuing would
+        // change it) and an out-dir nobody may not write.
         let root = TestEnvironment.temporaryDirectory("ro-out")
         let readOnly = root.appendingPathComponent("readonly")
         try FileManager.default.createDirectory(at: readOnly, withIntermediateDirectories: true)
         chmod(readOnly.path, 0o555)
-        let store = TestEnvironment.temporaryDirectory("ro-store").path
-        let result = try TestEnvironment.tlsFixtures(asNobody: getuid() == 0, ["cert", "issue", "--dir", store, "--name", "x", "--host", "a.test",
-                                                                                "--out-dir", readOnly.appendingPathComponent("certs").path])
+        let store = TestEnvironment.temporaryDirectory("ro-store").appendingPathComponent("store")
+        #expect(try await TestEnvironment.tlsFixturesAwaiting(["ca", "init", "--dir", store.path]).status == 0)
+        let asNobody = getuid() == 0
+        if asNobody {
+            for path in [store.path] + (FileManager.default.subpaths(atPath: store.path) ?? []).map({ "\(store.path)/\($0)" }) {
+                #expect(chown(path, 65534, 65534) == 0, "chown \(path)")
+            }
+        }
+        let before = try Self.snapshot(store)
+        #expect(before.keys.contains("ca/root.pem"), "\(before.keys)")
+        let result = try await TestEnvironment.tlsFixturesAwaiting(asNobody: asNobody, [
+            "cert", "issue", "--dir", store.path, "--name", "x", "--host", "a.test",
+            "--out-dir", readOnly.appendingPathComponent("certs").path])
         CLIInputTests.expectOneLineError(result, mentioning: ["--out-dir: cannot write to", "is not writable", "choose a folder you can write to"])
         #expect(!result.stderr.contains("--dir or TLS_FIXTURES_CERTS"), "\(result.stderr)")
+        // Before the store is touched: no key, no certificate, nothing re-permissioned, byte for byte.
+        #expect(try Self.snapshot(store) == before, "the store changed before --out-dir was refused")
     }
 
     @Test("an unchanged re-run reuses the certificate and leaves the user's files as they were")

@@ -65,7 +65,7 @@ struct OkHttpPinningTests {
     /// docs/android.md's `TlsFixtures` class compiled from the page, with a harness standing in for the Kotlin test:
     /// OkHttp through the runner's proxy to the qualified names, as on an emulator started with -http-proxy.
     @Test("docs/android.md's TlsFixtures, from the page, judges expired and the pins against a real serve")
-    func documentedHelper() throws {
+    func documentedHelper() async throws {
         try #require(OkHttpLoad.installed && OkHttpLoad.androidJSON,
                      "OkHttp, java or org.json (libandroid-json-java) are missing: scripts/ensure-deps.sh matrix-test")
         let page = try String(contentsOf: TestEnvironment.packageRoot.appendingPathComponent("docs/android.md"),
@@ -77,15 +77,15 @@ struct OkHttpPinningTests {
         try Data(Self.harness.utf8).write(to: folder.appendingPathComponent("AndroidExampleHarness.java"))
         let classes = folder.appendingPathComponent("classes").path
         let classPath = (OkHttpLoad.jars + [OkHttpLoad.androidJSONJar]).joined(separator: ":")
-        let compiled = try Subprocess.run(["javac", "-d", classes, "-cp", classPath,
-                                           folder.appendingPathComponent("TlsFixtures.java").path,
-                                           folder.appendingPathComponent("AndroidExampleHarness.java").path],
-                                          timeout: 300)
+        let compiled = try await Subprocess.runAwaiting(["javac", "-d", classes, "-cp", classPath,
+                                                         folder.appendingPathComponent("TlsFixtures.java").path,
+                                                         folder.appendingPathComponent("AndroidExampleHarness.java").path],
+                                                        timeout: 300)
         try #require(compiled.status == 0, "javac: \(compiled.combined)")
-        let runner = try ControlAPIRunner.start(["ats-compliant"], store: Self.store)
+        let runner = try await ControlAPIRunner.start(["ats-compliant"], store: Self.store)
         defer { runner.stop() }
-        let run = try Subprocess.run(["java", "-cp", classes + ":" + classPath, "AndroidExampleHarness", runner.url,
-                                      "\(runner.base)"], timeout: 300)
+        let run = try await Subprocess.runAwaiting(["java", "-cp", classes + ":" + classPath, "AndroidExampleHarness",
+                                                    runner.url, "\(runner.base)"], timeout: 300)
         let lines = run.stdout.split(separator: "\n").map(String.init)
         #expect(run.status == 0, "\(run.combined)")
         #expect(lines.contains { $0.hasPrefix("PASS expired refused certificate") }, "\(run.combined)")

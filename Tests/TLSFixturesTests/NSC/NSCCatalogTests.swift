@@ -143,7 +143,8 @@ struct NSCCatalogTests {
     func carried() async throws {
         let loop = NIOAsyncTestingEventLoop()
         let fleet = try await FleetTests.fleet(on: loop, origin: Date(timeIntervalSince1970: 1_900_000_000))
-        let described = try await fleet.startLeased(StartFixtureRequest(scenario: .name("pin-mitm"), ttl: 60))
+        let leased = try await fleet.startLeased(LeaseRequest(scenario: .catalog("pin-mitm"), ttl: 60))
+        let described = try FixtureDescription(leased, proxy: nil)
         #expect(described.expect.android?.outcome == .reject && described.expect.android?.step == .certificate)
         let json = try FixtureAPI.encoder().encode(described)
         let decoded = try FixtureAPI.decoder().decode(FixtureDescription.self, from: json)

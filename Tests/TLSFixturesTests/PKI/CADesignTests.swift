@@ -30,7 +30,7 @@ struct CADesignTests {
         try FileManager.default.createDirectory(at: caDirectory, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
         try FileManager.default.setAttributes([.posixPermissions: 0o700], ofItemAtPath: store.path)
         // What earlier versions wrote, made here with the openssl CLI rather than with our (now stricter) code.
-        let made = try TestEnvironment.openssl([
+        let made = try await TestEnvironment.opensslAwaiting([
             "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes", "-days", "30",
             "-keyout", caDirectory.appendingPathComponent("root.key").path, "-out", caDirectory.appendingPathComponent("root.pem").path,
             "-subj", "/O=swift-tls-fixtures/CN=old CA", "-addext", "basicConstraints=critical,CA:TRUE",
@@ -39,12 +39,12 @@ struct CADesignTests {
         #expect(made.status == 0, "\(made.combined)")
         chmod(caDirectory.appendingPathComponent("root.key").path, 0o600)
 
-        let shown = try TestEnvironment.tlsFixtures(["ca", "show", "--dir", store.path])
+        let shown = try await TestEnvironment.tlsFixturesAwaiting(["ca", "show", "--dir", store.path])
         #expect(shown.status == 0, "\(shown.combined)")
         #expect(shown.stderr.contains("DNS:.localhost, DNS:.test"), "\(shown.stderr)")
         #expect(shown.stderr.contains("tls-fixtures ca init --force"), "no way out named: \(shown.stderr)")
         #expect(shown.stderr.contains("Devices and simulators that trust the old CA"), "no warning about devices: \(shown.stderr)")
-        let json = try TestEnvironment.tlsFixtures(["ca", "show", "--dir", store.path, "--json"])
+        let json = try await TestEnvironment.tlsFixturesAwaiting(["ca", "show", "--dir", store.path, "--json"])
         let object = try JSONSerialization.jsonObject(with: json.stdoutData) as? [String: Any]
         #expect((object?["warnings"] as? [String])?.first?.contains("leading-dot") == true, "\(json.stdout)")
 

@@ -33,8 +33,8 @@ struct LinuxTrustTests {
             let openssl = ["sh", "-c", "echo | openssl s_client -connect localhost:\(fixture.port) -verify_return_error -verify_hostname localhost"]
             // Without the variable each client refuses (the CA is in no store it reads), with it each one connects.
             for (command, variable) in [(python, "SSL_CERT_FILE"), (curl, "CURL_CA_BUNDLE"), (openssl, "SSL_CERT_FILE")] {
-                let without = try Subprocess.run(command, environment: ["SSL_CERT_FILE": "/nonexistent", "CURL_CA_BUNDLE": "/nonexistent"], timeout: 30)
-                let with = try Subprocess.run(command, environment: [variable: caFile], timeout: 30)
+                let without = try await Subprocess.runAwaiting(command, environment: ["SSL_CERT_FILE": "/nonexistent", "CURL_CA_BUNDLE": "/nonexistent"], timeout: 30)
+                let with = try await Subprocess.runAwaiting(command, environment: [variable: caFile], timeout: 30)
                 #expect(without.status != 0, "\(command[0]) trusted the fixture without \(variable)")
                 #expect(with.status == 0, "\(command[0]) with \(variable): \(with.combined)")
             }

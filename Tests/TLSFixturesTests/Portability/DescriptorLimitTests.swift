@@ -83,18 +83,17 @@ struct DescriptorLimitTests {
         let out = scratch.appendingPathComponent("out"), err = scratch.appendingPathComponent("err")
         _ = FileManager.default.createFile(atPath: out.path, contents: nil)
         _ = FileManager.default.createFile(atPath: err.path, contents: nil)
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/bin/bash")
-        process.arguments = ["-c", "ulimit \(limit) && exec \"$0\" \"$@\"", TestEnvironment.cli, "serve", "--json", "--port-base", "\(base)",
-                             "--dir", store.directory.path] + names
-        process.environment = TestEnvironment.childEnvironment()
-        process.standardOutput = try FileHandle(forWritingTo: out)
-        process.standardError = try FileHandle(forWritingTo: err)
-        try process.run()
-        defer { process.terminate(); process.waitUntilExit() }
-        let deadline = Date().addingTimeInterval(300)   // a cold store makes an RSA-8192 key first
+        let handles = [try FileHandle(forWritingTo: out), try FileHandle(forWritingTo: err)]
+        let serve = try StoppableChild(
+            "/bin/bash", ["-c", "ulimit \(limit) && exec \"$0\" \"$@\"", TestEnvironment.cli, "serve", "--json",
+                          "--port-base", "\(base)", "--dir", store.directory.path] + names,
+            standardOutput: handles[0], standardError: handles[1])
+        for handle in handles { try? handle.close() }
+        defer { serve.stopBlocking("serve under ulimit \(limit)") }
+        // A hang detector: a cold store makes an RSA-8192 key first, and may queue behind other tests' keys.
+        let deadline = Date().addingTimeInterval(600)
         var document: CatalogDocument? = nil
-        while document == nil && process.isRunning && Date() < deadline {
+        while document == nil && serve.isRunning && Date() < deadline {
             try await Task.sleep(for: .milliseconds(100))
             document = (try? Data(contentsOf: out)).flatMap { try? JSONDecoder().decode(CatalogDocument.self, from: $0) }
         }
@@ -106,7 +105,7 @@ struct DescriptorLimitTests {
             let result = try await probe.probe(ProbeTarget(host: "localhost", port: port))
             #expect(result.failure == nil && result.http?.status == 200, "under ulimit \(limit): \(result.failure ?? "")")
         }
-        let limits = limits(of: process.processIdentifier)
+        let limits = limits(of: serve.processIdentifier)
         // Every scenario it listed is served while it runs: its port takes a connection now (the report lists the
         // catalog's, each `serving`, or `unsupported` where its file requires what the linked OpenSSL lacks).
         for entry in served.scenarios {
@@ -167,7 +166,7 @@ struct DescriptorLimitTests {
     func tooFewToListen() async throws {
         let store = await descriptorLimitStore()
         let base = try ServeEndToEndTests.freePortBase()
-        let result = try Subprocess.run(["/bin/bash", "-c", "ulimit -n 48 && exec \"$0\" \"$@\"", TestEnvironment.cli, "serve",
+        let result = try await Subprocess.runAwaiting(["/bin/bash", "-c", "ulimit -n 48 && exec \"$0\" \"$@\"", TestEnvironment.cli, "serve",
                                          "--port-base", "\(base)", "--dir", store.directory.path],
                                         timeout: 300)
         #expect(result.status == 1 && !result.timedOut, "\(result.combined)")

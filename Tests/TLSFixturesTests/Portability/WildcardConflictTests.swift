@@ -126,7 +126,8 @@ struct WildcardConflictTests {
         #expect(outcome.closedAfter != nil && !outcome.reset, "the fixture did not close the connection")
         await first.stop()
         if Tools.ss.isUsable {   // the case this is about: the fixture's port has a connection in TIME_WAIT
-            let waiting = try Subprocess.run(["ss", "-H", "-tan", "state", "time-wait", "sport", "= :\(port)"]).stdout
+            let waiting = try await Subprocess.runAwaiting(
+                ["ss", "-H", "-tan", "state", "time-wait", "sport", "= :\(port)"]).stdout
             #expect(!waiting.trimmingCharacters(in: .whitespacesAndNewlines).isEmpty, "no TIME_WAIT connection on \(port)")
         }
         #expect(!WildcardConflict.held(port: port, covering: "127.0.0.1"))

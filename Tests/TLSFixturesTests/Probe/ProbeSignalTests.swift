@@ -23,7 +23,7 @@ struct ProbeSignalTests {
     @Test("a server that resets the connection after the handshake raises no SIGPIPE on the probing thread")
     func resetRaisesNoSignal() async throws {
         #if os(Linux)
-        let server = try ProbeTestServer.start(.resetAfterHandshake)
+        let server = try await ProbeTestServer.start(.resetAfterHandshake)
         defer { server.stop() }
         let roots = try ProbeTestServer.trustRoots
         let target = server.target
@@ -48,7 +48,7 @@ struct ProbeSignalTests {
     @Test("tls-fixtures probe, started with SIGPIPE at its default, keeps that default while it probes")
     func cliKeepsDefault() async throws {
         #if os(Linux)
-        let server = try ProbeTestServer.start(.silent)
+        let server = try await ProbeTestServer.start(.silent)
         defer { server.stop() }
         // The test process ignores SIGPIPE (NIO does) and an ignored signal stays ignored across exec: Python resets it
         // to the default before it becomes the CLI.
@@ -77,7 +77,7 @@ struct ProbeSignalTests {
             }
             return masks
         }
-        let result = running.wait(timeout: 20)
+        let result = await running.finished(timeout: 20)
         #expect(!masks.isEmpty, "no sample of the CLI's signal mask while it ran")
         #expect(masks.allSatisfy { $0 & (1 << (UInt64(SIGPIPE) - 1)) == 0 },
                 "the CLI ignored SIGPIPE during its probe: SigIgn \(masks.map { String($0, radix: 16) })")
@@ -122,7 +122,7 @@ struct ProbeSignalTests {
 struct ProbeResetSurvivalTests {
     @Test("tls-fixtures probe, SIGPIPE at its default, reports a reset as a failure every time instead of dying")
     func cliSurvivesReset() async throws {
-        let server = try ProbeTestServer.start(.resetAfterHandshake)
+        let server = try await ProbeTestServer.start(.resetAfterHandshake)
         defer { server.stop() }
         // The test process ignores SIGPIPE (NIO does), and an ignored signal stays ignored across exec: Python resets it
         // to the default (and unblocks it) before it becomes the CLI.
@@ -130,7 +130,7 @@ struct ProbeResetSurvivalTests {
             + "signal.pthread_sigmask(signal.SIG_SETMASK, []); os.execv(sys.argv[1], sys.argv[1:])"
         let roots = try TestEnvironment.file(try ProbeTestServer.trustRoots.reduce(into: Data()) { $0 += $1.pem })
         for round in 1...5 {
-            let result = try Subprocess.run(["python3", "-c", shim, TestEnvironment.cli, "probe", "localhost:\(server.port)",
+            let result = try await Subprocess.runAwaiting(["python3", "-c", shim, TestEnvironment.cli, "probe", "localhost:\(server.port)",
                                              "--ca", roots, "--timeout", "10"], timeout: 60)
             #expect(result.status != SIGPIPE, "round \(round): the CLI died of SIGPIPE: \(result.combined)")
             #expect([1, 2].contains(result.status) && result.stdout.contains("FAILED"), "round \(round): \(result.combined)")

@@ -43,8 +43,9 @@ final class ProbeTestServer {
         self.directory = directory
     }
 
-    /// Starts the server on a random loopback port and waits until it listens.
-    static func start(_ mode: Mode) throws -> ProbeTestServer {
+    /// Starts the server on a random loopback port and waits until it listens (looking every 20 ms, sleeping in
+    /// between; 120 s only detects a hang).
+    static func start(_ mode: Mode) async throws -> ProbeTestServer {
         let prepared = try probeStore.prepare(try ScenarioCatalog.builtIn.scenario(named: "ats-compliant"))
         guard let credential = prepared.credential else { throw ServerFailed(why: "ats-compliant has no credential") }
         let directory = TestEnvironment.temporaryDirectory("probe-server")
@@ -56,16 +57,16 @@ final class ProbeTestServer {
         try credential.privateKey.pem.write(to: key)
         try Data(pythonServer.utf8).write(to: script)
         let running = try Subprocess.launch(["python3", script.path, mode.rawValue, chain.path, key.path, portFile.path, body])
-        let deadline = Date().addingTimeInterval(20)
+        let deadline = Date().addingTimeInterval(120)
         while Date() < deadline {
             if let text = try? String(contentsOf: portFile, encoding: .utf8), text.hasSuffix("\n"), let port = Int(text.dropLast()) {
                 return ProbeTestServer(port: port, running: running, directory: directory)
             }
             if !running.process.isRunning { break }
-            usleep(20_000)
+            try await Task.sleep(for: .milliseconds(20))
         }
         kill(running.process.processIdentifier, SIGKILL)
-        let result = running.wait(timeout: 5)
+        let result = await running.finished(timeout: 5)
         throw ServerFailed(why: "the Python server did not start: \(result.combined)")
     }
 

@@ -32,8 +32,8 @@ struct ProbeVerdictTests {
         let caFile = try TestEnvironment.file(try Self.store.ca().certificate.pem, name: "ca.pem")
         try await withFixture(row.scenario, store: Self.store) { fixture in
             let target = "localhost:\(fixture.port)"
-            let probe = try TestEnvironment.tlsFixtures(["probe", target, "--ca", caFile])
-            let curl = try Subprocess.run(["curl", "-sS", "-o", "/dev/null", "--cacert", caFile, "https://\(target)/"], timeout: 30)
+            let probe = try await TestEnvironment.tlsFixturesAwaiting(["probe", target, "--ca", caFile])
+            let curl = try await Subprocess.runAwaiting(["curl", "-sS", "-o", "/dev/null", "--cacert", caFile, "https://\(target)/"], timeout: 30)
             if let reason = row.reason, let words = row.openssl {
                 #expect(probe.status == 5, "\(row.scenario): exit \(probe.status)\n\(probe.combined)")
                 let line = probe.stdout.split(separator: "\n").first { $0.hasPrefix("Default client") } ?? ""
@@ -41,7 +41,8 @@ struct ProbeVerdictTests {
                 // curl links the same OpenSSL with its defaults: it must refuse for the same reason.
                 #expect(curl.status != 0 && curl.stderr.contains(words), "curl: \(curl.stderr)")
                 // --default-client makes the probe's own handshake fail the same way: exit 2.
-                let strict = try TestEnvironment.tlsFixtures(["probe", target, "--ca", caFile, "--default-client"])
+                let strict = try await TestEnvironment.tlsFixturesAwaiting(
+                    ["probe", target, "--ca", caFile, "--default-client"])
                 #expect(strict.status == 2 && strict.stdout.contains(words), "\(strict.combined)")
             } else {
                 #expect(probe.status == 0 && probe.stdout.contains("Default client  completes the handshake"), "\(probe.combined)")
@@ -72,7 +73,7 @@ struct ProbeVerdictTests {
     func defaultClientJSON() async throws {
         let caFile = try TestEnvironment.file(try Self.store.ca().certificate.pem, name: "ca.pem")
         try await withFixture("dh1024", store: Self.store) { fixture in
-            let result = try TestEnvironment.tlsFixtures(["probe", "localhost:\(fixture.port)", "--ca", caFile, "--json"])
+            let result = try await TestEnvironment.tlsFixturesAwaiting(["probe", "localhost:\(fixture.port)", "--ca", caFile, "--json"])
             let object = try JSONSerialization.jsonObject(with: result.stdoutData) as? [String: Any]
             let verdict = try #require((object?["result"] as? [String: Any])?["defaultClient"] as? [String: Any])
             #expect(verdict["outcome"] as? String == "refuses" && (verdict["failure"] as? String)?.contains("dh key too small") == true)
@@ -84,13 +85,15 @@ struct ProbeVerdictTests {
         let caFile = try TestEnvironment.file(try Self.store.ca().certificate.pem, name: "ca.pem")
         for (scenario, status) in [("revoked-stapled", "revoked (keyCompromise"), ("ocsp-good-stapled", "good; signed by the issuer")] {
             try await withFixture(scenario, store: Self.store) { fixture in
-                let text = try TestEnvironment.tlsFixtures(["probe", "localhost:\(fixture.port)", "--ca", caFile])
+                let text = try await TestEnvironment.tlsFixturesAwaiting(
+                    ["probe", "localhost:\(fixture.port)", "--ca", caFile])
                 let line = text.stdout.split(separator: "\n").first { $0.hasPrefix("OCSP staple") } ?? ""
                 #expect(line.contains(status), "\(scenario): \(text.stdout)")
             }
         }
         try await withFixture("ats-compliant", store: Self.store) { fixture in
-            let text = try TestEnvironment.tlsFixtures(["probe", "localhost:\(fixture.port)", "--ca", caFile])
+            let text = try await TestEnvironment.tlsFixturesAwaiting(
+                ["probe", "localhost:\(fixture.port)", "--ca", caFile])
             #expect(!text.stdout.contains("OCSP staple"), "no staple, no line: \(text.stdout)")
         }
     }

@@ -127,6 +127,7 @@ extension ReliabilitySuite {
                     jobs.append(Task {
                         _ = try? await BlockingWork.prepare(lane) {
                             started.withLockedValue { $0 += 1 }
+                            // async-lint: allow process-wait — a BlockingWork pool thread, the one the test holds
                             _ = release.wait(timeout: .now() + 120)
                         }
                     })

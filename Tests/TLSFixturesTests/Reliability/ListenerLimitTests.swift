@@ -23,7 +23,10 @@ final class LimitedServe {
                                                             "--handshake-timeout", "60", "--header-timeout", "60"] + extra)
     }
 
-    func started() -> Bool { process.waitForOutput("Serving \(Self.scenarios.count) scenarios", timeout: 120) }
+    /// Whether it reports serving; the timeout only detects a hang.
+    func started() async -> Bool {
+        await process.waitForOutput("Serving \(Self.scenarios.count) scenarios", timeout: 600)
+    }
 
     func port(_ scenario: String) throws -> Int {
         try #require(ScenarioCatalog.builtIn.port(of: try ScenarioCatalog.builtIn.scenario(named: scenario), portBase: portBase))
@@ -84,12 +87,12 @@ extension ReliabilitySuite {
     struct ListenerLimits {
         /// Runs `body` with a runner's dashboard (in this process) and always stops the runner.
         static func withDashboard(headerTimeout: TimeAmount, _ body: (RunnerListener) async throws -> Void) async throws {
-            var options = ScenarioRunner.Options()
-            options.portBase = try ServeEndToEndTests.freePortBase()
-            options.headerTimeout = headerTimeout
-            let catalog = ScenarioCatalog.builtIn
-            try await ScenarioRunner.withRunner(try catalog.scenarios(named: ["http"]), catalog: catalog, store: reliabilityStore,
-                                                options: options) { runner in
+            var configuration = FixtureRunner.Configuration()
+            configuration.store = reliabilityStore
+            configuration.portBase = try ServeEndToEndTests.freePortBase()
+            configuration.headerTimeout = headerTimeout
+            configuration.scenarios = ["http"]
+            try await FixtureRunner.withRunner(configuration) { runner in
                 try await body(try #require(runner.frontDoor).dashboard)
             }
         }
@@ -100,7 +103,8 @@ extension ReliabilitySuite {
             try await Self.withDashboard(headerTimeout: timeout) { dashboard in
                 let port = dashboard.port
                 let bound = Bounds.closeBound(timeout)
-                // 10 silent clients and 10 that send a request line, then one header line every 0.4 s, never the blank line.
+                // 10 silent clients and 10 that send a request line, then one header line every 0.4 s, never the blank
+                // line: 200 lines, 80 s, longer than the bound, so a header timeout that each byte restarts fails.
                 let outcomes = try await withThrowingTaskGroup(of: (Bool, RawConnection.Outcome).self) { group in
                     for index in 0..<20 {
                         let trickling = index % 2 == 1
@@ -108,7 +112,7 @@ extension ReliabilitySuite {
                             try await offThePool {
                                 let connection = try RawConnection(port: port)
                                 if trickling { connection.send(Array("GET / HTTP/1.1\r\nHost: localhost\r\n".utf8)) }
-                                let lines = Array(String(repeating: "X-Slow: yes\r\n", count: 20).utf8)
+                                let lines = Array(String(repeating: "X-Slow: yes\r\n", count: 200).utf8)
                                 return (trickling, connection.readUntilClosed(timeout: bound + 2, trickle: trickling ? lines : [], interval: 0.4 / 13))
                             }
                         }
@@ -137,7 +141,8 @@ extension ReliabilitySuite {
                 let (event, took) = try await offThePool { () -> (HeldTLSClient.NextEvent, TimeInterval) in
                     let client = try HeldTLSClient(port: port)   // the handshake is done when this returns
                     let start = Date()
-                    return (client.awaitServerClose(timeout: 5), Date().timeIntervalSince(start))
+                    return (client.awaitServerClose(timeout: Bounds.closeBound(.seconds(1)) + 5),
+                            Date().timeIntervalSince(start))
                 }
                 #expect(event == .closeNotify, "after the handshake, a silent client saw \(event)")
                 #expect(took >= 0.5 && took < Bounds.closeBound(.seconds(1)), "closed after \(took) s with a 1 s header timeout")
@@ -175,13 +180,13 @@ extension ReliabilitySuite {
         @Test("one client exhausting descriptors on one listener leaves the other fixtures and the dashboard answering")
         func exhaustionOnOneListener() async throws {
             let serve = try LimitedServe(descriptors: 256)
-            #expect(serve.started(), "serve did not start: \(serve.process.stderr)")
+            #expect(await serve.started(), "serve did not start: \(serve.process.stderr)")
             let abused = try serve.port("ats-compliant")
             let held = try await LimitedServe.flood(abused, count: 400)
             #expect(held.connections.count >= 300, "only \(held.connections.count) connects succeeded")
             // The fixture has reached its cap once it says so.
             let capLine = "64 connections open, the most one listener may hold"
-            #expect(serve.process.waitForErrorOutput(capLine, timeout: 30),
+            #expect(await serve.process.waitForErrorOutput(capLine, timeout: 30),
                     "no warning about the cap: \(serve.process.stderr)")
             try await serve.othersAnswer(except: "ats-compliant")
             let warnings = serve.process.stderr.split(separator: "\n").filter { $0.contains(capLine) }
@@ -199,11 +204,11 @@ extension ReliabilitySuite {
         @Test("out of descriptors, listeners back off instead of spinning, and answer again once descriptors free up")
         func acceptBackoff() async throws {
             let serve = try LimitedServe(descriptors: 256, extra: ["--max-connections", "1000"])
-            #expect(serve.started(), "serve did not start: \(serve.process.stderr)")
+            #expect(await serve.started(), "serve did not start: \(serve.process.stderr)")
             let held = try await LimitedServe.flood(try serve.port("ats-compliant"), count: 400)
             // Out of descriptors once it says so; then two seconds of its CPU time are the measurement.
             let pause = "scenario ats-compliant: cannot accept connections (Too many open files); trying again in 1 s"
-            #expect(serve.process.waitForErrorOutput(pause, timeout: 30),
+            #expect(await serve.process.waitForErrorOutput(pause, timeout: 30),
                     "it never ran out: \(serve.process.stderr.prefix(2_000))")
             let before = serve.cpuSeconds
             try await Task.sleep(nanoseconds: 2_000_000_000)

@@ -51,7 +51,8 @@ extension ReliabilitySuite {
                                                          configuration: FixtureConfiguration(bindAddresses: ["127.0.0.2"]))
             let explicitListening = try Listening.addresses(port: explicit.port)
             // Its URL names the address it listens on (nothing answers on localhost), and a real client gets there.
-            let fetched = try Subprocess.run(["curl", "-sS", "-k", "--max-time", "10", explicit.url.absoluteString])
+            let fetched = try await Subprocess.runAwaiting(
+                ["curl", "-sS", "-k", "--max-time", "10", explicit.url.absoluteString])
             await explicit.stop()
             #expect(explicit.boundAddresses == ["127.0.0.2"])
             #expect(explicitListening == ["127.0.0.2"], "ss -ltn: \(explicitListening)")
@@ -64,12 +65,14 @@ extension ReliabilitySuite {
         }
 
         /// Starts `tls-fixtures serve` on a free port base; returns the running process and the base.
-        static func serve(_ names: [String], store: URL, extra: [String] = []) throws -> (BackgroundProcess, Int) {
+        static func serve(_ names: [String], store: URL,
+                          extra: [String] = []) async throws -> (BackgroundProcess, Int) {
             for _ in 0..<8 {
                 let base = try ServeEndToEndTests.freePortBase()
                 let process = try BackgroundProcess([TestEnvironment.cli, "serve", "--dir", store.path, "--port-base", "\(base)"] + extra + names)
-                if process.waitForOutput("Serving", timeout: 120) { return (process, base) }
-                process.wait(timeout: 5)
+                // A hang detector: a cold store's keys may queue behind every other test's.
+                if await process.waitForOutput("Serving", timeout: 600) { return (process, base) }
+                await process.wait(timeout: 5)
                 guard process.stderr.contains("already in use") else {
                     Issue.record("serve did not start: \(process.stderr)")
                     return (process, base)
@@ -83,11 +86,10 @@ extension ReliabilitySuite {
         }
 
         @Test("`tls-fixtures serve` listens on loopback only, dashboard included", .requires(Tools.ss))
-        func serveLoopbackOnly() throws {
-            let (serve, _) = try Self.serve(["tls-v1-3", "tls-v1-0"], store: reliabilityStore.directory)
+        func serveLoopbackOnly() async throws {
+            let (serve, _) = try await Self.serve(["tls-v1-3", "tls-v1-0"], store: reliabilityStore.directory)
             let sockets = try Listening.sockets(pid: serve.process.processIdentifier)
-            serve.process.terminate()
-            serve.wait(timeout: 10)
+            await serve.stop()
             // Two scenarios and the dashboard, each on 127.0.0.1 and (where the system has it) ::1.
             #expect(sockets.count >= 3, "\(sockets)")
             for socket in sockets {
@@ -191,7 +193,7 @@ extension ReliabilitySuite {
             let parent = TestEnvironment.temporaryDirectory("nokey")
             let store = parent.appendingPathComponent("store")
             let dir = ["--dir", store.path]
-            #expect(try TestEnvironment.tlsFixtures(["prepare"] + dir + ["tls-v1-0", "tls-v1-3", "pinned", "pin-rotated-key", "client-cert-required", "incomplete-chain"]).status == 0)
+            #expect(try await TestEnvironment.tlsFixturesAwaiting(["prepare"] + dir + ["tls-v1-0", "tls-v1-3", "pinned", "pin-rotated-key", "client-cert-required", "incomplete-chain"]).status == 0)
             let root = store.appendingPathComponent("ca/root.pem").path
             let storeStore = CertificateStore.at(store)
             let fixture = try await FixtureServer.start("tls-v1-3", store: storeStore)
@@ -242,26 +244,26 @@ extension ReliabilitySuite {
             await clientFixture.stop()
 
             // serve, and everything its dashboard hands out.
-            let (serve, base) = try Self.serve(["tls-v1-3", "pinned"], store: store)
+            let (serve, base) = try await Self.serve(["tls-v1-3", "pinned"], store: store)
             outputs.append(("serve", serve.stdout + serve.stderr))
             for path in ["/", "/scenarios.json", "/hosts", "/ca.pem"] {
-                let fetched = try Subprocess.run(["curl", "-s", "--max-time", "10", "http://127.0.0.1:\(base)\(path)"])
+                let fetched = try await Subprocess.runAwaiting(
+                    ["curl", "-s", "--max-time", "10", "http://127.0.0.1:\(base)\(path)"])
                 #expect(fetched.status == 0, "GET \(path): \(fetched.combined)")
                 outputs.append(("dashboard \(path)", fetched.stdout))
             }
             let p12 = parent.appendingPathComponent("dashboard.p12").path
-            #expect(try Subprocess.run(["curl", "-s", "--max-time", "10", "-o", p12, "http://127.0.0.1:\(base)/ca.p12"]).status == 0)
-            serve.process.terminate()
-            serve.wait(timeout: 10)
+            #expect(try await Subprocess.runAwaiting(["curl", "-s", "--max-time", "10", "-o", p12, "http://127.0.0.1:\(base)/ca.p12"]).status == 0)
+            await serve.stop()
             outputs.append(("serve (after stop)", serve.stdout + serve.stderr))
             // The .p12 the dashboard serves holds a certificate and no key bag.
-            let bags = try TestEnvironment.openssl(["pkcs12", "-in", p12, "-passin", "pass:\(PKCS12Export.defaultPassword)", "-info", "-nokeys", "-noout"])
+            let bags = try await TestEnvironment.opensslAwaiting(["pkcs12", "-in", p12, "-passin", "pass:\(PKCS12Export.defaultPassword)", "-info", "-nokeys", "-noout"])
             #expect(bags.status == 0 && !bags.combined.contains("Shrouded Keybag") && !bags.combined.contains("Key bag"), "\(bags.combined)")
 
             let fingerprints = Self.keyFingerprints(store)
             #expect(fingerprints.count >= 8)
             // Control: the check does see a key that is printed (as `openssl pkey` prints it).
-            let printedKey = try TestEnvironment.openssl(["pkey", "-in", store.appendingPathComponent("ca/root.key").path]).stdout
+            let printedKey = try await TestEnvironment.opensslAwaiting(["pkey", "-in", store.appendingPathComponent("ca/root.key").path]).stdout
             #expect(fingerprints["ca/root.key"].map { printedKey.contains($0) } == true)
             for (command, output) in outputs {
                 #expect(!output.contains("PRIVATE KEY"), "`\(command)` printed a private key")

@@ -16,7 +16,7 @@ struct FleetTests {
     ) async throws -> FixtureFleet {
         var options = options
         let start = loop.now
-        options.leaseClock = LeaseClock(
+        options.hooks.leaseClock = LeaseClock(
             eventLoop: loop,
             now: {
                 origin.addingTimeInterval(Double(loop.now.uptimeNanoseconds - start.uptimeNanoseconds) / 1e9)
@@ -26,7 +26,7 @@ struct FleetTests {
 
     /// Waits for fixtures whose lease ended to finish closing (`stop()` waits for the same).
     static func closed(_ fleet: FixtureFleet) async {
-        for pending in fleet.closing.withLockedValue({ Array($0.values) }) { try? await pending.get() }
+        for pending in fleet.state.withLockedValue({ Array($0.closing.values) }) { try? await pending.get() }
     }
 
     @Test(
@@ -36,9 +36,9 @@ struct FleetTests {
         let loop = NIOAsyncTestingEventLoop()
         let origin = Date(timeIntervalSince1970: 1_900_000_000)
         let fleet = try await Self.fleet(on: loop, origin: origin)
-        let short = try await fleet.startLeased(StartFixtureRequest(scenario: .name("ats-compliant"), ttl: 2))
+        let short = try await fleet.startLeased(LeaseRequest(scenario: .catalog("ats-compliant"), ttl: 2))
         let renewed = try await fleet.startLeased(
-            StartFixtureRequest(scenario: .name("ats-compliant"), ttl: 3, session: "run"))
+            LeaseRequest(scenario: .catalog("ats-compliant"), ttl: 3, session: "run"))
         #expect(short.expiresAt == origin.addingTimeInterval(2) && renewed.expiresAt == origin.addingTimeInterval(3))
         #expect(Ports.accepts(short.port) && Ports.accepts(renewed.port))
 
@@ -87,7 +87,7 @@ struct FleetTests {
     func refusals() async throws {
         let loop = NIOAsyncTestingEventLoop()
         let fleet = try await Self.fleet(on: loop, origin: Date())
-        func refusal(_ request: StartFixtureRequest) async -> FleetError? {
+        func refusal(_ request: LeaseRequest) async -> FleetError? {
             do {
                 _ = try await fleet.startLeased(request)
                 return nil
@@ -95,11 +95,11 @@ struct FleetTests {
                 return error
             }
         }
-        let ttl = await refusal(StartFixtureRequest(scenario: .name("expired"), ttl: 0))
-        #expect(ttl?.code == .invalidTTL && ttl?.field == "ttl")
-        let session = await refusal(StartFixtureRequest(scenario: .name("expired"), session: "a b"))
-        #expect(session?.code == .invalidSession && session?.field == "session")
-        let unknown = await refusal(StartFixtureRequest(scenario: .name("expird")))
+        let ttl = await refusal(LeaseRequest(scenario: .catalog("expired"), ttl: 0))
+        #expect(ttl?.code == .invalidTTL && ttl?.part == .ttl)
+        let session = await refusal(LeaseRequest(scenario: .catalog("expired"), session: "a b"))
+        #expect(session?.code == .invalidSession && session?.part == .session)
+        let unknown = await refusal(LeaseRequest(scenario: .catalog("expird")))
         #expect(
             unknown?.code == .unknownScenario && unknown?.reason.contains("did you mean \"expired\"") == true,
             "\(String(describing: unknown))")
@@ -107,52 +107,35 @@ struct FleetTests {
         // not sent back (issue 27: a megabyte's "did you mean" held the API for seconds).
         for length in [254, 100_000] {
             let name = "expired" + String(repeating: "d", count: length)
-            let long = await refusal(StartFixtureRequest(scenario: .name(name)))
-            #expect(long?.code == .unknownScenario && long?.field == "scenario", "\(String(describing: long))")
+            let long = await refusal(LeaseRequest(scenario: .catalog(name)))
+            #expect(long?.code == .unknownScenario && long?.part == .scenario, "\(String(describing: long))")
             #expect(long?.reason.contains("is \(length + 7) bytes; no scenario's is over 253") == true)
             #expect((long?.description.utf8.count ?? .max) < 400, "\(String(describing: long).prefix(300))")
         }
+        // Inline scenarios, as the front door decodes them (its own refusals of a body are FrontDoorTests').
+        func inline(_ json: String) throws -> LeaseRequest {
+            LeaseRequest(scenario: .inline(try ScenarioCatalog.decode(Data(json.utf8), source: "scenario")))
+        }
         let taken = await refusal(
-            StartFixtureRequest(
-                scenario: .inline([
-                    "name": "expired", "group": "custom", "summary": "s",
-                    "expect": ["ats": "block"],
-                ])))
-        #expect(taken?.code == .catalogName && taken?.field == "scenario.name")
+            try inline(#"{"name": "expired", "group": "custom", "summary": "s", "expect": {"ats": "block"}}"#))
+        #expect(taken?.code == .catalogName && taken?.part == .scenarioName)
         // The store's own names are no scenario's either (issue 36: one rule for every way a name enters the store).
         let reserved = await refusal(
-            StartFixtureRequest(
-                scenario: .inline([
-                    "name": "client", "group": "custom", "summary": "s", "tls": [:], "certificate": [:],
-                    "expect": ["ats": "allow"],
-                ])))
-        #expect(reserved?.code == .invalidScenario && reserved?.field == "scenario.name", "\(String(describing: reserved))")
+            try inline(
+                #"{"name": "client", "group": "custom", "summary": "s", "tls": {}, "certificate": {}, "#
+                    + #""expect": {"ats": "allow"}}"#))
+        #expect(reserved?.code == .invalidScenario && reserved?.part == .scenarioName, "\(String(describing: reserved))")
         let badKey = await refusal(
-            StartFixtureRequest(
-                scenario: .inline([
-                    "name": "mine", "group": "custom", "summary": "s",
-                    "tls": [:], "certificate": ["keyName": "backup"],
-                    "expect": ["ats": "allow"],
-                ])))
-        #expect(
-            badKey?.code == .invalidKeyName && badKey?.field == "scenario.certificate.keyName",
-            "\(String(describing: badKey))")
-        let badTLS = await refusal(
-            StartFixtureRequest(
-                scenario: .inline([
-                    "name": "mine", "group": "custom", "summary": "s",
-                    "tls": ["minVersion": "TLSv9"], "certificate": [:],
-                    "expect": ["ats": "allow"],
-                ])))
-        #expect(
-            badTLS?.code == .invalidScenario && badTLS?.field == "scenario.tls.minVersion",
-            "\(String(describing: badTLS))")
+            try inline(
+                #"{"name": "mine", "group": "custom", "summary": "s", "tls": {}, "certificate": {"keyName": "backup"}, "#
+                    + #""expect": {"ats": "allow"}}"#))
+        #expect(badKey?.code == .invalidKeyName && badKey?.part == .keyName, "\(String(describing: badKey))")
         #expect(fleet.leasedFixtures(session: nil).isEmpty)
-        #expect(fleet.table.withLockedValue { $0.members.isEmpty }, "a refused start left a member in the table")
+        #expect(fleet.state.withLockedValue { $0.members.isEmpty }, "a refused start left a member in the table")
 
-        let running = try await fleet.startLeased(StartFixtureRequest(scenario: .name("ats-compliant")))
+        let running = try await fleet.startLeased(LeaseRequest(scenario: .catalog("ats-compliant")))
         await fleet.stop()
-        let stopping = await refusal(StartFixtureRequest(scenario: .name("expired")))
+        let stopping = await refusal(LeaseRequest(scenario: .catalog("expired")))
         #expect(stopping?.code == .stopping)
         #expect(fleet.leasedFixtures(session: nil).isEmpty && !Ports.accepts(running.port), "stop() left a leased fixture")
         #expect(await !fleet.stopLeased(id: running.id))
@@ -160,17 +143,17 @@ struct FleetTests {
 
     @Test("one state per catalog fixture, and the catalog document derived from it")
     func states() async throws {
-        try await ScenarioRunner.withRunner(
-            try ScenarioCatalog.builtIn.scenarios(named: ["ats-compliant", "ssl-v3"]), catalog: .builtIn,
-            store: TestEnvironment.sharedStore, options: Self.freeOptions(frontDoor: false)
-        ) { runner in
-            let states = runner.fleet.catalogStates
+        var configuration = try Self.freeConfiguration(frontDoor: false)
+        configuration.scenarios = ["ats-compliant", "ssl-v3"]
+        try await FixtureRunner.withRunner(configuration) { runner in
+            let fleet = try #require(runner.fleet)
+            let states = fleet.catalogStates
             #expect(states.map(\.scenario.name) == ["ats-compliant", "ssl-v3"], "in catalog order")
             let port = try #require(states.first?.state.fixture?.port)
-            #expect(runner.fleet.servedFixture(onPort: port)?.scenario == "ats-compliant")
+            #expect(fleet.servedFixture(onPort: port)?.scenario == "ats-compliant")
             // The names the proxy lets through to it: its own (Scenario.fixtureHosts), no other fixture's.
-            #expect(runner.fleet.servedFixture(onPort: port)?.names == ["ats-compliant.fixtures.test"])
-            #expect(runner.fleet.servedFixture(onPort: port + 1) == nil)
+            #expect(fleet.servedFixture(onPort: port)?.names == ["ats-compliant.fixtures.test"])
+            #expect(fleet.servedFixture(onPort: port + 1) == nil)
             guard case .unsupported(let reason) = states[1].state else {
                 Issue.record("ssl-v3 is \(states[1].state), not unsupported")
                 return
@@ -190,22 +173,20 @@ struct FleetTests {
         let events = NIOLockedValueBox<[PreparationLanes.Event]>([])
         let (stream, continuation) = AsyncStream<PreparationLanes.Event>.makeStream()
         var options = FixtureFleet.Options()
-        options.maximumSlowStarts = 2
-        options.slowLaneObserver = { event in
+        options.hooks.maximumSlowStarts = 2
+        options.hooks.slowLaneObserver = { event in
             events.withLockedValue { $0.append(event) }
             continuation.yield(event)
         }
         let fleet = try await Self.fleet(on: NIOAsyncTestingEventLoop(), origin: Date(), options: options)
         // Once, so the next start of it needs no key (the shared store may be new).
-        let first = try await fleet.startLeased(StartFixtureRequest(scenario: .name("ats-compliant")))
+        let first = try await fleet.startLeased(LeaseRequest(scenario: .catalog("ats-compliant")))
         await fleet.stopLeased(id: first.id)
 
-        func slow(_ name: String) -> StartFixtureRequest {
-            StartFixtureRequest(
-                scenario: .inline([
-                    "name": .string(name), "group": "custom", "summary": "made afresh", "tls": [:],
-                    "certificate": ["key": "rsa:8192"], "expect": ["ats": "allow"],
-                ]))
+        func slow(_ name: String) -> LeaseRequest {
+            let json = #"{"name": ""# + name + #"", "group": "custom", "summary": "made afresh", "tls": {}, "#
+                + #""certificate": {"key": "rsa:8192"}, "expect": {"ats": "allow"}}"#
+            return LeaseRequest(scenario: .inline(try! ScenarioCatalog.decode(Data(json.utf8), source: "scenario")))
         }
         let done = NIOLockedValueBox<[String]>([])
         for name in ["slow-a", "slow-b"] {
@@ -225,7 +206,7 @@ struct FleetTests {
         let third = await #expect(throws: FleetError.self) { try await fleet.startLeased(slow("slow-c")) }
         #expect(third?.code == .busy, "\(String(describing: third))")
 
-        let prepared = try await fleet.startLeased(StartFixtureRequest(scenario: .name("ats-compliant")))
+        let prepared = try await fleet.startLeased(LeaseRequest(scenario: .catalog("ats-compliant")))
         #expect(Ports.accepts(prepared.port))
         let seen = events.withLockedValue { $0 }
         #expect(!seen.contains { if case .finished = $0 { return true } else { return false } },
@@ -238,11 +219,14 @@ struct FleetTests {
         await fleet.stop()
     }
 
-    static func freeOptions(frontDoor: Bool = true) throws -> ScenarioRunner.Options {
-        var options = ScenarioRunner.Options()
-        options.portBase = try ServeEndToEndTests.freePortBase()
-        options.frontDoor = frontDoor
-        return options
+    /// A runner of the shared store on a free block of ports, without the legacy helper.
+    static func freeConfiguration(frontDoor: Bool = true) throws -> FixtureRunner.Configuration {
+        var configuration = FixtureRunner.Configuration()
+        configuration.store = TestEnvironment.sharedStore
+        configuration.portBase = try ServeEndToEndTests.freePortBase()
+        configuration.legacyHelper = .none
+        configuration.frontDoor = frontDoor
+        return configuration
     }
 }
 

@@ -10,16 +10,16 @@ import Testing
 /// of the front door can be made in memory, the way swift-nio-ssl tests its handler without a socket.
 final class FakeFleet: FleetQueries, FleetCommands, FixtureLookup, Sendable {
     struct Calls: Sendable {
-        var started: [StartFixtureRequest] = []
+        var started: [LeaseRequest] = []
         var renewed: [(id: String, ttl: Int?)] = []
         var stopped: [String] = []
         var sessionsStopped: [String] = []
         var listedSession: [String?] = []
     }
 
-    /// What `startLeased` does: describe `expired`, or throw.
-    let startOutcome: NIOLockedValueBox<Result<FixtureDescription, FleetError>>
-    let fixtures: NIOLockedValueBox<[FixtureDescription]>
+    /// What `startLeased` does: lease `expired` as new456, or throw.
+    let startOutcome: NIOLockedValueBox<Result<LeasedFixture, FleetError>>
+    let fixtures: NIOLockedValueBox<[LeasedFixture]>
     let served: [Int: ServedFixture]
     let fixtureDomains: [String]
     let calls = NIOLockedValueBox(Calls())
@@ -28,65 +28,60 @@ final class FakeFleet: FleetQueries, FleetCommands, FixtureLookup, Sendable {
     let startGate = NIOLockedValueBox<Gate?>(nil)
 
     init(
-        fixtures: [FixtureDescription] = [FakeFleet.described("abc123")], served: [Int: ServedFixture] = [:],
+        fixtures: [LeasedFixture] = [FakeFleet.leased("abc123")], served: [Int: ServedFixture] = [:],
         domains: [String] = ["fixtures.test"]
     ) {
-        startOutcome = NIOLockedValueBox(.success(Self.described("new456")))
+        startOutcome = NIOLockedValueBox(.success(Self.leased("new456")))
         self.fixtures = NIOLockedValueBox(fixtures)
         self.served = served
         fixtureDomains = domains
     }
 
-    /// A description as the fleet makes it: no proxy (the front door adds its own).
-    static func described(
+    /// A leased fixture as the fleet gives it.
+    static func leased(
         _ id: String, scenario: String = "expired", session: String? = nil, ttl: Int = 300
-    ) -> FixtureDescription {
-        FixtureDescription(
-            id: id, scenario: scenario, group: "certificate", summary: "s", port: 40_001,
+    ) -> LeasedFixture {
+        LeasedFixture(
+            id: id, scenario: try! ScenarioCatalog.builtIn.scenario(named: scenario), port: 40_001,
             url: URL(string: "https://localhost:40001/")!,
             qualifiedURL: URL(string: "https://\(scenario).fixtures.test:40001/")!,
-            domainURLs: [], pins: FixturePins(leaf: "L", ca: "C", backup: "B", pinnedLeaf: "P"), caPEM: "CA",
-            chainPEM: "CHAIN",
-            interceptionRootPEM: nil, clientIdentity: nil,
-            expect: FixtureExpectations(verify: "certificate has expired", ats: .block),
-            proxy: nil, session: session, ttl: ttl, expiresAt: Date(timeIntervalSince1970: 2_000_000_000))
+            domainURLs: [], pins: FixturePins(leaf: "L", ca: "C", backup: "B", pinnedLeaf: "P"),
+            caCertificate: FrontDoorConnection.ca, chain: [], clientCredential: nil, interceptionRoot: nil,
+            session: session, ttl: ttl, expiresAt: Date(timeIntervalSince1970: 2_000_000_000))
     }
 
     var generation: Int { 1 }
 
-    /// What `health(asking:)` answers; the names it was asked about, in order.
-    let healthAnswer = NIOLockedValueBox(
-        RunnerHealth(status: .ready, summary: "ready: 1 serving", waitingFor: [], unavailable: [], scenarios: []))
-    let healthAsked = NIOLockedValueBox<[[String]?]>([])
+    /// Each catalog scenario's status in `document()` (and so in the health the front door makes of it).
+    let statuses = NIOLockedValueBox<[(name: String, status: CatalogEntry.Status)]>([("expired", .serving)])
+    let stopping = NIOLockedValueBox(false)
 
-    func health(asking: [String]?) -> RunnerHealth {
-        healthAsked.withLockedValue { $0.append(asking) }
-        return healthAnswer.withLockedValue { $0 }
-    }
+    var isStopping: Bool { stopping.withLockedValue { $0 } }
 
     func document() -> CatalogDocument {
-        let expired = try! catalog.scenario(named: "expired")
-        return CatalogDocument(
-            dashboard: nil, scenarios: [CatalogEntry(scenario: expired, port: 40_001, status: .serving)])
+        let entries = statuses.withLockedValue { $0 }.map { name, status in
+            CatalogEntry(scenario: try! catalog.scenario(named: name), port: 40_001, status: status)
+        }
+        return CatalogDocument(dashboard: nil, scenarios: entries)
     }
 
-    func leasedFixture(id: String) throws(FleetError) -> FixtureDescription {
+    func leasedFixture(id: String) throws(FleetError) -> LeasedFixture {
         guard let found = fixtures.withLockedValue({ $0.first { $0.id == id } }) else { throw .noSuchFixture(id) }
         return found
     }
 
-    func leasedFixtures(session: String?) -> [FixtureDescription] {
+    func leasedFixtures(session: String?) -> [LeasedFixture] {
         calls.withLockedValue { $0.listedSession.append(session) }
         return fixtures.withLockedValue { $0 }.filter { session == nil || $0.session == session }
     }
 
-    func startLeased(_ request: StartFixtureRequest) async throws(FleetError) -> FixtureDescription {
+    func startLeased(_ request: LeaseRequest) async throws(FleetError) -> LeasedFixture {
         calls.withLockedValue { $0.started.append(request) }
         if let gate = startGate.withLockedValue({ $0 }) { await gate.pass() }
         return try startOutcome.withLockedValue { $0 }.get()
     }
 
-    func renewLease(id: String, ttl: Int?) throws(FleetError) -> FixtureDescription {
+    func renewLease(id: String, ttl: Int?) throws(FleetError) -> LeasedFixture {
         calls.withLockedValue { $0.renewed.append((id, ttl)) }
         var found = try leasedFixture(id: id)
         found.ttl = ttl ?? found.ttl
@@ -177,16 +172,17 @@ struct FrontDoorConnection {
         _ fleet: FakeFleet, controlAPI: Bool = true, proxy: Bool = true, proxyElsewhere: Int? = nil,
         dashboard: Bool = true,
         client: String = "127.0.0.1", allowRemoteClients: Bool = false,
-        proxyRefused: (@Sendable (ProxyRefusal) -> Void)? = nil
+        proxyRefused: (@Sendable (ProxyRefusal) -> Void)? = nil, connector: (any FixtureConnector)? = nil,
+        channel: NIOAsyncTestingChannel = NIOAsyncTestingChannel()
     ) async throws -> FrontDoorConnection {
         let addresses = FrontDoorAddresses.Box()
         addresses.set(FrontDoorAddresses(dashboard: "http://localhost:9800/", proxy: Self.proxy))
         let services = RunnerServices(
             controlAPI: controlAPI ? ControlAPI(fleet: fleet, proxy: { addresses.value.proxy }) : nil,
             proxy: proxy ? ProxyPolicy(fixtures: fleet) : nil, proxyElsewhere: proxyElsewhere,
-            allowRemoteClients: allowRemoteClients, proxyRefused: proxyRefused)
+            allowRemoteClients: allowRemoteClients, proxyRefused: proxyRefused,
+            connector: connector ?? SocketConnector())
         let content = dashboard ? try DashboardContent(fleet: fleet, ca: Self.ca, addresses: addresses) : nil
-        let channel = NIOAsyncTestingChannel()
         try await channel.testingEventLoop.executeInContext {
             try RunnerHTTPPipeline.configure(channel, services: services, dashboard: content)
         }

@@ -12,7 +12,7 @@ import Glibc
 import Darwin
 #endif
 
-/// Holds named scenarios back before they are prepared (`FixtureFleet.Options.preparationGate`), as a slow key would,
+/// Holds named scenarios back before they are prepared (`FixtureFleet.Hooks.preparationGate`), as a slow key would,
 /// until the test lets them through: so a test sees a scenario `preparing` for as long as it needs to, by events.
 final class PreparationGate: Sendable {
     private let state = NIOLockedValueBox<(held: Set<String>, waiting: [String: [CheckedContinuation<Void, Never>]])>(
@@ -78,8 +78,8 @@ struct ReadinessTests {
     static func options(gate: PreparationGate, startWait: TimeAmount = preparationBound) throws -> FixtureFleet.Options {
         var options = FixtureFleet.Options()
         options.portBase = try ServeEndToEndTests.freePortBase()
-        options.preparationGate = gate.gate
-        options.preparingStartWait = startWait
+        options.hooks.preparationGate = gate.gate
+        options.hooks.preparingStartWait = startWait
         return options
     }
 
@@ -95,11 +95,14 @@ struct ReadinessTests {
         }
 
         // Open: every port held, none listening; everything preparing, so nothing is ready.
-        let before = fleet.health(asking: nil)
+        let before = RunnerHealth(fleet, asking: nil)
         // In catalog order, as the dashboard lists them.
         let inOrder = Self.catalog.names.filter { ["ats-compliant", "expired", "ssl-v3"].contains($0) }
         #expect(before.status == .preparing && before.waitingFor == inOrder, "\(before)")
         #expect(!before.ready && before.summary == "still preparing \(inOrder.joined(separator: ", ")); 0 serving")
+        // Held: bound by the fleet (an unbound port refuses too, so the refusal alone proves nothing), not listening.
+        let (compliantPort, expiredPort) = (try port("ats-compliant"), try port("expired"))
+        #expect(Ports.isBound(compliantPort) && Ports.isBound(expiredPort), "a port is not held")
         #expect(connectErrno(try port("ats-compliant")) == ECONNREFUSED, "a held port accepted a connection")
 
         let serving = Task { try await fleet.serve() }
@@ -112,34 +115,35 @@ struct ReadinessTests {
             return
         }
         #expect(fixture.port == (try port("ats-compliant")) && Ports.accepts(fixture.port))
-        let meanwhile = fleet.health(asking: nil)
+        let meanwhile = RunnerHealth(fleet, asking: nil)
         #expect(meanwhile.status == .preparing && meanwhile.waitingFor.contains("expired"), "\(meanwhile)")
         #expect(connectErrno(try port("expired")) == ECONNREFUSED, "a port still preparing must refuse, not reset")
-        #expect(fleet.health(asking: ["ats-compliant"]).ready, "a scenario asked about by name is ready once it serves")
-        let unsupported = fleet.health(asking: ["ssl-v3"])
+        #expect(Ports.isBound(expiredPort), "a port still preparing is not held")
+        #expect(RunnerHealth(fleet, asking: ["ats-compliant"]).ready, "a scenario asked about by name is ready once it serves")
+        let unsupported = RunnerHealth(fleet, asking: ["ssl-v3"])
         guard case .unsupported? = await fleet.settled("ssl-v3", within: Self.preparationBound) else {
             Issue.record("ssl-v3 is not unsupported")
             return
         }
-        let never = fleet.health(asking: ["ssl-v3"])
+        let never = RunnerHealth(fleet, asking: ["ssl-v3"])
         #expect(never.status == .unavailable && never.unavailable.map(\.name) == ["ssl-v3"],
                 "\(never) (\(unsupported))")
         #expect(never.summary.hasPrefix("ssl-v3 will not be served: "), "\(never.summary)")
-        let stranger = fleet.health(asking: ["rsa8192", "no-such"])
+        let stranger = RunnerHealth(fleet, asking: ["rsa8192", "no-such"])
         #expect(stranger.unavailable.map(\.name) == ["rsa8192", "no-such"])
         #expect(stranger.unavailable[0].reason.contains("does not serve it on its catalog port"))
         #expect(stranger.unavailable[1].reason.contains("no scenario of that name"))
 
         gate.release("expired")
         try await serving.value
-        let after = fleet.health(asking: nil)
+        let after = RunnerHealth(fleet, asking: nil)
         #expect(after.ready && after.status == .ready && after.waitingFor.isEmpty, "\(after)")
         #expect(after.summary == "ready: 2 serving, 1 unsupported", "\(after.summary)")
         #expect(Dictionary(uniqueKeysWithValues: after.scenarios.map { ($0.name, $0.status) })
             == ["ats-compliant": "serving", "expired": "serving", "ssl-v3": "unsupported"])
         #expect(Ports.accepts(try port("expired")))
         await fleet.stop()
-        #expect(fleet.health(asking: nil).status == .stopping)
+        #expect(RunnerHealth(fleet, asking: nil).status == .stopping)
     }
 
     @Test("a start through the API of a scenario still preparing waits for it, and is served once it is")
@@ -152,17 +156,18 @@ struct ReadinessTests {
         let finished = NIOLockedValueBox(false)
         let start = Task {
             defer { finished.withLockedValue { $0 = true } }
-            return try await fleet.startLeased(StartFixtureRequest(scenario: .name("expired")))
+            return try await fleet.startLeased(LeaseRequest(scenario: .catalog("expired")))
         }
-        // Once the start waits on the catalog fixture (an event, not a sleep), it has not finished.
-        while fleet.settleWaiters.withLockedValue({ $0.isEmpty }) && !finished.withLockedValue({ $0 }) {
-            await Task.yield()
+        // Once the start waits on the catalog fixture, it has not finished: looked for every 5 ms, sleeping in
+        // between (a loop of Task.yield() kept a pool thread busy for as long as the start took to get there).
+        while !fleet.state.withLockedValue(\.hasWaiters) && !finished.withLockedValue({ $0 }) {
+            try await Task.sleep(for: .milliseconds(5))
         }
         #expect(!finished.withLockedValue { $0 }, "the start did not wait for the scenario being prepared")
         gate.release("expired")
         let started = try await start.value
         try await serving.value
-        #expect(started.scenario == "expired" && Ports.accepts(started.port))
+        #expect(started.scenario.name == "expired" && Ports.accepts(started.port))
         guard case .serving? = fleet.catalogStates.first?.state else {
             Issue.record("the catalog's expired does not serve")
             return
@@ -178,10 +183,10 @@ struct ReadinessTests {
             options: try Self.options(gate: gate, startWait: .milliseconds(100)))
         let serving = Task { try await fleet.serve() }
         do {
-            _ = try await fleet.startLeased(StartFixtureRequest(scenario: .name("expired")))
+            _ = try await fleet.startLeased(LeaseRequest(scenario: .catalog("expired")))
             Issue.record("a start of a scenario still preparing succeeded before it was ready")
         } catch {
-            #expect(error.code == .preparing && error.field == "scenario", "\(error)")
+            #expect(error.code == .preparing && error.part == .scenario, "\(error)")
             #expect(error.reason.hasPrefix("expired is still being prepared on its catalog port"), "\(error.reason)")
             let answer = FleetErrorStatus.failure(error)
             #expect(answer.status == 503 && answer.body.error.contains("GET /api/health?scenarios=NAME"), "\(answer)")
@@ -221,17 +226,15 @@ struct HealthRouteTests {
         let door = try await FrontDoorConnection.open(fleet)
         let ready = try await door.send("GET", "/api/health")
         #expect(ready.status == 200 && ready.header("Content-Type") == "application/json", "\(ready.text)")
-        #expect(try ready.decode(RunnerHealth.self) == fleet.healthAnswer.withLockedValue { $0 })
+        #expect(try ready.decode(RunnerHealth.self) == RunnerHealth(fleet, asking: nil))
+        #expect(try ready.decode(RunnerHealth.self).summary == "ready: 1 serving")
 
-        let preparing = RunnerHealth(
-            status: .preparing, summary: "still preparing rsa8192; 1 serving", waitingFor: ["rsa8192"], unavailable: [],
-            scenarios: [RunnerHealth.Scenario(name: "rsa8192", status: "preparing", port: 9805, reason: "preparing…")])
-        fleet.healthAnswer.withLockedValue { $0 = preparing }
+        fleet.statuses.withLockedValue { $0 = [("rsa8192", .preparing), ("expired", .serving)] }
         let waiting = try await door.send("GET", "/api/health?scenarios=rsa8192,expired")
         #expect(waiting.status == 503 && waiting.header("Retry-After") == "1", "\(waiting.text)")
         let decoded = try waiting.decode(RunnerHealth.self)
-        #expect(decoded == preparing && !decoded.ready)
-        #expect(fleet.healthAsked.withLockedValue { $0 } == [nil, ["rsa8192", "expired"]])
+        #expect(decoded == RunnerHealth(fleet, asking: ["rsa8192", "expired"]) && !decoded.ready)
+        #expect(decoded.waitingFor == ["rsa8192"] && decoded.summary == "still preparing rsa8192; 1 serving")
 
         let typo = try await door.send("GET", "/api/health?scenario=rsa8192")
         #expect(typo.status == 400 && typo.error?.field == "scenario", "\(typo.text)")
@@ -239,6 +242,8 @@ struct HealthRouteTests {
         #expect(empty.status == 400 && empty.error?.field == "scenarios", "\(empty.text)")
         let post = try await door.send("POST", "/api/health", body: "{}")
         #expect(post.status == 405 && post.header("Allow") == "GET")
-        #expect(fleet.healthAsked.withLockedValue { $0 }.count == 2, "a bad request reached the fleet")
+        fleet.stopping.withLockedValue { $0 = true }
+        let stopping = try await door.send("GET", "/api/health")
+        #expect(stopping.status == 503 && stopping.header("Retry-After") == nil, "\(stopping.text)")
     }
 }

@@ -15,7 +15,7 @@ struct RemoteFixtureValueTests {
     @Test("scenarios() lists what the runner serves; an unknown name points at it, not at a module iOS cannot link",
           .requires(Tools.curl))
     func scenariosAndUnknownNames() async throws {
-        let runner = try ControlAPIRunner.start()
+        let runner = try await ControlAPIRunner.start()
         defer { runner.stop() }
         let fixtures = RemoteFixtures(runner: runner.runnerURL)
         let listed = try await fixtures.scenarios()
@@ -35,7 +35,7 @@ struct RemoteFixtureValueTests {
     @Test("an inline scenario with a certificate and no tls is refused, naming scenario.tls; a file too; {} is TLS",
           .requires(Tools.curl))
     func certificateWithoutTLS() async throws {
-        let runner = try ControlAPIRunner.start(["ats-compliant"])
+        let runner = try await ControlAPIRunner.start(["ats-compliant"])
         defer { runner.stop() }
         let fixtures = RemoteFixtures(runner: runner.runnerURL)
         let scenario: JSONValue = ["name": "mine", "group": "custom", "summary": "s", "certificate": [:],
@@ -49,7 +49,7 @@ struct RemoteFixtureValueTests {
         let file = #"{"name": "mine", "group": "custom", "summary": "s", "certificate": {}, "#
             + #""expect": {"ats": "allow"}}"#
         try Data(file.utf8).write(to: folder.appendingPathComponent("mine.json"))
-        let listed = try TestEnvironment.tlsFixtures(["scenarios", "list", "--scenarios", folder.path])
+        let listed = try await TestEnvironment.tlsFixturesAwaiting(["scenarios", "list", "--scenarios", folder.path])
         CLIInputTests.expectOneLineError(listed, mentioning: ["mine.json: at tls: missing", "\"tls\": {}"])
 
         // With "tls": {} it is TLS; with neither key it is the plain HTTP the http scenario is.
@@ -65,7 +65,7 @@ struct RemoteFixtureValueTests {
 
     @Test("the CA comes as PEM Data (as chainPEM) and optional DER; a fixture prints what and where it is")
     func values() async throws {
-        let runner = try ControlAPIRunner.start(["ats-compliant"])
+        let runner = try await ControlAPIRunner.start(["ats-compliant"])
         defer { runner.stop() }
         let fixture = try await RemoteFixtures(runner: runner.runnerURL).start("expired")
         let ca = try runner.store.ca().certificate

@@ -116,8 +116,8 @@ struct ReportCardValueTests {
 /// scenario a verifying client refuses at the certificate, and a non-zero exit.
 @Suite("Report card, live", .serialized)
 struct ReportCardLiveTests {
-    static func runner() throws -> ControlAPIRunner {
-        try ControlAPIRunner.start(ScenarioCatalog.builtIn.names)
+    static func runner() async throws -> ControlAPIRunner {
+        try await ControlAPIRunner.start(ScenarioCatalog.builtIn.names)
     }
 
     static func report(_ runner: ControlAPIRunner, _ client: String, family: String, out: URL) async throws
@@ -133,7 +133,7 @@ struct ReportCardLiveTests {
     @Test("curl and openssl s_client: every scenario as expected; curl -k: unexpected wherever verifying matters",
           .requires(Tools.curl, Tools.openssl))
     func commandCards() async throws {
-        let runner = try Self.runner()
+        let runner = try await Self.runner()
         defer { runner.stop() }
         let scratch = TestEnvironment.temporaryDirectory("cards")
         let (curl, curlCard) = try await Self.report(runner, "curl -sS --max-time 10 --cacert {ca} {url}",
@@ -170,7 +170,7 @@ struct ReportCardLiveTests {
     @Test("URLSession on Linux, from a program linking TLSFixturesClient alone: the whole card, nothing unexpected",
           .enabled(if: ProxyEndToEndTests.namespace == nil, Comment(rawValue: ProxyEndToEndTests.namespace ?? "")))
     func urlSessionCard() async throws {
-        let runner = try Self.runner()
+        let runner = try await Self.runner()
         defer { runner.stop() }
         let ca = try TestEnvironment.file(try runner.store.ca().certificate.pem, name: "ca.pem")
         let out = TestEnvironment.temporaryDirectory("urlsession-card")
@@ -252,7 +252,7 @@ struct ManualReportTests {
           .requires(Tools.curl))
     func cardFromRecords() async throws {
         let folder = TestEnvironment.temporaryDirectory("manual-report")
-        let runner = try ControlAPIRunner.start(["ats-compliant", "expired"], extra: ["--report", folder.path])
+        let runner = try await ControlAPIRunner.start(["ats-compliant", "expired"], extra: ["--report", folder.path])
         defer { runner.stop() }
         let ca = try TestEnvironment.file(try runner.store.ca().certificate.pem, name: "ca.pem")
         let compliant = URL(string: "https://localhost:\(runner.base + 1)/")!

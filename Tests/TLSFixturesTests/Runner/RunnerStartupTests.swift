@@ -129,11 +129,11 @@ struct RunnerURLTests {
     }
 
     @Test("a program linking TLSFixturesClient alone, with TLS_FIXTURES_URL=\"not a url\", says so")
-    func fromTheEnvironment() throws {
+    func fromTheEnvironment() async throws {
         let check = TestEnvironment.productsDirectory.appendingPathComponent("tls-fixtures-client-check").path
         var environment = ProcessInfo.processInfo.environment
         environment["TLS_FIXTURES_URL"] = "not a url"
-        let result = try Subprocess.run([check, "expired"], environment: environment, timeout: 60)
+        let result = try await Subprocess.runAwaiting([check, "expired"], environment: environment, timeout: 60)
         #expect(result.status == 1)
         let said = #"TLS_FIXTURES_URL is \"not a url\", which cannot be the runner's URL: it is not a URL"#
         #expect(result.stdout.contains(said), "\(result.combined)")

@@ -42,19 +42,19 @@ struct RunnerWallTests {
             Self.httpMentions([("Ports.swift", "let port = 9800 + 404_000\nlet bits = 4096\nlet t = 0.500\n")]).isEmpty)
     }
 
-    @Test("no type of the front door holds a ScenarioRunner or a FixtureFleet; they hold the fleet's narrow views")
+    @Test("no type of the front door holds a FixtureRunner or a FixtureFleet; they hold the fleet's narrow views")
     func frontDoorHoldsNarrowViews() throws {
-        // ScenarioRunner.swift is the composition itself: it holds both rooms by design.
-        let door = try Self.sources("TLSFixturesRunner").filter { $0.name != "ScenarioRunner.swift" }
+        // FixtureRunner.swift is the composition itself: it holds both rooms by design.
+        let door = try Self.sources("TLSFixturesRunner").filter { $0.name != "FixtureRunner.swift" }
         #expect(door.count >= 10, "the scan found \(door.map(\.name))")
         var holders: [String] = []
         for (name, text) in door {
             for line in text.split(separator: "\n")
-            where line.contains(/^\s*(private |package |public )?(let|var) \w+: .*(ScenarioRunner|FixtureFleet)\b/) {
+            where line.contains(/^\s*(private |package |public )?(let|var) \w+: .*(FixtureRunner|FixtureFleet)\b/) {
                 holders.append("\(name): \(line.trimmingCharacters(in: .whitespaces))")
             }
             // Initializers and functions that take the whole runner would hold it too.
-            for line in text.split(separator: "\n") where line.contains(/\w+: (ScenarioRunner|FixtureFleet)[,)]/) {
+            for line in text.split(separator: "\n") where line.contains(/\w+: (FixtureRunner|FixtureFleet)[,)]/) {
                 holders.append("\(name): \(line.trimmingCharacters(in: .whitespaces))")
             }
         }

@@ -3,11 +3,12 @@ import Testing
 @testable import TLSFixtures
 import TLSFixturesCLISupport
 
-/// CONTRIBUTING.md's "Adding a scenario to the catalog", followed in a copy of this checkout (issue 23): a contributor
-/// on a machine that cannot run the client matrix (a Mac) adds one file, runs `make scenarios`' steps, and the checks
-/// `make test` holds a new scenario to pass, with the scenario shown as not yet judged by the client matrix. It does
-/// not build the copy: `make scenarios` builds the CLI only to print the table, which is `CatalogMarkdown.table` of
-/// the catalog the copy now embeds, and that is what runs here.
+/// CONTRIBUTING.md's "Adding a scenario to the catalog", followed in a copy of this checkout (issues 23 and 37): a
+/// contributor on a machine that cannot run the client matrix (a Mac) adds one file, runs `make scenarios`' steps, and
+/// the checks `make test` holds a new scenario to pass: the ATS model's facts come from the file, the scenario shows as
+/// not yet judged by the client matrix, and expectations written without a matrix are no gap but every live client's
+/// to meet. It does not build the copy: `make scenarios` builds the CLI only to print the table, which is
+/// `CatalogMarkdown.table` of the catalog the copy now embeds, and that is what runs here.
 @Suite("Adding a scenario, as CONTRIBUTING.md walks it")
 struct AddingAScenarioTests {
     static let guideSection = "## Adding a scenario to the catalog"
@@ -53,8 +54,8 @@ struct AddingAScenarioTests {
         let section = Documentation.flattened(
             try #require(try Documentation.section(Self.guideSection, in: "CONTRIBUTING.md")))
         for step in [
-            "Scenarios/NAME.json", "make scenarios", "make test", "ATSTestSupport.swift",
-            "not yet judged by the client matrix",
+            "Scenarios/NAME.json", "make scenarios", "make test", "no row to write",
+            "not yet judged by the client matrix", "three files, one commit",
             "make matrix", "expect.clients", "docs/clients.json",
         ] {
             #expect(section.contains(step), "CONTRIBUTING.md's walk-through does not say \(step)")
@@ -79,7 +80,10 @@ struct AddingAScenarioTests {
               "summary": "TLS 1.2 with AES-256-GCM only",
               "tls": { "minVersion": "TLSv1.2", "maxVersion": "TLSv1.2", "ciphers": "ECDHE-RSA-AES256-GCM-SHA384" },
               "certificate": {},
-              "expect": { "verify": "ok", "ats": "allow", "atsFix": { "kind": "not-needed" } }
+              "expect": {
+                "handshake": { "protocol": "TLSv1.2", "ciphers": ["ECDHE-RSA-AES256-GCM-SHA384"] },
+                "verify": "ok", "ats": "allow", "atsFix": { "kind": "not-needed" }
+              }
             }
 
             """
@@ -123,8 +127,23 @@ struct AddingAScenarioTests {
                 + (try ScenarioCatalog.load(directory: checkout.appendingPathComponent("Matrix/Scenarios"))))
         #expect(MatrixEnvironment.expectationGaps(catalog: withMatrixOnly, report: report) == [])
         // serve's /scenarios.json and `scenarios list --json` say it too.
-        let entry = CatalogEntry(scenario: try catalog.scenario(named: "aes256-only"), port: port, status: .listed)
+        let added = try catalog.scenario(named: "aes256-only")
+        let entry = CatalogEntry(scenario: added, port: port, status: .listed)
         #expect(entry.clientMatrix == "not yet judged by the client matrix" && entry.clientOutcomes == nil)
+        // The ATS model's tests need no row for it: its facts come from the file, and get the file's verdict and fix.
+        let facts = ATSCatalog.derived(added)
+        #expect(ATSEvaluator().evaluate(url: facts.url, facts: facts.facts).allowed, "\(facts.facts)")
+        #expect(ATSExceptionFinder().find(host: facts.host, port: 8443, facts: facts.facts).result == .notNeeded)
+        let accepted: AcceptedSuites = [.tls1_2: ["TLS_ECDHE_RSA_WITH_AES_256_GCM_SHA384"]]
+        #expect(facts.facts.accepted == accepted, "\(facts.facts.accepted)")
+        // Expectations written on this machine, without a matrix: no gap, and every live client runs on it.
+        var withClients = added
+        withClients.expect.clients = []
+        let byHand = ScenarioCatalog(scenarios: withMatrixOnly.scenarios.filter { $0.name != added.name } + [withClients])
+        #expect(MatrixEnvironment.expectationGaps(catalog: byHand, report: report) == [])
+        let plan = ClientMatrixTests.plan(catalog: byHand, clients: MatrixClient.allCases,
+                                          recorded: Set(report.rows.map(\.scenario)))
+        #expect(MatrixClient.allCases.allSatisfy { plan[$0]?.contains("aes256-only") == true })
 
         // The checkout the test ran in is untouched.
         #expect(

@@ -12,14 +12,10 @@ import Darwin
 // async tests without tying up the cooperative thread pool.
 
 enum External {
-    /// Runs a program on a global dispatch thread (Subprocess blocks while it waits), so many can run at once.
+    /// Runs a program and awaits its exit (no thread waits for it, Dispatch's no more than the pool's), so many can run
+    /// at once.
     static func run(_ arguments: [String], stdin: Data? = nil, timeout: TimeInterval = 60) async throws -> Subprocess.Result {
-        try await withCheckedThrowingContinuation { continuation in
-            DispatchQueue.global().async {
-                do { continuation.resume(returning: try Subprocess.run(arguments, stdin: stdin, timeout: timeout)) }
-                catch { continuation.resume(throwing: error) }
-            }
-        }
+        try await Subprocess.runAwaiting(arguments, stdin: stdin, timeout: timeout)
     }
 
     static func openssl(_ arguments: [String], stdin: Data? = nil) async throws -> Subprocess.Result {
@@ -251,6 +247,18 @@ enum Ports {
         setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, socklen_t(MemoryLayout<Int32>.size))
         if v6 { setsockopt(fd, Int32(IPPROTO_IPV6), IPV6_V6ONLY, &one, socklen_t(MemoryLayout<Int32>.size)) }
         return withSocketAddress(host: host, port: port) { bind(fd, $0, $1) == 0 } && listen(fd, 1) == 0
+    }
+
+    /// Whether a socket is bound to `port` on 127.0.0.1 now, listening or not: a bind without SO_REUSEADDR fails with
+    /// EADDRINUSE. What tells a port held for a scenario still preparing (bound, not listening: "connection refused")
+    /// from a port nobody holds, which refuses a connection just the same. (A connection of its own in TIME_WAIT would
+    /// count too: ask before connecting to the port.)
+    static func isBound(_ port: Int) -> Bool {
+        let fd = socket(AF_INET, streamSocketType, 0)
+        guard fd >= 0 else { return false }
+        defer { close(fd) }
+        let bound = withSocketAddress(host: "127.0.0.1", port: port) { bind(fd, $0, $1) == 0 }
+        return !bound && errno == EADDRINUSE
     }
 
     /// The inodes of the sockets listening on `port` right now, in any process of this network namespace; nil where

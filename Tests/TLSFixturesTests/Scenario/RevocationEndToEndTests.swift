@@ -239,11 +239,12 @@ struct RevocationEndToEndTests {
         #expect(!Ports.accepts(responder), "the responder still listens on \(responder)")
         // Twice in full runs under load (never alone) the port could not be bound right after stop(), with the kit's
         // sockets closed: a second to settle, and what holds the port named in the failure, so the cause is seen.
-        let free = (0..<10).contains { attempt in
-            if attempt > 0 { usleep(100_000) }
-            return Ports.canListen(refusing)
+        var free = Ports.canListen(refusing)
+        for _ in 0..<9 where !free {
+            try await Task.sleep(for: .milliseconds(100))
+            free = Ports.canListen(refusing)
         }
-        let holders = free ? "" : ((try? Subprocess.run(["ss", "-tanpe", "sport = :\(refusing) or dport = :\(refusing)"]).combined) ?? "ss failed")
+        let holders = free ? "" : ((try? await Subprocess.runAwaiting(["ss", "-tanpe", "sport = :\(refusing) or dport = :\(refusing)"]).combined) ?? "ss failed")
         #expect(free, "the refusing port \(refusing) is still held after stop(): \(holders)")
     }
 }

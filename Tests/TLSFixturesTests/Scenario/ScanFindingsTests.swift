@@ -74,7 +74,7 @@ struct ScanFindingsTests {
         let result = try await External.openssl(["s_client", "-connect", "127.0.0.1:\(port)", "-tls1_2", "-cipher", "ALL:@SECLEVEL=0",
                                                  "-sigalgs", "RSA+SHA1:ECDSA+SHA1"])
         if server.process.isRunning { server.process.terminate() }
-        let served = server.wait(timeout: 10)
+        let served = await server.finished(timeout: 10)
         #expect(result.combined.contains("Peer signing digest: SHA1"), "\(result.combined.suffix(1200))\ns_server: \(served.combined.suffix(600))")
     }
 

@@ -111,7 +111,7 @@ struct ShapesEndToEndTests {
             let python = try await External.run(["python3", "-c", script, String(fixture.port), caFile, long])
             #expect(python.stdout.hasPrefix("OK"), "\(python.combined)")
         }
-        let hosts = try TestEnvironment.tlsFixtures(["hosts"]).stdout
+        let hosts = try await TestEnvironment.tlsFixturesAwaiting(["hosts"]).stdout
         #expect(hosts.contains("127.0.0.1\t\(long)") && hosts.contains("127.0.0.1\tlong-subdomain.fixtures.test"))
     }
 }

@@ -1,4 +1,11 @@
 import Foundation
+import Testing
+
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
 
 /// Runs real programs (openssl, curl, python3, our CLI) and captures what they print. A bare tool name (`openssl`,
 /// `curl`, `python3`, …) runs the program `Tools` located and checked (Homebrew's keg first on macOS); a tool that
@@ -69,7 +76,7 @@ struct Subprocess {
                 stop()
                 if !termination.wait(until: Date().addingTimeInterval(Self.killGrace)) {
                     kill(process.processIdentifier, SIGKILL)
-                    _ = termination.wait(until: .distantFuture)
+                    _ = termination.wait(until: Date().addingTimeInterval(Self.killGrace))
                 }
             }
             return collect(timedOut: timedOut)
@@ -83,7 +90,7 @@ struct Subprocess {
                 stop()
                 if await !termination.finished(within: Self.killGrace) {
                     kill(process.processIdentifier, SIGKILL)
-                    _ = await termination.finished(within: .infinity)
+                    _ = await termination.finished(within: Self.killGrace)
                 }
             }
             return collect(timedOut: timedOut)
@@ -94,12 +101,33 @@ struct Subprocess {
             if process.isRunning { process.terminate() }
         }
 
+        /// For a `defer`, which cannot await: SIGTERM and the exit waited for on this thread, `StoppableChild.stopBound`
+        /// at most, then SIGKILL and a failed test. What it waits for is another process's exit, which needs nothing
+        /// from this one.
+        func stopBlocking(_ what: String = "the child", sourceLocation: SourceLocation = #_sourceLocation) {
+            guard !termination.isFinished else { return }
+            kill(process.processIdentifier, SIGTERM)
+            if termination.wait(until: Date().addingTimeInterval(StoppableChild.stopBound)) { return }
+            kill(process.processIdentifier, SIGKILL)
+            Issue.record("\(what) did not exit within \(Int(StoppableChild.stopBound)) s of SIGTERM: killed",
+                         sourceLocation: sourceLocation)
+        }
+
+        /// The child's output and status. Foundation on Linux learns of an exit through a descriptor the child
+        /// inherits, so a grandchild left holding it (a `serve` a shell put in the background) hides even a SIGKILLed
+        /// child's exit: then the status is -1 and standard error says so, rather than the test waiting for ever (or
+        /// Foundation trapping when asked the status of a process it thinks runs).
         private func collect(timedOut: Bool) -> Result {
             defer { try? FileManager.default.removeItem(at: scratch) }
             let outData = (try? Data(contentsOf: outURL)) ?? Data()
-            return Result(status: process.terminationStatus, stdout: String(decoding: outData, as: UTF8.self),
-                          stderr: String(decoding: (try? Data(contentsOf: errURL)) ?? Data(), as: UTF8.self),
-                          timedOut: timedOut, stdoutData: outData)
+            var errors = String(decoding: (try? Data(contentsOf: errURL)) ?? Data(), as: UTF8.self)
+            let exited = termination.isFinished
+            if !exited {
+                errors += "\n(Subprocess: no exit seen after SIGKILL; a process it started still holds its output)"
+            }
+            return Result(status: exited ? process.terminationStatus : -1,
+                          stdout: String(decoding: outData, as: UTF8.self), stderr: errors, timedOut: timedOut,
+                          stdoutData: outData)
         }
     }
 
@@ -130,12 +158,81 @@ struct Subprocess {
     }
 }
 
+/// A child a test starts and stops itself (`serve`, which runs until it is told to stop), its output going where the
+/// test says. Its exit is awaited through the termination handler, and stopping it never waits for ever: a child that
+/// has not exited `stopBound` seconds after SIGTERM gets SIGKILL, and the test fails saying so, rather than hanging the
+/// whole test process (in CI, a 90-minute time-out instead of a red test).
+final class StoppableChild: @unchecked Sendable {
+    let process = Process()
+    private let termination = Termination()
+    /// How long a child has to exit after SIGTERM: `serve` stops in well under a second, so only a hang reaches it.
+    static let stopBound: TimeInterval = 30
+
+    /// Starts `executable` with `arguments`, in this process's environment for children
+    /// (`TestEnvironment.childEnvironment`) plus `environment`.
+    init(_ executable: String, _ arguments: [String], environment: [String: String] = [:], standardOutput: FileHandle,
+         standardError: FileHandle) throws {
+        process.executableURL = URL(fileURLWithPath: executable)
+        process.arguments = arguments
+        process.environment = TestEnvironment.childEnvironment(environment)
+        process.standardOutput = standardOutput
+        process.standardError = standardError
+        let termination = termination
+        process.terminationHandler = { _ in termination.finish() }
+        try process.run()
+    }
+
+    var processIdentifier: Int32 { process.processIdentifier }
+    var isRunning: Bool { !termination.isFinished }
+    /// The exit status, or the signal that ended it; nil while it runs (Foundation traps when asked then).
+    var terminationStatus: Int32? { termination.isFinished ? process.terminationStatus : nil }
+
+    /// Whether it exits within `seconds`; holds no thread meanwhile.
+    func exited(within seconds: TimeInterval) async -> Bool { await termination.finished(within: seconds) }
+
+    /// SIGTERM, and its exit awaited; past `stopBound`, SIGKILL and a failed test. Whether it stopped on SIGTERM.
+    @discardableResult
+    func stop(_ what: String = "the child", sourceLocation: SourceLocation = #_sourceLocation) async -> Bool {
+        guard isRunning else { return true }
+        kill(process.processIdentifier, SIGTERM)
+        if await termination.finished(within: Self.stopBound) { return true }
+        forceKill(what, sourceLocation: sourceLocation)
+        _ = await termination.finished(within: Self.stopBound)
+        return false
+    }
+
+    /// `stop()` for a `defer`, which cannot await: it blocks the calling thread until the child exits, `stopBound` at
+    /// most (then SIGKILL and a failed test). What it waits for is another process's exit, which needs nothing from
+    /// this one, and a child that stops as it should takes well under a second.
+    func stopBlocking(_ what: String = "the child", sourceLocation: SourceLocation = #_sourceLocation) {
+        guard isRunning else { return }
+        kill(process.processIdentifier, SIGTERM)
+        if termination.wait(until: Date().addingTimeInterval(Self.stopBound)) { return }
+        forceKill(what, sourceLocation: sourceLocation)
+        _ = termination.wait(until: Date().addingTimeInterval(Self.stopBound))
+    }
+
+    private func forceKill(_ what: String, sourceLocation: SourceLocation) {
+        kill(process.processIdentifier, SIGKILL)
+        let pid = process.processIdentifier
+        Issue.record("\(what) (process \(pid)) did not exit within \(Int(Self.stopBound)) s of SIGTERM: killed",
+                     sourceLocation: sourceLocation)
+    }
+}
+
 /// A child's exit, as a flag a thread can wait on and a continuation a task can await: set once, by the process's
 /// termination handler.
 final class Termination: @unchecked Sendable {
     private let condition = NSCondition()
     private var done = false
     private var waiters: [UUID: CheckedContinuation<Bool, Never>] = [:]
+
+    /// Whether the child has exited (its termination handler has run).
+    var isFinished: Bool {
+        condition.lock()
+        defer { condition.unlock() }
+        return done
+    }
 
     func finish() {
         condition.lock()

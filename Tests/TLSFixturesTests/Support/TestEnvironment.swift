@@ -31,8 +31,11 @@ enum TestEnvironment {
         return productsDirectory.appendingPathComponent("tls-fixtures").path
     }
 
-    /// What every child process the tests start adds to this process's environment.
-    static let childEnvironmentOverrides = [LegacyHelper.environmentVariable: "none"]
+    /// What every child process the tests start adds to this process's environment: no legacy helper, and this
+    /// process's id, so a `serve` it starts stops when it exits (`TestHooks.parentVariable`): a test process that
+    /// crashes leaves no `serve` behind.
+    static let childEnvironmentOverrides = [LegacyHelper.environmentVariable: "none",
+                                            TestHooks.parentVariable: String(getpid())]
 
     /// This process's environment plus `childEnvironmentOverrides` plus `extra`: for a `Process` a test starts itself.
     static func childEnvironment(_ extra: [String: String] = [:]) -> [String: String] {
@@ -72,6 +75,10 @@ enum TestEnvironment {
         let keys = (try? await slowScenarioKeys.value) ?? []
         return suiteStore(suite, seededWith: keys)
     }
+
+    /// The key files of `rsa4096` and `rsa8192` in the shared store, made there on first use (on a thread of their
+    /// own); empty when making them failed.
+    static func slowScenarioKeyFiles() async -> [URL] { (try? await slowScenarioKeys.value) ?? [] }
 
     private static func suiteStore(_ suite: String, seededWith keys: [URL]) -> CertificateStore {
         suiteStores.withLockedValue { stores in
@@ -124,6 +131,14 @@ enum TestEnvironment {
         try Subprocess.run([cli] + arguments, environment: environment, timeout: timeout)
     }
 
+    /// `tlsFixtures`, awaited: for async tests, which must not hold one of the concurrency pool's threads while the CLI
+    /// runs.
+    @discardableResult
+    static func tlsFixturesAwaiting(_ arguments: [String], environment: [String: String]? = nil,
+                                    timeout: TimeInterval = 120) async throws -> Subprocess.Result {
+        try await Subprocess.runAwaiting([cli] + arguments, environment: environment, timeout: timeout)
+    }
+
     /// What a CLI run as "nobody" gets beside `childEnvironment`: `HOME=/tmp`, and a sanitizer's `log_path` (under
     /// `.build-*`, which nobody may not reach) swapped for standard error.
     static var nobodyEnvironment: [String: String] {
@@ -144,6 +159,19 @@ enum TestEnvironment {
         let environment = asNobody ? nobodyEnvironment : ["HOME": "/tmp"]
         let prefix = asNobody ? ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups"] : []
         return try Subprocess.run(prefix + [cli] + arguments, environment: environment, timeout: 120)
+    }
+
+    /// `tlsFixtures(asNobody:_:)`, awaited.
+    static func tlsFixturesAwaiting(asNobody: Bool, _ arguments: [String]) async throws -> Subprocess.Result {
+        let environment = asNobody ? nobodyEnvironment : ["HOME": "/tmp"]
+        let prefix = asNobody ? ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups"] : []
+        return try await Subprocess.runAwaiting(prefix + [cli] + arguments, environment: environment, timeout: 120)
+    }
+
+    /// `openssl …`, awaited.
+    @discardableResult
+    static func opensslAwaiting(_ arguments: [String], stdin: Data? = nil) async throws -> Subprocess.Result {
+        try await Subprocess.runAwaiting(["openssl"] + arguments, stdin: stdin, timeout: 60)
     }
 
     /// `openssl …`, the independent judge of what we generate.
