@@ -151,15 +151,16 @@ clean:
 	rm -rf .build .build-asan .build-tsan .build-fuzz .build-matrix .build-lint fuzz-out
 
 # --- Client matrix ------------------------------------------------------------------------------------------------
-# Every served scenario against every client stack (scripts/matrix.py; docs/CLIENTS.md says what each client is). The
+# Every served scenario against every client stack, each stack a report card (`tls-fixtures report --family STACK`,
+# its client Matrix/Clients/load.py; scripts/matrix.py runs the reports and renders docs/CLIENTS.md from the cards). The
 # Swift clients live in Matrix/, a package of its own built into .build-matrix, so neither the library nor its users
 # depend on swift-nio-ssl or AsyncHTTPClient. Products are named because a plain `swift build` there also builds the
 # dependencies' example executables. `make test` installs every stack (on macOS: GnuTLS and pyca) and builds the three
-# Swift clients (on macOS the swift-nio-ssl one), then ClientMatrixTests runs each stack on the controls, the refusals
-# and the scenarios where it differs from OpenSSL; `make matrix` runs every scenario on every stack and writes the
-# report, with what each fixture recorded of each client beside its verdict: three clients at a time, each on a serve
-# of its own (ports 29800, 30000 and 30200 onwards; ARGS="--port-base N ..." moves them). Linux only (URLSession needs
-# a private mount namespace).
+# Swift clients (on macOS the swift-nio-ssl one), then ClientMatrixTests runs each stack's card on the controls, the
+# refusals and the scenarios where it differs from OpenSSL; `make matrix` runs every scenario on every stack and writes
+# the report, with what each fixture recorded of each client beside its verdict: one serve (ports 29800 onwards;
+# ARGS="--port-base N" moves them), four reports at a time (ARGS="--jobs N"), every load on a leased fixture of its
+# own. Linux only (URLSession needs a private mount namespace).
 MATRIX_BUILD = swift build --package-path Matrix --scratch-path .build-matrix $(SWIFT_WARNINGS)
 MATRIX_PRODUCTS := matrix-nio-ssl $(if $(filter Darwin,$(shell uname -s)),,matrix-ahc matrix-urlsession)
 

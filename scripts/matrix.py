@@ -1,25 +1,24 @@
 #!/usr/bin/env python3
-"""The client matrix: every served scenario x every TLS client stack, with the built-in CA trusted.
+"""The client matrix: every served scenario x every TLS client stack, with the built-in CA trusted: a report card per
+stack, rendered as one table.
 
 `make matrix` runs it in full and writes docs/CLIENTS.md and docs/clients.json; `make test` runs every stack through
 Tests/TLSFixturesTests/Matrix/ClientMatrixTests.swift with a --plan (each stack on the controls, the refusals and the
-scenarios where it differs from OpenSSL), which holds the scenario files' `expect.clients` to what the clients really
-do.
+scenarios where it differs from OpenSSL), which holds each card to nothing unexpected.
 
-How it works: a fresh store and CA (`tls-fixtures ca init`), then `tls-fixtures serve --json` with the built-in
-catalog plus Matrix/Scenarios (the `impersonation` leaf for www.apple.com). Each client is started once with the
-whole target list (one ID<TAB>HOST<TAB>PORT line per target) and prints one JSON line per target: accepted (the
-handshake, certificate verification for HOST, and an HTTP 200) or its own error text. Small C tools (openssl, curl,
-gnutls-cli, tstclnt, chromium) are run once per target instead, a few at a time. Every DNS name is connected at
-127.0.0.1 through each client's own override (curl --resolve, Go's dialer, Node's lookup, ...) or, for URLSession,
-which has none, a private mount namespace whose /etc/hosts and CA bundle are the matrix's (see run_urlsession).
+How it works: a fresh store and CA (`tls-fixtures ca init`), one `tls-fixtures serve` of the catalog plus Matrix/Scenarios
+(the `impersonation` leaf for www.apple.com), and for every stack `tls-fixtures report --runner … --family STACK
+--client TEMPLATE`: the stack runs once on a fresh leased fixture of each scenario and once on one of its control, and
+the report's differential judge (LoadJudge) gives each an as expected / unexpected / unproven verdict from what the
+client said and what its fixture recorded. The template is Matrix/Clients/load.py, which runs the stack's own client
+for one fixture (openssl s_client, curl, gnutls-cli, tstclnt, Chromium, or the small clients in Matrix/), connecting
+as `localhost` (`impersonation` as www.apple.com, `long-subdomain` by its 63-character label) and printing the client's
+words; its exit status is the verdict. A few reports run at once, each stack's scenarios split over several, against
+the one runner: every load has a fixture of its own, so the records beside each verdict are that load's alone.
 
-Beside each verdict, what the server saw: each client runs against a `serve` of its own (the same store and CA, its
-own block of ports, --port-base once per client running at once) and meets each fixture once per round, so the records
-a fixture kept since the round began (GET /api/scenarios/NAME/connections) are that client's for that row; a refusal
-the fixture never saw is flagged (see What the server saw).
-
-A client that is not installed is reported missing with the reason, never counted as a pass or a failure.
+This script only prepares the stacks (versions, the NSS database, compiled clients, OkHttp's pins), runs the reports
+and renders their cards: it judges nothing itself. A client that is not installed is reported missing with the reason,
+never counted as a pass or a failure.
 """
 import argparse
 import concurrent.futures
@@ -28,26 +27,31 @@ import json
 import os
 import platform
 import re
+import shlex
 import shutil
 import subprocess
 import sys
 import tempfile
-import queue
 import time
-import urllib.parse
 import urllib.request
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 MATRIX = ROOT / "Matrix"
+LOAD = MATRIX / "Clients/load.py"
 # Not run: plain HTTP has no TLS to judge, and client-cert-required judges the client's certificate, not the server's.
 OUT_OF_SCOPE = {
     "http": "plain HTTP: no TLS to judge",
     "client-cert-required": "judges the client's certificate, which the matrix clients do not present",
 }
+# More rows where the name matters, each a report of its own: the qualified name under the CA's bare `test`
+# constraint, and the address rows of the only scenario whose leaf names addresses. Their controls load as localhost.
+EXTRA_ROWS = [("ats-compliant", "ats-compliant.fixtures.test"), ("ip-san", "127.0.0.1"), ("ip-san", "::1")]
+CURL_CA_BUNDLE = "/etc/ssl/certs/ca-certificates.crt"
+OKHTTP_JARS = ["/usr/share/java/okhttp.jar", "/usr/share/java/okio.jar"]
 
 
-def primary_host(entry):
+def row_host(entry):
     """The host a scenario's own row connects as (its `expect.clients` describe that row): localhost, but for the two
     scenarios whose point is a name — `impersonation`'s www.apple.com, and `long-subdomain`'s 63-character label, the
     first of its file's extraHosts."""
@@ -57,71 +61,16 @@ def primary_host(entry):
         return entry["certificate"]["extraHosts"][0]
     return "localhost"
 
-# More rows where the name matters: the qualified name under the CA's bare `test` constraint, and the address rows of
-# the only scenario whose leaf names addresses.
-EXTRA_ROWS = [("ats-compliant", "ats-compliant.fixtures.test"), ("ip-san", "127.0.0.1"), ("ip-san", "::1")]
-REQUEST = "GET / HTTP/1.1\r\nHost: {host}\r\nConnection: close\r\n\r\n"
-TIMEOUT = 20
 
-
-def is_address(host):
-    return ":" in host or re.fullmatch(r"[0-9.]+", host) is not None
-
-
-def run(arguments, **kwargs):
-    kwargs.setdefault("timeout", TIMEOUT)
+def run(arguments, timeout=20, **kwargs):
     try:
-        return subprocess.run(arguments, capture_output=True, text=True, errors="replace", **kwargs)
+        return subprocess.run(arguments, capture_output=True, text=True, errors="replace", timeout=timeout, **kwargs)
     except subprocess.TimeoutExpired as expired:
-        return subprocess.CompletedProcess(arguments, 124, expired.stdout or "", (expired.stderr or "") + "\ntimed out")
+        return subprocess.CompletedProcess(arguments, 124, "", "timed out")
 
 
 def one_line(text):
     return " ".join(str(text).split())
-
-
-# --- Clients --------------------------------------------------------------------------------------------------------
-# Each: available(ctx) -> (version or None, reason when missing); run(ctx, targets) -> {id: (accepted, detail)};
-# short(detail) -> the few words a table cell shows.
-
-
-class Context:
-    def __init__(self, work, ca_file, swift_products, python, cli=None, pinned=None):
-        self.work = work
-        self.ca_file = ca_file
-        self.swift_products = swift_products
-        self.python = python
-        self.request_file = work / "request.txt"
-        self.cli = cli
-        # Scenario name -> (pins, extra trusted roots) for the clients that pin (OkHttp's CertificatePinner).
-        self.pinned = pinned or {}
-
-
-def targets_file(ctx, name, targets):
-    path = ctx.work / f"targets-{name}.txt"
-    path.write_text("".join(f"{t['id']}\t{t['host']}\t{t['port']}\n" for t in targets))
-    return path
-
-
-def batch_results(completed, targets):
-    """One JSON line per target; a target the client never answered is a harness failure, not a verdict."""
-    results = {}
-    for line in completed.stdout.splitlines():
-        try:
-            answer = json.loads(line)
-        except ValueError:
-            continue
-        accepted = answer["accepted"]
-        results[answer["id"]] = (None if accepted is None else bool(accepted), one_line(answer["detail"]))
-    for target in targets:
-        if target["id"] not in results:
-            results[target["id"]] = (None, one_line(f"no answer (exit {completed.returncode}): {completed.stderr[-300:]}"))
-    return results
-
-
-def per_target(function, targets, workers=4):
-    with concurrent.futures.ThreadPoolExecutor(max_workers=workers) as pool:
-        return dict(zip([t["id"] for t in targets], pool.map(function, targets)))
 
 
 def first_match(patterns, text, default=None):
@@ -132,46 +81,34 @@ def first_match(patterns, text, default=None):
     return default
 
 
-# OpenSSL: s_client as a strict client (verify errors end the handshake), with the system's default security level.
+# --- The stacks: each available(ctx) -> (version or None, reason when missing) and short(detail) -> the few words a
+# table cell shows. What runs for one load is Matrix/Clients/load.py's.
+
+
+class Context:
+    def __init__(self, work, ca_file, swift_clients, python):
+        self.work = work
+        self.ca_file = ca_file
+        self.swift_clients = Path(swift_clients)
+        self.python = python
+        self.nss_database = work / "nssdb"
+        self.chromium_home = work / "chromium-home"
+        self.java_classes = ROOT / ".build-matrix/java"
+        self.go_client = ROOT / ".build-matrix/go-client"
+
+
 def openssl_version(ctx):
     completed = run(["openssl", "version"])
     return (completed.stdout.strip(), None) if completed.returncode == 0 else (None, "openssl not installed")
-
-
-def openssl_one(ctx, target):
-    host = target["host"]
-    arguments = ["openssl", "s_client", "-connect", f"[{host}]:{target['port']}" if ":" in host else
-                 f"{host if is_address(host) else '127.0.0.1'}:{target['port']}",
-                 "-CAfile", ctx.ca_file, "-verify_return_error", "-ign_eof"]
-    arguments += ["-verify_ip", host] if is_address(host) else ["-servername", host, "-verify_hostname", host]
-    with open(ctx.request_file) as stdin:
-        completed = run(arguments, stdin=stdin)
-    output = completed.stdout + completed.stderr
-    if completed.returncode == 0 and re.search(r"^HTTP/1\.1 200", output, re.M):
-        return True, "HTTP 200, " + (first_match([r"Protocol\s*:\s*(\S+)", r"New, (TLSv1\.3)"], output, "?"))
-    return False, one_line(first_match([r"^verify error:num=\d+:(.*)$", r"^(\S*error:[0-9A-F]{8}:.*)$"], output, output[-300:]))
 
 
 def openssl_short(detail):
     return first_match([r"error:[0-9A-F]+:SSL routines:[^:]*:([^:]+)"], detail, detail)
 
 
-# curl: --cacert replaces the system bundle; --resolve sends the name to 127.0.0.1.
 def curl_version(ctx):
     completed = run(["curl", "--version"])
     return (completed.stdout.splitlines()[0], None) if completed.returncode == 0 else (None, "curl not installed")
-
-
-def curl_one(ctx, target):
-    host, port = target["host"], target["port"]
-    url_host = f"[{host}]" if ":" in host else host
-    arguments = ["curl", "-sS", "--max-time", "15", "--cacert", ctx.ca_file, "-o", "/dev/null", "-w", "%{http_code}"]
-    if not is_address(host):
-        arguments += ["--resolve", f"{host}:{port}:127.0.0.1"]
-    completed = run(arguments + [f"https://{url_host}:{port}/"])
-    if completed.returncode == 0:
-        return completed.stdout.strip() == "200", f"HTTP {completed.stdout.strip()}"
-    return False, one_line(completed.stderr)
 
 
 def curl_short(detail):
@@ -181,112 +118,51 @@ def curl_short(detail):
                         r"curl: \(\d+\) (.*)"], detail, detail)
 
 
-# GnuTLS: gnutls-cli's defaults (its priority string NORMAL), the CA as the only trust file.
 def gnutls_version(ctx):
     if not shutil.which("gnutls-cli"):
         return None, "gnutls-cli not installed (apt-get install gnutls-bin)"
     return run(["gnutls-cli", "--version"]).stdout.splitlines()[0], None
 
 
-def gnutls_one(ctx, target):
-    host = target["host"]
-    arguments = ["gnutls-cli", "--x509cafile", ctx.ca_file, "-p", str(target["port"]), "--verify-hostname", host]
-    if not is_address(host):
-        arguments += ["--sni-hostname", host]
-    arguments.append(host if is_address(host) else "127.0.0.1")
-    with open(ctx.request_file) as stdin:
-        completed = run(arguments, stdin=stdin)
-    output = completed.stdout + completed.stderr
-    if re.search(r"^HTTP/1\.1 200", output, re.M) and "certificate is trusted" in output:
-        return True, "HTTP 200, " + first_match([r"Description: \((TLS[^-)]*)"], output, "?")
-    return False, one_line(first_match([r"Status: (The certificate is NOT trusted\..*)$", r"\*\*\* (Received alert.*)$",
-                                        r"\*\*\* (Fatal error.*)$", r"\*\*\* (.*failed.*)$"], output, output[-300:]))
-
-
 def gnutls_short(detail):
     return re.sub(r"^The certificate is NOT trusted\. ", "NOT trusted: ", detail)
 
 
-# NSS: tstclnt with a fresh NSS database that trusts the CA; -a sets both SNI and the name checked.
+def trusting_nss_database(ctx, database):
+    """A fresh NSS database that trusts the CA (tstclnt reads it; Chromium reads its home's)."""
+    database.mkdir(parents=True, exist_ok=True)
+    run(["certutil", "-d", f"sql:{database}", "-N", "--empty-password"])
+    added = run(["certutil", "-d", f"sql:{database}", "-A", "-t", "C,,", "-n", "tls-fixtures", "-i", ctx.ca_file])
+    return None if added.returncode == 0 else one_line("certutil could not add the CA: " + added.stderr)
+
+
 def nss_version(ctx):
     if not shutil.which("tstclnt") or not shutil.which("certutil"):
         return None, "tstclnt/certutil not installed (apt-get install libnss3-tools)"
-    database = ctx.work / "nssdb"
-    database.mkdir(exist_ok=True)
-    run(["certutil", "-d", f"sql:{database}", "-N", "--empty-password"])
-    added = run(["certutil", "-d", f"sql:{database}", "-A", "-t", "C,,", "-n", "tls-fixtures", "-i", ctx.ca_file])
-    if added.returncode != 0:
-        return None, one_line("certutil could not add the CA: " + added.stderr)
+    failure = trusting_nss_database(ctx, ctx.nss_database)
+    if failure:
+        return None, failure
     version = run(["dpkg-query", "-W", "-f", "${Version}", "libnss3"]).stdout.strip()
     return f"NSS {version or '(version unknown)'}", None
-
-
-def nss_one(ctx, target):
-    host = target["host"]
-    arguments = ["tstclnt", "-d", f"sql:{ctx.work / 'nssdb'}", "-p", str(target["port"])]
-    if is_address(host):
-        arguments += ["-h", host, "-6" if ":" in host else "-4"]
-    else:
-        arguments += ["-h", "127.0.0.1", "-a", host, "-4"]
-    with open(ctx.request_file) as stdin:
-        completed = run(arguments, stdin=stdin)
-    output = completed.stdout + completed.stderr
-    if re.search(r"^HTTP/1\.1 200", output, re.M):
-        return True, "HTTP 200"
-    return False, one_line(first_match([r"^tstclnt: (.*)$"], output, output[-300:]))
 
 
 def nss_short(detail):
     return first_match([r"\b((?:SEC|SSL)_ERROR_[A-Z0-9_]+)"], detail, detail)
 
 
-# Chromium: headless, its own profile whose NSS database trusts the CA (Chrome's verifier reads user trust from it),
-# every name mapped to 127.0.0.1. Accepted when the fixture's JSON is the page; otherwise the net error code shown.
-def chromium_binary():
-    return shutil.which("chromium") or shutil.which("chromium-browser")
-
-
 def chromium_version(ctx):
-    binary = chromium_binary()
+    binary = shutil.which("chromium") or shutil.which("chromium-browser")
     if not binary:
         return None, "chromium not installed (apt-get install chromium)"
-    home = ctx.work / "chromium-home"
-    database = home / ".pki/nssdb"
-    database.mkdir(parents=True, exist_ok=True)
-    run(["certutil", "-d", f"sql:{database}", "-N", "--empty-password"])
-    added = run(["certutil", "-d", f"sql:{database}", "-A", "-t", "C,,", "-n", "tls-fixtures", "-i", ctx.ca_file])
-    if added.returncode != 0:
-        return None, one_line("certutil could not add the CA: " + added.stderr)
+    failure = trusting_nss_database(ctx, ctx.chromium_home / ".pki/nssdb")
+    if failure:
+        return None, failure
     return run([binary, "--version"]).stdout.strip(), None
-
-
-def chromium_one(ctx, target):
-    host = target["host"]
-    url_host = f"[{host}]" if ":" in host else host
-    home = ctx.work / "chromium-home"
-    profile = ctx.work / f"chromium-profile-{target['id']}"
-    arguments = [chromium_binary(), "--headless=new", "--no-sandbox", "--disable-gpu", "--no-first-run",
-                 f"--user-data-dir={profile}", "--host-resolver-rules=MAP * 127.0.0.1, EXCLUDE 127.0.0.1, EXCLUDE [::1]",
-                 "--virtual-time-budget=10000", "--dump-dom", f"https://{url_host}:{target['port']}/"]
-    completed = run(arguments, env={**os.environ, "HOME": str(home)}, timeout=45)
-    shutil.rmtree(profile, ignore_errors=True)
-    if f'"scenario":"{target["scenario"]}"' in completed.stdout:
-        return True, "page loaded"
-    # Headless Chromium logs "Page load failed: net::ERR_CERT_DATE_INVALID" when the navigation itself fails.
-    code = first_match([r"Page load failed: (net::ERR_[A-Z0-9_]+)", r"\b(net::ERR_[A-Z0-9_]+)", r"(NET::ERR_[A-Z0-9_]+)"],
-                       completed.stderr + completed.stdout)
-    return False, code or one_line("no page: " + (completed.stderr or completed.stdout)[-300:])
-
-
-# The batch clients: one process for every target.
-def swift_product(ctx, name):
-    path = Path(ctx.swift_products) / name
-    return path if path.exists() else None
 
 
 def swift_version(name):
     def version(ctx):
-        if not swift_product(ctx, name):
+        if not (ctx.swift_clients / name).exists():
             return None, f"not built: swift build --package-path Matrix --scratch-path .build-matrix --product {name}"
         packages = {"matrix-nio-ssl": "swift-nio-ssl 2.37.6 (BoringSSL)",
                     "matrix-ahc": "AsyncHTTPClient 1.37.0 on swift-nio-ssl 2.37.6",
@@ -304,49 +180,21 @@ def swift_toolchain():
     return first_match([r"Swift version (\S+)"], completed.stdout + completed.stderr, "?")
 
 
-def run_swift(name):
-    def go(ctx, targets):
-        return batch_results(run([str(swift_product(ctx, name)), ctx.ca_file, str(targets_file(ctx, name, targets))],
-                                 timeout=30 + 20 * len(targets)), targets)
-    return go
-
-
 def boringssl_short(detail):
-    return first_match([r"OPENSSL_internal:([A-Z0-9_]+)", r"(failedToValidateHostname)", r"(unsupported name constraint type)",
-                        r"^(\w+)\("], detail, detail)
-
-
-# URLSession on Linux trusts only libcurl's compiled-in CA bundle (swift-corelibs-foundation reads the
-# URLSessionCertificateAuthorityInfoFile variable on Android only) and resolves names through the system. So it runs in
-# a private mount namespace where that bundle is the built-in CA and /etc/hosts maps the matrix's names to loopback:
-# the machine itself is never changed.
-CURL_CA_BUNDLE = "/etc/ssl/certs/ca-certificates.crt"
+    return first_match([r"OPENSSL_internal:([A-Z0-9_]+)", r"(failedToValidateHostname)",
+                        r"(unsupported name constraint type)", r"^(\w+)\("], detail, detail)
 
 
 def namespace_available():
+    """URLSession runs in a private mount namespace (Matrix/Clients/load.py): can this machine make one?"""
     if platform.system() != "Linux" or not shutil.which("unshare"):
         return False, "needs Linux and unshare (util-linux) for a private mount namespace"
     if not Path(CURL_CA_BUNDLE).exists():
         return False, f"libcurl's CA bundle {CURL_CA_BUNDLE} is missing (apt-get install ca-certificates)"
-    probe = run(namespace_prefix() + ["true"])
+    probe = run(["unshare", "--mount"] + ([] if os.geteuid() == 0 else ["--map-root-user"]) + ["true"])
     if probe.returncode != 0:
         return False, one_line("cannot make a private mount namespace: " + probe.stderr)
     return True, None
-
-
-def namespace_prefix():
-    return ["unshare", "--mount"] + ([] if os.geteuid() == 0 else ["--map-root-user"])
-
-
-def run_urlsession(ctx, targets):
-    hosts = ctx.work / "hosts"
-    names = sorted({t["host"] for t in targets if not is_address(t["host"])})
-    hosts.write_text("127.0.0.1\t" + " ".join(names) + "\n::1\tlocalhost\n")
-    script = (f'mount --bind "$1" {CURL_CA_BUNDLE} && mount --bind "$2" /etc/hosts && shift 2 && exec "$@"')
-    program = [str(swift_product(ctx, "matrix-urlsession")), ctx.ca_file, str(targets_file(ctx, "urlsession", targets))]
-    completed = run(namespace_prefix() + ["sh", "-c", script, "sh", ctx.ca_file, str(hosts)] + program,
-                    timeout=30 + 20 * len(targets))
-    return batch_results(completed, targets)
 
 
 def urlsession_short(detail):
@@ -365,37 +213,45 @@ def tool_version(command, pattern, missing):
     return version
 
 
-def run_java(ctx, targets):
-    return batch_results(run(["java", str(MATRIX / "Clients/MatrixClient.java"), ctx.ca_file,
-                              str(targets_file(ctx, "java", targets))], timeout=60 + 20 * len(targets)), targets)
+def compiled_java(ctx):
+    """The two JSSE clients compiled once into .build-matrix/java (a `java File.java` launch compiles on every load)."""
+    sources = [MATRIX / "Clients/MatrixClient.java", MATRIX / "Clients/OkHttpMatrixClient.java"]
+    stamp = ctx.java_classes / "sources.stamp"
+    fingerprint = "".join(source.read_text() for source in sources) + ":".join(OKHTTP_JARS)
+    if stamp.exists() and stamp.read_text() == fingerprint:
+        return None
+    shutil.rmtree(ctx.java_classes, ignore_errors=True)
+    ctx.java_classes.mkdir(parents=True)
+    built = run(["javac", "-d", str(ctx.java_classes), "-cp", ":".join(OKHTTP_JARS)] + [str(s) for s in sources],
+                timeout=300)
+    if built.returncode != 0:
+        return one_line("javac failed: " + built.stderr[-300:])
+    stamp.write_text(fingerprint)
+    return None
 
 
-# OkHttp: Debian's libokhttp-java on the JDK, compiled at run time like the Java column, with OkHttp's jars on the
-# class path. The pinning scenarios get a CertificatePinner (the published pinned key and the backup) and their
-# trustedRoots (pin-mitm's interception root), so there the pin, not the trust, decides (Matrix/Clients/OkHttpMatrixClient.java).
-OKHTTP_JARS = ["/usr/share/java/okhttp.jar", "/usr/share/java/okio.jar"]
+def java_version(ctx):
+    if not shutil.which("java") or not shutil.which("javac"):
+        return None, "java not installed (apt-get install default-jdk-headless)"
+    failure = compiled_java(ctx)
+    if failure:
+        return None, failure
+    return first_match([r'version "([^"]+)"'], run(["java", "-version"]).stderr, "?"), None
 
 
+# OkHttp: Debian's libokhttp-java on the JDK, with OkHttp's jars on the class path. The pinning scenarios get a
+# CertificatePinner (the published pinned key and the backup) and their trustedRoots (pin-mitm's interception root),
+# so there the pin, not the trust, decides (Matrix/Clients/OkHttpMatrixClient.java; the pins: pinned_scenarios).
 def okhttp_version(ctx):
     missing = [jar for jar in OKHTTP_JARS if not Path(jar).exists()]
     if missing or not shutil.which("java"):
         return None, "OkHttp's jars or java not installed (apt-get install libokhttp-java default-jdk-headless)"
+    failure = compiled_java(ctx)
+    if failure:
+        return None, failure
     version = run(["dpkg-query", "-W", "-f", "${Version}", "libokhttp-java"]).stdout.strip()
     java = first_match([r'version "([^"]+)"'], run(["java", "-version"]).stderr, "?")
     return f"OkHttp {version or '(version unknown)'} on JDK {java}", None
-
-
-def run_okhttp(ctx, targets):
-    pins = ctx.work / "pins-okhttp.txt"
-    lines = []
-    for target in targets:
-        if target["scenario"] in ctx.pinned:
-            hashes, roots = ctx.pinned[target["scenario"]]
-            lines.append("\t".join([target["id"], ",".join(hashes)] + ([",".join(roots)] if roots else [])))
-    pins.write_text("".join(line + "\n" for line in lines))
-    return batch_results(run(["java", "-cp", ":".join(OKHTTP_JARS), str(MATRIX / "Clients/OkHttpMatrixClient.java"),
-                              ctx.ca_file, str(targets_file(ctx, "okhttp", targets)), str(pins)],
-                             timeout=60 + 20 * len(targets)), targets)
 
 
 def okhttp_short(detail):
@@ -413,25 +269,21 @@ def java_short(detail):
     return parts[-1] if parts else first
 
 
-def run_go(ctx, targets):
+def go_version(ctx):
+    if not shutil.which("go"):
+        return None, "go not installed (apt-get install golang-go)"
     environment = {**os.environ, "GOCACHE": str(ROOT / ".build-matrix/go-cache"), "GO111MODULE": "off",
                    "GOFLAGS": "", "GOTOOLCHAIN": "local"}
-    binary = ROOT / ".build-matrix/go-client"
-    built = run(["go", "build", "-o", str(binary), str(MATRIX / "Clients/go-client.go")], env=environment, timeout=300)
+    built = run(["go", "build", "-o", str(ctx.go_client), str(MATRIX / "Clients/go-client.go")], env=environment,
+                timeout=300)
     if built.returncode != 0:
-        return {t["id"]: (None, one_line("go build failed: " + built.stderr[-300:])) for t in targets}
-    return batch_results(run([str(binary), ctx.ca_file, str(targets_file(ctx, "go", targets))],
-                             timeout=30 + 20 * len(targets)), targets)
+        return None, one_line("go build failed: " + built.stderr[-300:])
+    return first_match([r"go version (go\S+)"], run(["go", "version"]).stdout, "?"), None
 
 
 def go_short(detail):
     detail = re.sub(r": current time .*", "", detail)
     return first_match([r'\(possibly because of "(?:x509: )?([^"]+)"'], detail, detail)
-
-
-def run_node(ctx, targets):
-    return batch_results(run(["node", str(MATRIX / "Clients/node-client.mjs"), ctx.ca_file,
-                              str(targets_file(ctx, "node", targets))], timeout=30 + 20 * len(targets)), targets)
 
 
 def node_short(detail):
@@ -440,15 +292,12 @@ def node_short(detail):
 
 
 def pyca_version(ctx):
-    completed = run([ctx.python, "-c", "import cryptography, cryptography.x509.verification; print(cryptography.__version__)"])
+    completed = run([ctx.python, "-c",
+                     "import cryptography, cryptography.x509.verification; print(cryptography.__version__)"])
     if completed.returncode != 0:
-        return None, "pyca/cryptography >= 43 not found (make matrix makes .build-matrix/venv; see scripts/matrix-python.sh)"
+        return None, ("pyca/cryptography >= 43 not found (make matrix makes .build-matrix/venv; see "
+                      "scripts/matrix-python.sh)")
     return f"pyca/cryptography {completed.stdout.strip()}", None
-
-
-def run_pyca(ctx, targets):
-    return batch_results(run([ctx.python, str(MATRIX / "Clients/pyca-verify.py"), ctx.ca_file,
-                              str(targets_file(ctx, "pyca", targets))], timeout=30 + 20 * len(targets)), targets)
 
 
 def pyca_short(detail):
@@ -457,52 +306,34 @@ def pyca_short(detail):
     return re.sub(r"^VerificationError: validation failed: (candidates exhausted: )?", "", detail)
 
 
-def per_target_runner(function, workers=4):
-    def go(ctx, targets):
-        return per_target(lambda target: function(ctx, target), targets, workers)
-    return go
-
-
-CLIENT_SPECS = {
-    "openssl": (openssl_version, per_target_runner(openssl_one), openssl_short),
-    "curl": (curl_version, per_target_runner(curl_one), curl_short),
-    "swift-nio-ssl": (swift_version("matrix-nio-ssl"), run_swift("matrix-nio-ssl"), boringssl_short),
-    "async-http-client": (swift_version("matrix-ahc"), run_swift("matrix-ahc"), boringssl_short),
-    "urlsession": (swift_version("matrix-urlsession"), run_urlsession, urlsession_short),
-    "gnutls": (gnutls_version, per_target_runner(gnutls_one), gnutls_short),
-    "nss": (nss_version, per_target_runner(nss_one), nss_short),
-    "chromium": (chromium_version, per_target_runner(chromium_one, workers=2), lambda d: d),
-    "java": (tool_version(["java", "-version"], r'version "([^"]+)"', "java not installed (apt-get install default-jdk-headless)"),
-             run_java, java_short),
-    "okhttp": (okhttp_version, run_okhttp, okhttp_short),
-    "go": (tool_version(["go", "version"], r"go version (go\S+)", "go not installed (apt-get install golang-go)"), run_go, go_short),
-    "node": (tool_version(["node", "--version"], r"(v\S+)", "node not installed (apt-get install nodejs)"), run_node, node_short),
-    "pyca": (pyca_version, run_pyca, pyca_short),
+STACKS = {
+    "openssl": (openssl_version, openssl_short),
+    "curl": (curl_version, curl_short),
+    "swift-nio-ssl": (swift_version("matrix-nio-ssl"), boringssl_short),
+    "async-http-client": (swift_version("matrix-ahc"), boringssl_short),
+    "urlsession": (swift_version("matrix-urlsession"), urlsession_short),
+    "gnutls": (gnutls_version, gnutls_short),
+    "nss": (nss_version, nss_short),
+    "chromium": (chromium_version, lambda d: d),
+    "java": (java_version, java_short),
+    "okhttp": (okhttp_version, okhttp_short),
+    "go": (go_version, go_short),
+    "node": (tool_version(["node", "--version"], r"(v\S+)", "node not installed (apt-get install nodejs)"), node_short),
+    "pyca": (pyca_version, pyca_short),
 }
+# How many reports share a stack's scenarios: the slow ones (a browser per load, a client that retries a refused
+# handshake until its connect timeout, a JVM per load) are split so that the run is as long as the fastest stacks'.
+SHARDS = {"chromium": 4, "async-http-client": 3, "java": 2, "okhttp": 2}
 
 
 def short_text(client, accepted, detail):
     if accepted:
         return "accepted"
-    if accepted is None:
-        return "not judged: " + detail[:50]
-    text = CLIENT_SPECS[client][2](detail) or detail
+    text = STACKS[client][1](detail) or detail
     return text if len(text) <= 60 else text[:57] + "..."
 
 
-# --- The fixtures ---------------------------------------------------------------------------------------------------
-
-# Three clients run at once, each on a serve of its own with its own block of ports (a block holds the dashboard, every
-# catalog port, the OCSP responder at +99 and the user scenarios).
-DEFAULT_PORT_BASES = [29800, 30000, 30200]
-
-
-def check_port_blocks(document, bases):
-    ports = [entry["port"] for entry in document["scenarios"] if entry.get("port")]
-    span = max(max(ports, default=bases[0]) - bases[0], 99) + 1
-    ordered = sorted(bases)
-    if len(set(bases)) != len(bases) or any(b - a < span for a, b in zip(ordered, ordered[1:])):
-        raise SystemExit(f"--port-base blocks overlap: each serve needs {span} ports from its base ({bases})")
+# --- The runner and the reports -------------------------------------------------------------------------------------
 
 
 def stop(server):
@@ -512,7 +343,6 @@ def stop(server):
     except subprocess.TimeoutExpired:
         server.kill()
         server.wait()
-
 
 
 def serve(cli, store, port_base, names, log):
@@ -549,55 +379,75 @@ def wait_until_prepared(document, deadline):
     return document
 
 
-# --- What the server saw -------------------------------------------------------------------------------------------
-# Every fixture records each connection it accepts (ConnectionRecord: the ClientHello, how the handshake ended, the
-# requests answered), readable over serve's control API. Each client runs against a serve of its own (the same store
-# and CA, its own block of ports), started for it and stopped after it, so every record on that serve is that client's;
-# and its targets run in rounds that hit each fixture once (rounds()), with a cursor per fixture between rounds, so the
-# records a fixture kept since the cursor are that one target's. No record is attributed by guessing from its contents.
+def scenario_files():
+    """The catalog's scenario files and the matrix's own, by name: which names to serve, and each one's control."""
+    files = sorted((ROOT / "Scenarios").glob("*.json")) + sorted((MATRIX / "Scenarios").glob("*.json"))
+    return {entry["name"]: entry for entry in (json.loads(path.read_text()) for path in files)}
 
-# Seconds a record may take to settle (the connection closed, or a request answered) once its client is done: a hang
-# detector. Each wait ends as soon as its records have settled; a loaded machine can take more than a few seconds to
-# see a close, and a record still open at the deadline is reported as the client's (a refusal not proven).
-SETTLE = 60
+
+def pinned_scenarios(cli, store, document):
+    """The pinning scenarios (those whose file says which published pins match, `expect.pins`): each with the published
+    pins as `tls-fixtures pins` prints them (the `pinned` leaf key and the backup, not the CA: a pinner passes on any
+    one pin of the chain) and the roots its file says the device trusts besides the CA (`expect.trustedRoots`, found in
+    the store's ca/ once serve has made them)."""
+    printed = run([cli, "pins", "pinned", "--json", "--dir", str(store)], timeout=120)
+    if printed.returncode != 0:
+        raise SystemExit("tls-fixtures pins failed: " + printed.stderr)
+    material = json.loads(printed.stdout)
+    pins = [f"sha256/{material['leaf']}", f"sha256/{material['backup']}"]
+    return {entry["name"]: {"pins": pins, "roots": [str(store / "ca" / f"{root}.pem")
+                                                    for root in entry["expect"].get("trustedRoots") or []]}
+            for entry in document["scenarios"] if entry["expect"].get("pins") is not None}
+
+
+def report_jobs(stacks, rows, plan):
+    """The reports to run: for each stack, its scenarios' own rows (split into SHARDS[stack] reports) with the hosts
+    they connect as, and each extra row as a report of its own. Each job: (stack, [(scenario, host)], out folder)."""
+    jobs = []
+    for stack in stacks:
+        own = [(row["scenario"], row["host"]) for row in rows if row["primary"]
+               and (plan is None or row["scenario"] in plan.get(stack, []))]
+        count = min(SHARDS.get(stack, 1), max(len(own), 1))
+        for index in range(count):
+            shard = own[index::count]
+            if shard:
+                jobs.append((stack, shard, f"{stack}-{index}"))
+        for number, row in enumerate(row for row in rows if not row["primary"]):
+            if plan is None or row["scenario"] in plan.get(stack, []):
+                jobs.append((stack, [(row["scenario"], row["host"])], f"{stack}-extra-{number}"))
+    # The slowest stacks first, so none of them is left to run alone at the end.
+    return sorted(jobs, key=lambda job: -SHARDS.get(job[0], 1))
+
+
+def run_report(options, runner, config, job, cards):
+    """`tls-fixtures report` for one job; its card (the parsed report.json), or SystemExit saying why there is none."""
+    stack, rows, name = job
+    template = [options.python_for_load, str(LOAD), "--config", str(config)]
+    template += [f"--as={scenario}={host}" for scenario, host in rows if host != "localhost"]
+    template += [stack, "{ca}", "{scenario}", "{port}"]
+    out = cards / name
+    arguments = [options.cli, "report", "--runner", runner, "--family", stack, "--timeout", "90", "--out", str(out),
+                 "--client", " ".join(shlex.quote(word) if "{" not in word else word for word in template)]
+    if stack == "okhttp":
+        arguments.append("--trusts-assumed-roots")   # it is given pin-mitm's interception root: its pin must refuse
+    for scenario, _ in rows:
+        arguments += ["--scenario", scenario]
+    started = time.time()
+    completed = run(arguments, timeout=60 + 120 * len(rows))
+    # report exits 3 when something is unexpected: a verdict, not a failure of the run.
+    if completed.returncode not in (0, 3) or not (out / "report.json").exists():
+        raise SystemExit(f"tls-fixtures report for {name} failed (exit {completed.returncode}): "
+                         + (completed.stderr or completed.stdout)[-1500:])
+    print(f"{name}: {len(rows)} scenarios in {time.time() - started:.1f} s", file=sys.stderr)
+    return json.loads((out / "report.json").read_text())
+
+
+# --- What the server saw ------------------------------------------------------------------------------------------
+# Every fixture records each connection it accepts (ConnectionRecord: the ClientHello, how the handshake ended, the
+# requests answered), and the card keeps them beside each verdict: the records of a fixture nobody else used.
+
 PHASES = {"beforeClientHello": "before ClientHello", "afterClientHello": "after ClientHello",
           "afterServerFlight": "after server flight"}
-
-
-def rounds(targets):
-    """The targets in rounds, in order, no two of a round on the same fixture (the same scenario): the extra rows
-    (ats-compliant by its qualified name, ip-san by 127.0.0.1 and ::1) each go after the row before them."""
-    batches = []
-    for target in targets:
-        for batch in batches:
-            if all(other["scenario"] != target["scenario"] for other in batch):
-                batch.append(target)
-                break
-        else:
-            batches.append([target])
-    return batches
-
-
-def fetch_connections(dashboard, scenario, after):
-    """GET /api/scenarios/NAME/connections?after=ID: the fixture's records after the cursor, and the next cursor."""
-    url = f"{dashboard.rstrip('/')}/api/scenarios/{urllib.parse.quote(scenario)}/connections?after={after}"
-    with urllib.request.urlopen(url, timeout=10) as answer:
-        return json.load(answer)
-
-
-def settled(record):
-    """ConnectionRecord.isSettled: it closed, or it answered a request."""
-    return record.get("endedAt") is not None or record.get("requestCount", 0) > 0
-
-
-def connections_since(dashboard, scenario, after, settle=SETTLE):
-    """The records after `after`, once each has settled (or `settle` seconds have passed: one still open says so)."""
-    deadline = time.time() + settle
-    while True:
-        listing = fetch_connections(dashboard, scenario, after)
-        if all(settled(record) for record in listing["connections"]) or time.time() >= deadline:
-            return listing
-        time.sleep(0.2)
 
 
 def compact_record(record):
@@ -669,42 +519,26 @@ def server_short(records):
     return "; ".join(text + (" (repeated)" if counts[text] > 1 else "") for text in sorted(counts, key=rank))
 
 
-def server_finding(client, accepted, records):
-    """Where the server's records do not back the client's verdict; None where they do (or there is no verdict).
-    pyca judges a chain it fetched with verification off, so its handshakes complete without a request whatever its
-    verdict: only its arrival is checked."""
-    if accepted is None:
-        return None
-    if not records:
-        return "never arrived: the refusal is not proven" if not accepted else "never arrived, yet accepted"
-    if client == "pyca":
-        return None
-    served = any(record["requestCount"] > 0 for record in records)
-    if accepted and not served:
-        return "accepted, but the fixture answered no request"
-    if not accepted and served:
-        return "refused, yet the fixture answered a request"
-    return None
+def said_detail(said):
+    """The client's words from a card: `exit 1: certificate has expired` → `certificate has expired`."""
+    return re.sub(r"^exit -?\d+(: |$)", "", said["detail"]) or said["detail"]
 
 
-def server_result(client, accepted, records, lost=0):
-    result = {"short": server_short(records), "connections": records}
-    if lost:
-        result["lost"] = lost   # more records than the fixture's ring keeps: the oldest are gone
-    finding = server_finding(client, accepted, records)
-    if finding:
-        result["finding"] = finding
+def cell(client, entry):
+    """One cell of docs/clients.json from a card's entry: what the client said, what its fixture saw, the verdict."""
+    accepted = entry["said"]["accepted"]
+    detail = said_detail(entry["said"])
+    result = {"accepted": accepted, "detail": detail, "short": short_text(client, accepted, detail),
+              "server": {"short": server_short([compact_record(r) for r in entry["records"]]),
+                         "connections": [compact_record(r) for r in entry["records"]]},
+              "expected": "accept" if entry["expected"] == "accept" else "reject",
+              "verdict": entry["verdict"]}
+    if entry["verdict"] != "as expected":
+        result["why"] = entry["why"]
     return result
 
 
 # --- Output ---------------------------------------------------------------------------------------------------------
-
-
-def expected_for(entry, client):
-    """The scenario file's verdict for `client` (resolved by the library: `clientOutcomes`) and the reason it gives;
-    None for a scenario not yet judged (no `expect.clients`, so no `clientOutcomes`): this run is what judges it."""
-    because = next((d["because"] for d in entry["expect"].get("clients") or [] if client in d["clients"]), None)
-    return (entry.get("clientOutcomes") or {}).get(client), because
 
 
 def short_version(text):
@@ -721,49 +555,53 @@ def short_version(text):
 FINDING_NOTES = {
     ("ip-san", "::1", "urlsession"): "swift-corelibs-foundation fails a URL whose host is an IPv6 literal with "
     "NSURLErrorBadURL (-1000) before connecting (swiftlang/swift-corelibs-foundation#5496; upstream fix #5498, yet "
-    "the toolchain measured still fails): not a TLS "
-    "refusal, which the fixture's empty record shows",
+    "the toolchain measured still fails): not a TLS refusal, which the fixture's empty record shows",
+    ("ip-san", "::1", "okhttp"): "OkHttp 3.x compares an address host with the certificate's iPAddress names as "
+    "text: `::1` against the JDK's `0:0:0:0:0:0:0:1` fails after the handshake (square/okhttp#5885, fixed in 4.5.0 "
+    "by comparing canonical forms); the row's expectation is the scenario file's, which has no address rows",
 }
 
 
 def server_table(report, clients):
-    """The second table: the same cells as the fixture saw them (scripts/matrix.py, What the server saw)."""
+    """The second table: the same cells as each fixture saw them, and the cards' verdicts that are not as expected."""
     if not any("server" in result for row in report["rows"] for result in row["results"].values()):
         return []
     lines = ["", "## What the server saw", "",
-             "The same cells from the fixture's side: the connection records each fixture kept (`tls-fixtures "
-             "connections NAME`, `GET /api/scenarios/NAME/connections`). Each client runs against a `serve` of its own "
-             "(the same CA, its own ports), and meets each fixture once per round, so every record in a cell is that "
-             "client's connection for that row. `alert NAME(code)` is the alert the client sent after the server's "
-             "certificate (the phase is named when it came earlier); `server sent …` the server's own alert (no shared "
-             "version or suite); `closed …` a close without an alert; `completed, GET / 200` a handshake that "
-             "completed and the request answered; `never arrived` no connection at all. A cell lists each distinct "
-             "outcome once, requests answered first, and says `repeated` where the client came back with the same "
-             "one (AsyncHTTPClient retries a failed handshake about ten times, Chromium up to six; the counts and the "
-             "order vary from run to run, and docs/clients.json keeps every record in order). `pyca` is a verifier, not a TLS client: it fetches the chain in a handshake with "
-             "verification off and judges it offline, so its cells show that handshake (`completed, no request`) "
-             "whatever its verdict. ⚠ marks a cell where the record does not back the client's verdict: a refusal the "
-             "fixture never saw is not proven.", "",
+             "The same cells from the fixture's side: the connection records the cell's own fixture kept (a report "
+             "card's load: every scenario, and its control, loaded on a fresh fixture nobody else used, so every "
+             "record in a cell is that client's connection for that row). `alert NAME(code)` is the alert the client "
+             "sent after the server's certificate (the phase is named when it came earlier); `server sent …` the "
+             "server's own alert (no shared version or suite); `closed …` a close without an alert; `completed, GET / "
+             "200` a handshake that completed and the request answered; `never arrived` no connection at all. A cell "
+             "lists each distinct outcome once, requests answered first, and says `repeated` where the client came "
+             "back with the same one (AsyncHTTPClient retries a failed handshake about ten times, Chromium up to six; "
+             "the counts and the order vary from run to run, and docs/clients.json keeps every record in order). "
+             "`pyca` judges the chain between the server's flight and its own Finished, so its refusals are closes "
+             "after the server's flight. Each cell's verdict is its report card's (`tls-fixtures report`, the "
+             "differential judge): a refusal counts only at the scenario's step, for its reason, with the control "
+             "accepted by the same client; ⚠ marks a cell whose verdict is not *as expected*, listed below.", "",
              "| scenario | host | " + " | ".join(f"`{c['id']}`" for c in clients) + " |",
              "| --- | --- | " + " | ".join("---" for _ in clients) + " |"]
     findings = []
     for row in report["rows"]:
         cells = []
         for client in clients:
-            server = (row["results"].get(client["id"]) or {}).get("server")
+            result = row["results"].get(client["id"]) or {}
+            server = result.get("server")
             if server is None:
                 cells.append("–")
                 continue
             text = server["short"].replace("|", "\\|")
-            if server.get("finding"):
+            if result.get("verdict", "as expected") != "as expected":
                 text = f"⚠ {text}"
                 note = FINDING_NOTES.get((row["scenario"], row["host"], client["id"]))
-                findings.append(f"- `{row['scenario']}` ({row['host']}) × `{client['id']}`: {server['finding']} "
-                                f"(the client: {row['results'][client['id']]['short']})" + (f". {note}" if note else ""))
+                findings.append(f"- `{row['scenario']}` ({row['host']}) × `{client['id']}`: {result['verdict']}: "
+                                f"{result.get('why', '?')} (the client: {result['short']})"
+                                + (f". {note}" if note else ""))
             cells.append(text)
         lines.append(f"| `{row['scenario']}` | {row['host']} | " + " | ".join(cells) + " |")
-    lines += ["", "Where the server's records do not back the client's verdict:", ""]
-    lines += findings or ["- nowhere: every refusal reached its fixture, and every acceptance was answered."]
+    lines += ["", "Where the card's verdict is not *as expected*:", ""]
+    lines += findings or ["- nowhere: every refusal was seen at its step, and every acceptance was answered."]
     return lines
 
 
@@ -771,18 +609,19 @@ def markdown(report):
     clients = [c for c in report["clients"]]
     lines = ["# Client matrix", "",
              "<!-- Generated by `make matrix` (scripts/matrix.py); do not edit by hand. -->", "",
-             f"Every served scenario against every client, each as shipped with the built-in CA (from a fresh "
-             f"`tls-fixtures ca init`) as its only trusted root, connecting to `https://HOST:PORT/` with HOST resolved "
-             f"to loopback. **accepted** means the handshake, certificate verification for HOST and an HTTP 200; "
-             f"anything else is the client's own error, shortened (docs/clients.json has the full text). "
-             f"Where a client differs from OpenSSL's verify result, the scenario file says so in `expect.clients`, "
-             f"and a test holds those to what the clients do; a cell marked ⚠ disagrees with its scenario file.", "",
+             "Every served scenario against every client, each as shipped with the built-in CA (from a fresh "
+             "`tls-fixtures ca init`) as its only trusted root, connecting to `https://HOST:PORT/` with HOST resolved "
+             "to loopback. **accepted** means the handshake, certificate verification for HOST and an HTTP 200; "
+             "anything else is the client's own error, shortened (docs/clients.json has the full text). Each column is "
+             "a report card (`tls-fixtures report --family CLIENT`); where a client differs from OpenSSL's verify "
+             "result, the scenario file says so in `expect.clients`, and a test holds those to what the clients do; "
+             "a cell marked ⚠ disagrees with its scenario file.", "",
              f"Measured {report['generated']} on {report['machine']}.", "",
-             "Each scenario's own row is checked against its file's expectations; it connects as `localhost`, but for "
-             "`impersonation` (a leaf for `www.apple.com` from the built-in CA, served from Matrix/Scenarios), which "
-             "connects as `www.apple.com`, and `long-subdomain`, which connects by its 63-character label. The extra "
-             "rows show where the name matters and carry no expectations: the qualified name (under the CA's bare "
-             "`test` constraint) and the addresses `ip-san` names.", "",
+             "Each scenario's own row connects as `localhost`, but for `impersonation` (a leaf for `www.apple.com` "
+             "from the built-in CA, served from Matrix/Scenarios), which connects as `www.apple.com`, and "
+             "`long-subdomain`, which connects by its 63-character label. The extra rows show where the name "
+             "matters: the qualified name (under the CA's bare `test` constraint) and the addresses `ip-san` names; "
+             "they are judged by the same scenario files.", "",
              "| client | stack | what runs | version |", "| --- | --- | --- | --- |"]
     for client in clients:
         version = short_version(client["version"]) if client["status"] == "ok" else f"**missing**: {client['reason']}"
@@ -797,13 +636,12 @@ def markdown(report):
                 cells.append("missing")
                 continue
             text = result["short"].replace("|", "\\|")
-            cell = f"**{text}**" if result["accepted"] else text
-            if (row["primary"] and result.get("expected") and result["accepted"] is not None
-                    and result["expected"] != ("accept" if result["accepted"] else "reject")):
-                cell = f"⚠ {cell} (expected {result['expected']})"
-            cells.append(cell)
-        host = row["host"] if row["host"] != "localhost" else "localhost"
-        lines.append(f"| `{row['scenario']}` | {host} | " + " | ".join(cells) + " |")
+            cell_text = f"**{text}**" if result["accepted"] else text
+            if result.get("verdict") == "unexpected":
+                agrees = result["expected"] == ("accept" if result["accepted"] else "reject")
+                cell_text = f"⚠ {cell_text} ({'at another step' if agrees else 'expected ' + result['expected']})"
+            cells.append(cell_text)
+        lines.append(f"| `{row['scenario']}` | {row['host']} | " + " | ".join(cells) + " |")
     lines += server_table(report, clients)
     if report["notServed"]:
         lines += ["", "Not in the matrix:", ""]
@@ -816,126 +654,6 @@ def markdown(report):
             who = ", ".join(f"`{c}`" for c in difference["clients"])
             lines.append(f"- `{scenario}`: {who} {difference['outcome']}: {difference['because']}")
     return "\n".join(lines) + "\n"
-
-
-# --- Main -----------------------------------------------------------------------------------------------------------
-
-
-def main():
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--cli", default=str(ROOT / ".build/debug/tls-fixtures"), help="the tls-fixtures executable")
-    parser.add_argument("--swift-clients", default=str(ROOT / ".build-matrix/debug"), help="where the Matrix package's products are")
-    parser.add_argument("--python", default=None, help="a Python with cryptography >= 43 (default: this one, else .build-matrix/venv)")
-    parser.add_argument("--clients", default=",".join(CLIENT_SPECS), help="comma-separated subset of: " + ", ".join(CLIENT_SPECS))
-    parser.add_argument("--scenarios", default="", help="comma-separated subset (default: every scenario)")
-    parser.add_argument("--plan", metavar="FILE", help="JSON {client: [scenario, ...]}: each client runs only its own "
-                        "scenarios (make test's matrix); --clients and --scenarios default to what the plan names")
-    parser.add_argument("--port-base", type=int, action="append", help="a block of ports for one client's serve "
-                        "(repeatable: as many clients run at once as blocks are given; default "
-                        + ", ".join(map(str, DEFAULT_PORT_BASES)) + ")")
-    parser.add_argument("--json", help="write the report here")
-    parser.add_argument("--markdown", help="write docs/CLIENTS.md-style text here")
-    parser.add_argument("--no-extra-rows", action="store_true", help="only each scenario's own row")
-    parser.add_argument("--render", metavar="REPORT", help="run nothing: re-render an earlier --json report "
-                        "(the short texts are recomputed from each client's full text)")
-    options = parser.parse_args()
-    if options.render:
-        report = json.loads(Path(options.render).read_text())
-        for row in report["rows"]:
-            for client, result in row["results"].items():
-                result["short"] = short_text(client, result["accepted"], result["detail"])
-                if "server" in result:
-                    result["server"] = server_result(client, result["accepted"], result["server"]["connections"],
-                                                     result["server"].get("lost", 0))
-        write(options, report)
-        return
-
-    plan = json.loads(Path(options.plan).read_text()) if options.plan else None
-    if plan is not None:
-        options.clients = options.clients if "--clients" in sys.argv else ",".join(plan)
-        options.scenarios = options.scenarios or ",".join(sorted({s for names in plan.values() for s in names}))
-    chosen = [c.strip() for c in options.clients.split(",") if c.strip()]
-    unknown = [c for c in chosen if c not in CLIENT_SPECS]
-    if unknown:
-        raise SystemExit(f"unknown client {', '.join(unknown)}: use {', '.join(CLIENT_SPECS)}")
-    if not Path(options.cli).exists():
-        raise SystemExit(f"{options.cli} not found: build it first (swift build)")
-    python = options.python or pick_python()
-
-    work = Path(tempfile.mkdtemp(prefix="tls-fixtures-matrix-"))
-    store = work / "store"
-    initialized = run([options.cli, "ca", "init", "--dir", str(store)], timeout=120)
-    if initialized.returncode != 0:
-        raise SystemExit("ca init failed: " + initialized.stderr)
-    ca_file = str(store / "ca/root.pem")
-    names = [n.strip() for n in options.scenarios.split(",") if n.strip()]
-    bases = options.port_base or DEFAULT_PORT_BASES
-    # One serve first, for the catalog document and to make every key (minutes on a fresh store); then each client gets
-    # a serve of its own on that store, which starts in seconds (measure, run_client).
-    with open(work / "serve.log", "w") as log:
-        server, document = serve(options.cli, store, bases[0], names, log)
-    stop(server)
-    check_port_blocks(document, bases)
-
-    def launch(base, client):
-        with open(work / f"serve-{client}.log", "w") as log:
-            return serve(options.cli, store, base, names, log)
-
-    context = Context(work, ca_file, options.swift_clients, python, cli=options.cli,
-                      pinned=pinned_scenarios(options.cli, store, document))
-    report = measure(options, chosen, document, context, plan, launch=launch, bases=bases)
-    write(options, report)
-    mismatches = [(row["scenario"], client, result) for row in report["rows"] if row["primary"]
-                  for client, result in row["results"].items()
-                  if result.get("expected") and result["accepted"] is not None
-                  and result["expected"] != ("accept" if result["accepted"] else "reject")]
-    for scenario, client, result in mismatches:
-        print(f"differs from the scenario file: {scenario} x {client}: expected {result['expected']}, "
-              f"got {'accepted' if result['accepted'] else result['detail']}", file=sys.stderr)
-    missing = [c for c in report["clients"] if c["status"] != "ok"]
-    for client in missing:
-        print(f"missing client {client['id']}: {client['reason']}", file=sys.stderr)
-    # Every scenario the matrix judges must say what the clients do: `expect.clients` lists those that differ from its
-    # `verify`, and an empty list says none does. Absent means nobody has looked yet, which fails the run (after the
-    # report is written, since the report is what to write them from); ClientExpectationTests holds the files to it.
-    expectations = {entry["name"]: "clients" in entry["expect"] for entry in document["scenarios"]}
-    without = [row["scenario"] for row in report["rows"] if row["primary"] and not expectations[row["scenario"]]]
-    for name in without:
-        print(f"{name} has no expect.clients: add to its scenario file the clients that differ from its expect.verify, "
-              f"each with the reason, from this report (\"clients\": [] when none does); then `make scenarios`", file=sys.stderr)
-    # A scenario still being prepared, or one that failed, is a gap in the report, not a verdict.
-    unjudged = [item for item in report["notServed"] if item["status"] in ("preparing", "failed", "listed")]
-    for item in unjudged:
-        print(f"{item['scenario']} was not served ({item['status']}): {item['reason']}", file=sys.stderr)
-    shutil.rmtree(work, ignore_errors=True)
-    findings = [(row["scenario"], row["host"], client, result["server"]["finding"]) for row in report["rows"]
-                for client, result in row["results"].items() if result.get("server", {}).get("finding")]
-    for scenario, host, client, finding in findings:
-        print(f"the server's records do not back the verdict: {scenario} ({host}) x {client}: {finding}", file=sys.stderr)
-    print(f"{len(report['rows'])} rows x {len(chosen) - len(missing)} clients; {len(findings)} cells the server's "
-          f"records do not back; "
-          f"{len(mismatches)} differ from the scenario files; {len(missing)} clients missing; "
-          f"{len(without)} scenarios without expect.clients", file=sys.stderr)
-    if without or unjudged:
-        sys.exit(1)
-
-
-def pinned_scenarios(cli, store, document):
-    """The pinning scenarios (those whose file says which published pins match, `expect.pins`): each with the published
-    pins as `tls-fixtures pins` prints them (the `pinned` leaf key and the backup, not the CA: a pinner passes on any
-    one pin of the chain) and the roots its file says the device trusts besides the CA (`expect.trustedRoots`, found in
-    the store's ca/ once serve has made them)."""
-    printed = run([cli, "pins", "pinned", "--json", "--dir", str(store)], timeout=120)
-    if printed.returncode != 0:
-        raise SystemExit("tls-fixtures pins failed: " + printed.stderr)
-    material = json.loads(printed.stdout)
-    hashes = [f"sha256/{material['leaf']}", f"sha256/{material['backup']}"]
-    pinned = {}
-    for entry in document["scenarios"]:
-        if entry["expect"].get("pins") is not None:
-            roots = [str(store / "ca" / f"{root}.pem") for root in entry["expect"].get("trustedRoots") or []]
-            pinned[entry["name"]] = (hashes, roots)
-    return pinned
 
 
 def report_json(report):
@@ -962,108 +680,6 @@ def write(options, report):
         Path(options.markdown).write_text(markdown(report))
 
 
-def pick_python():
-    for candidate in [sys.executable, str(ROOT / ".build-matrix/venv/bin/python")]:
-        if Path(candidate).exists() and run([candidate, "-c", "import cryptography.x509.verification"]).returncode == 0:
-            return candidate
-    return sys.executable
-
-
-def measure(options, chosen, document, ctx, plan=None, *, launch, bases):
-    ctx.request_file.write_text(REQUEST.format(host="localhost"))
-    entries = {entry["name"]: entry for entry in document["scenarios"]}
-    rows, not_served = [], []
-    for entry in document["scenarios"]:
-        if entry["name"] in OUT_OF_SCOPE:
-            not_served.append({"scenario": entry["name"], "status": "out of scope", "reason": OUT_OF_SCOPE[entry["name"]]})
-        elif entry["status"] != "serving":
-            not_served.append({"scenario": entry["name"], "status": entry["status"],
-                               "reason": one_line(entry.get("reason") or entry["status"])})
-        else:
-            rows.append({"scenario": entry["name"], "host": primary_host(entry),
-                         "port": entry["port"], "primary": True})
-    if not options.no_extra_rows:
-        for name, host in EXTRA_ROWS:
-            if name in entries and entries[name]["status"] == "serving":
-                rows.append({"scenario": name, "host": host, "port": entries[name]["port"], "primary": False})
-    targets = [{"id": f"t{index}", "scenario": row["scenario"], "host": row["host"], "port": row["port"]}
-               for index, row in enumerate(rows)]
-    # The library names the clients (MatrixClient); this script only knows how to run them.
-    known = {client["id"]: client for client in document["clients"]}
-    if set(known) != set(CLIENT_SPECS):
-        raise SystemExit(f"scripts/matrix.py runs {sorted(CLIENT_SPECS)} but the catalog names {sorted(known)}")
-    clients = []
-    for name in [client["id"] for client in document["clients"] if client["id"] in chosen]:
-        version, reason = CLIENT_SPECS[name][0](ctx)
-        clients.append({"id": name, "stack": known[name]["stack"], "summary": known[name]["summary"],
-                        "status": "ok" if version else "missing", "version": version, "reason": reason})
-    for row in rows:
-        row["results"] = {}
-        differences = entries[row["scenario"]]["expect"].get("clients") or []
-        if differences:
-            row["differences"] = differences
-
-    def targets_of(client):
-        """Every target, or with a plan only the rows of the scenarios the plan gives this client."""
-        if plan is None:
-            return targets
-        return [t for t in targets if t["scenario"] in plan.get(client["id"], [])]
-
-    slots = queue.Queue()
-    for base in bases:
-        slots.put(base)
-
-    def run_client(client):
-        """The client against a serve of its own, in rounds (rounds()): its answers, and what each fixture saw."""
-        base = slots.get()
-        started = time.time()
-        server, own = launch(base, client["id"])
-        try:
-            dashboard = own["dashboard"]
-            ports = {entry["name"]: entry["port"] for entry in own["scenarios"] if entry["status"] == "serving"}
-            mine = [dict(target, port=ports.get(target["scenario"])) for target in targets_of(client)]
-            answers = {t["id"]: (None, "not served by this client's serve") for t in mine if t["port"] is None}
-            seen = {}
-            cursors = {name: fetch_connections(dashboard, name, 0)["latestID"]
-                       for name in sorted({t["scenario"] for t in mine if t["port"] is not None})}
-            for batch in rounds([t for t in mine if t["port"] is not None]):
-                answers.update(CLIENT_SPECS[client["id"]][1](ctx, batch))
-                for target in batch:
-                    cursor = cursors[target["scenario"]]
-                    listing = connections_since(dashboard, target["scenario"], cursor)
-                    cursors[target["scenario"]] = listing["latestID"]
-                    seen[target["id"]] = ([compact_record(r) for r in listing["connections"]],
-                                          listing["latestID"] - cursor - len(listing["connections"]))
-        finally:
-            stop(server)
-            slots.put(base)
-        if plan is not None:
-            client["targets"] = len(mine)   # make test's summary says how many each stack judged
-        # On standard error, not in the report: the committed report changes only when a verdict does.
-        print(f"{client['id']}: {len(mine)} targets in {time.time() - started:.1f} s", file=sys.stderr)
-        return client, answers, seen
-
-    runnable = [c for c in clients if c["status"] == "ok"]
-    with concurrent.futures.ThreadPoolExecutor(max_workers=len(bases)) as pool:
-        for client, answers, seen in pool.map(run_client, runnable):
-            for target, row in zip(targets, rows):
-                if target["id"] not in answers:
-                    continue   # not in this client's plan
-                accepted, detail = answers[target["id"]]
-                result = {"accepted": accepted, "detail": detail, "short": short_text(client["id"], accepted, detail)}
-                if target["id"] in seen:
-                    records, lost = seen[target["id"]]
-                    result["server"] = server_result(client["id"], accepted, records, lost)
-                if row["primary"]:
-                    expected, because = expected_for(entries[row["scenario"]], client["id"])
-                    result["expected"] = expected
-                row["results"][client["id"]] = result
-    for row in rows:
-        del row["port"]
-    return {"generated": datetime.date.today().isoformat(), "machine": machine(), "clients": clients,
-            "rows": rows, "notServed": not_served}
-
-
 def machine():
     name = "?"
     try:
@@ -1073,6 +689,165 @@ def machine():
     except OSError:
         name = platform.system()
     return f"{name} {platform.machine()}"
+
+
+def pick_python():
+    for candidate in [sys.executable, str(ROOT / ".build-matrix/venv/bin/python")]:
+        if Path(candidate).exists() and run([candidate, "-c", "import cryptography.x509.verification"]).returncode == 0:
+            return candidate
+    return sys.executable
+
+
+# --- Main -----------------------------------------------------------------------------------------------------------
+
+
+def rows_of(document, files, extra_rows):
+    """Each served scenario's own row (in the catalog's order), then the extra rows; and what is not served, and why."""
+    rows, not_served = [], []
+    served = {entry["name"] for entry in document["scenarios"] if entry["status"] == "serving"}
+    for entry in document["scenarios"]:
+        if entry["name"] in OUT_OF_SCOPE:
+            not_served.append({"scenario": entry["name"], "status": "out of scope",
+                               "reason": OUT_OF_SCOPE[entry["name"]]})
+        elif entry["status"] != "serving":
+            not_served.append({"scenario": entry["name"], "status": entry["status"],
+                               "reason": one_line(entry.get("reason") or entry["status"])})
+        else:
+            row = {"scenario": entry["name"], "host": row_host(files[entry["name"]]), "primary": True, "results": {}}
+            if entry["expect"].get("clients"):
+                row["differences"] = entry["expect"]["clients"]
+            rows.append(row)
+    if extra_rows:
+        rows += [{"scenario": name, "host": host, "primary": False, "results": {}}
+                 for name, host in EXTRA_ROWS if name in served]
+    return rows, not_served
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--cli", default=str(ROOT / ".build/debug/tls-fixtures"), help="the tls-fixtures executable")
+    parser.add_argument("--swift-clients", default=str(ROOT / ".build-matrix/debug"),
+                        help="where the Matrix package's products are")
+    parser.add_argument("--python", default=None,
+                        help="a Python with cryptography >= 43 (default: this one, else .build-matrix/venv)")
+    parser.add_argument("--clients", default=",".join(STACKS), help="comma-separated subset of: " + ", ".join(STACKS))
+    parser.add_argument("--scenarios", default="", help="comma-separated subset (default: every scenario)")
+    parser.add_argument("--plan", metavar="FILE", help="JSON {client: [scenario, ...]}: each client runs only its own "
+                        "scenarios (make test's matrix); --clients and --scenarios default to what the plan names")
+    parser.add_argument("--port-base", type=int, default=29800, help="the runner's block of ports (default 29800)")
+    parser.add_argument("--jobs", type=int, default=4, help="reports run at once (default 4)")
+    parser.add_argument("--json", help="write the report here")
+    parser.add_argument("--markdown", help="write docs/CLIENTS.md-style text here")
+    parser.add_argument("--cards", help="keep every report card here (report.md, .json, .junit.xml per report)")
+    parser.add_argument("--no-extra-rows", action="store_true", help="only each scenario's own row")
+    parser.add_argument("--render", metavar="REPORT", help="run nothing: re-render an earlier --json report (the "
+                        "short texts are recomputed from each client's full text, the verdicts kept)")
+    options = parser.parse_args()
+    if options.render:
+        report = json.loads(Path(options.render).read_text())
+        for row in report["rows"]:
+            for client, result in row["results"].items():
+                result["short"] = short_text(client, result["accepted"], result["detail"])
+                result["server"]["short"] = server_short(result["server"]["connections"])
+        write(options, report)
+        return
+
+    plan = json.loads(Path(options.plan).read_text()) if options.plan else None
+    if plan is not None:
+        options.clients = options.clients if "--clients" in sys.argv else ",".join(plan)
+        options.scenarios = options.scenarios or ",".join(sorted({s for names in plan.values() for s in names}))
+    chosen = [c.strip() for c in options.clients.split(",") if c.strip()]
+    unknown = [c for c in chosen if c not in STACKS]
+    if unknown:
+        raise SystemExit(f"unknown client {', '.join(unknown)}: use {', '.join(STACKS)}")
+    if not Path(options.cli).exists():
+        raise SystemExit(f"{options.cli} not found: build it first (swift build)")
+    options.python_for_load = options.python or pick_python()
+
+    work = Path(tempfile.mkdtemp(prefix="tls-fixtures-matrix-"))
+    store = work / "store"
+    initialized = run([options.cli, "ca", "init", "--dir", str(store)], timeout=120)
+    if initialized.returncode != 0:
+        raise SystemExit("ca init failed: " + initialized.stderr)
+    files = scenario_files()
+    names = [n.strip() for n in options.scenarios.split(",") if n.strip()]
+    # The runner serves what the reports load: the scenarios, and their controls.
+    served = sorted(set(names) | {files[n]["expect"]["refusal"]["control"] for n in names
+                                  if (files.get(n, {}).get("expect") or {}).get("refusal")}) if names else []
+    log = open(work / "serve.log", "w")
+    server, document = serve(options.cli, store, options.port_base, served, log)
+    try:
+        report = measure(options, chosen, document, files, plan, work, store)
+    finally:
+        stop(server)
+        log.close()
+    write(options, report)
+    findings = [(row["scenario"], row["host"], client, result) for row in report["rows"]
+                for client, result in row["results"].items() if result["verdict"] != "as expected"]
+    for scenario, host, client, result in findings:
+        print(f"{result['verdict']}: {scenario} ({host}) x {client}: {result.get('why')}", file=sys.stderr)
+    missing = [c for c in report["clients"] if c["status"] != "ok"]
+    for client in missing:
+        print(f"missing client {client['id']}: {client['reason']}", file=sys.stderr)
+    # Every scenario the matrix judges must say what the clients do: `expect.clients` lists those that differ from its
+    # `verify`, and an empty list says none does. Absent means nobody has looked yet, which fails the run (after the
+    # report is written, since the report is what to write them from); ClientExpectationTests holds the files to it.
+    expectations = {entry["name"]: "clients" in entry["expect"] for entry in document["scenarios"]}
+    without = [row["scenario"] for row in report["rows"] if row["primary"] and not expectations[row["scenario"]]]
+    for name in without:
+        print(f"{name} has no expect.clients: add to its scenario file the clients that differ from its expect.verify, "
+              f"each with the reason, from this report (\"clients\": [] when none does); then `make scenarios`",
+              file=sys.stderr)
+    # A scenario still being prepared, or one that failed, is a gap in the report, not a verdict.
+    unjudged = [item for item in report["notServed"] if item["status"] in ("preparing", "failed", "listed")]
+    for item in unjudged:
+        print(f"{item['scenario']} was not served ({item['status']}): {item['reason']}", file=sys.stderr)
+    shutil.rmtree(work, ignore_errors=True)
+    print(f"{len(report['rows'])} rows x {len(chosen) - len(missing)} clients; {len(findings)} cells not as expected; "
+          f"{len(missing)} clients missing; {len(without)} scenarios without expect.clients", file=sys.stderr)
+    if without or unjudged:
+        sys.exit(1)
+
+
+def measure(options, chosen, document, files, plan, work, store):
+    rows, not_served = rows_of(document, files, extra_rows=not options.no_extra_rows)
+    if plan is not None:
+        rows = [row for row in rows if any(row["scenario"] in plan.get(client, []) for client in chosen)]
+    # The library names the clients (MatrixClient); this script only knows how to prepare and render them.
+    known = {client["id"]: client for client in document["clients"]}
+    if set(known) != set(STACKS):
+        raise SystemExit(f"scripts/matrix.py runs {sorted(STACKS)} but the catalog names {sorted(known)}")
+    ctx = Context(work, str(store / "ca/root.pem"), options.swift_clients, options.python_for_load)
+    clients = []
+    for name in [client["id"] for client in document["clients"] if client["id"] in chosen]:
+        version, reason = STACKS[name][0](ctx)
+        clients.append({"id": name, "stack": known[name]["stack"], "summary": known[name]["summary"],
+                        "status": "ok" if version else "missing", "version": version, "reason": reason})
+    config = work / "load.json"
+    config.write_text(json.dumps({
+        "work": str(work), "swiftClients": str(ctx.swift_clients), "python": ctx.python,
+        "nssDatabase": str(ctx.nss_database), "chromiumHome": str(ctx.chromium_home),
+        "javaClasses": str(ctx.java_classes), "goClient": str(ctx.go_client),
+        "pins": pinned_scenarios(options.cli, store, document)}))
+    cards = Path(options.cards) if options.cards else work / "cards"
+    runnable = [c["id"] for c in clients if c["status"] == "ok"]
+    jobs = report_jobs(runnable, rows, plan)
+    started = time.time()
+    with concurrent.futures.ThreadPoolExecutor(max_workers=options.jobs) as pool:
+        futures = {pool.submit(run_report, options, document["dashboard"].rstrip("/"), config, job, cards): job
+                   for job in jobs}
+        for future in concurrent.futures.as_completed(futures):
+            stack, job_rows, _ = futures[future]
+            entries = {entry["scenario"]: entry for entry in future.result()["entries"]}
+            for scenario, host in job_rows:
+                if scenario not in entries:
+                    raise SystemExit(f"the card of {stack} has no {scenario}: the runner does not serve it")
+                row = next(r for r in rows if r["scenario"] == scenario and r["host"] == host)
+                row["results"][stack] = cell(stack, entries[scenario])
+    # On standard error, not in the report: the committed report changes only when a verdict does.
+    print(f"{len(jobs)} reports in {time.time() - started:.1f} s", file=sys.stderr)
+    return {"generated": datetime.date.today().isoformat(), "machine": machine(), "clients": clients,
+            "rows": rows, "notServed": not_served}
 
 
 if __name__ == "__main__":

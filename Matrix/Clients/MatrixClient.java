@@ -1,7 +1,9 @@
 // The Java column of the client matrix: JSSE with the default SSLContext protocol ("TLS"), the default trust manager
 // algorithm (PKIX) fed a key store holding only the built-in CA, and HTTPS endpoint identification, as
-// HttpsURLConnection does it. Usage: java MatrixClient.java CA.pem TARGETS (one ID<TAB>HOST<TAB>PORT line each); one
-// JSON line per target on standard output. DNS names are connected at 127.0.0.1; SNI and the name check keep the name.
+// HttpsURLConnection does it. Usage: java MatrixClient CA.pem HOST PORT (compiled by scripts/matrix.py into
+// .build-matrix/java; `java MatrixClient.java …` runs the source as well): loads https://HOST:PORT/ once, prints one
+// line (the status, or JSSE's exception and its causes) and exits 0 when it read an HTTP 200, 1 when it did not. A DNS
+// name is connected at 127.0.0.1; SNI and the name check keep the name.
 import java.io.*;
 import java.net.*;
 import java.nio.charset.StandardCharsets;
@@ -14,8 +16,8 @@ import javax.net.ssl.*;
 
 public class MatrixClient {
     public static void main(String[] args) throws Exception {
-        if (args.length != 2) {
-            System.err.println("usage: java MatrixClient.java CA.pem TARGETS");
+        if (args.length != 3) {
+            System.err.println("usage: java MatrixClient CA.pem HOST PORT");
             System.exit(64);
         }
         KeyStore roots = KeyStore.getInstance(KeyStore.getDefaultType());
@@ -30,23 +32,17 @@ public class MatrixClient {
         trust.init(roots);
         SSLContext context = SSLContext.getInstance("TLS");
         context.init(null, trust.getTrustManagers(), null);
-        SSLSocketFactory factory = context.getSocketFactory();
-        for (String line : Files.readAllLines(Path.of(args[1]))) {
-            String[] fields = line.split("\t");
-            if (fields.length != 3) continue;
-            String id = fields[0], host = fields[1];
-            int port = Integer.parseInt(fields[2]);
-            boolean accepted = false;
-            String detail;
-            try {
-                detail = fetch(factory, host, port);
-                accepted = detail.startsWith("HTTP/1.1 200");
-            } catch (Exception e) {
-                detail = describe(e);
-            }
-            System.out.println("{\"id\":" + quote(id) + ",\"accepted\":" + accepted + ",\"detail\":" + quote(detail) + "}");
-            System.out.flush();
+        boolean accepted = false;
+        String detail;
+        try {
+            detail = fetch(context.getSocketFactory(), args[1], Integer.parseInt(args[2]));
+            accepted = detail.startsWith("HTTP/1.1 200");
+        } catch (Exception e) {
+            detail = describe(e);
         }
+        System.out.println(detail);
+        System.out.flush();
+        System.exit(accepted ? 0 : 1);
     }
 
     static boolean isAddress(String host) {
@@ -80,18 +76,5 @@ public class MatrixClient {
             if (!text.toString().contains(String.valueOf(cause.getMessage()))) text.append(" <- ").append(cause);
         }
         return text.toString().replaceAll("\\s+", " ");
-    }
-
-    static String quote(String text) {
-        StringBuilder out = new StringBuilder("\"");
-        for (char c : text.toCharArray()) {
-            switch (c) {
-                case '"': out.append("\\\""); break;
-                case '\\': out.append("\\\\"); break;
-                default:
-                    if (c < 0x20) out.append(String.format("\\u%04x", (int) c)); else out.append(c);
-            }
-        }
-        return out.append('"').toString();
     }
 }

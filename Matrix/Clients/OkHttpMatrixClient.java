@@ -1,14 +1,14 @@
 // The OkHttp column of the client matrix: OkHttp 3.13 (Debian's libokhttp-java) as an Android app builds it, on the
 // JDK's JSSE here instead of Android's Conscrypt: the default ConnectionSpecs (MODERN_TLS: TLS 1.2 and 1.3, OkHttp's
-// approved suites), OkHostnameVerifier, and a trust manager holding only the built-in CA. For the targets named in
-// PINS, a CertificatePinner with the pins given (the published `pinned` key and the backup), and that line's extra
-// trusted roots (pin-mitm's interception root, which the device is assumed to trust): there the pin, not the trust,
-// must decide.
+// approved suites), OkHostnameVerifier, and a trust manager holding only the built-in CA. Given PINS, a
+// CertificatePinner with them (the published `pinned` key and the backup), and given ROOTS, those trusted too
+// (pin-mitm's interception root, which the device is assumed to trust): there the pin, not the trust, must decide.
 //
-// Usage: java -cp okhttp.jar:okio.jar OkHttpMatrixClient.java CA.pem TARGETS [PINS]
-//   TARGETS: one ID<TAB>HOST<TAB>PORT line each; PINS: one ID<TAB>sha256/PIN,sha256/PIN[<TAB>ROOT.pem,...] line each.
-// One JSON line per target on standard output. DNS names are connected at 127.0.0.1; SNI and the name check keep the
-// name. One connection per target: no retries, no connection reuse between targets.
+// Usage: java -cp okhttp.jar:okio.jar:CLASSES OkHttpMatrixClient CA.pem HOST PORT [PINS [ROOTS]]
+//   PINS: sha256/PIN,sha256/PIN for HOST; ROOTS: more trusted roots, PEM files separated by commas.
+// Loads https://HOST:PORT/ once, prints one line (the status, or OkHttp's exception and its causes) and exits 0 when it
+// read an HTTP 200, 1 when it did not. A DNS name is connected at 127.0.0.1; SNI and the name check keep the name.
+// One connection: no retries.
 import java.io.*;
 import java.net.InetAddress;
 import java.nio.file.*;
@@ -22,43 +22,32 @@ import okhttp3.*;
 
 public class OkHttpMatrixClient {
     public static void main(String[] args) throws Exception {
-        if (args.length < 2 || args.length > 3) {
-            System.err.println("usage: java -cp okhttp.jar:okio.jar OkHttpMatrixClient.java CA.pem TARGETS [PINS]");
+        if (args.length < 3 || args.length > 5) {
+            System.err.println("usage: OkHttpMatrixClient CA.pem HOST PORT [PINS [ROOTS]]");
             System.exit(64);
         }
-        Map<String, String[]> pins = new HashMap<>();
-        if (args.length == 3) {
-            for (String line : Files.readAllLines(Path.of(args[2]))) {
-                String[] fields = line.split("\t");
-                if (fields.length >= 2) pins.put(fields[0], fields);
-            }
+        List<String> roots = new ArrayList<>(List.of(args[0]));
+        if (args.length == 5) roots.addAll(Arrays.asList(args[4].split(",")));
+        String host = args[1];
+        boolean accepted = false;
+        String detail;
+        try {
+            detail = fetch(client(roots, host, args.length >= 4 ? args[3].split(",") : null), host,
+                           Integer.parseInt(args[2]));
+            accepted = detail.startsWith("HTTP 200");
+        } catch (Exception e) {
+            detail = describe(e);
         }
-        for (String line : Files.readAllLines(Path.of(args[1]))) {
-            String[] fields = line.split("\t");
-            if (fields.length != 3) continue;
-            String id = fields[0], host = fields[1];
-            int port = Integer.parseInt(fields[2]);
-            boolean accepted = false;
-            String detail;
-            try {
-                detail = fetch(client(args[0], host, pins.get(id)), host, port);
-                accepted = detail.startsWith("HTTP 200");
-            } catch (Exception e) {
-                detail = describe(e);
-            }
-            System.out.println("{\"id\":" + quote(id) + ",\"accepted\":" + accepted + ",\"detail\":" + quote(detail) + "}");
-            System.out.flush();
-        }
+        System.out.println(detail);
+        System.out.flush();
+        System.exit(accepted ? 0 : 1);
     }
 
     static boolean isAddress(String host) {
         return host.contains(":") || host.matches("[0-9.]+");
     }
 
-    /** A client of its own for each target, so no connection or session outlives its row. */
-    static OkHttpClient client(String caFile, String host, String[] pinLine) throws Exception {
-        List<String> roots = new ArrayList<>(List.of(caFile));
-        if (pinLine != null && pinLine.length >= 3) roots.addAll(Arrays.asList(pinLine[2].split(",")));
+    static OkHttpClient client(List<String> roots, String host, String[] pins) throws Exception {
         X509TrustManager trust = trustManager(roots);
         SSLContext context = SSLContext.getInstance("TLS");
         context.init(null, new TrustManager[] {trust}, null);
@@ -69,9 +58,9 @@ public class OkHttpMatrixClient {
                 .retryOnConnectionFailure(false)
                 .connectTimeout(10, TimeUnit.SECONDS)
                 .readTimeout(15, TimeUnit.SECONDS);
-        if (pinLine != null) {
+        if (pins != null) {
             CertificatePinner.Builder pinner = new CertificatePinner.Builder();
-            for (String pin : pinLine[1].split(",")) pinner.add(host, pin);
+            for (String pin : pins) pinner.add(host, pin);
             builder.certificatePinner(pinner.build());
         }
         return builder.build();
@@ -118,18 +107,5 @@ public class OkHttpMatrixClient {
             if (!text.toString().contains(String.valueOf(cause.getMessage()))) text.append(" <- ").append(cause);
         }
         return text.toString().replaceAll("\\s+", " ");
-    }
-
-    static String quote(String text) {
-        StringBuilder out = new StringBuilder("\"");
-        for (char c : text.toCharArray()) {
-            switch (c) {
-                case '"': out.append("\\\""); break;
-                case '\\': out.append("\\\\"); break;
-                default:
-                    if (c < 0x20) out.append(String.format("\\u%04x", (int) c)); else out.append(c);
-            }
-        }
-        return out.append('"').toString();
     }
 }

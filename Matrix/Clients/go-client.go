@@ -1,15 +1,13 @@
 // The Go column of the client matrix: net/http's default client (crypto/tls and crypto/x509 with their defaults)
-// with the built-in CA as the only root. Usage: go run go-client.go CA.pem TARGETS (one ID<TAB>HOST<TAB>PORT line
-// each); one JSON line per target on standard output. Every DNS name is dialled at 127.0.0.1, as a lookup would
-// answer; the URL, SNI and the name check keep the name.
+// with the built-in CA as the only root. Usage: go-client CA.pem HOST PORT: loads https://HOST:PORT/ once, prints one
+// line (the status, or Go's error) and exits 0 when it read an HTTP 200, 1 when it did not, 2 when it could not run.
+// A DNS name is dialled at 127.0.0.1, as a lookup would answer; the URL, SNI and the name check keep the name.
 package main
 
 import (
-	"bufio"
 	"context"
 	"crypto/tls"
 	"crypto/x509"
-	"encoding/json"
 	"fmt"
 	"io"
 	"net"
@@ -19,15 +17,9 @@ import (
 	"time"
 )
 
-type result struct {
-	ID       string `json:"id"`
-	Accepted bool   `json:"accepted"`
-	Detail   string `json:"detail"`
-}
-
 func main() {
-	if len(os.Args) != 3 {
-		fmt.Fprintln(os.Stderr, "usage: go-client CA.pem TARGETS")
+	if len(os.Args) != 4 {
+		fmt.Fprintln(os.Stderr, "usage: go-client CA.pem HOST PORT")
 		os.Exit(64)
 	}
 	caPEM, err := os.ReadFile(os.Args[1])
@@ -40,48 +32,37 @@ func main() {
 		fmt.Fprintln(os.Stderr, "no certificate in", os.Args[1])
 		os.Exit(2)
 	}
-	targets, err := os.Open(os.Args[2])
+	host, port := os.Args[2], os.Args[3]
+	address := "127.0.0.1"
+	if net.ParseIP(host) != nil {
+		address = host
+	}
+	dialer := &net.Dialer{Timeout: 10 * time.Second}
+	transport := &http.Transport{
+		TLSClientConfig:   &tls.Config{RootCAs: roots},
+		DisableKeepAlives: true,
+		DialContext: func(ctx context.Context, network, _ string) (net.Conn, error) {
+			return dialer.DialContext(ctx, "tcp", net.JoinHostPort(address, port))
+		},
+	}
+	client := &http.Client{Transport: transport, Timeout: 15 * time.Second}
+	url := "https://" + net.JoinHostPort(host, port) + "/"
+	response, err := client.Get(url)
 	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(2)
+		// "Get \"https://…\": x509: …": the URL is the driver's own input, the rest is Go's verdict.
+		fmt.Println(oneLine(strings.TrimPrefix(err.Error(), fmt.Sprintf("Get %q: ", url))))
+		os.Exit(1)
 	}
-	out := json.NewEncoder(os.Stdout)
-	out.SetEscapeHTML(false)
-	scanner := bufio.NewScanner(targets)
-	for scanner.Scan() {
-		fields := strings.Split(scanner.Text(), "\t")
-		if len(fields) != 3 {
-			continue
-		}
-		id, host, port := fields[0], fields[1], fields[2]
-		address := "127.0.0.1"
-		if net.ParseIP(host) != nil {
-			address = host
-		}
-		dialer := &net.Dialer{Timeout: 10 * time.Second}
-		transport := &http.Transport{
-			TLSClientConfig:   &tls.Config{RootCAs: roots},
-			DisableKeepAlives: true,
-			DialContext: func(ctx context.Context, network, _ string) (net.Conn, error) {
-				return dialer.DialContext(ctx, "tcp", net.JoinHostPort(address, port))
-			},
-		}
-		client := &http.Client{Transport: transport, Timeout: 15 * time.Second}
-		url := "https://" + net.JoinHostPort(host, port) + "/"
-		r := result{ID: id}
-		response, err := client.Get(url)
-		if err != nil {
-			// "Get \"https://…\": x509: …": the URL is the driver's own input, the rest is Go's verdict.
-			r.Detail = strings.TrimPrefix(err.Error(), fmt.Sprintf("Get %q: ", url))
-		} else {
-			io.Copy(io.Discard, response.Body)
-			response.Body.Close()
-			r.Accepted = response.StatusCode == 200
-			r.Detail = fmt.Sprintf("HTTP %d, %s", response.StatusCode, tlsVersion(response.TLS))
-		}
-		out.Encode(r)
-		transport.CloseIdleConnections()
+	io.Copy(io.Discard, response.Body)
+	response.Body.Close()
+	fmt.Printf("HTTP %d, %s\n", response.StatusCode, tlsVersion(response.TLS))
+	if response.StatusCode != 200 {
+		os.Exit(1)
 	}
+}
+
+func oneLine(text string) string {
+	return strings.Join(strings.Fields(text), " ")
 }
 
 func tlsVersion(state *tls.ConnectionState) string {

@@ -1,12 +1,13 @@
 import Foundation
+import TLSFixturesScenario
 import TLSFixturesWire
 
 /// A client given as a command template, the load `tls-fixtures report --client` judges: each run fills in the
 /// fixture's `{url}` (`https://localhost:PORT/`), `{qualifiedURL}` (`https://NAME.fixtures.test:PORT/`), `{host}`
-/// (`NAME.fixtures.test`), `{port}`, `{ca}` (the kit's CA, PEM), `{proxy}` (the runner's proxy, `http://localhost:9800`)
-/// and `{resolve}` (`NAME.fixtures.test:PORT:127.0.0.1`, for curl's `--resolve`), and runs it without a shell (words
-/// split as a POSIX shell splits them; write `sh -c '…'` for a pipeline). Exit status 0 means the client accepted;
-/// anything else, or no exit within `timeout`, that it refused.
+/// (`NAME.fixtures.test`), `{port}`, `{scenario}` (`NAME`), `{ca}` (the kit's CA, PEM), `{proxy}` (the runner's proxy,
+/// `http://localhost:9800`) and `{resolve}` (`NAME.fixtures.test:PORT:127.0.0.1`, for curl's `--resolve`), and runs it
+/// without a shell (words split as a POSIX shell splits them; write `sh -c '…'` for a pipeline). Exit status 0 means
+/// the client accepted; anything else, or no exit within `timeout`, that it refused.
 package struct CommandLoad: Sendable {
     /// The template's words, as split.
     package let words: [String]
@@ -23,6 +24,7 @@ package struct CommandLoad: Sendable {
             throw CommandLoadError(reason: "the client command is empty",
                                    fix: "give a command, e.g. --client 'curl -sS --cacert {ca} {url}'")
         }
+        // {scenario} alone says which fixture, not where it listens.
         let known = ["{url}", "{qualifiedURL}", "{host}", "{port}", "{ca}", "{proxy}", "{resolve}"]
         if !words.contains(where: { word in known.contains { word.contains($0) } }) {
             throw CommandLoadError(reason: "the client command names no fixture: it has none of "
@@ -49,19 +51,21 @@ package struct CommandLoad: Sendable {
         }
     }
 
-    /// The words for the fixture at `url` (its qualified URL).
+    /// The words for the fixture at `url` (its qualified URL, `https://NAME.fixtures.test:PORT/`).
     package func arguments(for url: URL) -> [String] {
         let port = url.port.map(String.init) ?? ""
         let host = url.host ?? "localhost"
         let scheme = url.scheme ?? "https"
+        let scenario = host.hasSuffix(".\(Scenario.fixturesDomain)")
+            ? String(host.dropLast(Scenario.fixturesDomain.count + 1)) : host
         let values = ["{url}": "\(scheme)://localhost:\(port)/", "{qualifiedURL}": url.absoluteString, "{host}": host,
-                      "{port}": port, "{ca}": caFile, "{proxy}": proxy.absoluteString,
+                      "{port}": port, "{scenario}": scenario, "{ca}": caFile, "{proxy}": proxy.absoluteString,
                       "{resolve}": "\(host):\(port):127.0.0.1"]
         return words.map { word in values.reduce(word) { $0.replacingOccurrences(of: $1.key, with: $1.value) } }
     }
 
-    /// Runs the command for `url`; returns `exit 0` when it exits 0, throws `Refused` (the status and the first line
-    /// of its output) otherwise.
+    /// Runs the command for `url`; returns `exit 0` and the first line of its output when it exits 0, throws `Refused`
+    /// (the status and that line) otherwise.
     package func run(_ url: URL) async throws -> String {
         let arguments = arguments(for: url)
         let output = FileManager.default.temporaryDirectory.appendingPathComponent("report-\(UUID().uuidString)")
@@ -97,7 +101,7 @@ package struct CommandLoad: Sendable {
         guard process.terminationStatus == 0 else {
             throw Refused(status: process.terminationStatus, output: line.quotedForMessage(limit: 300))
         }
-        return "exit 0"
+        return line.isEmpty ? "exit 0" : "exit 0: " + line.quotedForMessage(limit: 300)
     }
 
     /// Splits a command line as a POSIX shell splits words: blanks separate, single quotes keep everything, double

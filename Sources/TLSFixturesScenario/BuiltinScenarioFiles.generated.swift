@@ -736,6 +736,13 @@ package enum BuiltinScenarioFiles {
         ],
         "outcome": "reject",
         "because": "OkHttp's approved cipher suites (ConnectionSpec.APPROVED_CIPHER_SUITES, the ones MODERN_TLS enables) have no finite-field DHE suite"
+      },
+      {
+        "clients": [
+          "pyca"
+        ],
+        "outcome": "reject",
+        "because": "pyca/cryptography judges a chain, not a handshake, and the matrix fetches the chain with Python's ssl module (OpenSSL), which refuses a 512-bit DH group even at security level 0 (dh key too small) before the verifier has a say"
       }
     ],
     "refusal": {
@@ -2558,6 +2565,13 @@ package enum BuiltinScenarioFiles {
         ],
         "outcome": "reject",
         "because": "Go's crypto/tls refuses handshake messages over 65536 bytes (maxHandshake), a limit no Config changes"
+      },
+      {
+        "clients": [
+          "pyca"
+        ],
+        "outcome": "reject",
+        "because": "pyca/cryptography judges a chain, not a handshake, and the matrix fetches the chain with Python's ssl module (OpenSSL): its 100 KiB limit on the certificate list ends the handshake (excessive message size) before the verifier sees the chain"
       }
     ],
     "refusal": {

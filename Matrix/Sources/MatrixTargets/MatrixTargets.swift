@@ -1,9 +1,8 @@
 import Foundation
 
-/// One handshake the matrix asks for: connect to 127.0.0.1 (or ::1) on `port`, and judge the server as `host`.
+/// The one load a matrix client makes: connect to 127.0.0.1 (or the address itself) on `port`, and judge the server as
+/// `host`.
 public struct MatrixTarget: Sendable {
-    /// Echoed back, so the driver can match answers to questions.
-    public var id: String
     /// The name the client verifies (and sends as SNI when it is a DNS name).
     public var host: String
     public var port: Int
@@ -15,47 +14,24 @@ public struct MatrixTarget: Sendable {
     public var url: URL { URL(string: "https://\(host.contains(":") ? "[\(host)]" : host):\(port)/")! }
 }
 
-/// What a client made of one target: accepted (verified, and an HTTP 200 read) or its own error text.
-public struct MatrixResult: Codable, Sendable {
-    public var id: String
-    public var accepted: Bool
-    public var detail: String
-
-    public init(id: String, accepted: Bool, detail: String) { self.id = id; self.accepted = accepted; self.detail = detail }
-}
-
-/// The command line every Swift matrix client takes: `CLIENT CA.pem TARGETS` where TARGETS has one
-/// `ID<TAB>HOST<TAB>PORT` line per target. Results go to standard output, one JSON object a line, in order.
+/// The command line every matrix client takes, the shape `tls-fixtures report --client` runs:
+/// `CLIENT CA.pem HOST PORT`. It loads `https://HOST:PORT/` once and prints one line, the client's own words (`HTTP
+/// 200`, or its error); the exit status is the verdict: 0 accepted (verified, and an HTTP 200 read), 1 refused, 2 could
+/// not run at all.
 public enum MatrixCommandLine {
-    public static func parse() -> (caFile: String, targets: [MatrixTarget]) {
+    public static func parse() -> (caFile: String, target: MatrixTarget) {
         let arguments = CommandLine.arguments
-        guard arguments.count == 3, let text = try? String(contentsOfFile: arguments[2], encoding: .utf8) else {
-            FileHandle.standardError.write(Data("usage: \(arguments.first ?? "client") CA.pem TARGETS (one ID<TAB>HOST<TAB>PORT line each)\n".utf8))
+        guard arguments.count == 4, let port = Int(arguments[3]) else {
+            FileHandle.standardError.write(Data("usage: \(arguments.first ?? "client") CA.pem HOST PORT\n".utf8))
             exit(64)
         }
-        var targets: [MatrixTarget] = []
-        for line in text.split(separator: "\n") where !line.isEmpty {
-            let fields = line.split(separator: "\t", omittingEmptySubsequences: false).map(String.init)
-            guard fields.count == 3, let port = Int(fields[2]) else {
-                FileHandle.standardError.write(Data("bad target line: \(line)\n".utf8))
-                exit(64)
-            }
-            targets.append(MatrixTarget(id: fields[0], host: fields[1], port: port))
-        }
-        return (arguments[1], targets)
+        return (arguments[1], MatrixTarget(host: arguments[2], port: port))
     }
 
-    private static let encoder: JSONEncoder = {
-        let encoder = JSONEncoder()
-        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
-        return encoder
-    }()
-
-    /// Prints one result line and flushes it, so a driver that times out still has every earlier answer.
-    public static func report(_ result: MatrixResult) {
-        var line = (try? encoder.encode(result)) ?? Data("{}".utf8)
-        line.append(0x0A)
-        FileHandle.standardOutput.write(line)
+    /// Prints the client's words and exits with its verdict.
+    public static func finish(accepted: Bool, detail: String) -> Never {
+        FileHandle.standardOutput.write(Data((oneLine(detail) + "\n").utf8))
+        exit(accepted ? 0 : 1)
     }
 
     /// One line of text: errors can span lines, a table cell cannot. BoringSSL's errors also name the source file
@@ -64,10 +40,8 @@ public enum MatrixCommandLine {
         text.split(whereSeparator: \.isNewline).map { $0.trimmingCharacters(in: .whitespaces) }.joined(separator: " ")
             .replacing(#/ at /[^ \]]*:\d+/#, with: "")
     }
-}
 
-extension MatrixCommandLine {
-    /// The client cannot run at all (its CA file is unreadable): a harness failure, never a verdict on any target.
+    /// The client cannot run at all (its CA file is unreadable): a harness failure, never a verdict on the server.
     public static func fail(_ reason: String) -> Never {
         FileHandle.standardError.write(Data((oneLine(reason) + "\n").utf8))
         exit(2)

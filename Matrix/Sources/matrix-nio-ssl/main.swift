@@ -13,7 +13,7 @@ import NIOSSL
 // BoringSSL's own checks, so in this mode the pin is the only check. The kit's own tests use it (a pinning client's
 // refusal, as the fixture records it); `make matrix` does not.
 
-let (caFile, targets) = MatrixCommandLine.parse()
+let (caFile, target) = MatrixCommandLine.parse()
 let pinnedKey: [UInt8]? = ProcessInfo.processInfo.environment["MATRIX_PIN_CERTIFICATE"].map { path in
     do {
         guard let certificate = try NIOSSLCertificate.fromPEMFile(path).first else { MatrixCommandLine.fail("no certificate in \(path)") }
@@ -64,18 +64,16 @@ func fetch(_ target: MatrixTarget) async throws -> String {
     }
 }
 
-for target in targets {
-    do {
-        let response = try await withThrowingTaskGroup(of: String.self) { group in
-            group.addTask { try await fetch(target) }
-            group.addTask { try await Task.sleep(for: .seconds(15)); throw Timeout() }
-            defer { group.cancelAll() }
-            return try await group.next()!
-        }
-        let status = response.split(separator: "\r\n", maxSplits: 1).first.map(String.init) ?? ""
-        MatrixCommandLine.report(MatrixResult(id: target.id, accepted: status.hasPrefix("HTTP/1.1 200"),
-                                              detail: status.isEmpty ? "no HTTP answer" : status))
-    } catch {
-        MatrixCommandLine.report(MatrixResult(id: target.id, accepted: false, detail: MatrixCommandLine.oneLine(String(describing: error))))
+do {
+    let response = try await withThrowingTaskGroup(of: String.self) { group in
+        group.addTask { try await fetch(target) }
+        group.addTask { try await Task.sleep(for: .seconds(15)); throw Timeout() }
+        defer { group.cancelAll() }
+        return try await group.next()!
     }
+    let status = response.split(separator: "\r\n", maxSplits: 1).first.map(String.init) ?? ""
+    MatrixCommandLine.finish(accepted: status.hasPrefix("HTTP/1.1 200"),
+                             detail: status.isEmpty ? "no HTTP answer" : status)
+} catch {
+    MatrixCommandLine.finish(accepted: false, detail: String(describing: error))
 }

@@ -19,8 +19,8 @@ struct ReportCommand: AsyncParsableCommand {
 
             The client is a command template, run without a shell; exit status 0 means it accepted. Filled in for \
             each run: {url} (https://localhost:PORT/), {qualifiedURL} (https://NAME.fixtures.test:PORT/), {host}, \
-            {port}, {ca} (the kit's CA, PEM), {proxy} (the runner's proxy) and {resolve} (NAME.fixtures.test:PORT:\
-            127.0.0.1, for curl's --resolve).
+            {port}, {scenario} (NAME), {ca} (the kit's CA, PEM), {proxy} (the runner's proxy) and {resolve} \
+            (NAME.fixtures.test:PORT:127.0.0.1, for curl's --resolve).
 
               tls-fixtures report --client 'curl -sS --cacert {ca} {url}'
               tls-fixtures report --client 'curl -sS --cacert {ca} --proxy {proxy} {qualifiedURL}' --family curl

@@ -75,7 +75,7 @@ struct ClientExpectationTests {
         #expect(gaps.contains { $0.hasPrefix("slow was left out of docs/clients.json (preparing") })
         // Expectations written without the matrix (on a Mac) are no gap: the live matrix runs every client on them.
         #expect(!gaps.contains { $0.hasPrefix("guessed ") }, "\(gaps)")
-        let plan = ClientMatrixTests.plan(catalog: catalog, clients: MatrixClient.allCases, unjudged: [],
+        let plan = ClientMatrixTests.plan(catalog: catalog, clients: MatrixClient.allCases,
                                           recorded: Set(report.rows.map(\.scenario)))
         #expect(MatrixClient.allCases.allSatisfy { plan[$0]?.contains("guessed") == true }, "\(plan)")
         #expect(!MatrixClient.allCases.contains { plan[$0]?.contains("judged") == true }, "\(plan)")

@@ -2,16 +2,17 @@ import Foundation
 import Testing
 @testable import TLSFixtures
 
-/// The client matrix run live (scripts/matrix.py): real client stacks against real fixtures, judged against the
-/// scenario files' `expect.clients`.
+/// The client matrix run live (scripts/matrix.py): real client stacks against real fixtures, each a report card
+/// (`tls-fixtures report --family STACK`) held to the scenario files' `expect.clients` by the differential judge.
 ///
 /// `make test` runs every stack that installs from Debian's packages, PyPI or the package mirror — on Linux all
 /// thirteen (scripts/ensure-deps.sh matrix-test installs them; the three Swift clients are built from Matrix/ into
 /// .build-matrix) — each on the controls, on failures every stack must refuse, and on every scenario where that stack
 /// differs from OpenSSL: where its file lists the stack in `expect.clients`, or where the `openssl` client's verdict
-/// is another. So a CA that one stack refuses fails the controls here, and a stack whose behaviour changes (or a
-/// server change one stack notices) fails the comparison with the scenario file. `make matrix` runs every scenario on
-/// every stack.
+/// is another. Each stack's card must have nothing but *as expected*: a refusal seen at the scenario's step, for its
+/// reason, with the control accepted by the same client; an acceptance answered. So a CA that one stack refuses fails
+/// the controls here, and a stack whose behaviour changes (or a server change one stack notices) fails the comparison
+/// with the scenario file. `make matrix` runs every scenario on every stack.
 @Suite("ClientMatrix: every client stack, live")
 struct ClientMatrixTests {
     /// The Must-show controls: every stack verifies them.
@@ -24,10 +25,8 @@ struct ClientMatrixTests {
     /// Each live client's scenarios: the controls, the must-refuse failures, every scenario the matrix can serve
     /// where the client's expected verdict differs from OpenSSL's verify result or from the `openssl` client's, and
     /// every scenario whose `expect.clients` no matrix run has recorded yet (not in docs/clients.json: written on a Mac,
-    /// say), so each client is held to them; less those docs/clients.json shows the client cannot judge (pyca where
-    /// Python's `ssl` cannot fetch the chain).
+    /// say), so each client is held to them.
     static func plan(catalog: ScenarioCatalog, clients: [MatrixClient],
-                     unjudged: Set<String> = MatrixEnvironment.unjudgedInCommittedReport(),
                      recorded: Set<String>? = MatrixEnvironment.recordedInCommittedReport())
         -> [MatrixClient: [String]] {
         let judged = catalog.scenarios.filter { scenario in
@@ -38,11 +37,11 @@ struct ClientMatrixTests {
         for client in clients {
             var names = controls + mustReject
             for scenario in judged where !names.contains(scenario.name) {
-                guard !unjudged.contains("\(scenario.name) × \(client.rawValue)") else { continue }
                 let expect = scenario.expect
                 let listed = expect.clients?.contains { $0.clients.contains(client) } ?? false
                 let unrecorded = expect.clients != nil && recorded.map { !$0.contains(scenario.name) } == true
-                if listed || unrecorded || expect.outcome(for: client)?.outcome != expect.outcome(for: .openssl)?.outcome {
+                let differs = expect.outcome(for: client)?.outcome != expect.outcome(for: .openssl)?.outcome
+                if listed || unrecorded || differs {
                     names.append(scenario.name)
                 }
             }
@@ -51,7 +50,7 @@ struct ClientMatrixTests {
         return plan
     }
 
-    @Test("every client stack does what the scenario files say: controls, refusals, where each differs from OpenSSL",
+    @Test("every client stack's report card is as expected: controls, refusals, where each differs from OpenSSL",
           .enabled(if: MatrixEnvironment.runnable, MatrixEnvironment.skipReason), .timeLimit(.minutes(10)))
     func liveMatrix() async throws {
         for product in MatrixEnvironment.swiftProducts {
@@ -79,37 +78,25 @@ struct ClientMatrixTests {
                 let row = try #require(report.rows.first { $0.primary && $0.scenario == name },
                                        "\(name) was not served")
                 let observed = try #require(row.results[client.rawValue], "\(name): no \(client.rawValue) result")
-                guard let accepted = observed.accepted else {
-                    Issue.record("\(name) × \(client.rawValue) was not judged: \(observed.detail)")
-                    continue
-                }
                 let expected = try #require(scenario.expect.outcome(for: client))
                 compared += 1
+                // The card was held to this stack's verdict in the scenario file…
+                #expect(observed.expected == expected.outcome.rawValue,
+                        Comment(rawValue: "\(name) × \(client.rawValue): the card expected "
+                            + "\(observed.expected ?? "nothing"), the file says \(expected.outcome.rawValue)"))
+                // …and its verdict is proven, not inferred (the differential judge: each load on a fixture of its
+                // own, a refusal at the scenario's step for its reason with the control accepted, an acceptance
+                // answered).
                 let because = expected.because.map { " (\($0))" } ?? ""
-                let outcome = "\(name) × \(client.rawValue): expected \(expected.outcome.rawValue)\(because)"
-                #expect((accepted ? ClientOutcome.accept : .reject) == expected.outcome, "\(outcome), got \(observed.detail)")
-                // A verdict is proven, not inferred: the fixture's records back it (each client has a serve of its
-                // own, so nobody else's connection can stand in). A refusal ended at the scenario's step, for its
-                // reason, without a request (the differential judge's rule, `LoadJudge.refusalShown`); an acceptance
-                // was answered. pyca judges a chain it fetched with verification off, so only its arrival counts.
-                let server = try #require(observed.server, "\(name) × \(client.rawValue): no server-side record in the report")
-                #expect(server.finding == nil, "\(name) × \(client.rawValue): \(server.finding ?? "")")
-                if !accepted {
-                    #expect(!server.connections.isEmpty,
-                            "\(name) × \(client.rawValue) refused (\(observed.detail)), but the fixture saw no connection from it: not proven")
-                    if client != .pyca, case .failure(let why) = MatrixEnvironment.refusalShown(scenario, server, client: client) {
-                        let text = "\(name) × \(client.rawValue) refused (\(observed.detail)), but the fixture's "
-                            + "records do not show the scenario's refusal: \(why.reason)"
-                        Issue.record(Comment(rawValue: text))
-                    } else {
-                        refusalsProven += 1
-                    }
-                }
+                #expect(observed.verdict == "as expected", Comment(rawValue: "\(name) × \(client.rawValue): "
+                    + "expected \(expected.outcome.rawValue)\(because); the card says \(observed.verdict ?? "nothing")"
+                    + ": \(observed.why ?? "") (the client said: \(observed.detail))"))
+                if !observed.accepted && observed.verdict == "as expected" { refusalsProven += 1 }
             }
         }
         #expect(compared == plan.values.map(\.count).reduce(0, +))
         // The must-refuse rows alone give every client refusals to prove.
-        #expect(refusalsProven >= clients.count, "only \(refusalsProven) refusals were seen by their fixtures")
+        #expect(refusalsProven >= clients.count, "only \(refusalsProven) refusals were proven")
         // The controls verify in every stack; so a "must reject" row cannot pass because everything is rejected.
         for name in Self.controls {
             let row = try #require(report.rows.first { $0.scenario == name && $0.primary })
@@ -141,18 +128,23 @@ struct CommittedMatrixDocumentationTests {
                 continue
             }
             for client in MatrixClient.allCases {
-                guard let observed = row.results[client.rawValue], let accepted = observed.accepted,
+                guard let observed = row.results[client.rawValue],
                       let expected = scenario.expect.outcome(for: client) else { continue }
                 compared += 1
-                #expect((accepted ? ClientOutcome.accept : .reject) == expected.outcome,
-                        "\(row.scenario) × \(client.rawValue): the scenario file says \(expected.outcome.rawValue), the matrix saw \(observed.detail)")
+                #expect((observed.accepted ? ClientOutcome.accept : .reject) == expected.outcome,
+                        Comment(rawValue: "\(row.scenario) × \(client.rawValue): the scenario file says "
+                            + "\(expected.outcome.rawValue), the matrix saw \(observed.detail)"))
+                // Each cell is its report card's verdict: the committed matrix was made with nothing unexpected.
+                #expect(observed.verdict == "as expected",
+                        "\(row.scenario) × \(client.rawValue): \(observed.verdict ?? "no verdict"): \(observed.why ?? "")")
             }
         }
         #expect(compared > 400, "only \(compared) verdicts compared")
     }
 
     /// The scenario files' steps and late checks were written from this report; it keeps them saying the same thing
-    /// (what the clients do now is `ClientMatrixTests`' to hold them to).
+    /// (what the clients do now is `ClientMatrixTests`' to hold them to): the report's records re-judged by the same
+    /// judge against the files as they are now.
     @Test("docs/clients.json and the scenario files' refusal steps agree: each refusal recorded there shows its step")
     func committedRefusalsMatchSteps() throws {
         let report = try MatrixEnvironment.committedReport()
@@ -160,7 +152,7 @@ struct CommittedMatrixDocumentationTests {
         var refusals = 0
         for row in report.rows where row.primary {
             let scenario = try catalog.scenario(named: row.scenario)
-            for (client, result) in row.results where result.accepted == false && client != MatrixClient.pyca.rawValue {
+            for (client, result) in row.results where !result.accepted {
                 refusals += 1
                 let server = try #require(result.server, "\(row.scenario) × \(client): no records: re-run `make matrix`")
                 if let stack = MatrixClient(rawValue: client),
@@ -223,7 +215,8 @@ enum MatrixEnvironment {
     static var liveClients: [MatrixClient] {
         HostOS.current == .linux ? MatrixClient.allCases : [.swiftNIOSSL, .gnutls, .pyca]
     }
-    /// Whether a cell's records show the scenario's refusal at one of its steps, for its reason (`LoadJudge`).
+    /// Whether a committed cell's records show the scenario's refusal at one of its steps, for its reason, as the
+    /// scenario file says now (`LoadJudge`, the judge that gave the cell its verdict when the matrix ran).
     /// The matrix's clients trust the built-in CA alone, but OkHttp, which is given the roots a scenario assumes (so
     /// that on `pin-mitm` its pin, not its trust, refuses): for the others such a scenario is refused at the
     /// certificate, by trust, whatever its own refusal says (`ReportCard.refusal(_:trustsAssumedRoots:)`).
@@ -251,17 +244,22 @@ enum MatrixEnvironment {
     struct Report: Decodable {
         struct Client: Decodable { var id: String; var status: String; var version: String?; var reason: String? }
         struct Result: Decodable {
-            var accepted: Bool?
+            /// What the client said: it exited 0 (an HTTP 200 read).
+            var accepted: Bool
             var detail: String
-            /// What the fixture recorded of this client on this row (scripts/matrix.py, What the server saw).
+            /// What the card held it to (`accept`, `reject`), its verdict (`as expected`, `unexpected`, `unproven`)
+            /// and, when that is not as expected, why.
+            var expected: String?
+            var verdict: String?
+            var why: String?
+            /// What the cell's own fixture recorded of this client on this row.
             var server: Server?
 
-            init(accepted: Bool?, detail: String, server: Server? = nil) {
+            init(accepted: Bool, detail: String, server: Server? = nil) {
                 self.accepted = accepted; self.detail = detail; self.server = server
             }
         }
-        /// The fixture's records of one cell, as docs/clients.json keeps them, with their summary and, where they do not
-        /// back the client's verdict, why.
+        /// The fixture's records of one cell, as docs/clients.json keeps them, with their summary.
         struct Server: Decodable {
             /// A record as docs/clients.json keeps it (scripts/matrix.py's `compact_record`: no ids, times or ports).
             struct Connection: Decodable {
@@ -288,7 +286,6 @@ enum MatrixEnvironment {
             }
             var short: String
             var connections: [Connection]
-            var finding: String?
         }
         struct Row: Decodable { var scenario: String; var host: String; var primary: Bool; var results: [String: Result] }
         /// A scenario the matrix did not serve: `out of scope` (scripts/matrix.py's OUT_OF_SCOPE), or serve's status.
@@ -351,20 +348,12 @@ enum MatrixEnvironment {
         return Set(report.rows.filter(\.primary).map(\.scenario))
     }
 
-    /// `scenario × client` for each result docs/clients.json has as "not judged".
-    static func unjudgedInCommittedReport() -> Set<String> {
-        guard let report = try? committedReport() else { return [] }
-        return Set(report.rows.filter(\.primary).flatMap { row in
-            row.results.filter { $0.value.accepted == nil }.map { "\(row.scenario) × \($0.key)" }
-        })
-    }
-
     static func committedReport() throws -> Report {
         try JSONDecoder().decode(Report.self, from: Data(contentsOf: TestEnvironment.packageRoot.appendingPathComponent("docs/clients.json")))
     }
 
-    /// Runs scripts/matrix.py with a fresh CA, on blocks of ports from the allocator that keeps every test's ranges
-    /// apart (one per client running at once), each client on the scenarios `plan` gives it.
+    /// Runs scripts/matrix.py with a fresh CA, its runner on a block of ports from the allocator that keeps every
+    /// test's ranges apart, each client on the scenarios `plan` gives it.
     static func run(plan: [MatrixClient: [String]]) async throws -> Report {
         let scratch = TestEnvironment.temporaryDirectory("matrix")
         let output = scratch.appendingPathComponent("report.json")
@@ -373,15 +362,14 @@ enum MatrixEnvironment {
         try JSONSerialization.data(withJSONObject: encoded, options: [.sortedKeys]).write(to: planFile)
         var lastError = ""
         for _ in 0..<3 {
-            // Three blocks: three clients at once, each on a serve of its own (so a fixture's records are its own).
-            let bases = try (0..<3).flatMap { _ in ["--port-base", "\(try freePortBase())"] }
-            let result = try await External.run(["python3", TestEnvironment.packageRoot.appendingPathComponent("scripts/matrix.py").path,
-                                                 "--cli", TestEnvironment.cli, "--swift-clients", swiftClients.path,
-                                                 "--plan", planFile.path, "--no-extra-rows",
-                                                 "--json", output.path] + bases, timeout: 560)
+            let script = TestEnvironment.packageRoot.appendingPathComponent("scripts/matrix.py").path
+            let result = try await External.run(["python3", script, "--cli", TestEnvironment.cli,
+                                                 "--swift-clients", swiftClients.path, "--plan", planFile.path,
+                                                 "--no-extra-rows", "--port-base", "\(try freePortBase())",
+                                                 "--json", output.path], timeout: 560)
             if result.status == 0, let data = try? Data(contentsOf: output) {
-                // matrix.py's own timing lines (one per client), for make test's log.
-                for line in result.stderr.split(separator: "\n") where line.contains(" targets in ") {
+                // matrix.py's own timing lines (one per report), for make test's log.
+                for line in result.stderr.split(separator: "\n") where line.contains(" in ") && line.hasSuffix(" s") {
                     print("client matrix: \(line)")
                 }
                 return try JSONDecoder().decode(Report.self, from: data)

@@ -1,10 +1,11 @@
 import Foundation
 import Testing
 
-/// scripts/matrix.py's server-side column, without any client: `--render` re-derives every cell's summary and finding
-/// from the connection records a report keeps, so a hand-made report shows what a real one would (the records below
-/// are in the control API's own shapes, as compact_record keeps them).
-@Suite("scripts/matrix.py: what the server saw, summarised and checked against the client's verdict")
+/// scripts/matrix.py's rendering, without any client: `--render` re-derives every cell's summaries from the client's
+/// words and the connection records a report keeps, and flags the cells whose report card's verdict is not as expected
+/// (the verdict is the card's, never the script's), so a hand-made report shows what a real one would (the records
+/// below are in the control API's own shapes, as compact_record keeps them).
+@Suite("scripts/matrix.py: what the server saw, summarised, beside the report card's verdict")
 struct MatrixServerSideTests {
     static func record(_ outcome: [String: Any]?, requests: [String] = [], serverName: String? = "localhost",
                        alertAfterHandshake: [String: Any]? = nil) -> [String: Any] {
@@ -18,9 +19,13 @@ struct MatrixServerSideTests {
     static var completed: [String: Any] { ["kind": "handshakeCompleted", "protocol": "TLSv1.3",
                                            "cipher": "TLS_AES_128_GCM_SHA256", "clientCertificate": false] }
 
-    static func result(_ accepted: Bool?, _ records: [[String: Any]]) -> [String: Any] {
-        ["accepted": accepted.map { $0 as Any } ?? NSNull(), "detail": accepted == true ? "HTTP 200" : "refused",
-         "short": "", "server": ["short": "", "connections": records]]
+    static func result(_ accepted: Bool, _ records: [[String: Any]], expected: String = "accept",
+                       verdict: String = "as expected", why: String? = nil) -> [String: Any] {
+        var result: [String: Any] = ["accepted": accepted, "detail": accepted ? "HTTP 200" : "refused", "short": "",
+                                     "expected": expected, "verdict": verdict,
+                                     "server": ["short": "", "connections": records]]
+        result["why"] = why
+        return result
     }
 
     /// Renders `rows` (scenario → client → result) and gives back the report and the markdown.
@@ -46,51 +51,62 @@ struct MatrixServerSideTests {
         return ((row?["results"] as? [String: Any])?[client] as? [String: Any])?["server"] as? [String: Any]
     }
 
-    @Test("each outcome in a few words; a refusal the fixture never saw, or one it answered a request for, is flagged")
-    func summariesAndFindings() throws {
-        let unknownCA: [String: Any] = ["kind": "alertReceived", "alert": ["code": 48, "name": "unknown_ca"], "phase": "afterServerFlight"]
+    @Test("each outcome in a few words; a cell whose card is not as expected is flagged with the card's why")
+    func summariesAndVerdicts() throws {
+        let unknownCA: [String: Any] = ["kind": "alertReceived", "alert": ["code": 48, "name": "unknown_ca"],
+                                        "phase": "afterServerFlight"]
         let early: [String: Any] = ["kind": "closedWithoutAlert", "phase": "beforeClientHello"]
+        let flight: [String: Any] = ["kind": "closedWithoutAlert", "phase": "afterServerFlight"]
         let noSuite: [String: Any] = ["kind": "alertSent", "alert": ["code": 40, "name": "handshake_failure"],
                                       "reason": "no shared cipher", "phase": "afterClientHello"]
+        let badCertificate: [String: Any] = ["code": 42, "name": "bad_certificate"]
         let (report, markdown) = try Self.render([
-            ("refused", ["openssl": Self.result(false, [Self.record(unknownCA)]),
-                         "pyca": Self.result(false, [])]),
+            ("refused", ["openssl": Self.result(false, [Self.record(unknownCA)], expected: "reject"),
+                         "pyca": Self.result(false, [], expected: "reject", verdict: "unproven",
+                                             why: "the client never reached refused")]),
             ("served", ["openssl": Self.result(true, [Self.record(Self.completed, requests: ["GET / 200"])]),
-                        "pyca": Self.result(true, [Self.record(Self.completed)])]),
+                        "pyca": Self.result(true, [Self.record(Self.completed, requests: ["GET / 200"])])]),
             ("retried", ["openssl": Self.result(false, [Self.record(early), Self.record(early),
-                                                        Self.record(Self.completed, requests: ["GET / 200"])]),
-                         "pyca": Self.result(false, [Self.record(noSuite)])]),
-            ("late", ["openssl": Self.result(false, [Self.record(Self.completed, alertAfterHandshake: ["code": 42, "name": "bad_certificate"])]),
-                      "pyca": Self.result(nil, [])]),
+                                                        Self.record(Self.completed, requests: ["GET / 200"])],
+                                                expected: "reject", verdict: "unexpected",
+                                                why: "your client accepted retried"),
+                         "pyca": Self.result(false, [Self.record(noSuite)], expected: "reject")]),
+            ("late", ["openssl": Self.result(false, [Self.record(Self.completed, alertAfterHandshake: badCertificate)],
+                                             expected: "reject", verdict: "unexpected",
+                                             why: "refused after the handshake, not at the certificate"),
+                      "pyca": Self.result(false, [Self.record(flight)], verdict: "unexpected",
+                                          why: "refused what a verifying client accepts")]),
             ("plain", ["openssl": Self.result(false, [Self.record(["kind": "notTLS", "firstBytes": "GET / HTTP/1.1",
-                                                                   "reason": "http request"])])]),
+                                                                   "reason": "http request"])], expected: "reject")]),
         ])
-        func short(_ scenario: String, _ client: String) -> String? { Self.server(report, scenario, client)?["short"] as? String }
-        func finding(_ scenario: String, _ client: String) -> String? { Self.server(report, scenario, client)?["finding"] as? String }
+        func short(_ scenario: String, _ client: String) -> String? {
+            Self.server(report, scenario, client)?["short"] as? String
+        }
 
         #expect(short("refused", "openssl") == "alert unknown_ca(48)")
-        #expect(finding("refused", "openssl") == nil)
         #expect(short("refused", "pyca") == "never arrived")
-        #expect(finding("refused", "pyca")?.hasPrefix("never arrived: the refusal is not proven") == true)
         #expect(short("served", "openssl") == "completed, GET / 200")
-        #expect(finding("served", "openssl") == nil)
-        // pyca fetches the chain with verification off and sends no request, whatever its verdict.
-        #expect(short("served", "pyca") == "completed, no request")
-        #expect(finding("served", "pyca") == nil)
         // Distinct outcomes, requests answered first, repeats said but not counted (retry counts vary between runs).
         #expect(short("retried", "openssl") == "completed, GET / 200; closed before ClientHello (repeated)")
-        #expect(finding("retried", "openssl") == "refused, yet the fixture answered a request")
         #expect(short("retried", "pyca") == "server sent handshake_failure(40)")
         #expect(short("late", "openssl") == "completed, then alert bad_certificate(42)")
-        #expect(finding("late", "openssl") == nil)
+        #expect(short("late", "pyca") == "closed after server flight")
         // Plain HTTP to a TLS port: the server closed on bytes that are not TLS, which no TLS client's refusal is.
         #expect(short("plain", "openssl") == "not TLS (GET / HTTP/1.1)")
-        // No verdict, nothing to prove.
-        #expect(finding("late", "pyca") == nil)
+
+        // The verdicts are the cards', kept as they were: a render judges nothing.
+        let rows = report["rows"] as? [[String: Any]] ?? []
+        let late = (rows.first { $0["scenario"] as? String == "late" }?["results"] as? [String: Any])?["openssl"]
+        #expect((late as? [String: Any])?["verdict"] as? String == "unexpected")
 
         #expect(markdown.contains("## What the server saw"))
         #expect(markdown.contains("| `refused` | localhost | alert unknown_ca(48) | ⚠ never arrived |"))
-        #expect(markdown.contains("- `refused` (localhost) × `pyca`: never arrived"))
-        #expect(markdown.contains("- `retried` (localhost) × `openssl`: refused, yet the fixture answered a request"))
+        #expect(markdown.contains("| `served` | localhost | completed, GET / 200 | completed, GET / 200 |"))
+        #expect(markdown.contains("- `refused` (localhost) × `pyca`: unproven: the client never reached refused"))
+        #expect(markdown.contains("- `retried` (localhost) × `openssl`: unexpected: your client accepted retried"))
+        #expect(!markdown.contains("`retried` (localhost) × `pyca`"), "an as-expected cell is not listed")
+        // The first table: an unexpected cell says whether it was the verdict or the step that differs.
+        #expect(markdown.contains("| `late` | localhost | ⚠ refused (at another step) | ⚠ refused (expected accept) |"),
+                "\(markdown)")
     }
 }

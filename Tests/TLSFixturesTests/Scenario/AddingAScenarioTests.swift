@@ -141,7 +141,7 @@ struct AddingAScenarioTests {
         withClients.expect.clients = []
         let byHand = ScenarioCatalog(scenarios: withMatrixOnly.scenarios.filter { $0.name != added.name } + [withClients])
         #expect(MatrixEnvironment.expectationGaps(catalog: byHand, report: report) == [])
-        let plan = ClientMatrixTests.plan(catalog: byHand, clients: MatrixClient.allCases, unjudged: [],
+        let plan = ClientMatrixTests.plan(catalog: byHand, clients: MatrixClient.allCases,
                                           recorded: Set(report.rows.map(\.scenario)))
         #expect(MatrixClient.allCases.allSatisfy { plan[$0]?.contains("aes256-only") == true })
 
