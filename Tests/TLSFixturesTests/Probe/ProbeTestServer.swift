@@ -57,7 +57,8 @@ final class ProbeTestServer {
         try credential.privateKey.pem.write(to: key)
         try Data(pythonServer.utf8).write(to: script)
         let running = try Subprocess.launch(["python3", script.path, mode.rawValue, chain.path, key.path, portFile.path, body])
-        let deadline = Date().addingTimeInterval(120)
+        let started = Date()
+        let deadline = started.addingTimeInterval(120)
         while Date() < deadline {
             if let text = try? String(contentsOf: portFile, encoding: .utf8), text.hasSuffix("\n"), let port = Int(text.dropLast()) {
                 return ProbeTestServer(port: port, running: running, directory: directory)
@@ -65,9 +66,14 @@ final class ProbeTestServer {
             if !running.process.isRunning { break }
             try await Task.sleep(for: .milliseconds(20))
         }
+        let exitedByItself = !running.process.isRunning
         kill(running.process.processIdentifier, SIGKILL)
         let result = await running.finished(timeout: 5)
-        throw ServerFailed(why: "the Python server did not start: \(result.combined)")
+        let how = exitedByItself ? "it exited with status \(result.status)" : "no port after 120 s, killed"
+        let left = FileManager.default.fileExists(atPath: directory.path) ? "" : "; its folder was removed meanwhile"
+        let waited = Int(Date().timeIntervalSince(started))
+        throw ServerFailed(why: "the Python server did not start (\(how), \(waited) s\(left)): "
+            + (result.combined.isEmpty ? "no output" : result.combined))
     }
 
     /// The trust the probe needs for this server's chain.
