@@ -136,7 +136,12 @@ extension ReliabilitySuite {
             defer {
                 for _ in jobs { release.signal() }
             }
-            try await CPUBudgetTests.until { budget.usage.slow == budget.width - 1 && budget.waiting.slow > 0 }
+            // Admitted is not yet started (the body runs on a pool thread a moment later): wait for both, then for
+            // a job held back, so a busy scheduler cannot make the count read early.
+            try await CPUBudgetTests.until {
+                budget.usage.slow == budget.width - 1 && started.withLockedValue { $0 } >= budget.width - 1
+                    && budget.waiting.slow > 0
+            }
             #expect(started.withLockedValue { $0 } == budget.width - 1, "more slow jobs ran than the budget allows")
             let store = TestEnvironment.suiteStore("CPUBudget")
             let result = try await withFixture("ats-compliant", store: store) { fixture in

@@ -282,10 +282,47 @@ enum Ports {
                 defer { cursor += count }
                 return cursor
             }
+            guard claim(base..<(base + count)) else { continue }
             if (base..<(base + count)).allSatisfy({ !accepts($0) && canListen($0) }) { return base }
         }
         throw POSIXError(.EADDRINUSE)
     }
+
+    /// Claims the blocks of `claimBlock` ports that `ports` touches for this process, against other test processes on
+    /// the machine (two suites side by side: a worktree's beside a CI rehearsal). Each process starts its ranges at a
+    /// random place, and two that sweep into each other both found a range free and started runners on it (a full run
+    /// beside another failed so). A claim is an exclusive `flock` on one file per block, held until this process exits
+    /// (the kernel drops it then, even after a crash), so it costs at most one descriptor per block; a range touching
+    /// a block another process holds is skipped.
+    private static func claim(_ ports: Range<Int>) -> Bool {
+        let first = (ports.lowerBound - belowEphemeral.lowerBound) / claimBlock
+        let last = (ports.upperBound - 1 - belowEphemeral.lowerBound) / claimBlock
+        return claimed.withLockedValue { claimed -> Bool in
+            var taken: [Int: Int32] = [:]
+            for block in first...last where claimed[block] == nil {
+                let path = claimFolder.appendingPathComponent("block-\(block)").path
+                let fd = open(path, O_CREAT | O_RDONLY | O_CLOEXEC, 0o666)
+                guard fd >= 0, flock(fd, LOCK_EX | LOCK_NB) == 0 else {
+                    if fd >= 0 { close(fd) }
+                    for fd in taken.values { close(fd) }
+                    return false
+                }
+                taken[block] = fd
+            }
+            claimed.merge(taken) { old, _ in old }
+            return true
+        }
+    }
+
+    private static let claimBlock = 128
+    /// This process's claims, by block: the descriptors are never closed, so a claim lasts as long as the process.
+    private static let claimed = NIOLockedValueBox<[Int: Int32]>([:])
+    private static let claimFolder: URL = {
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("tls-fixtures-test-ports")
+        try? FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        chmod(folder.path, 0o1777)
+        return folder
+    }()
 
     private static let belowEphemeral = 20_000..<32_000
     /// Where the next range starts: a random place for each process, then onwards.
