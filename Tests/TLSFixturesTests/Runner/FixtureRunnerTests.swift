@@ -39,7 +39,7 @@ struct FixtureRunnerTests {
     func oneCallEach() async throws {
         let configuration = try Self.configuration(["ats-compliant", "http"])
         let base = configuration.portBase
-        var ports: [Int] = []
+        var ports: [HeldPort] = []
         try await withWholeRunner(configuration) { dashboard in
             #expect(dashboard == URL(string: "http://localhost:\(base)/"))
             // A real client reads the dashboard's catalog and reaches a fixture on the port it lists.
@@ -55,11 +55,14 @@ struct FixtureRunnerTests {
                 "\(dashboard)api/fixtures",
             ])
             let lease = try FixtureAPI.decoder().decode(FixtureDescription.self, from: leased.stdoutData)
-            ports = [base] + document.scenarios.compactMap(\.port) + [lease.port]
-            #expect(ports.allSatisfy { Ports.accepts($0) }, "\(ports)")
+            let listening = [base] + document.scenarios.compactMap(\.port) + [lease.port]
+            #expect(listening.allSatisfy { Ports.accepts($0) }, "\(listening)")
+            // Freed is judged by the listening sockets themselves: the lease's port is ephemeral, and another test's
+            // listener may take it the moment it is free.
+            ports = listening.map { Ports.held($0) }
         }
         #expect(ports.count == 4)
-        for port in ports { #expect(!Ports.accepts(port), "port \(port) still listens after stop()") }
+        for held in ports { #expect(held.released, "port \(held.port) still listens after stop()") }
     }
 
     /// swift-service-lifecycle's contract: `run()` serves until its task is cancelled, then stops everything and
