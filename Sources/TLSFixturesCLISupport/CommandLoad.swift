@@ -79,7 +79,7 @@ package struct CommandLoad: Sendable {
         process.standardError = handle
         process.standardInput = FileHandle.nullDevice
         let exited = ProcessExit()
-        process.terminationHandler = { _ in exited.signal() }
+        process.terminationHandler = { _ in exited.finish() }
         do {
             try process.run()
         } catch {
@@ -88,11 +88,11 @@ package struct CommandLoad: Sendable {
                                    fix: "give a program on PATH, or its full path")
         }
         try? handle.close()
-        let finished = await exited.wait(seconds: timeout)
+        let finished = await exited.finished(within: timeout)
         if !finished {
             process.terminate()
-            if await !exited.wait(seconds: 5) { kill(process.processIdentifier, SIGKILL) }
-            _ = await exited.wait(seconds: .infinity)
+            if await !exited.finished(within: 5) { kill(process.processIdentifier, SIGKILL) }
+            _ = await exited.finished(within: .infinity)
         }
         let text = String(decoding: (try? Data(contentsOf: output)) ?? Data(), as: UTF8.self)
         let line = text.split(whereSeparator: \.isNewline).first { !$0.trimmingCharacters(in: .whitespaces).isEmpty }
@@ -159,53 +159,5 @@ package struct CommandLoadError: CodedError {
     package init(reason: String, fix: String) {
         self.reason = reason
         self.fix = fix
-    }
-}
-
-/// A child's exit, awaited without a thread: signalled by its termination handler.
-final class ProcessExit: @unchecked Sendable {
-    private let lock = NSLock()
-    private var exited = false
-    private var waiters: [UUID: CheckedContinuation<Bool, Never>] = [:]
-
-    func signal() {
-        lock.lock()
-        exited = true
-        let resumed = waiters
-        waiters = [:]
-        lock.unlock()
-        for waiter in resumed.values { waiter.resume(returning: true) }
-    }
-
-    /// Whether it exited within `seconds`.
-    func wait(seconds: TimeInterval) async -> Bool {
-        let id = UUID()
-        var timer: Task<Void, Never>?
-        let result = await withCheckedContinuation { (continuation: CheckedContinuation<Bool, Never>) in
-            lock.lock()
-            if exited {
-                lock.unlock()
-                continuation.resume(returning: true)
-                return
-            }
-            waiters[id] = continuation
-            lock.unlock()
-            if seconds.isFinite {
-                let nanoseconds = UInt64(max(0, min(seconds, 86_400)) * 1_000_000_000)
-                timer = Task {
-                    try? await Task.sleep(nanoseconds: nanoseconds)
-                    self.expire(id)
-                }
-            }
-        }
-        timer?.cancel()
-        return result
-    }
-
-    private func expire(_ id: UUID) {
-        lock.lock()
-        let waiter = waiters.removeValue(forKey: id)
-        lock.unlock()
-        waiter?.resume(returning: false)
     }
 }
