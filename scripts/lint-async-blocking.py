@@ -212,18 +212,6 @@ def lint_file(path, display=None):
     return findings
 
 
-def swift_files(paths):
-    for path in paths:
-        if os.path.isfile(path):
-            yield path
-            continue
-        for root, directories, files in os.walk(path):
-            directories[:] = sorted(d for d in directories if not d.startswith("."))
-            for name in sorted(files):
-                if name.endswith(".swift"):
-                    yield os.path.join(root, name)
-
-
 def main(arguments):
     if any(argument.startswith("-") for argument in arguments):
         print(__doc__.strip().split("\n\n")[-2], file=sys.stderr)
@@ -235,7 +223,7 @@ def main(arguments):
     if missing:
         print(f"lint-async-blocking: no such file or folder: {', '.join(missing)}", file=sys.stderr)
         return 2
-    findings = [finding for path in swift_files(arguments) for finding in lint_file(path)]
+    findings = [finding for path in _darwin.swift_files(arguments) for finding in lint_file(path)]
     for finding in findings:
         print(finding)
     if findings:

@@ -39,6 +39,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 MATRIX = ROOT / "Matrix"
 LOAD = MATRIX / "Clients/load.py"
+# load.py's text helpers (one line of a client's output, the first pattern that matches), one copy for both scripts.
+sys.path.insert(0, str(LOAD.parent))
+from load import first_match, one_line  # noqa: E402
 # Not run: plain HTTP has no TLS to judge, and client-cert-required judges the client's certificate, not the server's.
 OUT_OF_SCOPE = {
     "http": "plain HTTP: no TLS to judge",
@@ -67,18 +70,6 @@ def run(arguments, timeout=20, **kwargs):
         return subprocess.run(arguments, capture_output=True, text=True, errors="replace", timeout=timeout, **kwargs)
     except subprocess.TimeoutExpired as expired:
         return subprocess.CompletedProcess(arguments, 124, "", "timed out")
-
-
-def one_line(text):
-    return " ".join(str(text).split())
-
-
-def first_match(patterns, text, default=None):
-    for pattern in patterns:
-        match = re.search(pattern, text, re.M)
-        if match:
-            return match.group(1).strip()
-    return default
 
 
 # --- The stacks: each available(ctx) -> (version or None, reason when missing) and short(detail) -> the few words a
