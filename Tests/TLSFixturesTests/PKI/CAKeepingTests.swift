@@ -206,6 +206,14 @@ struct CAKeepingTests {
         let refused = try TestEnvironment.tlsFixtures(["cert", "issue", "--name", "x", "--host", "a.test", "--dir", replaced])
         CLIInputTests.expectOneLineError(refused, mentioning: ["root.pem is missing", "replaced-"])
         #expect(!FileManager.default.fileExists(atPath: replaced + "/ca/root.pem"))
+        // Only a key an older version set aside (root.key.orphaned-…): still a store that had one.
+        let orphaned = try Self.newStore("orphaned")
+        try FileManager.default.removeItem(atPath: orphaned + "/ca/root.pem")
+        let aside = orphaned + "/ca/root.key.orphaned-20260101T000000Z"
+        try FileManager.default.moveItem(atPath: orphaned + "/ca/root.key", toPath: aside)
+        let refusedOrphan = try TestEnvironment.tlsFixtures(["pins", "--dir", orphaned])
+        CLIInputTests.expectOneLineError(refusedOrphan, mentioning: ["root.pem is missing", aside, "ca init --force"])
+        #expect(try FileManager.default.contentsOfDirectory(atPath: orphaned + "/ca") == ["root.key.orphaned-20260101T000000Z"])
         // A store that never had one still makes it on first use.
         let fresh = TestEnvironment.temporaryDirectory("fresh").appendingPathComponent("store").path
         let first = try TestEnvironment.tlsFixtures(["cert", "issue", "--name", "x", "--host", "a.test", "--dir", fresh])
