@@ -43,6 +43,8 @@ public class OkHttpMatrixClient {
         System.exit(accepted ? 0 : 1);
     }
 
+    // isAddress and describe repeat MatrixClient's on purpose: OkHttpPinningTests runs this file alone through the
+    // JDK's single-file launcher (`java OkHttpMatrixClient.java`), which compiles no other source.
     static boolean isAddress(String host) {
         return host.contains(":") || host.matches("[0-9.]+");
     }
