@@ -219,20 +219,22 @@ TSAN_TEST_OPTIONS := log_path=$(CURDIR)/.build-tsan/sanitizer-reports/tsan
 
 # $(call sanitized_test,SANITIZER,SCRATCH,OPTIONS_VARIABLE,OPTIONS): the suite under one sanitizer, in its own build
 # folder, the reliability suite in a process of its own as in `make test`; any report from any process fails it.
-# DocExamplesConsumerTests is left to `make test`: it builds the documentation's examples as a user's package with the
-# plain toolchain, so nothing of it runs under the sanitizer, and it costs CI minutes twice.
+# Left to `make test`, which runs them on the same code: DocExamplesConsumerTests (it builds the documentation's examples
+# as a user's package with the plain toolchain, so nothing of it runs under the sanitizer) and the live client matrix
+# (ClientMatrixTests, OkHttpPinningTests: thirteen stacks' processes, a JVM per load, against fixtures whose code every
+# other suite drives under the sanitizer too). Both cost CI minutes twice for no finding of the sanitizer's.
 define sanitized_test
 	@scripts/ensure-deps.sh test
 	swift build --build-tests --sanitize=$(1) --scratch-path $(2) $(SWIFT_WARNINGS)
 	@rm -rf $(2)/sanitizer-reports $(2)/test-logs $(2)/test-store && mkdir -p $(2)/sanitizer-reports $(2)/test-logs
 	set -o pipefail; export $(call TEST_ENV,$(2)); \
-	  $(3)=$(4) TLS_FIXTURES_MATRIX_REQUIRED=1 swift test --skip-build --sanitize=$(1) --scratch-path $(2) --skip ReliabilitySuite \
-	    --skip DocExamplesConsumerTests \
+	  $(3)=$(4) swift test --skip-build --sanitize=$(1) --scratch-path $(2) --skip ReliabilitySuite \
+	    --skip DocExamplesConsumerTests --skip ClientMatrixTests --skip OkHttpPinningTests \
 	    2>&1 | tee $(2)/test-logs/parallel.log \
 	  && $(3)=$(4) swift test --skip-build --sanitize=$(1) --scratch-path $(2) --filter ReliabilitySuite \
 	    2>&1 | tee $(2)/test-logs/reliability.log; \
 	  status=$$?; scripts/sanitizer-reports.sh $(2)/sanitizer-reports || status=1; \
-	  TLS_FIXTURES_MATRIX_REQUIRED=1 python3 scripts/test-summary.py $(2)/test-logs/parallel.log \
+	  python3 scripts/test-summary.py $(2)/test-logs/parallel.log \
 	    $(2)/test-logs/reliability.log || status=1; exit $$status
 endef
 
