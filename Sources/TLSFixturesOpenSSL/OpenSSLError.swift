@@ -58,7 +58,10 @@ public struct OpenSSLError: CodedError {
     }
 
     /// Forgets stale errors so a later `drain` reports only what the next call did.
-    package static func clearQueue() { ERR_clear_error() }
+    package static func clearQueue() {
+        _ = OpenSSLRuntime.initializedWithoutExitCleanup
+        ERR_clear_error()
+    }
 }
 
 /// Throws `OpenSSLError` when an OpenSSL call that returns 1 on success returned anything else.

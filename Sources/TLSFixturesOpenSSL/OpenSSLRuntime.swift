@@ -1,7 +1,15 @@
 import COpenSSL
 
-/// OpenSSL's process-wide set-up, for a program that owns its process (the `tls-fixtures` CLI).
+/// OpenSSL's process-wide set-up. The `tls-fixtures` CLI does it first thing; the library does it on its first OpenSSL
+/// call (`initializedWithoutExitCleanup`, reached through `OpenSSLError.clearQueue`, which the calls begin with), so a
+/// test process that links the library and exits while a fixture's key is still being made does not crash at exit
+/// either (a CI rehearsal's test process did: SIGSEGV in a freed OpenSSL lock on a thread-pool thread, after every test
+/// had passed). When something else in the process initialised OpenSSL first (libcurl, under URLSession on Linux),
+/// OpenSSL keeps its exit handler and this changes nothing.
 package enum OpenSSLRuntime {
+    /// `initializeWithoutExitCleanup()`, once per process, on first use.
+    package static let initializedWithoutExitCleanup: Bool = initializeWithoutExitCleanup()
+
     /// Initialises OpenSSL without the clean-up it otherwise registers with `atexit`.
     ///
     /// Why: `serve` abandons keys still being generated in the background when it stops (an RSA-8192 key can take a
