@@ -17,6 +17,9 @@ are findings:
                   continuation
   spin            while … { await Task.yield() }: a loop that only yields keeps a pool thread busy; await the event
                   (a continuation) or Task.sleep between looks
+  deadline-loop   while Date() < deadline { … } (or ContinuousClock.now): a sleeping task on a busy machine can
+                  wake after its deadline, and such a loop then gives up without looking again; await
+                  Poll.until(timeout:) { … }, which looks once more after the deadline
 
 A synchronous function of the same file that async code calls (by its bare name, or through self or Self) is async
 code too: it blocks the thread of whoever calls it (a helper of another file is not followed). A body handed to a
@@ -54,6 +57,9 @@ RULES = [
      "{0}( holds a pool thread while it sleeps: `try await Task.sleep(for: .milliseconds(…))`"),
     ("blocking-wait", re.compile(r"(\.wait\s*\(\s*\))"),
      "`{0}` blocks a pool thread: await the future (`.get()`) or a continuation"),
+    ("deadline-loop", re.compile(r"\bwhile\s+(Date\s*\(\s*\)|ContinuousClock\s*\.\s*now)\s*<"),
+     "a loop that ends when `{0}` passes its deadline gives up without looking again, so a task a busy machine woke "
+     "late fails on speed: `await Poll.until(timeout:) {{ … }}`, which looks once more after the deadline"),
 ]
 RULE_IDS = {rule_id for rule_id, _, _ in RULES} | {"spin"}
 

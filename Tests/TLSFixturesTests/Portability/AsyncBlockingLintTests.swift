@@ -26,6 +26,8 @@ struct AsyncBlockingLintTests {
         ("sleep", "Thread.sleep(forTimeInterval: 0.1)"),
         ("blocking-wait", "semaphore.wait()"),
         ("spin", "while !done.withLockedValue({ $0 }) { await Task.yield() }"),
+        ("deadline-loop", "while Date() < deadline { if ready() { break } }"),
+        ("deadline-loop", "while ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(20)) }"),
     ]
 
     @Test("each blocking call in an async function fails the lint with its rule, file and line", arguments: badLines)

@@ -82,15 +82,10 @@ final class BackgroundProcess: @unchecked Sendable {
         await wait(for: text, in: { $0.stderr }, timeout: timeout)
     }
 
-    /// Looks every 20 ms, sleeping in between (no thread held).
+    /// Looks every 20 ms, sleeping in between (no thread held), and once more after `timeout` (`Poll`).
     private func wait(for text: String, in stream: (BackgroundProcess) -> String, timeout: TimeInterval) async -> Bool {
-        let deadline = Date().addingTimeInterval(timeout)
-        while Date() < deadline {
-            if stream(self).contains(text) { return true }
-            if !isRunning { return stream(self).contains(text) }
-            try? await Task.sleep(for: .milliseconds(20))
-        }
-        return false
+        await Poll.until(timeout: timeout) { stream(self).contains(text) || !isRunning }
+        return stream(self).contains(text)
     }
 }
 

@@ -192,13 +192,12 @@ struct ServeEndToEndTests {
         decoder.dateDecodingStrategy = .iso8601
         var seen: DashboardLive.Seen?
         // Until the record has settled; 60 s only detects a hang.
-        let deadline = Date().addingTimeInterval(60)
-        while seen?.settled != true && Date() < deadline {
+        try await Poll.until(timeout: 60, every: .milliseconds(100)) {
             let json = try await Subprocess.runAwaiting(["curl", "-sS", "-f", "\(dashboard)/live.json"]).stdout
             let live = try decoder.decode(DashboardLive.self, from: Data(json.utf8))
             #expect(live.scenarios["ocsp-unreachable"]?.status == "serving")
             seen = live.scenarios["expired"]?.recent?.first
-            try await Task.sleep(for: .milliseconds(100))
+            return seen?.settled == true
         }
         let record = try #require(seen, "/live.json shows no connection to expired")
         #expect(record.summary.hasPrefix("the handshake completed (TLSv1.3") && record.summary.contains("GET / was answered 200"),
@@ -472,12 +471,10 @@ struct ServeEndToEndTests {
             ["curl", "-sS", "--cacert", root, "https://localhost:\(base + 31)/"])
         #expect(refused.status == 60, "curl should refuse the expired certificate: \(refused.combined)")
         // Written as each connection closes; 20 s only detects a hang.
-        let deadline = Date().addingTimeInterval(20)
         var lines: [Substring] = []
-        while Date() < deadline {
+        await Poll.until(timeout: 20, every: .milliseconds(50)) {
             lines = ((try? String(contentsOf: log, encoding: .utf8)) ?? "").split(separator: "\n")
-            if lines.count >= 3 { break }
-            try await Task.sleep(for: .milliseconds(50))
+            return lines.count >= 3
         }
         try #require(lines.count == 3, "expected the user's line and two connections in \(log.path): \(lines)")
         #expect(lines[0] == "a line of the user's own")

@@ -1,0 +1,23 @@
+import Foundation
+
+/// Waiting for what a test cannot be told about (a file another process writes, a log line, a page it serves): look
+/// every `interval`, sleeping in between, so no thread is held.
+///
+/// The timeout only detects a hang, and the condition is looked at once more after it has passed. On a busy machine a
+/// sleeping task can wake long after its deadline (two cores, both pool threads making other tests' keys), and a loop
+/// that gives up at the deadline without looking again fails on how fast the machine was, not on what the subject did:
+/// a CI rehearsal saw eight Python servers reported as never started, each after its port file had long been written.
+enum Poll {
+    /// Whether `condition` held, looked at every `interval` until `timeout` has passed, and once after.
+    @discardableResult
+    static func until(timeout: TimeInterval, every interval: Duration = .milliseconds(20),
+                      _ condition: () async throws -> Bool) async rethrows -> Bool {
+        let deadline = ContinuousClock.now + .milliseconds(Int64(timeout * 1000))
+        // async-lint: allow deadline-loop — this is the loop that looks once more after its deadline
+        while ContinuousClock.now < deadline && !Task.isCancelled {
+            if try await condition() { return true }
+            try? await Task.sleep(for: interval)
+        }
+        return try await condition()
+    }
+}
