@@ -68,7 +68,9 @@ extension ReliabilitySuite {
         /// handshake deadline would have fired: otherwise a client that connects, sends a few bytes and resets, in a
         /// loop, pins memory for the whole deadline (10 s by default) per connection. The deadline here is 30 s and
         /// the rounds take a few seconds, so memory still held at the end of them is held by the deadline.
-        /// A round of FIN-closed connections comes first, to warm the allocator up to the same plateau.
+        /// A round of FIN-closed connections and one of resets come first, to warm the allocator up to the same
+        /// plateau: with the FIN round alone, this test run by itself grew 33 MB (it passed only after other tests had
+        /// warmed the process); with both, 12-13 MB, and with `errorCaught` no longer cancelling the deadline, 150 MB.
         @Test("connections reset mid-handshake free their memory at once, not at the handshake deadline", .requiresDescriptors(2 * UInt64(Load.concurrent) + 256),
               arguments: ["tls-v1-3"])
         func resetReleasesAtOnce(scenario: String) async throws {
@@ -94,12 +96,16 @@ extension ReliabilitySuite {
                     #expect(drained)
                 }
                 try await round(reset: false)
+                try await round(reset: true)
                 let warmed = ProcessResources.now()
                 for _ in 0..<3 { try await round(reset: true) }
                 let after = ProcessResources.now()
                 let growthMB = (after.residentKB - warmed.residentKB) / 1024
-                // 3,000 resets: a retention of 8 KB each would be 24 MB. (Observed: ~50 KB each, held for the deadline.)
-                #expect(growthMB < 24, "resident memory grew by \(growthMB) MB over 3,000 reset connections (\(warmed) → \(after)): each keeps its handler, SSL object and buffers until the 30 s handshake deadline")
+                // 3,000 resets: a retention of 8 KB each would be 24 MB. (Observed: ~50 KB each held for the deadline,
+                // 150 MB.) Under AddressSanitizer its quarantine is added, as in every memory bound of these suites:
+                // freed memory it holds is resident (a CI rehearsal's ASan run measured 25 MB), and 150 MB still fails.
+                let bound = 24 + Bounds.addressSanitizerQuarantineMB
+                #expect(growthMB < bound, "resident memory grew by \(growthMB) MB (bound \(bound) MB) over 3,000 reset connections (\(warmed) → \(after)): each keeps its handler, SSL object and buffers until the 30 s handshake deadline")
             } catch {
                 await fixture.stop()
                 throw error
