@@ -16,6 +16,30 @@ struct FixtureRunnerTests {
         return configuration
     }
 
+    /// A lease as a control API client asks for one: `curl` retrying what the API answers as transient (503 with
+    /// `Retry-After` while a scenario prepares or a place is busy), for up to 15 minutes, which only detects a hang.
+    static func lease(_ scenario: String, at runner: String) async throws -> FixtureDescription {
+        let answer = try await Subprocess.runAwaiting([
+            "curl", "-sS", "-f", "--retry", "100", "--retry-max-time", "900", "-H", "Content-Type: application/json",
+            "--data", #"{"scenario": "\#(scenario)"}"#, "\(runner)api/fixtures",
+        ], timeout: 960)
+        return try decode(FixtureDescription.self, answer, FixtureAPI.decoder(), what: "POST \(runner)api/fixtures")
+    }
+
+    /// `answer`'s standard output decoded, or an error naming the request, curl's status and what curl said (an
+    /// empty body from a failed request is otherwise only "not valid JSON").
+    static func decode<T: Decodable>(_ type: T.Type, _ answer: Subprocess.Result, _ decoder: JSONDecoder = JSONDecoder(),
+                                     what: String) throws -> T {
+        do {
+            guard answer.status == 0 else { throw CurlFailed(description: "curl exited \(answer.status)") }
+            return try decoder.decode(type, from: answer.stdoutData)
+        } catch {
+            throw CurlFailed(description: "\(what): \(error); curl's status \(answer.status), it said: \(answer.combined)")
+        }
+    }
+
+    struct CurlFailed: Error, CustomStringConvertible { let description: String }
+
     // README: runner-example begin
     /// Starts the whole runner (its scenarios on their ports, the dashboard, the control API and the proxy) for
     /// `body`, and stops it after, whether `body` returns or throws: every port is free again when this returns.
@@ -44,17 +68,13 @@ struct FixtureRunnerTests {
             #expect(dashboard == URL(string: "http://localhost:\(base)/"))
             // A real client reads the dashboard's catalog and reaches a fixture on the port it lists.
             let listed = try await Subprocess.runAwaiting(["curl", "-sSf", "\(dashboard)scenarios.json"])
-            let document = try JSONDecoder().decode(CatalogDocument.self, from: listed.stdoutData)
+            let document = try Self.decode(CatalogDocument.self, listed, what: "GET \(dashboard)scenarios.json")
             #expect(document.proxy == ProxyEndpoint(port: base, domains: ["fixtures.test"]))
             let http = try #require(document.scenarios.first { $0.name == "http" }?.port)
             let answer = try await Subprocess.runAwaiting(["curl", "-sSf", "http://localhost:\(http)/"])
             #expect(answer.stdout.contains("\"scenario\":\"http\""), "\(answer.combined)")
             // And the control API on the same port starts a leased fixture the stop must end too.
-            let leased = try await Subprocess.runAwaiting([
-                "curl", "-sSf", "-H", "Content-Type: application/json", "--data", #"{"scenario": "http"}"#,
-                "\(dashboard)api/fixtures",
-            ])
-            let lease = try FixtureAPI.decoder().decode(FixtureDescription.self, from: leased.stdoutData)
+            let lease = try await Self.lease("http", at: dashboard.absoluteString)
             let listening = [base] + document.scenarios.compactMap(\.port) + [lease.port]
             #expect(listening.allSatisfy { Ports.accepts($0) }, "\(listening)")
             // Freed is judged by the listening sockets themselves: the lease's port is ephemeral, and another test's
@@ -73,8 +93,10 @@ struct FixtureRunnerTests {
             let configuration = try Self.configuration(["ats-compliant"])
             let runner = try FixtureRunner(configuration)
             let running = Task { try await runner.run() }
+            // A hang detector: beside another whole CI run, this process's preparation of ats-compliant, queued
+            // behind every other test's, once took over 300 s.
             let health = try await RunnerReadiness.wait(
-                runner: URL(string: "http://localhost:\(configuration.portBase)/")!, timeout: 300)
+                runner: URL(string: "http://localhost:\(configuration.portBase)/")!, timeout: 900)
             #expect(health.ready, "\(health.summary)")
             let fixture = configuration.portBase + 1
             #expect(Ports.accepts(fixture))
@@ -133,11 +155,7 @@ struct FixtureRunnerTests {
         let base = configuration.portBase
         let root = TestEnvironment.sharedStore.certificatePath(.root).path
         try await FixtureRunner.withRunner(configuration) { _ in
-            let leased = try await Subprocess.runAwaiting([
-                "curl", "-sSf", "-H", "Content-Type: application/json", "--data", #"{"scenario": "wrong-host"}"#,
-                "http://localhost:\(base)/api/fixtures",
-            ])
-            let lease = try FixtureAPI.decoder().decode(FixtureDescription.self, from: leased.stdoutData)
+            let lease = try await Self.lease("wrong-host", at: "http://localhost:\(base)/")
             let refused = try await Subprocess.runAwaiting(["curl", "-sS", "--cacert", root, "https://localhost:\(lease.port)/"])
             #expect(refused.status == 60, "\(refused.combined)")
             _ = try await Subprocess.runAwaiting(["curl", "-sSf", "--cacert", root, "https://localhost:\(base + 1)/"])

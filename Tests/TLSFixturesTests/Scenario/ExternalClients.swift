@@ -203,9 +203,13 @@ struct HeldPort: Sendable {
         return now.isDisjoint(with: listeners)
     }
 
-    /// Whether a new server could take the port now, or another test's socket, made since, already has.
+    /// Whether a new server could take the port now, or another socket, made since, already has: another test's
+    /// listener, or any program's outgoing connection, which the kernel may give a just-freed ephemeral port as its
+    /// source port (a CI rehearsal beside another saw that: nothing listened, and the bind still failed).
     var reusable: Bool {
-        Ports.canListen(port, host: host) || (listeners?.isEmpty == false && released && Ports.listeners(port)?.isEmpty == false)
+        if Ports.canListen(port, host: host) { return true }
+        guard let listeners, !listeners.isEmpty, released, let now = SocketTable.allSockets() else { return false }
+        return now.contains { $0.localPort == port && $0.inode != "0" && !listeners.contains($0.inode) }
     }
 }
 
