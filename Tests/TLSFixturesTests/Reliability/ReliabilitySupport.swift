@@ -116,12 +116,7 @@ enum SocketTable {
 /// Polls `condition` until it holds or `timeout` passes; returns whether it held. Closing is asynchronous (a channel
 /// closes on its event loop after the test's client has gone), so every "back to baseline" check settles first.
 func settle(timeout: TimeInterval = 10, _ condition: () -> Bool) async -> Bool {
-    let deadline = Date().addingTimeInterval(timeout)
-    while true {
-        if condition() { return true }
-        if Date() > deadline { return false }
-        try? await Task.sleep(nanoseconds: 50_000_000)
-    }
+    await Poll.until(timeout: timeout, every: .milliseconds(50), condition)
 }
 
 /// The reliability suites' store (TestEnvironment.suiteStore): its own CA, keys and leaves for this run.

@@ -13,11 +13,12 @@ enum Poll {
     static func until(timeout: TimeInterval, every interval: Duration = .milliseconds(20),
                       _ condition: () async throws -> Bool) async rethrows -> Bool {
         let deadline = ContinuousClock.now + .milliseconds(Int64(timeout * 1000))
-        // async-lint: allow deadline-loop — this is the loop that looks once more after its deadline
-        while ContinuousClock.now < deadline && !Task.isCancelled {
+        // Looks first, whenever the task gets to run, so a wait always looks at least twice: once, and once after.
+        repeat {
             if try await condition() { return true }
+            if ContinuousClock.now >= deadline || Task.isCancelled { break }
             try? await Task.sleep(for: interval)
-        }
+        } while true
         return try await condition()
     }
 }
