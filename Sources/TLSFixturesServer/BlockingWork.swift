@@ -25,8 +25,9 @@ import NIOPosix
 /// Threads of their own are not cores of their own, though: every lane busy at once is five pools' worth of key
 /// generation on two cores, and the fixtures' event loops starve behind it. So all CPU-bound preparation, in every lane,
 /// draws from one budget (`CPUBudget.shared`: as many permits as cores, at least two), and slow work may never hold the
-/// last permit, so quick work never waits behind slow work; and probes, which are I/O but each a handshake's worth of
-/// CPU, run at most `maximumProbes` at once.
+/// last permit, so quick work never waits behind slow work; requested work waiting for a permit is admitted before the
+/// library's, so the budget keeps `Lane.requested`'s promise too; and probes, which are I/O but each a handshake's
+/// worth of CPU, run at most `maximumProbes` at once.
 package enum BlockingWork {
     package enum Lane: Sendable {
         case quick, slow, everyCore
@@ -50,7 +51,8 @@ package enum BlockingWork {
     /// Runs preparation work in `lane`, once the process's CPU budget admits it.
     package static func prepare<T: Sendable>(_ lane: Lane, _ body: @escaping @Sendable () throws -> T) async throws -> T {
         let kind = lane.isSlow ? CPUBudget.Kind.slow : .quick
-        await CPUBudget.shared.acquire(kind)
+        let priority = lane.isRequested ? CPUBudget.Priority.requested : .library
+        await CPUBudget.shared.acquire(kind, priority)
         defer { CPUBudget.shared.release(kind) }
         switch lane {
         case .quick: return try await quickPool.runIfActive(body)
@@ -89,22 +91,54 @@ extension BlockingWork.Lane {
         case .slow, .everyCore, .requested(slow: true): return true
         }
     }
+
+    /// Work a control API client waits for: the budget admits it before the library's.
+    var isRequested: Bool {
+        if case .requested = self { return true }
+        return false
+    }
 }
 
 /// The process's budget of CPU-bound preparation: `width` permits (the cores, at least two), one per job running on
-/// any lane's pool. Slow jobs hold at most `width - 1`, so a permit is always left for quick work; waiting quick jobs
-/// are admitted before waiting slow ones. Waiting holds no thread: a job waits as a continuation, not on a pool.
+/// any lane's pool. Slow jobs hold at most `width - 1`, so a permit is always left for quick work.
+///
+/// The waiting are admitted in this order, first come, first served within each: requested quick jobs, requested slow
+/// ones, then the library's quick jobs and the library's slow ones. Requested work (`Priority.requested`, a start a
+/// control API client waits for) so never queues behind the fixtures a test process prepares through the library, as
+/// `BlockingWork.Lane.requested` promises; and quick work never queues behind slow work of its own priority. A slow
+/// job that cannot be admitted (the slow permits all held) does not hold back quick work behind it. Waiting holds no
+/// thread: a job waits as a continuation, not on a pool.
 package final class CPUBudget: Sendable {
     package enum Kind: Sendable { case quick, slow }
 
+    /// Whose work it is: a control API client's (`requested`), admitted first, or the library's.
+    package enum Priority: Sendable { case requested, library }
+
     package static let shared = CPUBudget(width: max(2, ProcessInfo.processInfo.activeProcessorCount))
+
+    /// The waiting queues, in the order they are admitted.
+    private enum Queue: Int, CaseIterable {
+        case requestedQuick, requestedSlow, quick, slow
+
+        init(_ kind: Kind, _ priority: Priority) {
+            switch (priority, kind) {
+            case (.requested, .quick): self = .requestedQuick
+            case (.requested, .slow): self = .requestedSlow
+            case (.library, .quick): self = .quick
+            case (.library, .slow): self = .slow
+            }
+        }
+
+        var kind: Kind { self == .requestedQuick || self == .quick ? .quick : .slow }
+    }
 
     private struct State {
         var inUse = 0
         var slowInUse = 0
-        var quickWaiting: [CheckedContinuation<Void, Never>] = []
-        var slowWaiting: [CheckedContinuation<Void, Never>] = []
+        var waiting: [Queue: [CheckedContinuation<Void, Never>]] = [:]
         var mostInUse = 0
+
+        func count(_ queue: Queue) -> Int { waiting[queue]?.count ?? 0 }
     }
 
     /// The permits.
@@ -122,19 +156,29 @@ package final class CPUBudget: Sendable {
         state.withLockedValue { ($0.inUse, $0.slowInUse, $0.mostInUse) }
     }
 
-    /// Jobs waiting for a permit now.
+    /// The library's jobs waiting for a permit now.
     package var waiting: (quick: Int, slow: Int) {
-        state.withLockedValue { ($0.quickWaiting.count, $0.slowWaiting.count) }
+        state.withLockedValue { ($0.count(.quick), $0.count(.slow)) }
     }
 
-    package func acquire(_ kind: Kind) async {
+    /// Requested jobs waiting for a permit now.
+    package var waitingRequested: (quick: Int, slow: Int) {
+        state.withLockedValue { ($0.count(.requestedQuick), $0.count(.requestedSlow)) }
+    }
+
+    package func acquire(_ kind: Kind, _ priority: Priority = .library) async {
+        let queue = Queue(kind, priority)
         await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
             let admitted = state.withLockedValue { state -> Bool in
-                // First come, first served within a kind; waiting quick jobs go before any slow one.
-                let queued = kind == .quick ? !state.quickWaiting.isEmpty
-                    : !state.quickWaiting.isEmpty || !state.slowWaiting.isEmpty
-                guard Self.admits(kind, state, width: width), !queued else {
-                    if kind == .quick { state.quickWaiting.append(continuation) } else { state.slowWaiting.append(continuation) }
+                // A job waits if it is not admitted now, or if a job that goes before it waits: one of a queue
+                // admitted earlier, or of its own. A waiting slow job never holds back a quick one: it waits for a
+                // slow permit, and the quick one would take the permit slow work may not.
+                let queuedAhead = Queue.allCases.contains { other in
+                    other.rawValue <= queue.rawValue && state.count(other) > 0
+                        && !(kind == .quick && other.kind == .slow)
+                }
+                guard Self.admits(kind, state, width: width), !queuedAhead else {
+                    state.waiting[queue, default: []].append(continuation)
                     return false
                 }
                 Self.take(kind, &state)
@@ -149,13 +193,11 @@ package final class CPUBudget: Sendable {
             state.inUse -= 1
             if kind == .slow { state.slowInUse -= 1 }
             var woken: [CheckedContinuation<Void, Never>] = []
-            while !state.quickWaiting.isEmpty, Self.admits(.quick, state, width: width) {
-                woken.append(state.quickWaiting.removeFirst())
-                Self.take(.quick, &state)
-            }
-            while !state.slowWaiting.isEmpty, Self.admits(.slow, state, width: width) {
-                woken.append(state.slowWaiting.removeFirst())
-                Self.take(.slow, &state)
+            for queue in Queue.allCases {
+                while state.count(queue) > 0, Self.admits(queue.kind, state, width: width) {
+                    woken.append(state.waiting[queue]!.removeFirst())
+                    Self.take(queue.kind, &state)
+                }
             }
             return woken
         }

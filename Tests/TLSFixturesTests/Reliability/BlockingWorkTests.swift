@@ -100,6 +100,56 @@ struct CPUBudgetTests {
         #expect(budget.usage.slow == 2 && budget.usage.most == 3)
     }
 
+    /// A runner's preparations (`Lane.requested`) go before the library's, as `BlockingWork` promises: a test process
+    /// that prepares hundreds of fixtures through the library must not make a control API client's start wait behind
+    /// all of them. Before, both drew from one first-come queue per kind.
+    @Test("requested work is admitted before the library's: requested quick, requested slow, library quick, library slow")
+    func requestedGoesFirst() async throws {
+        let budget = CPUBudget(width: 2)
+        await budget.acquire(.quick)
+        await budget.acquire(.quick)
+        // Full. They arrive in the opposite order to the one they are admitted in, each once the one before waits.
+        let waiting = { @Sendable in
+            budget.waiting.quick + budget.waiting.slow + budget.waitingRequested.quick + budget.waitingRequested.slow
+        }
+        let librarySlow = Task { await budget.acquire(.slow) }
+        try await Self.until { waiting() == 1 }
+        let libraryQuick = Task { await budget.acquire(.quick) }
+        try await Self.until { waiting() == 2 }
+        let requestedSlow = Task { await budget.acquire(.slow, .requested) }
+        try await Self.until { waiting() == 3 }
+        let requestedQuick = Task { await budget.acquire(.quick, .requested) }
+        try await Self.until { waiting() == 4 }
+
+        // A release admits the next job under the budget's lock, before it returns: the counts are read at once, and
+        // no task is awaited until the end, so a wrong order fails rather than hangs.
+        budget.release(.quick)
+        #expect(budget.waitingRequested == (quick: 0, slow: 1) && budget.waiting == (quick: 1, slow: 1),
+                "the first permit freed did not go to the requested quick job")
+        budget.release(.quick)
+        #expect(budget.waitingRequested == (quick: 0, slow: 0) && budget.waiting == (quick: 1, slow: 1),
+                "the requested slow job was not admitted before the library's quick one")
+        budget.release(.quick)   // the requested quick job ends
+        #expect(budget.waiting == (quick: 0, slow: 1), "the library's quick job was not admitted before its slow one")
+        // The requested slow job holds the one slow permit of two: the library's slow job waits for it, not for a
+        // quick job.
+        budget.release(.quick)
+        #expect(budget.waiting.slow == 1, "a second slow job took the last permit")
+        budget.release(.slow)
+        #expect(budget.waiting.slow == 0 && budget.usage == (running: 1, slow: 1, most: 2))
+        // Whatever went wrong above, every job is admitted now.
+        while waiting() > 0 { budget.release(.slow) }
+        for job in [librarySlow, libraryQuick, requestedSlow, requestedQuick] { await job.value }
+    }
+
+    /// Only the runner's lane is requested work.
+    @Test("BlockingWork's requested lanes, and only they, draw on the budget as requested work")
+    func requestedLanes() {
+        let lanes: [BlockingWork.Lane] = [.quick, .slow, .everyCore, .requested(slow: false), .requested(slow: true)]
+        #expect(lanes.map(\.isRequested) == [false, false, false, true, true])
+        #expect(lanes.map(\.isSlow) == [false, true, true, false, true])
+    }
+
     /// Waits, without holding a thread, for something another task does; a minute is a hang, not slowness.
     static func until(_ condition: @Sendable () -> Bool) async throws {
         let deadline = ContinuousClock.now + .seconds(60)
@@ -152,7 +202,8 @@ extension ReliabilitySuite {
             #expect(budget.usage.most <= budget.width, "the budget ran \(budget.usage.most) jobs at once")
             for _ in jobs { release.signal() }
             for job in jobs { await job.value }
-            #expect(budget.usage.running == 0 && budget.waiting == (quick: 0, slow: 0))
+            #expect(budget.usage.running == 0 && budget.waiting == (quick: 0, slow: 0)
+                        && budget.waitingRequested == (quick: 0, slow: 0))
         }
     }
 }
