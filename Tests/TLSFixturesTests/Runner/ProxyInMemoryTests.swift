@@ -52,17 +52,25 @@ struct ProxyInMemoryTests {
         return (try? await channel.waitForOutboundWrite(as: ByteBuffer.self)).map(Self.text) ?? ""
     }
 
-    @Test("CONNECT: 200 in raw bytes, early bytes and both directions through the tunnel, the HTTP handlers gone")
-    func tunnel() async throws {
+    /// A front door whose proxy connects to fixtures in memory (`connector` holds their channels), after `request`
+    /// came in from the client.
+    static func proxied(_ request: String) async throws
+        -> (client: NIOAsyncTestingChannel, connector: InMemoryConnector, door: FrontDoorConnection)
+    {
         let client = NIOAsyncTestingChannel()
         let connector = InMemoryConnector(loop: client.testingEventLoop)
         let door = try await FrontDoorConnection.open(
             FakeFleet(served: Self.served), connector: connector, channel: client)
+        try await client.writeInbound(ByteBuffer(string: request))
+        return (client, connector, door)
+    }
+
+    @Test("CONNECT: 200 in raw bytes, early bytes and both directions through the tunnel, the HTTP handlers gone")
+    func tunnel() async throws {
         // A client that does not wait for the 200 before its ClientHello: those bytes belong to the tunnel.
-        try await client.writeInbound(
-            ByteBuffer(
-                string: "CONNECT expired.fixtures.test:40001 HTTP/1.1\r\nHost: expired.fixtures.test:40001\r\n\r\n"
-                    + "\u{16}\u{03}\u{01}hello"))
+        let (client, connector, door) = try await Self.proxied(
+            "CONNECT expired.fixtures.test:40001 HTTP/1.1\r\nHost: expired.fixtures.test:40001\r\n\r\n"
+                + "\u{16}\u{03}\u{01}hello")
         #expect(await Self.written(client, "the 200") == "HTTP/1.1 200 Connection established\r\n\r\n")
         let fixture = try #require(connector.channels.first, "the proxy did not connect")
         #expect(connector.channels.count == 1)
@@ -93,14 +101,9 @@ struct ProxyInMemoryTests {
 
     @Test("GET http://…: forwarded to the cleartext fixture in origin form, its answer written back, the client kept")
     func forward() async throws {
-        let client = NIOAsyncTestingChannel()
-        let connector = InMemoryConnector(loop: client.testingEventLoop)
-        let door = try await FrontDoorConnection.open(
-            FakeFleet(served: Self.served), connector: connector, channel: client)
-        try await client.writeInbound(
-            ByteBuffer(
-                string: "GET http://http.fixtures.test:40043/path?q=1 HTTP/1.1\r\nHost: http.fixtures.test:40043\r\n"
-                    + "Proxy-Connection: keep-alive\r\nAccept: */*\r\n\r\n"))
+        let (_, connector, door) = try await Self.proxied(
+            "GET http://http.fixtures.test:40043/path?q=1 HTTP/1.1\r\nHost: http.fixtures.test:40043\r\n"
+                + "Proxy-Connection: keep-alive\r\nAccept: */*\r\n\r\n")
         let fixture = try #require(connector.channels.first, "the proxy did not connect")
         var request = ""
         while !request.contains("\r\n\r\n") {
