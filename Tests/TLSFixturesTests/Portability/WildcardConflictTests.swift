@@ -105,12 +105,12 @@ struct WildcardConflictTests {
         #expect(!held.released, "a running fixture counts as released")
         if Ports.listeners(fixture.port) != nil { #expect(held.listeners?.isEmpty == false, "/proc shows no listener on \(fixture.port)") }
         await fixture.stop()
-        #expect(held.released && held.reusable)
+        #expect(held.released && held.reusable, "its sockets: \(held.sockets)")
         // Another server on the same port, as another test's fixture would be: still released, since its socket is new.
         let other = try Self.listen("127.0.0.1", fixture.port)
         defer { closeDescriptor(other) }
         #expect(Ports.accepts(fixture.port))
-        if held.listeners?.isEmpty == false { #expect(held.released && held.reusable) }
+        if held.listeners?.isEmpty == false { #expect(held.released && held.reusable, "its sockets: \(held.sockets)") }
     }
 
     @Test("a stopped fixture's port is free again at once: its TIME_WAIT connections are no conflict")

@@ -67,7 +67,7 @@ struct ServeEndToEndTests {
         // Up to the OCSP responder (base + 99), which serve also opens.
         let span = max((ScenarioCatalog.builtIn.scenarios.compactMap(\.port).max() ?? 9900) - ScenarioCatalog.defaultPortBase,
                        ScenarioCatalog.revocationResponderOffset)
-        do { return try Ports.freeRange(count: span + 1) } catch { throw CLIFailure("no free range of \(span + 1) ports found") }
+        do { return try Ports.freeRange(count: span + 1) } catch { throw CLIFailure("\(error)") }
     }
 
     struct CLIFailure: Error, CustomStringConvertible { let description: String; init(_ d: String) { description = d } }

@@ -196,6 +196,9 @@ struct HeldPort: Sendable {
     let host: String
     /// The inodes of the sockets listening on the port when it was held; nil or empty when they are unknown.
     let listeners: Set<String>?
+    /// The peers' ports of the fixture's own connections on the port when it was held (open or closing): whatever
+    /// is left of them after a stop may still be in the table, and is not someone else's socket.
+    var peers: Set<Int> = []
 
     /// Whether every socket that listened when the port was held is gone.
     var released: Bool {
@@ -205,11 +208,21 @@ struct HeldPort: Sendable {
 
     /// Whether a new server could take the port now, or another socket, made since, already has: another test's
     /// listener, or any program's outgoing connection, which the kernel may give a just-freed ephemeral port as its
-    /// source port (a CI rehearsal beside another saw that: nothing listened, and the bind still failed).
+    /// source port. Such a connection blocks the bind (it has no SO_REUSEADDR) while it is open, and for a minute more
+    /// in TIME_WAIT, when no process owns it any more (inode 0). Two CI rehearsals beside another saw each: nothing
+    /// listened, and the bind still failed.
     var reusable: Bool {
         if Ports.canListen(port, host: host) { return true }
         guard let listeners, !listeners.isEmpty, released, let now = SocketTable.allSockets() else { return false }
-        return now.contains { $0.localPort == port && $0.inode != "0" && !listeners.contains($0.inode) }
+        return now.contains { $0.localPort == port && !listeners.contains($0.inode) && !peers.contains($0.remotePort) }
+    }
+
+    /// The sockets on the port now, for a failure message: state (hex, as /proc shows it), peer port, inode.
+    var sockets: String {
+        guard let now = SocketTable.allSockets()?.filter({ $0.localPort == port }) else { return "unknown (no /proc)" }
+        guard !now.isEmpty else { return "none" }
+        return now.map { "state \(String($0.state, radix: 16, uppercase: true)), peer port \($0.remotePort), inode \($0.inode)" }
+            .joined(separator: "; ") + "; held with listeners \(listeners ?? []) and peer ports \(peers.sorted())"
     }
 }
 
@@ -273,54 +286,97 @@ enum Ports {
 
     /// `port` as a running fixture holds it now: see `HeldPort`.
     static func held(_ port: Int, host: String = "127.0.0.1") -> HeldPort {
-        HeldPort(port: port, host: host, listeners: listeners(port))
+        let sockets = SocketTable.allSockets()?.filter { $0.localPort == port }
+        return HeldPort(port: port, host: host, listeners: sockets.map { Set($0.filter { $0.state == 0x0A }.map(\.inode)) },
+                        peers: Set((sockets ?? []).filter { $0.state != 0x0A }.map(\.remotePort)))
     }
 
     /// The first of `count` consecutive ports, all free now, below the ephemeral range (32768 and up on Linux, 49152
     /// on macOS), so no port-0 listener can take one once it is freed. Ranges handed out in this process never
     /// overlap: tests that run in parallel (serve's port bases, the revocation services' ports) each get their own.
+    ///
+    /// The search goes once round the whole space before it gives up, and steps over a block another process
+    /// claims in one go: a process claims its blocks until it exits (about 30 in a whole suite), and a search that gave
+    /// up after 50 ranges ran into the other's claims and failed, with two CI runs side by side.
     static func freeRange(count: Int) throws -> Int {
-        for _ in 0..<50 {
+        var claimedElsewhere = 0, inUse = 0
+        let tries = space.count / count + space.count / claimBlock + 1
+        for _ in 0..<tries {
             let base = blockCursor.withLockedValue { cursor -> Int in
-                if cursor + count > belowEphemeral.upperBound { cursor = belowEphemeral.lowerBound }
+                if cursor + count > space.upperBound { cursor = space.lowerBound }
                 defer { cursor += count }
                 return cursor
             }
-            guard claim(base..<(base + count)) else { continue }
+            if let foreign = claim(base..<(base + count)) {
+                claimedElsewhere += 1
+                let after = blockStart(foreign) + claimBlock
+                blockCursor.withLockedValue { cursor in if cursor > base { cursor = max(cursor, after) } }
+                continue
+            }
             if (base..<(base + count)).allSatisfy({ !accepts($0) && canListen($0) }) { return base }
+            inUse += 1
         }
-        throw POSIXError(.EADDRINUSE)
+        throw NoFreeRange(count: count, space: space, claimedElsewhere: claimedElsewhere, inUse: inUse,
+                          claimFolder: claimFolder.path)
+    }
+
+    /// What `freeRange` saw when it found no range.
+    struct NoFreeRange: Error, CustomStringConvertible {
+        let count: Int, space: Range<Int>, claimedElsewhere: Int, inUse: Int, claimFolder: String
+        var description: String {
+            "no \(count) consecutive free ports in \(space.lowerBound)-\(space.upperBound - 1): \(claimedElsewhere) ranges "
+                + "touched blocks other test processes claim (flocks on \(claimFolder)), \(inUse) had a port in use"
+        }
     }
 
     /// Claims the blocks of `claimBlock` ports that `ports` touches for this process, against other test processes on
-    /// the machine (two suites side by side: a worktree's beside a CI rehearsal). Each process starts its ranges at a
-    /// random place, and two that sweep into each other both found a range free and started runners on it (a full run
-    /// beside another failed so). A claim is an exclusive `flock` on one file per block, held until this process exits
-    /// (the kernel drops it then, even after a crash), so it costs at most one descriptor per block; a range touching
-    /// a block another process holds is skipped.
-    private static func claim(_ ports: Range<Int>) -> Bool {
-        let first = (ports.lowerBound - belowEphemeral.lowerBound) / claimBlock
-        let last = (ports.upperBound - 1 - belowEphemeral.lowerBound) / claimBlock
-        return claimed.withLockedValue { claimed -> Bool in
+    /// the machine (two suites side by side: a worktree's beside a CI rehearsal); nil when it did, else the first
+    /// block another process holds. Each process starts its ranges at a random place, and two that sweep into each
+    /// other both found a range free and started runners on it (a full run beside another failed so). A claim is an
+    /// exclusive `flock` on one file per block, held until this process exits (the kernel drops it then, even after a
+    /// crash), so it costs at most one descriptor per block.
+    private static func claim(_ ports: Range<Int>) -> Int? {
+        let first = (ports.lowerBound - space.lowerBound) / claimBlock
+        let last = (ports.upperBound - 1 - space.lowerBound) / claimBlock
+        return claimed.withLockedValue { claimed -> Int? in
             var taken: [Int: Int32] = [:]
             for block in first...last where claimed[block] == nil {
-                let path = claimFolder.appendingPathComponent("block-\(block)").path
+                let path = claimFile(blockStart(block))
                 let fd = open(path, O_CREAT | O_RDONLY | O_CLOEXEC, 0o666)
                 guard fd >= 0, flock(fd, LOCK_EX | LOCK_NB) == 0 else {
                     if fd >= 0 { close(fd) }
                     for fd in taken.values { close(fd) }
-                    return false
+                    return block
                 }
                 taken[block] = fd
             }
             claimed.merge(taken) { old, _ in old }
-            return true
+            return nil
         }
     }
+
+    private static func blockStart(_ block: Int) -> Int { space.lowerBound + block * claimBlock }
+
+    /// The first ports of the `count` blocks from where the next range would start (a test's view of the search).
+    static func blocksAhead(_ count: Int) -> [Int] {
+        let next = blockCursor.withLockedValue { $0 }
+        let blocks = space.count / claimBlock
+        return (0..<count).map { blockStart(((next - space.lowerBound) / claimBlock + $0) % blocks) }
+    }
+
+    /// The first ports of the blocks `ports` touches.
+    static func blocks(touching ports: Range<Int>) -> [Int] {
+        Array(stride(from: blockStart((ports.lowerBound - space.lowerBound) / claimBlock), to: ports.upperBound,
+                     by: claimBlock))
+    }
+
+    /// The file whose `flock` claims the block starting at `start`.
+    static func claimFile(_ start: Int) -> String { claimFolder.appendingPathComponent("ports-\(start)").path }
 
     private static let claimBlock = 128
     /// This process's claims, by block: the descriptors are never closed, so a claim lasts as long as the process.
     private static let claimed = NIOLockedValueBox<[Int: Int32]>([:])
+    /// One file per block, named by its first port.
     private static let claimFolder: URL = {
         let folder = FileManager.default.temporaryDirectory.appendingPathComponent("tls-fixtures-test-ports")
         try? FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
@@ -328,9 +384,11 @@ enum Ports {
         return folder
     }()
 
-    private static let belowEphemeral = 20_000..<32_000
+    /// Where ranges come from: below every ephemeral range, above the catalog's default ports (9800-9900). Room for
+    /// 171 blocks, so for three whole suites at once.
+    private static let space = 10_000..<32_000
     /// Where the next range starts: a random place for each process, then onwards.
-    private static let blockCursor = NIOLockedValueBox(Int.random(in: 20_000..<30_000))
+    private static let blockCursor = NIOLockedValueBox(Int.random(in: 10_000..<30_000))
 
     /// Whether this machine has a usable ::1.
     static let hasIPv6Loopback: Bool = {

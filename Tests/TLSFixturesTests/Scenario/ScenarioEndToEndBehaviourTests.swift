@@ -206,9 +206,9 @@ struct ScenarioEndToEndBehaviourTests {
         for (fixture, v4, v6) in held {
             #expect(fixture.connectionCount == 0, "\(fixture.port): connections left open")
             #expect(v4.released, "\(fixture.port) still accepts connections after stop()")
-            #expect(v4.reusable, "\(fixture.port) cannot be bound again after stop()")
+            #expect(v4.reusable, "\(fixture.port) cannot be bound again after stop(); its sockets: \(v4.sockets)")
             if fixture.boundAddresses.contains("::1") {
-                #expect(v6.released && v6.reusable, "[::1]:\(fixture.port) held after stop()")
+                #expect(v6.released && v6.reusable, "[::1]:\(fixture.port) held after stop(); its sockets: \(v6.sockets)")
             }
         }
     }

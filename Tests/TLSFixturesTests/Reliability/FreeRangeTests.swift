@@ -1,0 +1,44 @@
+import Foundation
+import Testing
+
+/// `Ports.freeRange` beside another test process (a CI run beside another, a worktree's suite beside a rehearsal):
+/// ranges come from blocks of ports claimed with `flock`, and each process keeps its claims until it exits.
+@Suite("Ports.freeRange beside another process's claims")
+struct FreeRangeTests {
+    /// Another process holds 50 blocks straight ahead of where the next range would start: more than the search
+    /// crossed before it gave up (50 ranges of 101 ports), which failed a CI run beside another.
+    @Test("a range is found past another process's claims, and touches none of them")
+    func stepsOverForeignClaims() async throws {
+        let ahead = Ports.blocksAhead(50)
+        let holder = try BackgroundProcess(["python3", "-c", Self.holdClaims] + ahead.map(Ports.claimFile))
+        #expect(await holder.waitForOutput("held\n", timeout: 120), "the claiming process: \(holder.stderr)")
+        // Blocks this process claimed already are not the other's: it skips them, and says which it holds.
+        let held = Set(holder.stdout.split(separator: "\n").compactMap { Int($0) })
+        #expect(held.count >= 40, "the other process claimed only \(held.count) of the 50 blocks ahead")
+        let found = Result { try Ports.freeRange(count: 101) }
+        await holder.stop()
+        let base = try found.get()
+        let touched = Ports.blocks(touching: base..<(base + 101))
+        #expect(held.isDisjoint(with: touched), "the range \(base)-\(base + 100) touches blocks the other process claims")
+    }
+
+    /// Claims each file it is given that it can (an exclusive, non-blocking flock), prints each one's first port, then
+    /// "held", and keeps the claims until it is stopped (SIGTERM as the default action has it, whatever the test
+    /// process's threads ignore or block).
+    static let holdClaims = """
+        import fcntl, os, signal, sys, time
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, [signal.SIGTERM])
+        claims = []
+        for path in sys.argv[1:]:
+            f = open(path, "a")
+            try:
+                fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                claims.append(f)
+                print(os.path.basename(path).removeprefix("ports-"))
+            except OSError:
+                f.close()
+        print("held", flush=True)
+        time.sleep(900)
+        """
+}
