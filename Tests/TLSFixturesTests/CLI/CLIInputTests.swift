@@ -74,7 +74,7 @@ struct CLIInputTests {
 
     @Test("probe against a closed port says what is probably not running")
     func connectionRefused() throws {
-        let port = try Ports.unused()   // bound, never listening, released: connecting is refused
+        let port = try Ports.unused()   // nothing listens: connecting is refused
         let result = try TestEnvironment.tlsFixtures(["probe", "127.0.0.1:\(port)"])
         Self.expectOneLineError(result, mentioning: ["Connection refused", "tls-fixtures serve"])
     }

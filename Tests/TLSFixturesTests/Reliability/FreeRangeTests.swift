@@ -12,9 +12,10 @@ struct FreeRangeTests {
         let ahead = Ports.blocksAhead(50)
         let holder = try BackgroundProcess(["python3", "-c", Self.holdClaims] + ahead.map(Ports.claimFile))
         #expect(await holder.waitForOutput("held\n", timeout: 120), "the claiming process: \(holder.stderr)")
-        // Blocks this process claimed already are not the other's: it skips them, and says which it holds.
+        // It says which it holds. The rest of the 50 a third process holds (another suite beside this one: a CI run
+        // beside another saw 17), so all 50 are someone else's either way; only the helper's stay held while this
+        // test looks.
         let held = Set(holder.stdout.split(separator: "\n").compactMap { Int($0) })
-        #expect(held.count >= 40, "the other process claimed only \(held.count) of the 50 blocks ahead")
         let found = Result { try Ports.freeRange(count: 101) }
         await holder.stop()
         let base = try found.get()

@@ -228,21 +228,12 @@ struct HeldPort: Sendable {
 
 /// Ports as the operating system sees them.
 enum Ports {
-    /// A port nobody listens on right now (bound to 0, read back, released).
+    /// A port nobody listens on right now, that no other socket will be given in the meantime: one of this process's
+    /// claimed ports below every ephemeral range (`freeRange`). A port bound to 0, read back and released was the
+    /// kernel's to give again, and beside another CI run it did: serve's `--proxy-port` found "port 43165 on 127.0.0.1
+    /// is already in use".
     static func unused() throws -> Int {
-        let fd = socket(AF_INET, streamSocketType, 0)
-        guard fd >= 0 else { throw POSIXError(.EBADF) }
-        defer { close(fd) }
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        address.sin_port = 0
-        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-        let bound = withUnsafeMutablePointer(to: &address) { pointer in
-            pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, length) == 0 && getsockname(fd, $0, &length) == 0 }
-        }
-        guard bound else { throw POSIXError(.EADDRINUSE) }
-        return Int(UInt16(bigEndian: address.sin_port))
+        try freeRange(count: 1)
     }
 
     /// Whether a TCP connect to `host` (127.0.0.1 or ::1) on `port` is answered.
