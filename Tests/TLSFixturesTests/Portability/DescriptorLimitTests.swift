@@ -91,11 +91,10 @@ struct DescriptorLimitTests {
         for handle in handles { try? handle.close() }
         defer { serve.stopBlocking("serve under ulimit \(limit)") }
         // A hang detector: a cold store makes an RSA-8192 key first, and may queue behind other tests' keys.
-        let deadline = Date().addingTimeInterval(600)
         var document: CatalogDocument? = nil
-        while document == nil && serve.isRunning && Date() < deadline {
-            try await Task.sleep(for: .milliseconds(100))
+        await Poll.until(timeout: 600, every: .milliseconds(100)) {
             document = (try? Data(contentsOf: out)).flatMap { try? JSONDecoder().decode(CatalogDocument.self, from: $0) }
+            return document != nil || !serve.isRunning
         }
         let stderr = (try? String(contentsOf: err, encoding: .utf8)) ?? ""
         let served = try #require(document, "serve under ulimit \(limit) did not report: \(stderr)")

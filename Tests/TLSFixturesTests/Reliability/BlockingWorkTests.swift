@@ -27,10 +27,8 @@ private final class ThreadHold: Sendable {
 
     /// Whether every thread was taken within 30 s (awaited, not blocked on: a hold submitted through a task needs the
     /// cooperative thread this runs on).
-    func taken() async throws -> Bool {
-        let deadline = ContinuousClock.now + .seconds(30)
-        while !intact && ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(10)) }
-        return intact
+    func taken() async -> Bool {
+        await Poll.until(timeout: 30, every: .milliseconds(10)) { intact }
     }
 
     /// Whether every thread is still held: false once one let go (released, or its minute ran out).
@@ -61,8 +59,8 @@ extension ReliabilitySuite {
                 slow.release()
             }
             // Every thread is taken before the test goes on.
-            try #require(try await singleton.taken(), "NIO's blocking pool was not all taken")
-            try #require(try await slow.taken(), "the slow lane was not all taken")
+            try #require(await singleton.taken(), "NIO's blocking pool was not all taken")
+            try #require(await slow.taken(), "the slow lane was not all taken")
             let store = TestEnvironment.suiteStore("BlockingWork")
             let result = try await withFixture("ats-compliant", store: store) { fixture in
                 try await TLSProbe(trusting: [fixture.caCertificate]).probe(ProbeTarget(host: "localhost", port: fixture.port))
@@ -86,12 +84,12 @@ struct CPUBudgetTests {
         #expect(budget.usage == (running: 2, slow: 2, most: 2))
         // A third slow job waits: the last permit is quick work's.
         let thirdSlow = Task { await budget.acquire(.slow) }
-        try await Self.until { budget.waiting.slow == 1 }
+        try await Poll.require("the third slow job waiting", every: .milliseconds(1)) { budget.waiting.slow == 1 }
         await budget.acquire(.quick)
         #expect(budget.usage.running == 3)
         // Full: a quick job and then a slow one wait; when a slow job ends, the quick one goes first.
         let quick = Task { await budget.acquire(.quick) }
-        try await Self.until { budget.waiting.quick == 1 }
+        try await Poll.require("the quick job waiting", every: .milliseconds(1)) { budget.waiting.quick == 1 }
         budget.release(.slow)
         await quick.value
         #expect(budget.waiting == (quick: 0, slow: 1), "the quick job was not admitted before the slow one")
@@ -113,13 +111,13 @@ struct CPUBudgetTests {
             budget.waiting.quick + budget.waiting.slow + budget.waitingRequested.quick + budget.waitingRequested.slow
         }
         let librarySlow = Task { await budget.acquire(.slow) }
-        try await Self.until { waiting() == 1 }
+        try await Poll.require("the library's slow job waiting", every: .milliseconds(1)) { waiting() == 1 }
         let libraryQuick = Task { await budget.acquire(.quick) }
-        try await Self.until { waiting() == 2 }
+        try await Poll.require("the library's quick job waiting", every: .milliseconds(1)) { waiting() == 2 }
         let requestedSlow = Task { await budget.acquire(.slow, .requested) }
-        try await Self.until { waiting() == 3 }
+        try await Poll.require("the requested slow job waiting", every: .milliseconds(1)) { waiting() == 3 }
         let requestedQuick = Task { await budget.acquire(.quick, .requested) }
-        try await Self.until { waiting() == 4 }
+        try await Poll.require("the requested quick job waiting", every: .milliseconds(1)) { waiting() == 4 }
 
         // A release admits the next job under the budget's lock, before it returns: the counts are read at once, and
         // no task is awaited until the end, so a wrong order fails rather than hangs.
@@ -150,14 +148,6 @@ struct CPUBudgetTests {
         #expect(lanes.map(\.isSlow) == [false, true, true, false, true])
     }
 
-    /// Waits, without holding a thread, for something another task does; a minute is a hang, not slowness.
-    static func until(_ condition: @Sendable () -> Bool) async throws {
-        let deadline = ContinuousClock.now + .seconds(60)
-        while !condition() {
-            try #require(ContinuousClock.now < deadline, "the condition never held")
-            try await Task.sleep(for: .milliseconds(1))
-        }
-    }
 }
 
 extension ReliabilitySuite {
@@ -188,7 +178,7 @@ extension ReliabilitySuite {
             }
             // Admitted is not yet started (the body runs on a pool thread a moment later): wait for both, then for
             // a job held back, so a busy scheduler cannot make the count read early.
-            try await CPUBudgetTests.until {
+            try await Poll.require("a full budget with a slow job held back", every: .milliseconds(1)) {
                 budget.usage.slow == budget.width - 1 && started.withLockedValue { $0 } >= budget.width - 1
                     && budget.waiting.slow > 0
             }

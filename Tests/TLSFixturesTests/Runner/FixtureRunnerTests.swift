@@ -160,8 +160,7 @@ struct FixtureRunnerTests {
             #expect(refused.status == 60, "\(refused.combined)")
             _ = try await Subprocess.runAwaiting(["curl", "-sSf", "--cacert", root, "https://localhost:\(base + 1)/"])
             // Told as each connection closes; 20 s only detects a hang.
-            let deadline = Date().addingTimeInterval(20)
-            while seen.withLockedValue({ $0.count }) < 2 && Date() < deadline { try await Task.sleep(for: .milliseconds(20)) }
+            await Poll.until(timeout: 20) { seen.withLockedValue { $0.count } >= 2 }
             let events = seen.withLockedValue { $0 }
             try #require(events.count == 2, "\(events.map(\.line))")
             let wrong = try #require(events.first { $0.scenario == "wrong-host" }, "\(events.map(\.line))")

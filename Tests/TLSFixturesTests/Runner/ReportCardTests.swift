@@ -261,13 +261,13 @@ struct ManualReportTests {
         _ = try? await CurlLoad(trusting: [ca])(expired)
         let file = folder.appendingPathComponent("report.json")
         @Sendable func card() throws -> ReportCard? { try? ReportCard.decode(Data(contentsOf: file)) }
-        try await CPUBudgetTests.until { (try? card())??.entries.count == 2 }
+        try await Poll.require("a report card with two entries") { (try? card())??.entries.count == 2 }
         let first = try #require(try card())
         #expect(first.entries.map(\.verdict) == [.asExpected, .asExpected], "\(first.markdown())")
         #expect(first.entries.last?.why.contains("at the certificate") == true)
         // The same ClientHello from curl -k: one client, which has now accepted expired.
         _ = try await CurlLoad(insecure: true)(expired)
-        try await CPUBudgetTests.until {
+        try await Poll.require("expired's verdict turning unexpected") {
             (try? card())??.entries.first { $0.scenario == "expired" }?.verdict == .unexpected
         }
         let markdown = try String(contentsOf: folder.appendingPathComponent("report.md"), encoding: .utf8)

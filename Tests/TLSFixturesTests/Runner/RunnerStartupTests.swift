@@ -13,24 +13,6 @@ import TLSFixturesClient
 /// The client library while its runner is starting, and when there is none (issue 26, item 1).
 @Suite("TLSFixturesClient waits for a runner that is starting", .serialized)
 struct RunnerStartupGraceTests {
-    /// Until `body` holds, for a bounded time: waiting on a condition, not a sleep that stands in for one.
-    ///
-    /// The bound detects a hang; it is not a speed limit. In the full suite, synchronous tests (a client matrix run, a
-    /// browser) can hold both threads of a two-core concurrency pool for a minute, and then this loop and the task it
-    /// waits for resume in either order: this loop, resumed first past its deadline, would blame the other task for
-    /// not having run. So past the deadline it lets the pool run once more and looks again before it fails.
-    static func until(_ what: String, within seconds: TimeInterval = 120, _ body: () -> Bool) async throws {
-        let deadline = Date().addingTimeInterval(seconds)
-        while !body() {
-            guard Date() < deadline else {
-                try await Task.sleep(for: .seconds(1))
-                if body() { return }
-                throw ServeEndToEndTests.CLIFailure("\(what) did not happen within \(Int(seconds)) s")
-            }
-            try await Task.sleep(for: .milliseconds(20))
-        }
-    }
-
     @Test("a request made before serve listens is answered once it does (the README's pre-action race)")
     func lateRunner() async throws {
         let base = try ServeEndToEndTests.freePortBase()
@@ -44,7 +26,9 @@ struct RunnerStartupGraceTests {
             return try await client.fixtures()
         }
         // The client has found nothing listening (and is retrying) before the runner is even started.
-        try await Self.until("a refused first request") {
+        // Two minutes detect a hang: synchronous tests (a client matrix run, a browser) can hold both threads of a
+        // two-core pool for a minute, and Poll looks once more after its deadline.
+        try await Poll.require("a refused first request", timeout: 120) {
             RemoteFixtures.waitingSince(url) != nil || ended.withLockedValue { $0 }
         }
         if RemoteFixtures.waitingSince(url) == nil {

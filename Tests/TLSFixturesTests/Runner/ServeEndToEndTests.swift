@@ -94,13 +94,12 @@ struct ServeEndToEndTests {
         var current = document
         // A hang detector: the suite's shared store makes these two keys once per run, and that may queue behind
         // every other test's key generation on two cores.
-        let deadline = Date().addingTimeInterval(600)
-        while current.scenarios.contains(where: { $0.status == .preparing }) && Date() < deadline {
-            try await Task.sleep(for: .milliseconds(500))
+        await Poll.until(timeout: 600, every: .milliseconds(500)) {
             if let answer = try? await Subprocess.runAwaiting(["curl", "-sSf", "http://localhost:\(base)/scenarios.json"]), answer.status == 0,
                let latest = try? JSONDecoder().decode(CatalogDocument.self, from: answer.stdoutData) {
                 current = latest
             }
+            return !current.scenarios.contains { $0.status == .preparing }
         }
         let serving = current.scenarios.filter { $0.status == .serving }
         // Every scenario serves but those whose file declares what the linked OpenSSL may lack (ssl-v3, rc4, 3des:

@@ -30,10 +30,7 @@ struct ShutdownTests {
             received.withLockedValue { $0 = number }
         }
         // A hang detector: the handler has run by the time kill() returns, or soon after on another thread.
-        let deadline = ContinuousClock.now + .seconds(30)
-        while received.withLockedValue({ $0 }) == nil && ContinuousClock.now < deadline {
-            try await Task.sleep(for: .milliseconds(10))
-        }
+        await Poll.until(timeout: 30, every: .milliseconds(10)) { received.withLockedValue { $0 } != nil }
         #expect(received.withLockedValue { $0 } == SIGUSR2, "the signal raised right after listen() was lost")
     }
 
@@ -69,10 +66,7 @@ struct ShutdownTests {
             .trimmingCharacters(in: .whitespacesAndNewlines)))
 
         // A hang detector: serve looks for its parent five times a second and then stops as on SIGTERM.
-        let stopBy = ContinuousClock.now + .seconds(60)
-        while (Self.runs(servePID) || Ports.accepts(base)) && ContinuousClock.now < stopBy {
-            try await Task.sleep(for: .milliseconds(50))
-        }
+        await Poll.until(timeout: 60, every: .milliseconds(50)) { !Self.runs(servePID) && !Ports.accepts(base) }
         let after = (try? String(contentsOf: log, encoding: .utf8)) ?? ""
         #expect(!Self.runs(servePID), "serve outlived the process that started it: \(after)")
         #expect(!Ports.accepts(base), "serve's dashboard still answers after its parent died")

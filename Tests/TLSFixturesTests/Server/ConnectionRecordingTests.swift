@@ -97,9 +97,11 @@ struct ConnectionRecordingTests {
 @Suite("ConnectionLog: a bounded ring, and waiting without polling", .timeLimit(.minutes(1)))
 struct ConnectionLogTests {
     /// Until a reader is registered as waiting, so that what the test does next happens while it waits.
-    static func untilWaiting(_ log: ConnectionLog) async {
+    static func untilWaiting(_ log: ConnectionLog, sourceLocation: SourceLocation = #_sourceLocation) async throws {
         // A short sleep, not Task.yield: a yielding loop can keep the woken reader off a busy cooperative pool.
-        while log.waiterCount == 0 { try? await Task.sleep(for: .milliseconds(1)) }
+        try await Poll.require("a reader waiting on the log", every: .milliseconds(1), sourceLocation: sourceLocation) {
+            log.waiterCount > 0
+        }
     }
 
     @Test("keeps the most recent `capacity` records; an update to one it dropped changes nothing")
@@ -121,14 +123,14 @@ struct ConnectionLogTests {
     }
 
     @Test("a waiter wakes on the change it waits for, and at its deadline when none comes")
-    func waiting() async {
+    func waiting() async throws {
         let log = ConnectionLog(capacity: 8)
         // Far enough that a loaded machine cannot reach it by accident: the point is which event ended the wait.
         let far = NIODeadline.now() + .seconds(120)
         let woken = Task { await log.records(after: 0, until: far) { $0.contains { $0.endedAt != nil } } }
-        await Self.untilWaiting(log)
+        try await Self.untilWaiting(log)
         let id = log.open(peer: "a")   // a change, but not the awaited one: the reader waits on
-        await Self.untilWaiting(log)
+        try await Self.untilWaiting(log)
         log.update(id) { $0.endedAt = Date() }
         let records = await woken.value
         #expect(records.map(\.id) == [id])
@@ -140,14 +142,14 @@ struct ConnectionLogTests {
     }
 
     @Test("a cancelled waiter returns")
-    func cancelled() async {
+    func cancelled() async throws {
         let log = ConnectionLog(capacity: 8)
         // Far enough that a loaded machine cannot reach it by accident: the point is which event ended the wait.
         let far = NIODeadline.now() + .seconds(120)
         let task = Task { await log.records(after: 0, until: far) { !$0.isEmpty } }
-        await Self.untilWaiting(log)
+        try await Self.untilWaiting(log)
         task.cancel()
         #expect(await task.value.isEmpty)
-        #expect(NIODeadline.now() < far, "returned on cancellation, not at its 20 s deadline")
+        #expect(NIODeadline.now() < far, "returned on cancellation, not at its 120 s deadline")
     }
 }
