@@ -5,14 +5,16 @@ skipped (each skip with its reason), and which client stacks the live matrix ran
     scripts/test-summary.py LOG...
 
 Counts XCTest's `Test Case '…' passed|failed|skipped` lines and Swift Testing's `✔/✘/➜ Test "…" …` lines (a
-parameterized test counts once). Lines the tests print themselves: `client matrix ran: STACK on N scenarios: VERSION`
-(ClientMatrixTests) and `skipped part: TEST: REASON` (a check inside a test that this machine cannot make).
+parameterized test counts once; one that passed with known issues, `withKnownIssue`, is a pass). Lines the tests
+print themselves: `client matrix ran: STACK on N scenarios: VERSION` (ClientMatrixTests) and `skipped part: TEST:
+REASON` (a check inside a test that this machine cannot make).
 
 It cannot pass on nothing: each LOG is one group of tests (one `swift test` run), and it fails (exit 1, a line on
 standard error each) when a group's log is missing, when a group's run did not finish (no `Test run with N tests`
-line: it crashed or was killed), when a group ran no test at all (its --filter matched nothing), when a parameterized
-test ran none of its cases (its arguments came out empty), and, with TLS_FIXTURES_MATRIX_REQUIRED=1 (make test), when
-the client matrix did not run.
+line: it crashed or was killed), when a line reports a test's result in a form it cannot read (the test would go
+uncounted), when a group ran no test at all (its --filter matched nothing), when a parameterized test ran none of its
+cases (its arguments came out empty), and, with TLS_FIXTURES_MATRIX_REQUIRED=1 (make test), when the client matrix
+did not run.
 
 With TLS_FIXTURES_CI=1 (.ci/run) every skip is a failure: CONTRIBUTING.md says CI runs every test (everything a test
 needs is installed there), so a test that skipped in CI is a check that silently stopped running. Exit 1 then, naming
@@ -26,7 +28,12 @@ from pathlib import Path
 ANSI = re.compile(r"\x1b\[[0-9;]*m")
 SWIFT_TESTING = re.compile(r'^\S+ Test (?P<name>".*?"|\S+)(?: with (?P<cases>\d+) test cases?)? '
                            r'(?P<verb>passed|failed|skipped|was cancelled)'
-                           r'(?: after [0-9.]+ seconds)?(?: with \d+ issues?)?(?:: (?P<reason>.*))?\.?$')
+                           r'(?: after [0-9.]+ seconds)?'
+                           r'(?: with \d+ (?:known )?issues?(?: \(including \d+ known issues?\))?)?'
+                           r'(?:: (?P<reason>.*))?\.?$')
+# Any other line that reports a test's result: a format this script does not know would leave the test uncounted.
+RESULT_LIKE = re.compile(r'^\S+ Test (?!run with )(?:".*?"|[^"\s]\S*)(?: with \d+ test cases?)? '
+                         r'(?:passed|failed|skipped|was cancelled)\b')
 XCTEST = re.compile(r"^Test Case '(?P<name>[^']+)' (?P<verb>passed|failed|skipped)")
 # Swift Testing's last line, printed even when nothing ran ("✔ Test run with 0 tests in 0 suites passed after …").
 RUN_END = re.compile(r"^\S+ Test run with (?P<count>\d+) tests?\b")
@@ -60,6 +67,8 @@ def summarize(paths):
                     failed.append((name, ""))
                 else:
                     skipped.append((name, reason or match["verb"]))
+            elif RESULT_LIKE.match(line):
+                problems.append(f"{path}: a test's result this summary cannot read, so it is not counted: {line}")
             elif "client matrix ran: " in line:
                 matrix.append(line.split("client matrix ran: ", 1)[1])
             elif "skipped part: " in line:

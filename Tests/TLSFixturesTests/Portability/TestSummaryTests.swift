@@ -41,6 +41,24 @@ struct TestSummaryTests {
         #expect(result.stderr.isEmpty, "\(result.stderr)")
     }
 
+    /// Swift Testing's words for a test that passed or failed with known issues (`withKnownIssue`): each is counted,
+    /// and a "started" line whose name begins with a verb is not a result.
+    @Test("a pass with known issues is a pass, a failure with them a failure; a result line it cannot read fails it")
+    func knownIssuesAndUnreadableResults() async throws {
+        let known = ["◇ Test \"a failed probe is said\" started.",
+                     "━ Test \"five\" passed after 0.083 seconds with 1 known issue.",
+                     "✘ Test \"six\" failed after 0.1 seconds with 2 issues (including 1 known issue).", Self.end(2)]
+        let counted = try await Self.summary(["parallel.log": Self.passing, "reliability.log": known])
+        #expect(counted.stdout.hasPrefix("tests: 4 passed, 1 failed, 0 skipped\n"), "\(counted.combined)")
+        #expect(!counted.stderr.contains("cannot read"), "\(counted.stderr)")
+
+        let unreadable = ["✔ Test \"seven\" passed after 0.1 seconds, twice.", Self.end(1)]
+        let result = try await Self.summary(["parallel.log": Self.passing, "reliability.log": unreadable])
+        #expect(result.status == 1, "\(result.combined)")
+        #expect(result.stderr.contains("a test's result this summary cannot read, so it is not counted: "
+                                       + "✔ Test \"seven\" passed after 0.1 seconds, twice."), "\(result.stderr)")
+    }
+
     @Test("a group's log that is missing fails it, naming the log")
     func missingLog() async throws {
         let result = try await Self.summary(["parallel.log": Self.passing], missing: ["reliability.log"])
