@@ -313,7 +313,9 @@ struct ReadmeRecipeTests {
         let command = #"for fd in /proc/$$/fd/*; do n=${fd##*/}; [ "$n" -gt 2 ] && eval "exec $n>&-"; done "#
             + "2>/dev/null; cd \(ShellWord.quoted(directory.path)) "
             + "&& exec \(program) -c \"$0\" > \(ShellWord.quoted(output.path)) 2>&1"
-        let merged = ProcessInfo.processInfo.environment.merging(environment) { $1 }.map { "\($0.key)=\($0.value)" }
+        // With the test hook naming this process: the `serve` a recipe leaves running stops when this process exits, even
+        // killed (one killed mid-run left its recipe's `serve` running, with no parent, minutes later).
+        let merged = TestEnvironment.childEnvironment(environment).map { "\($0.key)=\($0.value)" }
         let arguments = ["/bin/bash", "-c", command, script]
         var pid: pid_t = 0
         let spawned = withCStrings(arguments) { argv in
