@@ -21,8 +21,11 @@ are findings:
                   wake after its deadline, and such a loop then gives up without looking again; await
                   Poll.until(timeout:) { … }, which looks once more after the deadline
 
-A synchronous function of the same file that async code calls (by its bare name, or through self or Self) is async
-code too: it blocks the thread of whoever calls it (a helper of another file is not followed). A body handed to a
+A synchronous @Test function is async code too: Swift Testing runs it on the concurrency pool, where it blocks a
+thread for as long as it waits (a CI rehearsal found both of the pool's threads held by such tests for a minute at a
+time, and nothing else in the process ran). Unless its suite (or the test) carries `.ownThreads`, which runs it on
+threads of its own (Tests/TLSFixturesTests/Support/OwnThreads.swift): there it may block. A synchronous function of
+the same file that async code calls (by its bare name, or through self or Self) is async code too: it blocks the thread of whoever calls it (a helper of another file is not followed). A body handed to a
 thread that is not the pool's is not async code, and is not looked at: offThePool { }, BlockingWork.blockingIO { },
 DispatchQueue.global().async { }, Thread.detachNewThread { }. A nested function is part of the function it is
 declared in (it runs where that one calls it). Comments and string literals are ignored.
@@ -77,6 +80,47 @@ OFF_POOL = re.compile(r"\b(?:offThePool|BlockingWork\.blockingIO|DispatchQueue\.
 YIELD_ONLY = re.compile(r"\{\s*(?:try\s+)?await\s+Task\.yield\(\)\s*\}")
 
 
+# A type that may carry a @Suite attribute, and the attribute itself.
+TYPE_DECLARATION = re.compile(r"\b(?:struct|class|enum|actor|extension)\s+[\w.]+[^{;]*\{")
+SUITE_ATTRIBUTE = re.compile(r"@Suite\b\s*(\()?")
+TEST_ATTRIBUTE = re.compile(r"@Test\b\s*(\()?")
+OWN_THREADS = re.compile(r"\.ownThreads\b")
+
+
+def attribute_arguments(code, match):
+    """The text of an attribute's argument list (empty without one)."""
+    if not match.group(1):
+        return ""
+    return code[match.end(1) - 1:matching(code, match.end(1) - 1)]
+
+
+def own_threads_ranges(code):
+    """The bodies of types whose @Suite attribute carries `.ownThreads` (nested types inherit it: it is recursive)."""
+    ranges = []
+    for suite in SUITE_ATTRIBUTE.finditer(code):
+        if not OWN_THREADS.search(attribute_arguments(code, suite)):
+            continue
+        declaration = TYPE_DECLARATION.search(code, suite.end())
+        if declaration:
+            ranges.append((declaration.end() - 1, matching(code, declaration.end() - 1)))
+    return ranges
+
+
+def test_attribute(code, declaration_start):
+    """The @Test attribute of the function declared at `declaration_start`, or None: only attributes (and the
+    blank space between them) may stand between the two."""
+    head = code[max(0, declaration_start - 2000):declaration_start]
+    found = None
+    for match in TEST_ATTRIBUTE.finditer(head):
+        end = matching(head, match.end(1) - 1) if match.group(1) else match.end()
+        between = head[end:]
+        # Other attributes (@available(…), @MainActor) and modifiers may follow; nothing else may.
+        if re.fullmatch(r"(?:\s|@\w+(?:\([^()]*\))?|\b(?:static|private|fileprivate|internal|public|"
+                        r"nonisolated|mutating|final)\b)*", between):
+            found = (match, head)
+    return found
+
+
 def matching(code, opening):
     """The index just past the bracket that closes the one at `opening` (or the end of the text)."""
     pairs = {"(": ")", "{": "}", "[": "]", "<": ">"}
@@ -103,7 +147,7 @@ def declarations(code):
         effects = re.split(r"->|\bwhere\b", head.group(0))[0]
         name = re.match(r"(?:func\s+)?([^\s(<]+)", match.group(0)).group(1)
         body = after + head.end()
-        found.append((name, body, matching(code, body), bool(re.search(r"\basync\b", effects))))
+        found.append((name, body, matching(code, body), bool(re.search(r"\basync\b", effects)), match.start()))
     return found
 
 
@@ -112,6 +156,16 @@ def regions(code):
     body, a Task's or addTask's, and the body of a synchronous function of the same file that async code calls (by
     its bare name, or through self or Self), with what it calls in turn: it blocks where it is called."""
     functions = declarations(code)
+    own = own_threads_ranges(code)
+    sync_tests = set()
+    for name, start, end, is_async, declared in functions:
+        if is_async or inside(declared, own):
+            continue
+        attribute = test_attribute(code, declared)
+        if attribute and not OWN_THREADS.search(attribute_arguments(attribute[1], attribute[0])):
+            sync_tests.add((start, end))
+    functions = [(name, start, end, is_async or (start, end) in sync_tests)
+                 for name, start, end, is_async, _ in functions]
     async_ranges = [(start, end) for _, start, end, is_async in functions if is_async]
     for match in ASYNC_CLOSURE.finditer(code):
         async_ranges.append((match.end() - 1, matching(code, match.end() - 1)))
@@ -133,7 +187,7 @@ def regions(code):
                 async_ranges.append((start, end))
                 changed = True
                 break
-    return async_ranges, off_pool, reached
+    return async_ranges, off_pool, reached, sync_tests
 
 
 def inside(position, ranges):
@@ -184,7 +238,7 @@ def lint_file(path, display=None):
                 if rule_id not in RULE_IDS:
                     findings.append(f"{display}:{number}: [waiver] no rule `{rule_id}` (rules: "
                                     f"{', '.join(sorted(RULE_IDS))})")
-    async_ranges, off_pool, reached = regions(code)
+    async_ranges, off_pool, reached, sync_tests = regions(code)
 
     def report(rule_id, offset, message):
         if not inside(offset, async_ranges) or inside(offset, off_pool):
@@ -198,6 +252,9 @@ def lint_file(path, display=None):
                                if (start, end) not in reached):
             name, at = max(callers)[1]
             message += f" (in `{name}`, which async code calls at line {line_of(at)})"
+        if any(start <= offset < end for start, end in sync_tests):
+            message += (" — a synchronous test runs on the concurrency pool too: make it async and await, or give "
+                        "its suite `.ownThreads` (Support/OwnThreads.swift)")
         findings.append(f"{display}:{number}: [{rule_id}] {message}")
 
     for rule_id, pattern, message in RULES:

@@ -52,7 +52,7 @@ enum DocExamples {
     }
 }
 
-@Suite("The documentation's Swift examples, built as a user's package", .serialized)
+@Suite("The documentation's Swift examples, built as a user's package", .serialized, .ownThreads)
 struct DocExamplesConsumerTests {
     /// Not in the README: a program of the consumer's that starts and stops the whole runner through the public API
     /// (`FixtureRunner`) and reads the dashboard's catalog over HTTP in between. Arguments: a free port base, a store.

@@ -85,7 +85,7 @@ struct DocExample: CustomStringConvertible, Sendable {
     }
 }
 
-@Suite("The documentation's Swift examples are the tests' code, each shown once")
+@Suite("The documentation's Swift examples are the tests' code, each shown once", .ownThreads)
 struct DocExamplesTests {
     @Test("each example is its test's region, shown on its page and nowhere else", arguments: DocExample.all)
     func shownOnceWhereExpected(example: DocExample) throws {

@@ -4,7 +4,7 @@ import TLSFixtures
 
 /// What a new user hit writing pinning tests with the package (issue 14's "API friction" list), one test each,
 /// judged from outside: the CLI's exit status and output, a real client against a real server.
-@Suite("A new user's friction")
+@Suite("A new user's friction", .ownThreads)
 struct NewUserFrictionTests {
     init() { TestEnvironment.useSharedStoreAsDefault() }
 

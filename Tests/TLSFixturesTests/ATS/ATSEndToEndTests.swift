@@ -192,7 +192,7 @@ struct ATSEndToEndTests {
     }
 }
 
-@Suite("ats commands: input errors and the localhost warning")
+@Suite("ats commands: input errors and the localhost warning", .ownThreads)
 struct ATSCLITests {
     // A plist without NSAppTransportSecurity is not an error: it is ATS's defaults (CLINewUserTrialTests).
     @Test("malformed plist, an NSAppTransportSecurity that is not a dictionary: one-line errors", arguments: [

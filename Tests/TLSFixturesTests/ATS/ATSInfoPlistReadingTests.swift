@@ -182,7 +182,7 @@ struct ATSThirdPartyKeyReadingTests {
     }
 }
 
-@Suite("ats check names every key the chosen OS ignores")
+@Suite("ats check names every key the chosen OS ignores", .ownThreads)
 struct ATSCheckIgnoredKeyTests {
     static func check(_ os: String, plist: String) throws -> Subprocess.Result {
         let file = try TestEnvironment.file(Data("""

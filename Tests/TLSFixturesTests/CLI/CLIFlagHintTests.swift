@@ -5,7 +5,7 @@ import Testing
 /// Issue 14: the library's errors name properties and arguments; the CLI's one-line errors name the flag instead
 /// (FlagHints, one place in the CLI). And options with a fixed set of values are typed: `--help` lists the values, and a
 /// bad value gets the parser's line naming them.
-@Suite("CLI flag hints and typed options")
+@Suite("CLI flag hints and typed options", .ownThreads)
 struct CLIFlagHintTests {
     static func cli(_ arguments: [String]) throws -> Subprocess.Result { try TestEnvironment.tlsFixtures(arguments) }
 

@@ -6,7 +6,7 @@ import Testing
 private var cliInputStore: CertificateStore { TestEnvironment.suiteStore("CLIInput") }
 
 /// Bad input: one line on standard error, a non-zero exit, never a crash or a stack trace.
-@Suite("CLI bad input")
+@Suite("CLI bad input", .ownThreads)
 struct CLIInputTests {
     static func expectOneLineError(_ result: Subprocess.Result, mentioning fragments: [String]) {
         #expect(result.status != 0 && !result.timedOut)

@@ -9,7 +9,7 @@ private var durationStore: CertificateStore { TestEnvironment.suiteStore("Durati
 /// Issue 16, item 2: `--timeout inf|nan|1e20|-inf` trapped ("Double value cannot be converted", SIGILL), `0` meant no
 /// limit and `-1` was accepted; `serve --handshake-timeout inf|1e12` and `--idle-timeout 1e300` trapped the same way.
 /// Every seconds option now takes 0.001–86400 and says so in one line; the library refuses the same values.
-@Suite("Duration options and time limits")
+@Suite("Duration options and time limits", .ownThreads)
 struct DurationOptionTests {
     static let badValues: [(String, String)] = [
         ("inf", "inf"), ("nan", "nan"), ("-inf", "-inf"), ("1e20", "1e+20"), ("1e12", "1000000000000"), ("1e300", "1e+300"),

@@ -5,7 +5,7 @@ import Testing
 /// Issue 29, item 10: one documented JSON shape per command (docs/cli.md, "JSON output"), held here key by key:
 /// values in the CLI's own terms, no Swift names, one fingerprint format, a list where there can be several, errors as
 /// JSON.
-@Suite("JSON output: one shape per command")
+@Suite("JSON output: one shape per command", .ownThreads)
 struct JSONShapeTests {
     /// docs/cli.md's certificate object.
     static let certificateKeys: Set<String> = ["subject", "issuer", "serial", "subjectAltNames", "signatureAlgorithm", "key", "notBefore",

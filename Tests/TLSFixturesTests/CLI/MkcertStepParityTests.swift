@@ -5,7 +5,7 @@ import Testing
 /// Issue 36, item 14: what mkcert and step users reach for first — durations, a leaf-only PEM, the PKCS#12 password,
 /// `cert show` of a .p12, a CSR or standard input, `--format pem`, making a CSR, and Java's cacerts — each checked with
 /// the tool its users would check it with (openssl, keytool).
-@Suite("cert and ca as mkcert and step users expect", .requires(Tools.openssl))
+@Suite("cert and ca as mkcert and step users expect", .requires(Tools.openssl), .ownThreads)
 struct MkcertStepParityTests {
     static func newStore(_ label: String) throws -> (store: String, folder: String) {
         let folder = TestEnvironment.temporaryDirectory(label).path

@@ -5,7 +5,7 @@ import Testing
 /// Issue 36, items 3–6, 8, 9 and 13: one rule for reserved names, the store's authority keys never a leaf's, a refused
 /// command writes nothing (every file of the store hashed before and after), read-only commands make nothing,
 /// `--reuse-key-of` only for keys that exist and are the user's, conflicting options named, `--json` codes.
-@Suite("A refused command writes nothing: reserved names, authority keys, validation first, conflicting options")
+@Suite("A refused command writes nothing: reserved names, authority keys, validation first, conflicting options", .ownThreads)
 struct RefusalsWriteNothingTests {
     static func newStore(_ label: String) throws -> String {
         let store = TestEnvironment.temporaryDirectory(label).appendingPathComponent("store").path

@@ -10,7 +10,7 @@ import TLSFixturesClient
 // the CLI's exit status and output, openssl reading what was made.
 
 /// `simulator trust` without xcrun or a booted simulator changes nothing; printed commands name the store in use (10).
-@Suite("simulator trust checks first; printed commands keep --dir")
+@Suite("simulator trust checks first; printed commands keep --dir", .ownThreads)
 struct StoreInPrintedCommandsTests {
     /// Every file under `directory` with its bytes.
     static func snapshot(_ directory: URL) -> [String: Data] {

@@ -4,7 +4,7 @@ import Testing
 
 /// Issue 29, items 1–5: a `cert issue` or `ca init` that is refused leaves the store exactly as it was (every file
 /// hashed before and after), names the option at fault, and refuses what no certificate can carry.
-@Suite("Store safety and validation (cert issue, ca init)")
+@Suite("Store safety and validation (cert issue, ca init)", .ownThreads)
 struct StoreSafetyTests {
     /// Every entry under `directory` (files, folders, links) with its mode and the SHA-256 of its bytes: equal
     /// snapshots mean nothing was written, made, moved or re-permissioned.

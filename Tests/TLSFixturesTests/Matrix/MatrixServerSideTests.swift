@@ -5,7 +5,7 @@ import Testing
 /// words and the connection records a report keeps, and flags the cells whose report card's verdict is not as expected
 /// (the verdict is the card's, never the script's), so a hand-made report shows what a real one would (the records
 /// below are in the control API's own shapes, as compact_record keeps them).
-@Suite("scripts/matrix.py: what the server saw, summarised, beside the report card's verdict")
+@Suite("scripts/matrix.py: what the server saw, summarised, beside the report card's verdict", .ownThreads)
 struct MatrixServerSideTests {
     static func record(_ outcome: [String: Any]?, requests: [String] = [], serverName: String? = "localhost",
                        alertAfterHandshake: [String: Any]? = nil) -> [String: Any] {

@@ -4,7 +4,7 @@ import Testing
 
 /// docs/android.md shows `nsc check` on three sample configs: each sample is run as the page writes it, and the output
 /// must be the page's, so the page cannot drift from the command. Also `pins --android` as the page describes it.
-@Suite("docs/android.md: the nsc check samples and pins --android, run")
+@Suite("docs/android.md: the nsc check samples and pins --android, run", .ownThreads)
 struct AndroidDocsTests {
     static let store = TestEnvironment.suiteStore("AndroidDocs")
 

@@ -6,7 +6,7 @@ import Testing
 
 /// The OpenSSL owners keep their promises: nothing leaks on a failed allocation, a shared context is complete when
 /// built, and encodings are values or errors, never empty stand-ins.
-@Suite("OpenSSL ownership")
+@Suite("OpenSSL ownership", .ownThreads)
 struct OpenSSLOwnershipTests {
     @Test("a failed second BIO allocation frees the first (it is not yet owned by the SSL)")
     func noBIOLeak() throws {

@@ -5,7 +5,7 @@ import Testing
 /// The built-in CA's design (docs/CLIENTS.md has the evidence from every stack): bare DNS constraints that strict
 /// RFC 5280 verifiers accept, iPAddress constraints kept so it can never vouch for a real address, and leaves that name
 /// DNS names only, which BoringSSL can check. Older stores keep working and are told how to move on.
-@Suite("Built-in CA design")
+@Suite("Built-in CA design", .ownThreads)
 struct CADesignTests {
     @Test("a fresh CA permits bare DNS names and loopback blocks, which openssl prints back")
     func freshConstraints() throws {

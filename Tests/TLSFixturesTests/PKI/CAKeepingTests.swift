@@ -61,7 +61,7 @@ enum StoreLocks {
 
 /// Issue 36, items 1, 2 and 7: the built-in CA is never lost, never silently replaced, and two writers never both
 /// report success for one file.
-@Suite("The CA is kept: atomic replacement, no implicit new CA, one writer wins")
+@Suite("The CA is kept: atomic replacement, no implicit new CA, one writer wins", .ownThreads)
 struct CAKeepingTests {
     static func bytes(_ store: String) -> [Data?] {
         ["ca/root.pem", "ca/root.key"].map { try? Data(contentsOf: URL(fileURLWithPath: store).appendingPathComponent($0)) }

@@ -5,7 +5,7 @@ import Testing
 /// Issue 29, item 12: what mkcert, `openssl req`/`x509 -req` and `step certificate create` users look for in
 /// `cert issue`, each checked by three judges we did not write: `openssl x509 -text` (what is in it), `openssl verify`
 /// (OpenSSL's chain verifier) and pyca/cryptography's RFC 5280 verifier (a second, stricter stack).
-@Suite("cert issue: CSRs, your own CA and key, every name kind, subject fields, serial, revocation URLs, file names")
+@Suite("cert issue: CSRs, your own CA and key, every name kind, subject fields, serial, revocation URLs, file names", .ownThreads)
 struct CertIssueFeatureTests {
     /// pyca/cryptography's verifier (cryptography 43+): OK, or its error. A server name verifies as a server
     /// certificate for that name; `-client` as a client certificate.

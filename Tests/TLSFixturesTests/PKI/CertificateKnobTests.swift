@@ -3,7 +3,7 @@ import Testing
 @testable import TLSFixtures
 
 /// Every profile knob, judged by `openssl x509 -text` rather than by our own reader.
-@Suite("Certificate profiles, checked with openssl x509", .requires(Tools.openssl))
+@Suite("Certificate profiles, checked with openssl x509", .requires(Tools.openssl), .ownThreads)
 struct CertificateKnobTests {
     static let ca = try! CertificateAuthority.ephemeral()
 

@@ -6,7 +6,7 @@ import Testing
 /// way checked with the client it is for; `ca install`/`uninstall` into a stand-in root and HOME (never this machine's
 /// own stores), with Debian's real `update-ca-certificates` and NSS's real `certutil`; the macOS keychain through the
 /// seam (its program exists only on macOS).
-@Suite("Trusting the CA on Linux, and ca install")
+@Suite("Trusting the CA on Linux, and ca install", .ownThreads)
 struct LinuxTrustTests {
     @Test("ca init and ca show say how to trust the CA on Linux: the CA file, the system store, NSS, Java")
     func instructions() throws {

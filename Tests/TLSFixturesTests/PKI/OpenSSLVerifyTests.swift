@@ -3,7 +3,7 @@ import Testing
 @testable import TLSFixtures
 
 /// `openssl verify` is the judge: good chains pass, each broken one fails with OpenSSL's own words.
-@Suite("Chains judged by openssl verify", .requires(Tools.openssl))
+@Suite("Chains judged by openssl verify", .requires(Tools.openssl), .ownThreads)
 struct OpenSSLVerifyTests {
     static let ca = try! CertificateAuthority.ephemeral()
 

@@ -5,7 +5,7 @@ import Testing
 /// `tls-fixtures simulator trust|untrust` with a fake `xcrun` first on PATH: no Mac here, so the fake records every
 /// invocation and answers `simctl list -j devices` as simctl does (its JSON shape: runtimes → devices with udid, name,
 /// state), and the tests read back exactly what the real simctl would have been asked to do.
-@Suite("simulator trust through a fake xcrun")
+@Suite("simulator trust through a fake xcrun", .ownThreads)
 struct SimulatorTrustTests {
     /// A folder with an `xcrun` script, its log and its answers.
     struct FakeXcrun {

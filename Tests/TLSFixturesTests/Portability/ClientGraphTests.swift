@@ -4,7 +4,7 @@ import Testing
 /// scripts/check-client-graph.py (run by `make lint`, before every `make test`) holds TLSFixturesClient to Foundation so
 /// an iOS test target can link it. Here the checker itself is tested: it passes this package's own manifest and source
 /// layout, and fails each way the client could come to reach OpenSSL or NIO.
-@Suite("TLSFixturesClient's dependency graph check", .requires(Tools.python))
+@Suite("TLSFixturesClient's dependency graph check", .requires(Tools.python), .ownThreads)
 struct ClientGraphTests {
     static let script = TestEnvironment.packageRoot.appendingPathComponent("scripts/check-client-graph.py").path
 

@@ -5,7 +5,7 @@ import Testing
 
 /// scripts/lint-darwin.py, the Linux-side check that the package still compiles on macOS: each pattern it knows is
 /// caught in a file of its own, and the same code is accepted inside a branch Darwin never compiles.
-@Suite("macOS: the Darwin source lint", .requires(Tools.python))
+@Suite("macOS: the Darwin source lint", .requires(Tools.python), .ownThreads)
 struct DarwinLintTests {
     static let script = TestEnvironment.packageRoot.appendingPathComponent("scripts/lint-darwin.py").path
 

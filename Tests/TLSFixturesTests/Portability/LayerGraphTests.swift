@@ -6,7 +6,7 @@ import Testing
 /// COpenSSL, the ATS model is Foundation only. `make lint` runs it on this package (a test cannot: `swift package
 /// describe` would wait for the lock `swift test` holds); here it passes a well-formed stack and fails each way a change
 /// could break a rule, naming the file or target.
-@Suite("The layers' dependency rules", .requires(Tools.python))
+@Suite("The layers' dependency rules", .requires(Tools.python), .ownThreads)
 struct LayerGraphTests {
     static let script = TestEnvironment.packageRoot.appendingPathComponent("scripts/check-layers.py").path
     static let layers = ["TLSFixturesWire", "TLSFixturesATS", "TLSFixturesNSC", "TLSFixturesOpenSSL", "TLSFixturesPKI",

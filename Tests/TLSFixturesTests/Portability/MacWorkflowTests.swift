@@ -4,7 +4,7 @@ import Testing
 /// .github/workflows/macos.yml runs nowhere before GitHub runs it, so what can be checked here is: that actionlint (in
 /// `make lint`) accepts it and catches a broken copy, that a failing command piped into `tee` fails its step, that
 /// docs/ios.md's Actions recipe and Xcode pre-action are what it runs, and that the steps issue 39 asked for are there.
-@Suite("macOS: the GitHub Actions workflow")
+@Suite("macOS: the GitHub Actions workflow", .ownThreads)
 struct MacWorkflowTests {
     static let root = TestEnvironment.packageRoot
     static let workflowURL = root.appendingPathComponent(".github/workflows/macos.yml")

@@ -5,7 +5,7 @@ import Testing
 /// Issue 29, item 13: `make install` and `make uninstall` follow the GNU conventions (PREFIX, BINDIR, DESTDIR), install
 /// a CLI that runs from anywhere, and remove exactly what they installed. Run with this test run's own (debug) build
 /// products (SKIP_BUILD=1 PRODUCTS=…): a release build takes minutes, and `swift test` must not start a build of its own.
-@Suite("make install and make uninstall")
+@Suite("make install and make uninstall", .ownThreads)
 struct MakeInstallTests {
     /// Install what this test run built, without building.
     static var installed: [String] { ["SKIP_BUILD=1", "PRODUCTS=\(TestEnvironment.productsDirectory.path)"] }

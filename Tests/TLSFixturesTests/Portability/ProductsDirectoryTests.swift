@@ -4,7 +4,7 @@ import XCTest
 
 /// The tests find the `tls-fixtures` CLI they spawn next to the test bundle. On macOS argv[0] is `xctest` or
 /// `swiftpm-testing-helper` and the bundle is a folder (`X.xctest/Contents/MacOS/X`); these are the Linux-side checks.
-@Suite("macOS: the tests find the built CLI under either runner")
+@Suite("macOS: the tests find the built CLI under either runner", .ownThreads)
 struct ProductsDirectoryTests {
     @Test("macOS's bundle layout and runner paths: the build folder comes from the bundle, never from the runner")
     func macOSLayout() {

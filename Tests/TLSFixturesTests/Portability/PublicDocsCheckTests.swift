@@ -5,7 +5,7 @@ import Testing
 /// library documented: a user reading Xcode's Quick Help for `import TLSFixtures` sees what a name does not say. Here it
 /// judges a small temporary source tree whose findings are known, so each rule is shown to fail and to pass, and then
 /// this package's own sources.
-@Suite("The public-docs check", .requires(Tools.python))
+@Suite("The public-docs check", .requires(Tools.python), .ownThreads)
 struct PublicDocsCheckTests {
     static let script = TestEnvironment.packageRoot.appendingPathComponent("scripts/check-public-docs.py").path
 

@@ -5,7 +5,7 @@ import Testing
 /// and no manifest SwiftPM would load may need a newer one. Xcode 16 (Swift 6.0–6.1) could not resolve this package
 /// while the README promised it, because swift-log 1.16.2's manifest says 6.2. The dependencies here are fixtures: a
 /// graph in `swift package show-dependencies --format json`'s shape, and a checkout folder per dependency.
-@Suite("macOS: the toolchain floor the README states", .requires(Tools.python))
+@Suite("macOS: the toolchain floor the README states", .requires(Tools.python), .ownThreads)
 struct ToolchainFloorTests {
     static let script = TestEnvironment.packageRoot.appendingPathComponent("scripts/check-toolchain-floor.py").path
 

@@ -5,7 +5,7 @@ import Testing
 /// Issue 29, items 6–8: `probe` says what a default client of the linked OpenSSL does with each handshake (proven by a
 /// second handshake, and agreeing with curl, which uses the same defaults), shows a stapled OCSP answer and a NULL
 /// cipher, and `scenarios show` gives the per-client outcomes.
-@Suite("Probe verdicts and scenario outcomes as people read them")
+@Suite("Probe verdicts and scenario outcomes as people read them", .ownThreads)
 struct ProbeVerdictTests {
     static var store: CertificateStore { TestEnvironment.sharedStore }
 

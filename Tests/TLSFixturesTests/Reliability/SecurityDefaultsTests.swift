@@ -33,7 +33,7 @@ enum Listening {
 }
 
 extension ReliabilitySuite {
-    @Suite("Security defaults", .enabled(if: Platform.isLinux, "uses ss, setpriv and /proc"))
+    @Suite("Security defaults", .enabled(if: Platform.isLinux, "uses ss, setpriv and /proc"), .ownThreads)
     struct SecurityDefaults {
         // MARK: Loopback only
 

@@ -179,7 +179,7 @@ enum StoreAudit {
 }
 
 extension ReliabilitySuite {
-    @Suite("Certificate store under concurrency and damage", .requires(Tools.openssl))
+    @Suite("Certificate store under concurrency and damage", .requires(Tools.openssl), .ownThreads)
     struct StoreUnderStress {
         static func expectOneLineError(_ result: Subprocess.Result, mentioning fragments: [String],
                                        sourceLocation: SourceLocation = #_sourceLocation) {

@@ -14,7 +14,7 @@ extension ReliabilitySuite {
     /// published it); a 0644 `root.key` in your own store stayed so; a symlinked lock file was created through, and a
     /// symlinked `ca/` or `keys/` followed and its target chmod'ed. Each case is refused (or, for your own key, fixed)
     /// with one line.
-    @Suite("A store that trusts nothing it did not make")
+    @Suite("A store that trusts nothing it did not make", .ownThreads)
     struct StoreTrustSuite {
         static func mode(_ url: URL) -> mode_t? { FileSystem.mode(of: url) }
 

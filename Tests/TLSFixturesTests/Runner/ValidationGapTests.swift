@@ -10,7 +10,7 @@ import Darwin
 
 /// Issue 16, item 6: bad input that passed validation, crashed or was blamed on the wrong thing. Each case gets the
 /// exact one line the CLI prints on standard error, and exit 1.
-@Suite("Validation gaps (issue 16)")
+@Suite("Validation gaps (issue 16)", .ownThreads)
 struct ValidationGapTests {
     static func expectLine(_ result: Subprocess.Result, _ line: String, sourceLocation: SourceLocation = #_sourceLocation) {
         #expect(!result.timedOut, "the command hung", sourceLocation: sourceLocation)

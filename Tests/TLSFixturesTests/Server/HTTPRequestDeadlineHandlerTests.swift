@@ -7,7 +7,7 @@ import Testing
 
 /// The header timeout on the embedded loop's clock: a client that is slow to send is cut off, a client waiting for a
 /// slow answer (a control-API request that makes an RSA-8192 key) is not.
-@Suite("HTTPRequestDeadlineHandler in an EmbeddedChannel")
+@Suite("HTTPRequestDeadlineHandler in an EmbeddedChannel", .ownThreads)
 struct HTTPRequestDeadlineHandlerTests {
     static let timeout = TimeAmount.seconds(20)
 

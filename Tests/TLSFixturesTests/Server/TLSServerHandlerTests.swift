@@ -9,7 +9,7 @@ import Testing
 /// `TLSServerHandler` below the socket: an `EmbeddedChannel` on one side, a real OpenSSL client (the same memory-BIO
 /// connection, in the client role) on the other, bytes moved by hand — the way swift-nio-ssl's `NIOSSLHandler` tests
 /// (`interactInMemory`) drive their handler. Time is the embedded loop's, so deadlines are tested exactly, not by sleeping.
-@Suite("TLSServerHandler in an EmbeddedChannel")
+@Suite("TLSServerHandler in an EmbeddedChannel", .ownThreads)
 struct TLSServerHandlerTests {
     static let handshakeTimeout = TimeAmount.seconds(10)
 
