@@ -169,7 +169,8 @@ extension FixtureFleet: FleetCommands {
         let store = store
         let state = state
         let made = try await lanes.run(
-            slow: store.slowWork(preparing: scenario, storage: storage) != nil, scenario: scenario.name,
+            slow: store.slowWork(preparing: scenario, storage: storage) != nil,
+            makesNothing: store.makesNothing(preparing: scenario, storage: storage), scenario: scenario.name,
             admit: { limit in state.withLockedValue { $0.admitSlow(limit: limit) } },
             finish: { state.withLockedValue { $0.finishSlow() } },
             stopping: { state.withLockedValue(\.stopping) }

@@ -52,8 +52,9 @@ extension FixtureFleet {
                     {
                         progress(.generating(scenario: scenario.name, key: plan.key))
                     }
-                    // Slow keys on every core (finishing soonest is what matters here), quick ones beside them.
-                    let lane: BlockingWork.Lane = store.slowWork(preparing: scenario) == nil ? .quick : .everyCore
+                    // Slow keys on every core (finishing soonest is what matters here), quick ones beside them, and
+                    // what makes nothing at once.
+                    let lane = BlockingWork.Lane.preparing(scenario, in: store, quick: .quick, slow: .everyCore)
                     let result = await Result {
                         try await BlockingWork.prepare(lane) {
                             try store.prepare(scenario, domains: domains, revocationEndpoints: revocationEndpoints)
@@ -76,28 +77,10 @@ extension FixtureFleet {
     static func ordered(_ scenarios: [Scenario], store: CertificateStore, _ order: PreparationOrder) -> [Scenario] {
         // Costs are read once (each looks at the store).
         let costed = scenarios.enumerated().map {
-            (offset: $0.offset, scenario: $0.element, cost: cost($0.element, store))
+            (offset: $0.offset, scenario: $0.element, cost: store.preparationCost($0.element))
         }
         return costed.sorted {
             $0.cost != $1.cost ? (order == .cheapestFirst) == ($0.cost < $1.cost) : $0.offset < $1.offset
         }.map(\.scenario)
-    }
-
-    /// What preparing `scenario` costs on this store, roughly in bits of RSA key to generate: nothing for a key the
-    /// store has, little for an EC key; a DH group made to measure, or an intermediate CA not made yet, adds its bits
-    /// (named groups cost nothing).
-    private static func cost(_ scenario: Scenario, _ store: CertificateStore) -> Int {
-        var cost = 0
-        if let plan = scenario.certificate, !store.hasKey(named: plan.keyName ?? scenario.name, spec: plan.key) {
-            if case .rsa(let bits) = plan.key { cost += bits } else { cost += 1 }
-        }
-        if case .bits(let bits)? = scenario.tls?.dh, !store.hasDHParameters(bits: bits) { cost += bits }
-        // An intermediate not made yet is an RSA-2048 key more (roots are EC keys: next to nothing).
-        if let issuer = scenario.certificate.flatMap({ BuiltinAuthority(rawValue: $0.issuer) }), !issuer.isRoot,
-            !FileManager.default.fileExists(atPath: store.certificatePath(issuer).path)
-        {
-            cost += 2048
-        }
-        return cost
     }
 }

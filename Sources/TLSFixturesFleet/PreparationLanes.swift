@@ -9,8 +9,9 @@ import TLSFixturesServer
 ///   (`BlockingWork.Lane.requested(slow: true)`, half the cores). At most `Options.maximumSlowStarts` such starts
 ///   are admitted (running or queued); one more is refused at once with `FleetError.busy` (the front door asks the
 ///   client to retry later) instead of queueing for minutes.
-/// - The quick lane: everything else (a key that exists, an EC or RSA-2048 key, reading the store, issuing a leaf), on
-///   threads of its own too (`BlockingWork.Lane.requested(slow: false)`).
+/// - The quick lane: everything else (an EC or RSA-2048 key, issuing a leaf), on threads of its own too
+///   (`BlockingWork.Lane.requested(slow: false)`); a start that generates nothing (every key exists) takes no CPU
+///   permit at all (`BlockingWork.Lane.nothingToMake`).
 ///
 /// Neither is where the catalog's own background preparation runs on a first run, nor where fixtures started through
 /// the library in the same process are prepared.
@@ -40,10 +41,10 @@ package struct PreparationLanes: Sendable {
     /// `stopping` turns true is dropped with `FleetError.stopping`, never made for nobody. One already making its key
     /// is abandoned, not waited for (OpenSSL cannot be interrupted), and refused when it is made.
     func run<T: Sendable>(
-        slow: Bool, scenario: String, admit: (Int) -> Bool, finish: () -> Void,
+        slow: Bool, makesNothing: Bool = false, scenario: String, admit: (Int) -> Bool, finish: () -> Void,
         stopping: @escaping @Sendable () -> Bool, _ body: @escaping @Sendable () throws -> T
     ) async throws -> T {
-        guard slow else { return try await BlockingWork.prepare(.requested(slow: false), body) }
+        guard slow else { return try await BlockingWork.prepare(makesNothing ? .nothingToMake : .requested(slow: false), body) }
         let limit = maximumSlowStarts
         guard admit(limit) else { throw FleetError.busy(limit) }
         observer?(.admitted(scenario: scenario))

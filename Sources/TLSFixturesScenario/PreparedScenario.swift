@@ -118,6 +118,33 @@ extension CertificateStore {
         var endpoints: RevocationEndpoints?
     }
 
+    /// What preparing `scenario` on this store costs, roughly in bits of RSA key to generate: nothing for a key the
+    /// store has, little for an EC key; a DH group made to measure, an intermediate CA or a root not made yet adds its
+    /// bits (named groups cost nothing). Prepared in memory, a key without a `keyName` is made every time.
+    package func preparationCost(_ scenario: Scenario, storage: PreparationStorage = .store) -> Int {
+        var cost = 0
+        if let plan = scenario.certificate,
+            (storage == .memory && plan.keyName == nil) || !hasKey(named: plan.keyName ?? scenario.name, spec: plan.key)
+        {
+            if case .rsa(let bits) = plan.key { cost += bits } else { cost += 1 }
+        }
+        if case .bits(let bits)? = scenario.tls?.dh, !hasDHParameters(bits: bits) { cost += bits }
+        // Roots are EC keys (next to nothing); an intermediate is an RSA-2048 key.
+        if !FileManager.default.fileExists(atPath: certificatePath(.root).path) { cost += 1 }
+        if let issuer = scenario.certificate.flatMap({ BuiltinAuthority(rawValue: $0.issuer) }), !issuer.isRoot,
+            !FileManager.default.fileExists(atPath: certificatePath(issuer).path)
+        {
+            cost += 2048
+        }
+        return cost
+    }
+
+    /// Whether preparing `scenario` here generates nothing: every key, group and authority exists, so it only reads
+    /// the store and signs a leaf at most, which is not CPU-bound work (`BlockingWork.Lane.nothingToMake`).
+    package func makesNothing(preparing scenario: Scenario, storage: PreparationStorage = .store) -> Bool {
+        preparationCost(scenario, storage: storage) == 0
+    }
+
     /// What makes preparing `scenario` on this store slow, if anything: an RSA key of 4096 bits or more, or a DH group
     /// of 2048 bits or more that has to be generated (not a named group, not made yet): seconds to a minute each.
     /// Prepared in memory (an inline scenario), a key of its own is made every time: only a `keyName` is looked up.

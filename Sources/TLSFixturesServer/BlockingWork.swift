@@ -15,6 +15,8 @@ import NIOPosix
 /// - `Lane.requested`: a start a control API client waits for (`PreparationLanes`, which also bounds how many slow
 ///   ones it admits): a quick and a slow lane of their own, as wide as the two above, so a runner's clients never
 ///   queue behind fixtures the same process prepares through the library (a test process's), nor behind the catalog.
+/// - `Lane.nothingToMake`: a preparation that generates nothing (a warm store's scenario): no permit, a thread of its
+///   own, so it is never queued behind key generation.
 /// - Blocking I/O (a probe's handshakes, which may wait out a timeout without using a core; binding a port; reading
 ///   the CA): a thread each, so it never queues behind key generation.
 ///
@@ -32,6 +34,10 @@ package enum BlockingWork {
     package enum Lane: Sendable {
         case quick, slow, everyCore
         case requested(slow: Bool)
+        /// A preparation that generates nothing (`CertificateStore.makesNothing(preparing:)`): it reads the store and
+        /// signs a leaf at most. Not CPU-bound, so it takes no permit: a thread of its own, at once, never behind key
+        /// generation. A warm store's scenario once waited over 300 s for a permit behind a test process's keys.
+        case nothingToMake
     }
 
     /// `Lane.slow`'s threads: half the cores (at least one).
@@ -50,6 +56,7 @@ package enum BlockingWork {
 
     /// Runs preparation work in `lane`, once the process's CPU budget admits it.
     package static func prepare<T: Sendable>(_ lane: Lane, _ body: @escaping @Sendable () throws -> T) async throws -> T {
+        if case .nothingToMake = lane { return try await blockingIO(body) }
         let kind = lane.isSlow ? CPUBudget.Kind.slow : .quick
         let priority = lane.isRequested ? CPUBudget.Priority.requested : .library
         await CPUBudget.shared.acquire(kind, priority)
@@ -60,6 +67,7 @@ package enum BlockingWork {
         case .everyCore: return try await everyCorePool.runIfActive(body)
         case .requested(slow: false): return try await requestedQuickPool.runIfActive(body)
         case .requested(slow: true): return try await requestedSlowPool.runIfActive(body)
+        case .nothingToMake: return try await blockingIO(body)
         }
     }
 
@@ -87,7 +95,7 @@ extension BlockingWork.Lane {
     /// Slow work: an RSA key of 4096 bits or more, a DH group.
     var isSlow: Bool {
         switch self {
-        case .quick, .requested(slow: false): return false
+        case .quick, .requested(slow: false), .nothingToMake: return false
         case .slow, .everyCore, .requested(slow: true): return true
         }
     }

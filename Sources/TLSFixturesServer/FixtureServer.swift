@@ -256,7 +256,7 @@ public final class FixtureServer: Sendable {
     /// one that does runs in `BlockingWork`'s slow lane, so it holds up no quick one.
     static func prepare(_ scenario: Scenario, store: CertificateStore,
                         revocationEndpoints: RevocationEndpoints = .serveDefault) async throws -> PreparedScenario {
-        try await BlockingWork.prepare(store.slowWork(preparing: scenario) == nil ? .quick : .slow) {
+        try await BlockingWork.prepare(.preparing(scenario, in: store, quick: .quick, slow: .slow)) {
             try store.prepare(scenario, revocationEndpoints: revocationEndpoints)
         }
     }
@@ -443,4 +443,14 @@ extension ErrorCode where Owner == FixtureError {
     public static var invalidConnectionLimit: Self { Self("invalidConnectionLimit") }
     /// `FixtureConfiguration.connectionRecordLimit` outside 1…100,000.
     public static var invalidRecordLimit: Self { Self("invalidRecordLimit") }
+}
+
+extension BlockingWork.Lane {
+    /// Where preparing `scenario` from `store` runs: `nothingToMake` when it generates nothing, `slow` when it makes a
+    /// slow key or group (`CertificateStore.slowWork(preparing:)`), `quick` otherwise.
+    package static func preparing(_ scenario: Scenario, in store: CertificateStore,
+                                  storage: PreparationStorage = .store, quick: Self, slow: Self) -> Self {
+        if store.makesNothing(preparing: scenario, storage: storage) { return .nothingToMake }
+        return store.slowWork(preparing: scenario, storage: storage) == nil ? quick : slow
+    }
 }

@@ -143,9 +143,10 @@ struct CPUBudgetTests {
     /// Only the runner's lane is requested work.
     @Test("BlockingWork's requested lanes, and only they, draw on the budget as requested work")
     func requestedLanes() {
-        let lanes: [BlockingWork.Lane] = [.quick, .slow, .everyCore, .requested(slow: false), .requested(slow: true)]
-        #expect(lanes.map(\.isRequested) == [false, false, false, true, true])
-        #expect(lanes.map(\.isSlow) == [false, true, true, false, true])
+        let lanes: [BlockingWork.Lane] = [.quick, .slow, .everyCore, .requested(slow: false), .requested(slow: true),
+                                          .nothingToMake]
+        #expect(lanes.map(\.isRequested) == [false, false, false, true, true, false])
+        #expect(lanes.map(\.isSlow) == [false, true, true, false, true, false])
     }
 
 }
@@ -194,6 +195,62 @@ extension ReliabilitySuite {
             for job in jobs { await job.value }
             #expect(budget.usage.running == 0 && budget.waiting == (quick: 0, slow: 0)
                         && budget.waitingRequested == (quick: 0, slow: 0))
+        }
+
+        /// A warm store's scenario generates nothing: it reads the store and signs a leaf at most, so it takes no
+        /// permit and never queues behind other work's keys. In a CI rehearsal (ci25, under ASan, beside another run),
+        /// a fleet's preparation of ats-compliant from a store that had its key waited over 300 s for a permit behind
+        /// the test process's key generation, and its readiness test failed.
+        @Test("with every permit held, a scenario whose keys exist is still prepared: it takes no permit")
+        func warmStoreTakesNoPermit() async throws {
+            let budget = CPUBudget.shared
+            let store = TestEnvironment.suiteStore("CPUBudgetWarm")
+            let scenario = try ScenarioCatalog.builtIn.scenario(named: "ats-compliant")
+            // The control: on a fresh store it makes a key, and goes through the budget.
+            #expect(!store.makesNothing(preparing: scenario), "a fresh store already had ats-compliant's key")
+            _ = try await FixtureServer.prepare(scenario, store: store)
+            #expect(store.makesNothing(preparing: scenario), "ats-compliant still makes something once prepared")
+
+            let release = DispatchSemaphore(value: 0)
+            let started = NIOLockedValueBox(0)
+            var jobs: [Task<Void, Never>] = []
+            for _ in 0..<budget.width {
+                jobs.append(Task {
+                    _ = try? await BlockingWork.prepare(.quick) {
+                        started.withLockedValue { $0 += 1 }
+                        // async-lint: allow process-wait — a BlockingWork pool thread, the one the test holds
+                        _ = release.wait(timeout: .now() + 120)
+                    }
+                })
+            }
+            defer {
+                for _ in jobs { release.signal() }
+            }
+            try await Poll.require("every permit held", every: .milliseconds(1)) {
+                budget.usage.running == budget.width && started.withLockedValue { $0 } == budget.width
+            }
+            // Quick work that does make something waits now…
+            let quickRan = NIOLockedValueBox(false)
+            let quick = Task { _ = try? await BlockingWork.prepare(.quick) { quickRan.withLockedValue { $0 = true } } }
+            try await Poll.require("a quick job waiting for a permit", every: .milliseconds(1)) {
+                budget.waiting.quick == 1
+            }
+            // …and the warm preparation does not. A minute only detects that it waited for a permit after all.
+            let prepared = NIOLockedValueBox<PreparedScenario?>(nil)
+            let preparing = Task {
+                let made = try await FixtureServer.prepare(scenario, store: store)
+                prepared.withLockedValue { $0 = made }
+            }
+            try await Poll.require("the warm preparation, with every permit held") {
+                prepared.withLockedValue { $0 } != nil
+            }
+            #expect(!quickRan.withLockedValue { $0 }, "a quick job ran while every permit was held")
+            #expect(budget.usage.running == budget.width, "the warm preparation took a permit")
+            for _ in jobs { release.signal() }
+            for job in jobs { await job.value }
+            await quick.value
+            try await preparing.value
+            #expect(quickRan.withLockedValue { $0 })
         }
     }
 }
