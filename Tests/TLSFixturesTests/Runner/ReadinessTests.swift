@@ -5,6 +5,7 @@ import Testing
 @testable import TLSFixtures
 @testable import TLSFixturesFleet
 @testable import TLSFixturesRunner
+@testable import TLSFixturesServer
 
 #if canImport(Glibc)
 import Glibc
@@ -75,6 +76,16 @@ struct ReadinessTests {
     /// took a quick one 50 s), so it is far above what `serve` alone needs.
     static let preparationBound = TimeAmount.seconds(300)
 
+    /// Makes `names`' keys and leaves in the shared store before a test opens its fleet. Making a key queues behind
+    /// every suite's key generation in this process (ci25, under ASan beside another run: over 300 s), and what these
+    /// tests check is readiness, not how long that queue is: warm, the fleet's preparations generate nothing, so they
+    /// take no CPU permit (`BlockingWork.Lane.nothingToMake`), and each bounded wait below is for the fleet alone.
+    static func warm(_ names: [String]) async throws {
+        for name in names {
+            _ = try await FixtureServer.prepare(try catalog.scenario(named: name), store: TestEnvironment.sharedStore)
+        }
+    }
+
     static func options(gate: PreparationGate, startWait: TimeAmount = preparationBound) throws -> FixtureFleet.Options {
         var options = FixtureFleet.Options()
         options.portBase = try ServeEndToEndTests.freePortBase()
@@ -85,6 +96,7 @@ struct ReadinessTests {
 
     @Test("held ports refuse, each scenario serves the moment it is ready, and health says ready only at the end")
     func servesEachWhenReady() async throws {
+        try await Self.warm(["ats-compliant", "expired"])
         let gate = PreparationGate(holding: ["expired"])
         let options = try Self.options(gate: gate)
         let scenarios = try Self.catalog.scenarios(named: ["ats-compliant", "expired", "ssl-v3"])
@@ -148,6 +160,7 @@ struct ReadinessTests {
 
     @Test("a start through the API of a scenario still preparing waits for it, and is served once it is")
     func startWaitsForPreparation() async throws {
+        try await Self.warm(["expired"])
         let gate = PreparationGate(holding: ["expired"])
         let fleet = try await FixtureFleet.open(
             try Self.catalog.scenarios(named: ["expired"]), catalog: Self.catalog, store: TestEnvironment.sharedStore,
@@ -198,8 +211,8 @@ struct ReadinessTests {
         await fleet.stop()
     }
 
-    /// The cost each scenario's preparation has on an empty store (FixtureFleet.cost): nothing to make (http) 0, an
-    /// EC key 1, an RSA key its bits, a DH group made to measure or an intermediate CA not made yet (an RSA-2048 key)
+    /// The cost each scenario's preparation has on an empty store (`CertificateStore.preparationCost`; every one also
+    /// pays the root's EC key there, 1): nothing to make (http) 0, an EC key 1, an RSA key its bits, a DH group made to measure or an intermediate CA not made yet (an RSA-2048 key)
     /// its bits more. RSA key generation grows with the cube
     /// of the modulus or faster (FIPS 186-5 B.3.3's prime search over n/2-bit candidates), so bits order them rightly.
     @Test("cheapest first for serve, slowest first for prepare; a key the store has costs nothing")
