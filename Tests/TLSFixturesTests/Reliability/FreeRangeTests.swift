@@ -5,6 +5,29 @@ import Testing
 /// ranges come from blocks of ports claimed with `flock`, and each process keeps its claims until it exits.
 @Suite("Ports.freeRange beside another process's claims")
 struct FreeRangeTests {
+    /// A port's failure message names who holds each socket on it: this process, or another by pid and command line.
+    @Test("HeldPort names the process that holds a socket on the port", .enabled(if: Platform.isLinux, "reads /proc"))
+    func socketOwnersNamed() async throws {
+        let port = try Ports.unused()
+        let python = try BackgroundProcess(["python3", "-c", Self.listenOn, "\(port)"])
+        #expect(await python.waitForOutput("listening\n", timeout: 120), "the listening process: \(python.stderr)")
+        let foreign = Ports.held(port).sockets
+        await python.stop()
+        #expect(foreign.contains("state A") && foreign.contains("held by pid ") && foreign.contains("python3"),
+                "\(foreign)")
+    }
+
+    static let listenOn = """
+        import signal, socket, sys, time
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, [signal.SIGTERM])
+        s = socket.socket()
+        s.bind(("127.0.0.1", int(sys.argv[1])))
+        s.listen(1)
+        print("listening", flush=True)
+        time.sleep(900)
+        """
+
     /// Another process holds 50 blocks straight ahead of where the next range would start: more than the search
     /// crossed before it gave up (50 ranges of 101 ports), which failed a CI run beside another.
     @Test("a range is found past another process's claims, and touches none of them")

@@ -74,6 +74,24 @@ enum SocketTable {
         return (allSockets() ?? []).filter { inodes.contains($0.inode) }
     }
 
+    /// Which process holds the socket `inode`, for a failure message: "this process", or "pid N: its command line", or
+    /// nil when no process does (TIME_WAIT) or it cannot be seen. Reads every process's descriptors: failures only.
+    static func owner(inode: String) -> String? {
+        let target = "socket:[\(inode)]"
+        let processes = (try? FileManager.default.contentsOfDirectory(atPath: "/proc")) ?? []
+        for pid in processes where Int32(pid) != nil {
+            let fds = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/\(pid)/fd")) ?? []
+            for fd in fds where (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/\(pid)/fd/\(fd)")) == target {
+                if Int32(pid) == getpid() { return "this process" }
+                let command = FileManager.default.contents(atPath: "/proc/\(pid)/cmdline").map {
+                    $0.split(separator: 0).map { String(decoding: $0, as: UTF8.self) }.joined(separator: " ")
+                } ?? "?"
+                return "pid \(pid): \(command.prefix(200))"
+            }
+        }
+        return nil
+    }
+
     /// Every TCP socket of this network namespace, every process's; nil where there is no /proc (macOS).
     static func allSockets() -> [Entry]? {
         var entries: [Entry] = []

@@ -221,7 +221,10 @@ struct HeldPort: Sendable {
     var sockets: String {
         guard let now = SocketTable.allSockets()?.filter({ $0.localPort == port }) else { return "unknown (no /proc)" }
         guard !now.isEmpty else { return "none" }
-        return now.map { "state \(String($0.state, radix: 16, uppercase: true)), peer port \($0.remotePort), inode \($0.inode)" }
+        return now.map {
+            "state \(String($0.state, radix: 16, uppercase: true)), peer port \($0.remotePort), inode \($0.inode), held by "
+                + (SocketTable.owner(inode: $0.inode) ?? "no process")
+        }
             .joined(separator: "; ") + "; held with listeners \(listeners ?? []) and peer ports \(peers.sorted())"
     }
 }
