@@ -122,6 +122,8 @@ extension CertificateStore {
     /// store has, little for an EC key; a DH group made to measure, an intermediate CA or a root not made yet adds its
     /// bits (named groups cost nothing). Prepared in memory, a key without a `keyName` is made every time.
     package func preparationCost(_ scenario: Scenario, storage: PreparationStorage = .store) -> Int {
+        // What the linked OpenSSL cannot serve is refused before any key is made: it costs nothing.
+        if let plan = scenario.tls, (try? TLSContext.checkSupport(Self.supportSettings(plan))) == nil { return 0 }
         var cost = 0
         if let plan = scenario.certificate,
             (storage == .memory && plan.keyName == nil) || !hasKey(named: plan.keyName ?? scenario.name, spec: plan.key)
@@ -131,6 +133,11 @@ extension CertificateStore {
         if case .bits(let bits)? = scenario.tls?.dh, !hasDHParameters(bits: bits) { cost += bits }
         // Roots are EC keys (next to nothing); an intermediate is an RSA-2048 key.
         if !FileManager.default.fileExists(atPath: certificatePath(.root).path) { cost += 1 }
+        // The pins every preparation publishes: the backup key (EC) and the pinned leaf's.
+        if !hasKey(named: Self.backupKeyName, spec: .ec(.p256)) { cost += 1 }
+        if !hasKey(named: Self.pinnedKeyName, spec: CertificatePlan().key) {
+            if case .rsa(let bits) = CertificatePlan().key { cost += bits } else { cost += 1 }
+        }
         if let issuer = scenario.certificate.flatMap({ BuiltinAuthority(rawValue: $0.issuer) }), !issuer.isRoot,
             !FileManager.default.fileExists(atPath: certificatePath(issuer).path)
         {
@@ -195,9 +202,7 @@ extension CertificateStore {
     private func makePrepared(_ scenario: Scenario, domains: [String], storage: PreparationStorage,
                               endpoints: RevocationEndpoints) throws -> PreparedScenario {
         if let plan = scenario.tls {
-            let settings = TLSSettings(
-                minVersion: plan.minVersion, maxVersion: plan.maxVersion, ciphers: plan.ciphers, tls13Suites: plan.tls13Suites,
-                securityLevel: plan.securityLevel, groups: plan.groups, dhParameters: .none, serverPreference: plan.serverPreference)
+            let settings = Self.supportSettings(plan)
             do {
                 // Before any key is generated: an unsupported scenario costs nothing.
                 try TLSContext.checkSupport(settings)
@@ -297,6 +302,13 @@ extension CertificateStore {
 
     private static let clientName = "client"
     private static let clientKeySpec = KeySpec.ec(.p256)
+    /// The settings `TLSContext.checkSupport` judges a scenario's TLS plan by, before anything is made.
+    private static func supportSettings(_ plan: TLSPlan) -> TLSSettings {
+        TLSSettings(
+            minVersion: plan.minVersion, maxVersion: plan.maxVersion, ciphers: plan.ciphers, tls13Suites: plan.tls13Suites,
+            securityLevel: plan.securityLevel, groups: plan.groups, dhParameters: .none, serverPreference: plan.serverPreference)
+    }
+
     private static let backupKeyName = "backup"
     private static let pinnedKeyName = "pinned"
 
