@@ -62,16 +62,27 @@ package enum RunnerReport {
             let names = ([Scenario.fixturesDomain] + (document.domains ?? [])).map { "NAME.\($0)" }.joined(separator: ", ")
             var line = "Proxy: http://localhost:\(proxy.port) reaches \(names) on that fixture's port, "
                 + "with no /etc/hosts entry"
-            // A command that works as printed: a scenario that serves now, on its own port, verified against the CA.
-            let example = serving.first { $0.name == "ats-compliant" }
-                ?? serving.first { $0.url?.hasPrefix("https://") == true && $0.servedBy == nil }
-            if let example, let url = example.qualifiedURL {
+            // A command that works as printed: a scenario that serves now, on its own port, which curl accepts when
+            // it verifies against the CA, by the name the proxy reaches (the baseline names; `wrong-host` names its
+            // own). When only scenarios curl refuses serve (`serve expired`), the line says so rather than fail.
+            let ownPort = serving.filter { $0.url?.hasPrefix("https://") == true && $0.servedBy == nil }
+            let accepted = ownPort.first { $0.name == "ats-compliant" } ?? ownPort.first(where: curlAccepts)
+            if let example = accepted ?? ownPort.first, let url = example.qualifiedURL {
                 line += ":\n       curl --proxy http://localhost:\(proxy.port) --cacert \(ca) \(url)"
+                if accepted == nil {
+                    line += "   # refused, as \(example.name) should be: \(example.expect.verify ?? "see its summary")"
+                }
             }
             lines.append(line)
         }
         lines.append("")
         lines.append("Note: \(ATSTrap.note)")
         return lines.joined(separator: "\n")
+    }
+
+    /// Whether curl, verifying against the CA, accepts `entry` by `NAME.fixtures.test`: its expected verdict is to
+    /// accept and its leaf carries the baseline names.
+    static func curlAccepts(_ entry: CatalogEntry) -> Bool {
+        entry.expect.outcome(for: .curl)?.outcome == .accept && entry.certificate?.hosts == nil
     }
 }
