@@ -10,7 +10,7 @@ struct CAInit: AsyncParsableCommand {
             Refuses when a CA already exists, because devices trust it and apps pin it. --force replaces it; the old \
             files are moved to a new ca/replaced-DATE/ in the store (replaced-DATE-2/ for a second one in the same \
             second), never deleted or overwritten, and every certificate it signed is \
-            re-issued on next use. --if-missing succeeds quietly when a CA exists (for scripts and CI).
+            re-issued on next use. --if-missing keeps an existing CA and exits 0, showing it as `ca show` does (for scripts and CI).
 
             --domain adds a domain of your own to the names the CA may sign for (it then permits every name under it), \
             for `serve --domain`: a public suffix TrustKit accepts, resolved by the runner's proxy, no DNS record needed.
